@@ -1,0 +1,85 @@
+"""Build a catalog into a data directory: products + policies Parquet, metadata, views."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+
+import polars as pl
+
+from ecomrlve.catalogs.policies import build_policies
+from ecomrlve.catalogs.synth import ProgressFn, build_products
+from ecomrlve.store import (
+    DataPaths,
+    StoreError,
+    atomic_write_bytes,
+    atomic_write_parquet,
+    ensure_writable,
+    file_hash,
+    refresh_views,
+)
+
+
+@dataclass(frozen=True)
+class CatalogSummary:
+    products: int
+    families: int
+    categories: int
+    brands: int
+    out_of_stock: int
+    seed: int
+    catalog_hash: str
+
+
+def catalog_hash(data: str | os.PathLike) -> str:
+    """The hash recorded when the catalog was built (sha256 prefix of products.parquet)."""
+    paths = DataPaths.of(data)
+    try:
+        return json.loads(paths.catalog_meta.read_text())["catalog_hash"]
+    except (OSError, KeyError, json.JSONDecodeError):
+        if not paths.products.exists():
+            raise StoreError(f"no catalog at {paths.catalog}: run `ecomrlve catalog`") from None
+        return file_hash(paths.products)
+
+
+def build_catalog(
+    data: str | os.PathLike, products: int, seed: int, progress: ProgressFn | None = None
+) -> CatalogSummary:
+    """Synthesize `products` variants with `seed` into `data`; same inputs, same bytes."""
+    if products <= 0:
+        raise StoreError(f"--products must be a positive number, got {products}")
+    if seed < 0:
+        raise StoreError(f"--seed must be >= 0, got {seed}")
+    paths = DataPaths.of(data)
+    ensure_writable(paths.catalog)
+    df = build_products(products, seed, progress=progress)
+    atomic_write_parquet(df, paths.products)
+    atomic_write_parquet(build_policies(), paths.policies)
+    summary = CatalogSummary(
+        products=df.height,
+        families=df["family_id"].n_unique(),
+        categories=df["category"].n_unique(),
+        brands=df["brand"].n_unique(),
+        out_of_stock=int((~df["in_stock"]).sum()),
+        seed=seed,
+        catalog_hash=file_hash(paths.products),
+    )
+    meta = json.dumps(asdict(summary), indent=2, sort_keys=True).encode()
+    atomic_write_bytes(meta, paths.catalog_meta)
+    refresh_views(paths.root)
+    return summary
+
+
+def category_summary(df: pl.DataFrame) -> pl.DataFrame:
+    return (
+        df.group_by("department", "category")
+        .agg(
+            items=pl.len(),
+            families=pl.col("family_id").n_unique(),
+            brands=pl.col("brand").n_unique(),
+            median_price=pl.col("price").median(),
+            in_stock=pl.col("in_stock").mean(),
+        )
+        .sort("department", "category")
+    )

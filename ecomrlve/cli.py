@@ -1,0 +1,94 @@
+"""The `ecomrlve` command line. Each subpackage registers its own commands in `register(app)`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from enum import StrEnum
+from pathlib import Path
+
+import duckdb
+import typer
+
+from ecomrlve import store
+from ecomrlve.cli_common import console, fail, frame_table, progress_bar, user_errors
+
+app = typer.Typer(
+    name="ecomrlve",
+    help="Synthetic e-commerce worlds turned into verifiable RL training for tool-using agents.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+DataOpt = typer.Option(Path("data"), "--data", help="data directory")
+
+
+@app.callback()
+def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="debug logging")) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+
+
+@app.command()
+def catalog(
+    products: int = typer.Option(20_000, "--products", "-n", help="number of sellable variants"),
+    seed: int = typer.Option(0, "--seed", help="random seed; same seed, same bytes"),
+    data: Path = DataOpt,
+) -> None:
+    """Synthesize a product catalog and store policies into DIR/catalog and DuckDB."""
+    from ecomrlve.catalogs import build_catalog
+    from ecomrlve.catalogs.build import category_summary
+
+    if products <= 0:
+        fail(f"--products must be a positive number, got {products}")
+    if seed < 0:
+        fail(f"--seed must be >= 0, got {seed}")
+    with user_errors(), progress_bar("catalog") as update:
+        summary = build_catalog(data, products, seed, progress=update)
+        df = store.read_products(data)
+    console.print(frame_table(category_summary(df), title="catalog by category"))
+    console.print(
+        f"{summary.products:,} products in {summary.families:,} families, "
+        f"{summary.brands:,} brands, {summary.out_of_stock:,} out of stock; "
+        f"catalog_hash {summary.catalog_hash}; store {store.DataPaths.of(data).db}"
+    )
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+@app.command()
+def sql(
+    query: str = typer.Argument(..., help="a SQL query over products, policies, tasks, …"),
+    data: Path = DataOpt,
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="table, csv or json"),
+    max_rows: int = typer.Option(200, "--max-rows", help="rows shown in table format"),
+) -> None:
+    """Run a read-only SQL query against the store."""
+    with user_errors():
+        con = store.connect(data, read_only=True)
+    try:
+        df = con.sql(query).pl() if query.strip() else fail("empty query")
+    except duckdb.Error as err:
+        fail(f"SQL error: {str(err).splitlines()[0]}")
+    finally:
+        con.close()
+    if df is None:
+        fail("the statement returned no result set")
+    if fmt is OutputFormat.csv:
+        sys.stdout.write(df.write_csv())
+    elif fmt is OutputFormat.json:
+        sys.stdout.write(json.dumps(df.to_dicts(), default=str) + "\n")
+    else:
+        console.print(frame_table(df, max_rows=max_rows))
+
+
+def main() -> None:  # pragma: no cover - entry point
+    app()

@@ -1,0 +1,70 @@
+"""Shared CLI plumbing: one-line errors with exit code 2, progress bars, tables."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from typing import NoReturn
+
+import polars as pl
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+console = Console()
+err_console = Console(stderr=True)
+
+EXIT_BAD_INPUT = 2
+
+
+def fail(message: str) -> NoReturn:
+    """Print one clear line on stderr and exit 2 (bad input, nothing written)."""
+    err_console.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+@contextlib.contextmanager
+def user_errors(*extra: type[BaseException]) -> Iterator[None]:
+    """Turn the project's input errors (ValueError and subclasses) into `fail`."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except (ValueError, FileNotFoundError, *extra) as err:
+        fail(str(err).splitlines()[0] if str(err) else type(err).__name__)
+
+
+@contextlib.contextmanager
+def progress_bar(description: str, total: float = 1.0) -> Iterator[callable]:
+    """A rich progress bar; yields `update(stage, fraction)`. Quiet when not a terminal."""
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=False,
+        disable=not sys.stderr.isatty(),
+    )
+    with progress:
+        task = progress.add_task(description, total=total)
+
+        def update(stage: str, fraction: float) -> None:
+            progress.update(task, completed=fraction * total, description=f"{description}: {stage}")
+
+        yield update
+
+
+def frame_table(df: pl.DataFrame, title: str | None = None, max_rows: int = 200) -> Table:
+    table = Table(title=title, show_lines=False)
+    for name, dtype in df.schema.items():
+        table.add_column(name, justify="right" if dtype.is_numeric() else "left")
+    for row in df.head(max_rows).iter_rows():
+        table.add_row(
+            *("" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v)) for v in row)
+        )
+    if df.height > max_rows:
+        table.caption = f"{max_rows} of {df.height} rows shown"
+    return table

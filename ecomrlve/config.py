@@ -1,0 +1,217 @@
+"""Typed configuration: one pydantic model per block, loaded from YAML.
+
+Unknown keys are an error that names the key. Keys that the article's config carries but DAPO has
+no use for (it has no critic and no TD target) load with a warning that names them.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+log = logging.getLogger(__name__)
+
+SCENARIOS: tuple[str, ...] = (
+    "product_discovery",
+    "substitution",
+    "cart",
+    "return",
+    "order_status",
+    "policy",
+    "bundle",
+    "journey",
+    "cancel",
+)
+
+# Keys accepted for compatibility with PPO-style configs, ignored by DAPO: key -> why.
+IGNORED_TRAINING_KEYS: dict[str, str] = {
+    "critic_lr": "DAPO has no critic (advantages are group-normalised rewards)",
+    "gamma": "DAPO uses outcome rewards per episode, no TD discounting",
+    "lam": "DAPO uses no GAE",
+    "vf_coef": "DAPO has no value function",
+}
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names the offending key or value."""
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class RewardWeights(StrictModel):
+    """Weights of the named reward components (see `ecomrlve.env.reward`)."""
+
+    success: float = 1.0
+    step_bonus: float = Field(0.1, ge=0.0, description="per progressing step, capped at min_steps")
+    efficiency: float = Field(0.2, ge=0.0, description="bonus when successful in <= min_steps")
+    waste: float = Field(-0.1, le=0.0, description="per step that does not advance the task")
+    format: float = Field(-0.2, le=0.0, description="per malformed assistant turn")
+    hallucination: float = Field(-0.2, le=0.0, description="per id the agent never saw")
+
+
+class EnvConfig(StrictModel):
+    max_steps: int = Field(10, ge=1, le=64)
+    scenarios: list[str] = Field(default_factory=lambda: list(SCENARIOS))
+    reward_weights: RewardWeights = Field(default_factory=RewardWeights)
+    reward_range: tuple[float, float] = (-1.0, 2.5)
+    binary_reward: bool = Field(False, description="success-only reward (0/1)")
+    max_quantity_per_item: int = Field(10, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> EnvConfig:
+        unknown = [s for s in self.scenarios if s not in SCENARIOS]
+        if unknown:
+            raise ValueError(f"unknown scenario(s) {unknown}; known: {list(SCENARIOS)}")
+        lo, hi = self.reward_range
+        if lo >= hi:
+            raise ValueError(f"reward_range must be (low, high) with low < high, got {lo, hi}")
+        return self
+
+
+class AgentConfig(StrictModel):
+    model: str = "Qwen/Qwen3-8B"
+    enable_thinking: bool = False
+    max_new_tokens: int = Field(512, ge=1, description="per assistant turn")
+    max_episode_tokens: int = Field(8192, ge=16, description="token budget of a whole episode")
+    temperature: float = Field(1.0, ge=0.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+
+
+class DataConfig(StrictModel):
+    """What the pipeline builds: catalog and task counts."""
+
+    products: int = Field(20_000, ge=1)
+    seed: int = Field(0, ge=0)
+    tasks: int = Field(2_700, ge=1)
+    difficulty: tuple[int, int] = (0, 10)
+    min_steps: int | None = Field(None, ge=1)
+    max_steps: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> DataConfig:
+        lo, hi = self.difficulty
+        if not 0 <= lo <= hi:
+            raise ValueError(f"difficulty must be a range lo-hi with 0 <= lo <= hi, got {lo, hi}")
+        if self.min_steps and self.max_steps and self.min_steps > self.max_steps:
+            raise ValueError(f"min_steps {self.min_steps} > max_steps {self.max_steps}")
+        return self
+
+
+class TrainingConfig(StrictModel):
+    """DAPO (arXiv 2503.14476). Each technique is one field; turning all four off gives GRPO."""
+
+    algorithm: Literal["dapo", "grpo"] = "dapo"
+    learning_rate: float = Field(1e-6, gt=0.0)
+    weight_decay: float = Field(0.1, ge=0.0)
+    max_grad_norm: float = Field(1.0, gt=0.0)
+    total_steps: int = Field(200, ge=0)
+    prompts_per_step: int = Field(32, ge=1, description="groups per optimizer step")
+    group_size: int = Field(16, ge=1, description="samples per prompt")
+    mini_batch_size: int = Field(8, ge=1, description="sequences per gradient micro-step")
+    ppo_epochs: int = Field(1, ge=1)
+    # --- DAPO technique 1: clip-higher (decoupled asymmetric clip range)
+    clip_ratio_low: float = Field(0.2, gt=0.0, lt=1.0)
+    clip_ratio_high: float = Field(0.28, gt=0.0)
+    # --- DAPO technique 2: dynamic sampling (drop zero-variance groups, regenerate)
+    dynamic_sampling: bool = True
+    max_num_gen_batches: int = Field(4, ge=1)
+    # --- DAPO technique 3: token-level policy-gradient loss
+    loss_agg_mode: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"] = "token-mean"
+    # --- DAPO technique 4: overlong reward shaping (soft linear penalty near the budget)
+    overlong_shaping: bool = True
+    overlong_buffer: int = Field(1024, ge=0, description="tokens before the budget where it starts")
+    overlong_penalty: float = Field(1.0, ge=0.0, description="penalty at the budget")
+    kl_coef: float = Field(0.0, ge=0.0, description="DAPO uses no KL term")
+    # --- curriculum
+    curriculum: str | None = Field(None, description="name of a curriculum under DIR/curricula")
+    adaptive_difficulty: bool = True
+    adaptive_window: int = Field(4, ge=1, le=4)
+    adaptive_threshold: float = Field(0.9, gt=0.0, le=1.0)
+    adaptive_episodes: int = Field(32, ge=1)
+    # --- SFT warm-start
+    sft_epochs: int = Field(1, ge=0)
+    sft_learning_rate: float = Field(1e-5, gt=0.0)
+    seed: int = Field(0, ge=0)
+    save_every: int = Field(50, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> TrainingConfig:
+        if self.clip_ratio_high < self.clip_ratio_low:
+            raise ValueError(
+                f"clip_ratio_high ({self.clip_ratio_high}) must be >= clip_ratio_low "
+                f"({self.clip_ratio_low}): clip-higher widens the upper bound"
+            )
+        if self.dynamic_sampling and self.group_size < 2:
+            raise ValueError("dynamic_sampling needs group_size >= 2 to measure reward variance")
+        return self
+
+
+class EcomConfig(StrictModel):
+    """The whole configuration file: env, agent, training and data blocks."""
+
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    training: TrainingConfig = Field(default_factory=TrainingConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    ignored_keys: list[str] = Field(default_factory=list, exclude=True)
+
+
+def _pop_ignored(raw: dict[str, Any]) -> list[str]:
+    training = raw.get("training")
+    if not isinstance(training, dict):
+        return []
+    ignored = [k for k in IGNORED_TRAINING_KEYS if k in training]
+    for key in ignored:
+        training.pop(key)
+    return ignored
+
+
+def _format_error(err: ValidationError, source: str) -> str:
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "(root)"
+    if first["type"] == "extra_forbidden":
+        return f"{source}: unknown key '{where}'"
+    return f"{source}: {where}: {first['msg']}"
+
+
+def config_from_dict(raw: dict[str, Any], source: str = "config") -> EcomConfig:
+    """Validate a config mapping; raise `ConfigError` naming the first bad key."""
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"{source}: expected a mapping at the top level, got {type(raw).__name__}"
+        )
+    raw = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
+    ignored = _pop_ignored(raw)
+    for key in ignored:
+        msg = f"{source}: training.{key} is ignored: {IGNORED_TRAINING_KEYS[key]}"
+        warnings.warn(msg, UserWarning, stacklevel=2)
+        log.warning(msg)
+    try:
+        cfg = EcomConfig.model_validate(raw)
+    except ValidationError as err:
+        raise ConfigError(_format_error(err, source)) from None
+    cfg.ignored_keys = [f"training.{k}" for k in ignored]
+    return cfg
+
+
+def load_config(path: str | Path | None = None) -> EcomConfig:
+    """Load a YAML config; `None` gives the embedded defaults."""
+    if path is None:
+        return EcomConfig()
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ConfigError(f"cannot read config {path}: {err.strerror}") from None
+    try:
+        raw = yaml.safe_load(text) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    return config_from_dict(raw, source=str(path))

@@ -1,0 +1,155 @@
+"""The task record and its hidden goal: the interface between generators, env and trainers.
+
+A generator emits `Task`s; the store writes them as Parquet rows (JSON columns for `goal`,
+`initial_state`, `reference`); the env rebuilds the world from `initial_state` and the verifier
+judges the end state against `goal`. The goal is declarative, so "any agent path producing an
+equivalent end state passes" and acceptable alternatives are explicit sets computed by the
+generator over the whole catalog, never guessed.
+
+Goal semantics (checked by `ecomrlve.env.verifier`):
+* Parts of the mutable state that the goal does not mention must end unchanged: no new order
+  unless `purchase` is set, no cancellation outside `cancel`, no return outside `returns`, etc.
+* `purchase`: exactly one new order whose lines match the slots one-to-one (item in the slot's
+  acceptable set, exact quantity), no other lines, total within `budget` when given.
+* `recommend`: the final `recommend` call names between min_items and max_items ids, all in
+  `acceptable`.
+* `cancel` / `returns` / `exchanges`: exactly these effects happen.
+* `answer_facts`: each entry is a list of alternatives; at least one alternative of every entry
+  appears (case-insensitive) in the final answer text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ecomrlve.config import SCENARIOS
+
+# Axis columns every task row carries (interpretation is per scenario; unused axes are 0).
+DIFFICULTY_AXES: tuple[str, ...] = (
+    "n_constraints",
+    "n_items",
+    "n_orders",
+    "n_distractors",
+    "hidden_detail_share",
+    "typo_rate",
+    "intent_switch_prob",
+    "out_of_stock_rate",
+    "policy_branches",
+    "search_top_k",
+    "n_intents",
+    "budget_slack",
+)
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class ToolCall(Model):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Slot(Model):
+    """One line of an expected order: any id of `acceptable`, with exactly `quantity`."""
+
+    acceptable: list[str]
+    quantity: int = Field(1, ge=1)
+
+
+class PurchaseSpec(Model):
+    slots: list[Slot]
+    budget: float | None = None
+
+
+class RecommendSpec(Model):
+    acceptable: list[str]
+    min_items: int = Field(1, ge=1)
+    max_items: int = Field(3, ge=1)
+
+
+class ReturnSpec(Model):
+    order_id: str
+    item_id: str
+
+
+class ExchangeSpec(Model):
+    order_id: str
+    item_id: str
+    acceptable_new: list[str]
+
+
+class Goal(Model):
+    """What success means for one task. Hidden from the agent."""
+
+    # Facts the simulated user knows and reveals when asked (key -> value as the user says it).
+    user_facts: dict[str, str] = Field(default_factory=dict)
+    purchase: PurchaseSpec | None = None
+    recommend: RecommendSpec | None = None
+    cancel: list[str] = Field(default_factory=list)
+    returns: list[ReturnSpec] = Field(default_factory=list)
+    exchanges: list[ExchangeSpec] = Field(default_factory=list)
+    answer_facts: list[list[str]] = Field(default_factory=list)
+    # ids whose use by the agent counts as progress (targets, orders in question, their items)
+    relevant_ids: list[str] = Field(default_factory=list)
+    # simulated-user behaviour for this task
+    typo_rate: float = 0.0
+    intent_switch: str | None = Field(None, description="second intent revealed mid-conversation")
+
+
+class Task(Model):
+    task_id: str
+    scenario: str
+    difficulty: int = Field(ge=0)
+    min_steps: int = Field(ge=0)
+    seed: int
+    index: int = Field(ge=0)
+    prompt: str
+    goal: Goal
+    initial_state: dict[str, Any]
+    reference: list[ToolCall]
+    axes: dict[str, float] = Field(default_factory=dict)
+    catalog_hash: str = ""
+
+    def model_post_init(self, __context: Any) -> None:
+        if self.scenario not in SCENARIOS:
+            raise ValueError(f"unknown scenario {self.scenario!r}")
+
+    def to_row(self) -> dict[str, Any]:
+        """The Parquet row: JSON columns for nested fields, one column per difficulty axis."""
+        row = {
+            "task_id": self.task_id,
+            "scenario": self.scenario,
+            "difficulty": self.difficulty,
+            "min_steps": self.min_steps,
+            "seed": self.seed,
+            "index": self.index,
+            "prompt": self.prompt,
+            "goal": self.goal.model_dump_json(),
+            "initial_state": json.dumps(self.initial_state, sort_keys=True),
+            "reference": json.dumps([c.model_dump() for c in self.reference], sort_keys=True),
+            "catalog_hash": self.catalog_hash,
+        }
+        for axis in DIFFICULTY_AXES:
+            row[axis] = float(self.axes.get(axis, 0.0))
+        return row
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Task:
+        return cls(
+            task_id=row["task_id"],
+            scenario=row["scenario"],
+            difficulty=int(row["difficulty"]),
+            min_steps=int(row["min_steps"]),
+            seed=int(row["seed"]),
+            index=int(row.get("index", 0)),
+            prompt=row["prompt"],
+            goal=Goal.model_validate_json(row["goal"]),
+            initial_state=json.loads(row["initial_state"]),
+            reference=[ToolCall.model_validate(c) for c in json.loads(row["reference"])],
+            axes={a: float(row[a]) for a in DIFFICULTY_AXES if a in row},
+            catalog_hash=row.get("catalog_hash", ""),
+        )
