@@ -43,6 +43,23 @@ DIFFICULTY_AXES: tuple[str, ...] = (
     "budget_slack",
 )
 
+# Keys of `Goal.user_facts` and the words in an `ask_user` question that refer to each. The
+# simulated user answers a question with every fact whose keywords appear in it.
+USER_FACT_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "category": ("kind", "type", "category", "looking for", "what product"),
+    "brand": ("brand", "make", "manufacturer"),
+    "color": ("color", "colour", "shade"),
+    "size": ("size", "fit", "storage", "capacity", "volume"),
+    "budget": ("budget", "price", "spend", "afford", "cost", "how much"),
+    "min_rating": ("rating", "stars", "reviews"),
+    "max_ship_days": ("ship", "shipping", "deliver", "delivery", "arrive", "soon", "days"),
+    "quantity": ("how many", "quantity", "units"),
+    "order": ("which order", "order", "purchase", "bought"),
+    "item": ("which item", "which product", "item"),
+    "reason": ("why", "reason", "wrong", "problem"),
+    "preference": ("prefer", "preference", "rather", "alternative"),
+}
+
 
 class Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False)
