@@ -1,0 +1,3 @@
+from ecomrlve.cli import app
+
+app(prog_name="ecomrlve")

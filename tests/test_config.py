@@ -1,0 +1,61 @@
+"""Config loading: the article's config, ignored DAPO-irrelevant keys, unknown-key errors."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+from ecomrlve.config import ConfigError, EcomConfig, config_from_dict, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_article_config_loads_with_warning_naming_ignored_keys() -> None:
+    with pytest.warns(UserWarning) as record:
+        cfg = load_config(ROOT / "configs" / "ecom_rlve.yaml")
+    messages = " ".join(str(w.message) for w in record)
+    assert "critic_lr" in messages and "gamma" in messages
+    assert cfg.ignored_keys == ["training.critic_lr", "training.gamma"]
+    assert cfg.agent.model == "Qwen/Qwen3-8B"
+    assert cfg.env.max_steps == 10
+    w = cfg.env.reward_weights
+    assert (w.success, w.step_bonus, w.efficiency) == (1.0, 0.1, 0.2)
+    t = cfg.training
+    assert (t.clip_ratio_low, t.clip_ratio_high, t.group_size) == (0.2, 0.28, 16)
+    assert t.loss_agg_mode == "token-mean" and t.dynamic_sampling and t.overlong_shaping
+    assert t.kl_coef == 0.0
+
+
+def test_every_shipped_config_loads() -> None:
+    for path in sorted((ROOT / "configs").glob("*.yaml")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert isinstance(load_config(path), EcomConfig), path
+
+
+@pytest.mark.parametrize(
+    ("raw", "match"),
+    [
+        ({"training": {"learning_rte": 1e-6}}, "unknown key 'training.learning_rte'"),
+        ({"envv": {}}, "unknown key 'envv'"),
+        ({"env": {"max_steps": 0}}, "env.max_steps"),
+        ({"training": {"clip_ratio_low": 0.3, "clip_ratio_high": 0.2}}, "clip_ratio_high"),
+        ({"env": {"scenarios": ["shopping"]}}, "unknown scenario"),
+        ({"data": {"products": -5}}, "data.products"),
+        ([1, 2], "mapping"),
+    ],
+)
+def test_bad_configs_name_the_problem(raw, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        config_from_dict(raw)
+
+
+def test_unreadable_and_invalid_yaml(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("env: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
