@@ -15,9 +15,15 @@ the project opens DuckDB through `connect`.
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import hashlib
+import json
+import logging
 import os
 import re
+import shutil
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +32,11 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+log = logging.getLogger(__name__)
+
 DB_NAME = "ecomrlve.duckdb"
+LOCK_NAME = ".ecomrlve.lock"
+JOURNAL_NAME = ".publish-journal.json"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
@@ -176,8 +186,14 @@ def refresh_views(data: str | os.PathLike) -> list[str]:
     return sorted(views)
 
 
-def connect(data: str | os.PathLike, *, read_only: bool = True) -> duckdb.DuckDBPyConnection:
-    """Open the store's DuckDB file. Read-only by default: `ecomrlve sql` cannot write."""
+def connect(
+    data: str | os.PathLike, *, read_only: bool = True, wait_s: float = 30.0
+) -> duckdb.DuckDBPyConnection:
+    """Open the store's DuckDB file. Read-only by default: `ecomrlve sql` cannot write.
+
+    DuckDB lets one process write at a time; writers here hold the file for milliseconds
+    (view refresh, result tables), so a connection that finds it locked retries for `wait_s`.
+    """
     paths = DataPaths.of(data)
     if not paths.db.exists():
         if read_only:
@@ -185,10 +201,16 @@ def connect(data: str | os.PathLike, *, read_only: bool = True) -> duckdb.DuckDB
                 f"no store at {paths.root}: run `ecomrlve catalog --data {paths.root}` first"
             )
         ensure_writable(paths.root)
-    try:
-        return duckdb.connect(str(paths.db), read_only=read_only)
-    except duckdb.Error as err:
-        raise StoreError(f"cannot open {paths.db}: {err}") from None
+    deadline = time.monotonic() + wait_s
+    delay = 0.01
+    while True:
+        try:
+            return duckdb.connect(str(paths.db), read_only=read_only)
+        except duckdb.Error as err:
+            if "lock" not in str(err).lower() or time.monotonic() > deadline:
+                raise StoreError(f"cannot open {paths.db}: {str(err).splitlines()[0]}") from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
 
 
 @contextlib.contextmanager
@@ -230,3 +252,128 @@ def read_policies(data: str | os.PathLike) -> pl.DataFrame:
     if not paths.policies.exists():
         raise StoreError(f"no policies at {paths.catalog}: run `ecomrlve catalog` first")
     return pl.read_parquet(paths.policies)
+
+
+# ---- exclusive writer lock and crash-safe multi-file publish -----------------------------------
+
+
+@contextlib.contextmanager
+def exclusive_lock(data: str | os.PathLike, *, wait: bool = False) -> Iterator[None]:
+    """Hold the data directory's writer lock (one pipeline writes at a time).
+
+    With `wait=False` a second writer fails at once with a message naming the holder. The lock
+    is an `flock`, so it is released by the kernel when a holder is killed.
+    """
+    paths = DataPaths.of(data)
+    ensure_writable(paths.root)
+    lock_path = paths.root / LOCK_NAME
+    fh = open(lock_path, "a+")  # noqa: SIM115 - held for the duration of the context
+    try:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except OSError as err:
+            if err.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            raise StoreError(
+                f"another ecomrlve writer holds the lock on {paths.root} ({holder}); "
+                "wait for it to finish or use another --data directory"
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()}")
+        fh.flush()
+        recover(paths.root)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
+
+
+class Publish:
+    """Stage files, then make them visible together (see `publish`)."""
+
+    def __init__(self, paths: DataPaths):
+        self.paths = paths
+        self.moves: list[tuple[Path, Path]] = []
+        self.removals: list[Path] = []
+
+    def write_parquet(self, df: pl.DataFrame, final: Path) -> None:
+        final = Path(final)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        staged = temp_path_for(final)
+        df.write_parquet(staged, compression="zstd", statistics=True, row_group_size=128_000)
+        with open(staged, "rb+") as fh:
+            os.fsync(fh.fileno())
+        self.moves.append((staged, final))
+
+    def remove(self, final: Path) -> None:
+        """Delete `final` as part of the same publish (e.g. files a rerun supersedes)."""
+        self.removals.append(Path(final))
+
+
+def _apply_journal(journal: Path) -> None:
+    entries = json.loads(journal.read_text())
+    for staged, final in entries["moves"]:
+        if Path(staged).exists():
+            os.replace(staged, final)
+            _fsync_dir(Path(final).parent)
+    for final in entries["removals"]:
+        Path(final).unlink(missing_ok=True)
+    journal.unlink()
+
+
+def recover(data: str | os.PathLike) -> bool:
+    """Finish a publish that was killed after its journal was written; drop stale temp files.
+
+    Returns True when a journal was rolled forward. Called under the writer lock.
+    """
+    paths = DataPaths.of(data)
+    journal = paths.root / JOURNAL_NAME
+    rolled = False
+    if journal.exists():
+        try:
+            _apply_journal(journal)
+            rolled = True
+            log.warning("finished an interrupted publish in %s", paths.root)
+        except (json.JSONDecodeError, KeyError):  # journal itself half-written: nothing moved
+            journal.unlink()
+    for folder in (paths.catalog, paths.tasks, paths.curricula):
+        if folder.exists():
+            for stale in folder.rglob(".*.tmp-*"):
+                with contextlib.suppress(OSError):
+                    if stale.is_dir():
+                        shutil.rmtree(stale)
+                    else:
+                        stale.unlink()
+    return rolled
+
+
+@contextlib.contextmanager
+def publish(data: str | os.PathLike) -> Iterator[Publish]:
+    """Write many Parquet files so that the store shows either all of them or none.
+
+    Files are staged under hidden temp names (invisible to the views' globs). On success a
+    journal listing the renames is written atomically, the renames run, the journal is removed
+    and the views are refreshed. A crash before the journal leaves the old dataset (staged
+    files are swept by `recover`); a crash after it is rolled forward by `recover`.
+    """
+    paths = DataPaths.of(data)
+    ensure_writable(paths.root)
+    tx = Publish(paths)
+    try:
+        yield tx
+    except BaseException:
+        for staged, _ in tx.moves:
+            staged.unlink(missing_ok=True)
+        raise
+    journal = paths.root / JOURNAL_NAME
+    entries = {
+        "moves": [[str(a), str(b)] for a, b in tx.moves],
+        "removals": [str(p) for p in tx.removals if p not in {b for _, b in tx.moves}],
+    }
+    atomic_write_bytes(json.dumps(entries).encode(), journal)
+    _apply_journal(journal)
+    refresh_views(paths.root)

@@ -85,3 +85,89 @@ def test_paths_quote_safely_in_views(tmp_path: Path) -> None:
     with store.connect(odd) as con:
         assert con.sql("SELECT count(*) FROM products").fetchall()[0][0] == 100
     assert DataPaths.of(odd).db.exists()
+
+
+def _part(root: Path, scenario: str, name: str) -> Path:
+    return root / "tasks" / f"scenario={scenario}" / "difficulty=0" / name
+
+
+def test_publish_is_all_or_nothing(tmp_path: Path) -> None:
+    frame = pl.DataFrame({"task_id": ["a"], "scenario": ["cart"], "difficulty": [0]})
+    with store.publish(tmp_path) as tx:
+        tx.write_parquet(frame, _part(tmp_path, "cart", "p0.parquet"))
+    assert _part(tmp_path, "cart", "p0.parquet").exists()
+
+    with pytest.raises(RuntimeError), store.publish(tmp_path) as tx:
+        tx.write_parquet(frame, _part(tmp_path, "cancel", "p1.parquet"))
+        raise RuntimeError("killed mid-publish")
+    assert not _part(tmp_path, "cancel", "p1.parquet").exists()
+    assert not list((tmp_path / "tasks").rglob(".*tmp-*"))  # staged files cleaned
+    with store.connect(tmp_path) as con:
+        assert con.sql("SELECT task_id FROM tasks").fetchall() == [("a",)]
+
+
+def test_recover_rolls_a_journaled_publish_forward(tmp_path: Path, monkeypatch) -> None:
+    frame = pl.DataFrame({"task_id": ["a"], "scenario": ["cart"], "difficulty": [0]})
+    old = _part(tmp_path, "cart", "old.parquet")
+    store.atomic_write_parquet(frame, old)
+    calls = {"n": 0}
+    real_replace = os.replace
+
+    def die_after_first_rename(src, dst):
+        if str(dst).endswith(".publish-journal.json"):
+            return real_replace(src, dst)
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise SystemExit("killed between renames")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", die_after_first_rename)
+    with pytest.raises(SystemExit), store.publish(tmp_path) as tx:
+        tx.write_parquet(
+            frame.with_columns(task_id=pl.lit("b")), _part(tmp_path, "cart", "b.parquet")
+        )
+        tx.write_parquet(
+            frame.with_columns(task_id=pl.lit("c")), _part(tmp_path, "cart", "c.parquet")
+        )
+        tx.remove(old)
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert (tmp_path / store.JOURNAL_NAME).exists()
+    assert store.recover(tmp_path)
+    names = sorted(p.name for p in (tmp_path / "tasks").rglob("*.parquet"))
+    assert names == ["b.parquet", "c.parquet"]
+    assert not (tmp_path / store.JOURNAL_NAME).exists()
+
+
+def test_second_writer_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    with (
+        store.exclusive_lock(tmp_path),
+        pytest.raises(StoreError, match="another ecomrlve writer holds the lock"),
+        store.exclusive_lock(tmp_path),
+    ):
+        pass
+    with store.exclusive_lock(tmp_path):  # released on exit
+        pass
+
+
+def test_reader_waits_for_a_short_writer_in_another_process(small_catalog_dir: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    hold = (
+        "import duckdb, sys, time; con = duckdb.connect(sys.argv[1]); print('held', flush=True);"
+        " time.sleep(1.0); con.close()"
+    )
+    db = str(store.DataPaths.of(small_catalog_dir).db)
+    writer = subprocess.Popen([sys.executable, "-c", hold, db], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "held"
+        t0 = time.monotonic()
+        reader = store.connect(small_catalog_dir, wait_s=20)
+        try:
+            assert reader.sql("SELECT count(*) FROM products").fetchall()[0][0] == 3_000
+        finally:
+            reader.close()
+        assert time.monotonic() - t0 < 20
+    finally:
+        writer.wait(timeout=30)
