@@ -309,6 +309,16 @@ class Publish:
             os.fsync(fh.fileno())
         self.moves.append((staged, final))
 
+    def write_bytes(self, data: bytes, final: Path) -> None:
+        final = Path(final)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        staged = temp_path_for(final)
+        with open(staged, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.moves.append((staged, final))
+
     def remove(self, final: Path) -> None:
         """Delete `final` as part of the same publish (e.g. files a rerun supersedes)."""
         self.removals.append(Path(final))

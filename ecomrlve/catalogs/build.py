@@ -10,15 +10,7 @@ import polars as pl
 
 from ecomrlve.catalogs.policies import build_policies
 from ecomrlve.catalogs.synth import ProgressFn, build_products
-from ecomrlve.store import (
-    DataPaths,
-    StoreError,
-    atomic_write_bytes,
-    atomic_write_parquet,
-    ensure_writable,
-    file_hash,
-    refresh_views,
-)
+from ecomrlve.store import DataPaths, StoreError, ensure_writable, file_hash, publish
 
 
 @dataclass(frozen=True)
@@ -54,20 +46,22 @@ def build_catalog(
     paths = DataPaths.of(data)
     ensure_writable(paths.catalog)
     df = build_products(products, seed, progress=progress)
-    atomic_write_parquet(df, paths.products)
-    atomic_write_parquet(build_policies(), paths.policies)
-    summary = CatalogSummary(
-        products=df.height,
-        families=df["family_id"].n_unique(),
-        categories=df["category"].n_unique(),
-        brands=df["brand"].n_unique(),
-        out_of_stock=int((~df["in_stock"]).sum()),
-        seed=seed,
-        catalog_hash=file_hash(paths.products),
-    )
-    meta = json.dumps(asdict(summary), indent=2, sort_keys=True).encode()
-    atomic_write_bytes(meta, paths.catalog_meta)
-    refresh_views(paths.root)
+    # products, policies and their metadata become visible together (or not at all)
+    with publish(paths.root) as tx:
+        tx.write_parquet(df, paths.products)
+        tx.write_parquet(build_policies(), paths.policies)
+        summary = CatalogSummary(
+            products=df.height,
+            families=df["family_id"].n_unique(),
+            categories=df["category"].n_unique(),
+            brands=df["brand"].n_unique(),
+            out_of_stock=int((~df["in_stock"]).sum()),
+            seed=seed,
+            catalog_hash=file_hash(tx.moves[0][0]),
+        )
+        tx.write_bytes(
+            json.dumps(asdict(summary), indent=2, sort_keys=True).encode(), paths.catalog_meta
+        )
     return summary
 
 
