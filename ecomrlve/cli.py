@@ -47,7 +47,7 @@ def catalog(
         fail(f"--products must be a positive number, got {products}")
     if seed < 0:
         fail(f"--seed must be >= 0, got {seed}")
-    with user_errors(), progress_bar("catalog") as update:
+    with user_errors(), store.exclusive_lock(data), progress_bar("catalog") as update:
         summary = build_catalog(data, products, seed, progress=update)
         df = store.read_products(data)
     console.print(frame_table(category_summary(df), title="catalog by category"))
