@@ -85,7 +85,7 @@ class AgentConfig(StrictModel):
 
 
 class DataConfig(StrictModel):
-    """What the pipeline builds: catalog and task counts."""
+    """What the pipeline builds (catalog, tasks, curriculum) and how it runs (`ecomrlve.flows`)."""
 
     products: int = Field(20_000, ge=1)
     seed: int = Field(0, ge=0)
@@ -93,6 +93,15 @@ class DataConfig(StrictModel):
     difficulty: tuple[int, int] = (0, 10)
     min_steps: int | None = Field(None, ge=1)
     max_steps: int | None = Field(None, ge=1)
+    # --- pipeline: generation fan-out, curriculum shards, scale-out, schedule
+    chunk_size: int = Field(500, ge=1, description="tasks per generation chunk (one flow task)")
+    curriculum: str = Field("default", description="curriculum the pipeline builds and trains on")
+    curriculum_where: str | None = Field(None, description="SQL predicate over the tasks view")
+    shard_size: int = Field(256, ge=1, description="tasks per curriculum shard")
+    task_runner: Literal["threads", "processes", "dask"] = "threads"
+    workers: int = Field(2, ge=1, description="parallel generation workers")
+    dask_address: str | None = Field(None, description="scheduler of an existing Dask cluster")
+    schedule: str = Field("0 3 * * *", description="cron of the `ecomrlve serve` deployment")
 
     @model_validator(mode="after")
     def _check(self) -> DataConfig:
@@ -101,7 +110,25 @@ class DataConfig(StrictModel):
             raise ValueError(f"difficulty must be a range lo-hi with 0 <= lo <= hi, got {lo, hi}")
         if self.min_steps and self.max_steps and self.min_steps > self.max_steps:
             raise ValueError(f"min_steps {self.min_steps} > max_steps {self.max_steps}")
+        from ecomrlve.store import validate_identifier  # lazy: duckdb is not needed to parse
+
+        validate_identifier(self.curriculum, "curriculum name")
+        if self.dask_address and self.task_runner != "dask":
+            raise ValueError("dask_address needs task_runner: dask")
+        _check_cron(self.schedule)
         return self
+
+
+def _check_cron(expr: str) -> None:
+    """Reject a schedule Prefect would refuse only when `ecomrlve serve` starts."""
+    import datetime as dt
+
+    from cronsim import CronSim, CronSimError  # ships with prefect
+
+    try:
+        CronSim(expr, dt.datetime(2000, 1, 1))
+    except CronSimError as err:
+        raise ValueError(f"schedule {expr!r} is not a cron expression: {err}") from None
 
 
 class TrainingConfig(StrictModel):
