@@ -1,0 +1,380 @@
+"""The read-only catalog an env episode acts on: columnar arrays, an id index, policies, search.
+
+One `Catalog` is shared by every episode in a process (`Catalog.load` caches it per data
+directory and catalog hash). Everything an episode needs per step is an O(1) look-up here:
+`row_of(item_id)` is a dict look-up, columns are numpy / Arrow arrays, and search goes through
+a tantivy index that is built once and cached on disk next to the catalog.
+
+Filter semantics (shared by `filter_mask`, the tantivy query and the `search` tool):
+
+* `category`, `brand`, `color`, `size`: exact match after normalising both sides
+  (lower case, runs of whitespace collapsed to one space, ends stripped);
+* `min_price`, `max_price`, `min_rating`: inclusive bounds on `price` / `rating`;
+* `max_ship_days`: inclusive upper bound on `ship_days`;
+* `in_stock`: equality (`true` keeps in-stock items, `false` only out-of-stock ones);
+* a `None` value means "no filter on this field"; any other key is an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import math
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from ecomrlve.catalogs.policies import PolicyBook
+from ecomrlve.env.search import SearchIndex, analyzer_tokens
+from ecomrlve.store import DataPaths, StoreError
+
+log = logging.getLogger(__name__)
+
+TEXT_FILTERS: tuple[str, ...] = ("category", "brand", "color", "size")
+NUMERIC_FILTERS: tuple[str, ...] = ("min_price", "max_price", "min_rating", "max_ship_days")
+FILTER_KEYS: tuple[str, ...] = (*TEXT_FILTERS, *NUMERIC_FILTERS, "in_stock")
+MAX_TOP_K = 50
+SEARCH_CACHE_SIZE = 8192
+RESULT_FIELDS: tuple[str, ...] = (
+    "item_id",
+    "title",
+    "brand",
+    "category",
+    "color",
+    "size",
+    "price",
+    "rating",
+    "in_stock",
+    "ship_days",
+)
+REQUIRED_COLUMNS: tuple[str, ...] = (
+    "item_id",
+    "family_id",
+    "department",
+    "category",
+    "brand",
+    "title",
+    "description",
+    "color",
+    "size",
+    "material",
+    "price",
+    "rating",
+    "review_count",
+    "stock",
+    "in_stock",
+    "ship_days",
+)
+
+
+class FilterError(ValueError):
+    """A search filter the agent passed cannot be used (unknown key, wrong type, bad value)."""
+
+
+def normalise_text(value: str) -> str:
+    """The form text filters are compared in: lower case, single spaces, no padding."""
+    return " ".join(value.split()).lower()
+
+
+def _number(key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise FilterError(f"filter {key!r} must be a number, got {type(value).__name__}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise FilterError(f"filter {key!r} must be a finite number, got {value!r}")
+    return number
+
+
+def normalise_filters(filters: dict[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+    """Validate agent-supplied filters; return a canonical, hashable tuple of (key, value).
+
+    Raises `FilterError` naming the first bad key. `None` values are dropped.
+    """
+    if filters is None:
+        return ()
+    if not isinstance(filters, dict):
+        raise FilterError(f"filters must be an object, got {type(filters).__name__}")
+    out: list[tuple[str, Any]] = []
+    for key, value in filters.items():
+        if key not in FILTER_KEYS:
+            raise FilterError(f"unknown filter {key!r}; allowed: {', '.join(FILTER_KEYS)}")
+        if value is None:
+            continue
+        if key in TEXT_FILTERS:
+            if not isinstance(value, str):
+                raise FilterError(f"filter {key!r} must be a string, got {type(value).__name__}")
+            text = normalise_text(value)
+            if not text:
+                raise FilterError(f"filter {key!r} must not be empty")
+            out.append((key, text))
+        elif key == "in_stock":
+            if not isinstance(value, bool):
+                raise FilterError(f"filter 'in_stock' must be true or false, got {value!r}")
+            out.append((key, value))
+        elif key == "max_ship_days":
+            number = _number(key, value)
+            if number != int(number):
+                raise FilterError(f"filter 'max_ship_days' must be a whole number, got {value!r}")
+            out.append((key, int(number)))
+        else:
+            out.append((key, _number(key, value)))
+    return tuple(sorted(out))
+
+
+class _LowCardinality:
+    """A string column as integer codes over the normalised vocabulary (for exact filters)."""
+
+    def __init__(self, values: pl.Series):
+        normalised = (
+            values.cast(pl.String).str.replace_all(r"\s+", " ").str.strip_chars().str.to_lowercase()
+        )
+        codes_frame = normalised.to_frame("v").with_columns(
+            code=pl.col("v").rank("dense").cast(pl.Int32) - 1
+        )
+        self.codes = codes_frame["code"].to_numpy()
+        vocab = codes_frame.unique("code").sort("code")["v"].to_list()
+        self.code_of = {v: i for i, v in enumerate(vocab)}
+        self.normalised = normalised
+
+    def mask(self, value: str) -> np.ndarray:
+        code = self.code_of.get(value)
+        if code is None:
+            return np.zeros(len(self.codes), dtype=bool)
+        return self.codes == code
+
+
+class Catalog:
+    """Products + policies, read-only, with O(1) id look-ups, exact filters and search."""
+
+    _cache: ClassVar[dict[tuple[str, str], Catalog]] = {}
+    _cache_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(
+        self,
+        products: pl.DataFrame,
+        policies: pl.DataFrame,
+        *,
+        catalog_hash: str,
+        index_dir: Path | None = None,
+    ):
+        missing = [c for c in REQUIRED_COLUMNS if c not in products.columns]
+        if missing:
+            raise StoreError(f"products table lacks column(s) {missing}")
+        if products.height == 0:
+            raise StoreError("products table is empty")
+        if not products["item_id"].is_sorted():
+            products = products.sort("item_id")
+        if products["item_id"].n_unique() != products.height:
+            raise StoreError("products table has duplicate item_id values")
+        self.products = products
+        self.policies = PolicyBook(policies)
+        self.catalog_hash = catalog_hash
+        self.size = products.height
+        table = products.to_arrow()
+        self._arrow: dict[str, pa.Array] = {
+            name: table.column(name).combine_chunks() for name in table.column_names
+        }
+        self.item_ids: list[str] = products["item_id"].to_list()
+        self._row_of: dict[str, int] = {item_id: i for i, item_id in enumerate(self.item_ids)}
+        self.price = products["price"].cast(pl.Float64).to_numpy()
+        self.rating = products["rating"].cast(pl.Float64).to_numpy()
+        self.ship_days = products["ship_days"].cast(pl.Int64).to_numpy()
+        self.stock = products["stock"].cast(pl.Int64).to_numpy()
+        self.in_stock = products["in_stock"].cast(pl.Boolean).to_numpy()
+        self._text = {name: _LowCardinality(products[name]) for name in TEXT_FILTERS}
+        family = _LowCardinality(products["family_id"])
+        self._family_codes = family.codes
+        self._family_order = np.argsort(family.codes, kind="stable")
+        sorted_codes = family.codes[self._family_order]
+        self._family_start = np.searchsorted(sorted_codes, np.arange(len(family.code_of)))
+        self._family_end = np.searchsorted(
+            sorted_codes, np.arange(len(family.code_of)), side="right"
+        )
+        self._columns = {name: self._arrow[name] for name in products.columns}
+        self._index = SearchIndex.open_or_build(self, index_dir)
+        self._search_cache: OrderedDict[tuple, tuple[int, ...]] = OrderedDict()
+        self._search_lock = threading.Lock()
+
+    # ---- construction ---------------------------------------------------------------------
+    @classmethod
+    def from_frames(
+        cls,
+        products: pl.DataFrame,
+        policies: pl.DataFrame,
+        index_dir: str | os.PathLike | None = None,
+    ) -> Catalog:
+        """A catalog from in-memory frames; the search index lives in RAM unless `index_dir`."""
+        buffer = io.BytesIO()
+        products.write_ipc(buffer, compression="uncompressed")
+        catalog_hash = hashlib.sha256(buffer.getbuffer()).hexdigest()[:16]
+        return cls(
+            products,
+            policies,
+            catalog_hash=catalog_hash,
+            index_dir=Path(index_dir) if index_dir is not None else None,
+        )
+
+    @classmethod
+    def load(cls, data_dir: str | os.PathLike) -> Catalog:
+        """The catalog of a data directory, loaded once per (path, catalog_hash) per process.
+
+        The search index is cached on disk in `DIR/catalog/search-<catalog_hash>/`.
+        """
+        from ecomrlve.catalogs.build import catalog_hash as stored_hash
+
+        paths = DataPaths.of(data_dir)
+        if not paths.products.exists():
+            raise StoreError(f"no catalog at {paths.catalog}: run `ecomrlve catalog` first")
+        if not paths.policies.exists():
+            raise StoreError(f"no policies at {paths.policies}: run `ecomrlve catalog` first")
+        digest = stored_hash(paths.root)
+        key = (str(paths.root), digest)
+        with cls._cache_lock:
+            cached = cls._cache.get(key)
+            if cached is not None:
+                return cached
+            products = pl.read_parquet(paths.products)
+            policies = pl.read_parquet(paths.policies)
+            catalog = cls(
+                products,
+                policies,
+                catalog_hash=digest,
+                index_dir=paths.catalog / f"search-{digest}",
+            )
+            cls._cache[key] = catalog
+            return catalog
+
+    # ---- look-ups ---------------------------------------------------------------------------
+    def __contains__(self, item_id: object) -> bool:
+        return isinstance(item_id, str) and item_id in self._row_of
+
+    def row_of(self, item_id: str) -> int | None:
+        """The row index of `item_id`, or None when it is not in the catalog."""
+        return self._row_of.get(item_id)
+
+    def value(self, column: str, row: int) -> Any:
+        return self._columns[column][row].as_py()
+
+    def row(self, item_id: str) -> dict[str, Any]:
+        """Every column of one product; raises KeyError for an unknown id."""
+        index = self._row_of.get(item_id)
+        if index is None:
+            raise KeyError(item_id)
+        return {name: column[index].as_py() for name, column in self._columns.items()}
+
+    def result(self, row: int) -> dict[str, Any]:
+        """The short product record search results carry."""
+        cols = self._columns
+        return {
+            "item_id": self.item_ids[row],
+            "title": cols["title"][row].as_py(),
+            "brand": cols["brand"][row].as_py(),
+            "category": cols["category"][row].as_py(),
+            "color": cols["color"][row].as_py(),
+            "size": cols["size"][row].as_py(),
+            "price": float(self.price[row]),
+            "rating": float(self.rating[row]),
+            "in_stock": bool(self.in_stock[row]),
+            "ship_days": int(self.ship_days[row]),
+        }
+
+    def family_rows(self, row: int) -> np.ndarray:
+        """Rows of every variant in the same family as `row` (itself included), in id order."""
+        code = self._family_codes[row]
+        return self._family_order[self._family_start[code] : self._family_end[code]]
+
+    def same_family(self, item_a: str, item_b: str) -> bool:
+        a, b = self._row_of.get(item_a), self._row_of.get(item_b)
+        if a is None or b is None:
+            return False
+        return bool(self._family_codes[a] == self._family_codes[b])
+
+    # ---- filters and search -----------------------------------------------------------------
+    def filter_mask(self, filters: dict[str, Any] | None) -> np.ndarray:
+        """The exact boolean mask of products that satisfy `filters` (the search reference)."""
+        return self._mask(normalise_filters(filters))
+
+    def _mask(self, normalised: tuple[tuple[str, Any], ...]) -> np.ndarray:
+        mask = np.ones(self.size, dtype=bool)
+        for key, value in normalised:
+            if key in TEXT_FILTERS:
+                mask &= self._text[key].mask(value)
+            elif key == "min_price":
+                mask &= self.price >= value
+            elif key == "max_price":
+                mask &= self.price <= value
+            elif key == "min_rating":
+                mask &= self.rating >= value
+            elif key == "max_ship_days":
+                mask &= self.ship_days <= value
+            elif key == "in_stock":
+                mask &= self.in_stock == value
+        return mask
+
+    def search_rows(
+        self, query: str, filters: dict[str, Any] | None = None, top_k: int = 10
+    ) -> tuple[int, ...]:
+        """Row indices of the best `top_k` matches: score desc, ties by item_id asc.
+
+        Free text is tokenised by the index's own analyzer and turned into term queries, so
+        quotes, colons, parentheses, `*` or `AND` in the query are just words.
+        """
+        if not isinstance(query, str):
+            raise FilterError(f"query must be a string, got {type(query).__name__}")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+            raise FilterError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {top_k!r}")
+        normalised = normalise_filters(filters)
+        tokens = tuple(dict.fromkeys(analyzer_tokens(query)))
+        key = (tokens, normalised, top_k)
+        with self._search_lock:
+            hit = self._search_cache.get(key)
+            if hit is not None:
+                self._search_cache.move_to_end(key)
+                return hit
+        rows = self._index.search(tokens, normalised, top_k)
+        with self._search_lock:
+            self._search_cache[key] = rows
+            if len(self._search_cache) > SEARCH_CACHE_SIZE:
+                self._search_cache.popitem(last=False)
+        return rows
+
+    def search(
+        self, query: str, filters: dict[str, Any] | None = None, top_k: int = 10
+    ) -> list[dict[str, Any]]:
+        """Search results as dicts (the function the `search` tool calls)."""
+        return [self.result(row) for row in self.search_rows(query, filters, top_k)]
+
+    def text_document(self, row: int) -> str:
+        """What the full-text index holds for one product."""
+        cols = self._columns
+        return " ".join(
+            str(cols[name][row].as_py()) for name in ("title", "description", "category")
+        )
+
+    def index_columns(self) -> dict[str, list]:
+        """Column lists in row order for building the search index."""
+        text = (
+            self.products.select(
+                pl.concat_str(["title", "description", "category"], separator=" ").alias("t")
+            )
+            .get_column("t")
+            .to_list()
+        )
+        cols: dict[str, list] = {"text": text}
+        for name in TEXT_FILTERS:
+            cols[name] = self._text[name].normalised.to_list()
+        cols["price"] = self.price.tolist()
+        cols["rating"] = self.rating.tolist()
+        cols["ship_days"] = self.ship_days.tolist()
+        cols["in_stock"] = self.in_stock.tolist()
+        return cols
+
+    def __repr__(self) -> str:
+        return f"Catalog({self.size:,} products, catalog_hash={self.catalog_hash})"

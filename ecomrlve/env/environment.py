@@ -1,0 +1,343 @@
+"""`EcomEnv`: one episode of a task, Gymnasium-like, for training loops and humans alike.
+
+    env = EcomEnv(task, Catalog.load("data"))
+    messages = env.reset()                 # [system prompt with tool schemas, user's request]
+    result = env.step('<tool_call>\\n{"name": "view_cart", "arguments": {}}\\n</tool_call>')
+    result.observation                     # [{"role": "tool", "name": "view_cart", ...}]
+    result = env.step("Your cart is empty.")   # no tool call: final answer, done=True
+    result.reward, result.info["verdict"]
+
+A step is one assistant turn: it may carry several tool calls (at most `MAX_CALLS_PER_TURN`),
+all run in order. The episode ends at the first turn with no tool call attempt or when the
+turn limit `max(config.max_steps, task.min_steps + 1)` is reached (the limit always leaves room
+for the reference solution plus its final answer). Malformed output never raises: each problem
+becomes a tool message for the agent and a format violation for the reward. The reward is 0 on
+intermediate steps and the verifier's reward at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ecomrlve.config import EnvConfig
+from ecomrlve.env.catalog import Catalog
+from ecomrlve.env.parser import FormatError, ParsedCall, parse_turn
+from ecomrlve.env.state import WorldState, validate_initial_state
+from ecomrlve.env.tools import ID_ARGUMENTS, TOOL_SPECS, ShopTools, ToolKind, tool_schemas
+from ecomrlve.env.user import INTENT_SWITCH_TURN, SimulatedUser
+from ecomrlve.tasks import Task
+
+MAX_CALLS_PER_TURN = 8
+_VISIBLE_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+
+
+@dataclass
+class StepResult:
+    observation: list[dict[str, Any]]
+    reward: float
+    done: bool
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CallRecord:
+    """One executed tool call and what the reward needs to know about it."""
+
+    turn: int
+    name: str
+    arguments: dict[str, Any]
+    ok: bool
+    error: str | None
+    repeat: bool
+    unseen_ids: tuple[str, ...]
+    irrelevant_ids: tuple[str, ...]
+
+    @property
+    def wasted(self) -> bool:
+        return (not self.ok) or self.repeat or bool(self.irrelevant_ids)
+
+    @property
+    def progress(self) -> bool:
+        return not self.wasted and not self.unseen_ids
+
+
+@dataclass
+class EpisodeRecord:
+    """Everything the verifier judges: start and end state, calls, answer, format problems."""
+
+    initial: dict[str, Any]
+    state: WorldState
+    calls: list[CallRecord] = field(default_factory=list)
+    format_errors: list[tuple[int, str]] = field(default_factory=list)
+    malformed_turns: int = 0
+    turns: int = 0
+    final_answer: str | None = None
+    recommended: list[str] | None = None
+    truncated: bool = False
+
+
+# --------------------------------------------------------------------------------------------
+# prompts
+# --------------------------------------------------------------------------------------------
+
+SYSTEM_TEMPLATE = """You are the shopping assistant of an online store. Help the customer by \
+calling the store's tools; never guess product or order ids — use only ids that you have seen \
+in the conversation or in tool results.
+
+Today is {today}. The customer is {name} ({membership} member); address on file: {address}; \
+saved payment methods: {payments}.
+
+Call tools with one or more blocks like
+<tool_call>
+{{"name": "search", "arguments": {{"query": "running shoes", "filters": {{"size": "42"}}}}}}
+</tool_call>
+Each reply may contain several tool calls; their results come back to you. When the request is \
+complete, reply to the customer without any tool call: that reply is your final answer and ends \
+the conversation. State the facts the customer asked for in it."""
+
+TOOLS_SECTION = """
+
+# Tools
+
+You may call one or more functions to assist with the user query.
+
+You are provided with function signatures within <tools></tools> XML tags:
+<tools>
+{schemas}
+</tools>"""
+
+
+def system_prompt(task: Task, include_tools: bool = True) -> str:
+    """The system message: the role, today's date, the customer profile and (by default) the
+    tool schemas in Qwen3's `<tools>` layout. Pass `include_tools=False` when the chat template
+    renders `tools=` itself."""
+    initial = validate_initial_state(task.initial_state)
+    user = initial["user"]
+    text = SYSTEM_TEMPLATE.format(
+        today=initial["today"],
+        name=user["name"] or "a customer",
+        membership=user["membership"],
+        address=user["address"] or "none",
+        payments=", ".join(user["payment_methods"]) or "none",
+    )
+    if include_tools:
+        schemas = "\n".join(json.dumps(s, ensure_ascii=False) for s in tool_schemas())
+        text += TOOLS_SECTION.format(schemas=schemas)
+    return text
+
+
+def initial_messages(task: Task, include_tools: bool = True) -> list[dict[str, Any]]:
+    """[system, user] messages that open an episode of `task`."""
+    return [
+        {"role": "system", "content": system_prompt(task, include_tools)},
+        {"role": "user", "content": task.prompt},
+    ]
+
+
+def needed_ids(task: Task) -> frozenset[str]:
+    """Ids whose use counts as on-task: relevant ids, acceptance sets, targets, reference ids."""
+    goal = task.goal
+    ids: set[str] = set(goal.relevant_ids) | set(goal.cancel)
+    if goal.purchase:
+        for slot in goal.purchase.slots:
+            ids.update(slot.acceptable)
+    if goal.recommend:
+        ids.update(goal.recommend.acceptable)
+    for spec in goal.returns:
+        ids.update((spec.order_id, spec.item_id))
+    for spec in goal.exchanges:
+        ids.update((spec.order_id, spec.item_id, *spec.acceptable_new))
+    for call in task.reference:
+        ids.update(_call_ids(call.arguments))
+    return frozenset(ids)
+
+
+def _call_ids(arguments: dict[str, Any]) -> list[str]:
+    ids: list[str] = []
+    for key in ID_ARGUMENTS:
+        value = arguments.get(key)
+        if isinstance(value, str):
+            ids.append(value)
+        elif isinstance(value, list):
+            ids.extend(v for v in value if isinstance(v, str))
+    return ids
+
+
+# --------------------------------------------------------------------------------------------
+# the environment
+# --------------------------------------------------------------------------------------------
+
+
+class EcomEnv:
+    """One task's episode. `reset()` starts (or restarts) it; `step()` plays one turn."""
+
+    def __init__(self, task: Task, catalog: Catalog, config: EnvConfig | None = None):
+        self.task = task
+        self.catalog = catalog
+        self.config = config or EnvConfig()
+        self.max_turns = max(self.config.max_steps, task.min_steps + 1)
+        self._initial = validate_initial_state(task.initial_state)
+        self._needed = needed_ids(task)
+        self._prompt_ids = frozenset(_VISIBLE_TOKEN.findall(task.prompt))
+        self.record: EpisodeRecord | None = None
+        self.messages: list[dict[str, Any]] = []
+        self.done = True
+
+    # ---- Gymnasium-like API -------------------------------------------------------------------
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """Tool schemas in OpenAI format (for `tools=` of a chat template)."""
+        return tool_schemas()
+
+    def reset(self, include_tools: bool = True) -> list[dict[str, Any]]:
+        """Start the episode afresh; return the opening messages [system, user]."""
+        state = WorldState(self._initial)
+        self.record = EpisodeRecord(initial=self._initial, state=state)
+        self.seen_ids: set[str] = set(self._prompt_ids)
+        self.user = SimulatedUser(self.task, self.catalog.__contains__)
+        self.tools = ShopTools(
+            self.catalog,
+            state,
+            max_quantity=self.config.max_quantity_per_item,
+            ask_user=self.user.answer,
+            seen_ids=self.seen_ids,
+        )
+        self._done_keys: dict[tuple[str, str], int] = {}
+        self.done = False
+        self.verdict = None
+        self.messages = initial_messages(self.task, include_tools)
+        return [dict(m) for m in self.messages]
+
+    def step(self, action: str | dict[str, Any]) -> StepResult:
+        """Play one assistant turn (raw text or message object); never raises on bad output."""
+        if self.record is None:
+            self.reset()
+        if self.done:
+            return StepResult([], 0.0, True, {"error": "the episode is over; call reset()"})
+        record = self.record
+        record.turns += 1
+        turn = record.turns
+        parsed = parse_turn(action)
+        self.messages.append(_assistant_message(action, parsed))
+        errors: list[FormatError] = list(parsed.errors)
+        calls = parsed.calls
+        if len(calls) > MAX_CALLS_PER_TURN:
+            errors.append(
+                FormatError(
+                    f"too many tool calls in one turn ({len(calls)}); only the first "
+                    f"{MAX_CALLS_PER_TURN} were run",
+                )
+            )
+            calls = calls[:MAX_CALLS_PER_TURN]
+        if errors:
+            record.malformed_turns += 1
+            record.format_errors.extend((turn, str(e)) for e in errors)
+        observation: list[dict[str, Any]] = []
+        for call in calls:
+            observation.append(self._run(turn, call))
+        for error in errors:
+            observation.append(
+                _tool_message(
+                    error.tool if error.tool in TOOL_SPECS else "format_error",
+                    {"error": f"format: {error}", "code": "format"},
+                )
+            )
+        if not calls and not parsed.attempted:
+            record.final_answer = parsed.content
+            observation = []
+            self.done = True
+        elif turn >= self.max_turns:
+            record.truncated = True
+            self.done = True
+        elif turn >= INTENT_SWITCH_TURN and not self.user.intent_revealed:
+            observation.append({"role": "user", "content": self.user.reveal_intent()})
+        self.messages.extend(observation)
+        info: dict[str, Any] = {"turn": turn, "tool_calls": len(record.calls)}
+        if errors:
+            info["format_errors"] = [str(e) for e in errors]
+        reward = 0.0
+        if self.done:
+            from ecomrlve.env.verifier import judge
+
+            record.recommended = self.tools.recommended
+            self.verdict = judge(self.task, record, self.config)
+            reward = self.verdict.reward
+            info["verdict"] = self.verdict
+            info["truncated"] = record.truncated
+        return StepResult(observation, reward, self.done, info)
+
+    # ---- internals ----------------------------------------------------------------------------
+    def _run(self, turn: int, call: ParsedCall) -> dict[str, Any]:
+        record = self.record
+        spec = TOOL_SPECS[call.name]
+        args_key = json.dumps(call.arguments, sort_keys=True, default=str)
+        key = (call.name, args_key)
+        version = record.state.version
+        previous = self._done_keys.get(key)
+        # a write repeated is always a repeat; a read only while the state is unchanged
+        write = spec.kind is ToolKind.WRITE
+        repeat = previous is not None if write else previous == version
+        ids = _call_ids(call.arguments)
+        unseen = tuple(i for i in ids if i not in self.seen_ids)
+        irrelevant = tuple(i for i in ids if i not in self._needed)
+        ok, result = self.tools.call(call.name, call.arguments)
+        self._done_keys[key] = version
+        record.calls.append(
+            CallRecord(
+                turn=turn,
+                name=call.name,
+                arguments=call.arguments,
+                ok=ok,
+                error=None if ok else result.get("error"),
+                repeat=repeat,
+                unseen_ids=unseen,
+                irrelevant_ids=irrelevant,
+            )
+        )
+        return _tool_message(call.name, result, call.call_id)
+
+    def state(self) -> dict[str, Any]:
+        """The episode as JSON: the current page (last tool result), cart, order history."""
+        if self.record is None:
+            self.reset()
+        state = self.record.state
+        page = None
+        for message in reversed(self.messages):
+            if message.get("role") == "tool":
+                page = {"tool": message.get("name"), "content": json.loads(message["content"])}
+                break
+        return {
+            **state.to_json(),
+            "page": page,
+            "recommended": self.tools.recommended,
+            "turns": self.record.turns,
+            "tool_calls": len(self.record.calls),
+            "done": self.done,
+            "state_hash": state.canonical_hash(),
+        }
+
+    def state_hash(self) -> str:
+        """Canonical hash of the mutable state (user, cart, orders, returns)."""
+        if self.record is None:
+            self.reset()
+        return self.record.state.canonical_hash()
+
+
+def _tool_message(name: str, result: dict[str, Any], call_id: str | None = None) -> dict[str, Any]:
+    message = {"role": "tool", "name": name, "content": json.dumps(result, ensure_ascii=False)}
+    if call_id:
+        message["tool_call_id"] = call_id
+    return message
+
+
+def _assistant_message(action: Any, parsed: Any) -> dict[str, Any]:
+    if isinstance(action, str):
+        return {"role": "assistant", "content": action}
+    if isinstance(action, dict):
+        message = {"role": "assistant", "content": action.get("content")}
+        if action.get("tool_calls"):
+            message["tool_calls"] = action["tool_calls"]
+        return message
+    return {"role": "assistant", "content": parsed.content}

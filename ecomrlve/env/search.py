@@ -1,0 +1,215 @@
+"""Full-text + exact-filter search over the catalog with tantivy.
+
+Why these choices (measured in MACHINE-NOTES):
+* one writer thread, documents added in item_id order, one segment: tantivy breaks score ties
+  by document order, so ties come out by item_id ascending and two builds agree exactly;
+* exact filters are `Must` clauses wrapped in `const_score_query(..., 0.0)` so they restrict
+  without changing the text score; numeric bounds are fast-field range queries;
+* free text goes through the index's own analyzer (simple tokenizer, lower case, English
+  stemmer) and becomes term queries: nothing the agent types is ever parsed as query syntax.
+
+The index is built once per catalog hash into `DIR/catalog/search-<catalog_hash>/` (written to a
+temp folder, then renamed) and opened read-only afterwards; `from_frames` catalogs get one in RAM.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import tantivy
+
+from ecomrlve.store import StoreError
+
+if TYPE_CHECKING:
+    from ecomrlve.env.catalog import Catalog
+
+log = logging.getLogger(__name__)
+
+INDEX_VERSION = 1
+TOKENIZER = "shop"
+MARKER = "ecomrlve-index.json"
+_STRING_FIELDS = ("category", "brand", "color", "size")
+
+ANALYZER = (
+    tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+    .filter(tantivy.Filter.remove_long(40))
+    .filter(tantivy.Filter.lowercase())
+    .filter(tantivy.Filter.stemmer("english"))
+    .build()
+)
+
+
+def analyzer_tokens(text: str) -> list[str]:
+    """The index terms of `text` (what a query word has to equal to match)."""
+    return ANALYZER.analyze(text) if text else []
+
+
+def build_schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("text", tokenizer_name=TOKENIZER, index_option="freq")
+    for name in _STRING_FIELDS:
+        builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
+    builder.add_float_field("price", fast=True, indexed=True)
+    builder.add_float_field("rating", fast=True, indexed=True)
+    builder.add_integer_field("ship_days", fast=True, indexed=True)
+    builder.add_boolean_field("in_stock", fast=True, indexed=True)
+    return builder.build()
+
+
+def _writer_heap(n_docs: int) -> int:
+    # Big enough that one thread never flushes mid-build: a flush would create a second
+    # segment and break the item_id tie order.
+    return int(min(max(64_000_000, 700 * n_docs), 3_000_000_000))
+
+
+class SearchIndex:
+    """A tantivy index whose document ids equal catalog row numbers."""
+
+    def __init__(self, index: tantivy.Index, n_docs: int):
+        index.register_tokenizer(TOKENIZER, ANALYZER)
+        index.reload()
+        self.index = index
+        self.schema = index.schema
+        self.searcher = index.searcher()
+        if self.searcher.num_segments != 1 or self.searcher.num_docs != n_docs:
+            raise StoreError(
+                f"search index has {self.searcher.num_segments} segments and "
+                f"{self.searcher.num_docs} documents; expected 1 and {n_docs}"
+            )
+        self._all = tantivy.Query.all_query()
+
+    # ---- build / open -----------------------------------------------------------------------
+    @classmethod
+    def open_or_build(cls, catalog: Catalog, index_dir: Path | None) -> SearchIndex:
+        if index_dir is None:
+            index = tantivy.Index(build_schema())
+            cls._fill(index, catalog)
+            return cls(index, catalog.size)
+        existing = cls._open_existing(index_dir, catalog)
+        if existing is not None:
+            return existing
+        tmp = index_dir.with_name(f".{index_dir.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        try:
+            tmp.mkdir(parents=True)
+            index = tantivy.Index(build_schema(), path=str(tmp))
+            cls._fill(index, catalog)
+            marker = {
+                "version": INDEX_VERSION,
+                "catalog_hash": catalog.catalog_hash,
+                "n_docs": catalog.size,
+            }
+            (tmp / MARKER).write_text(json.dumps(marker, sort_keys=True))
+            del index
+            if index_dir.exists():  # stale or incompatible: replace it
+                shutil.rmtree(index_dir, ignore_errors=True)
+            try:
+                os.replace(tmp, index_dir)
+            except OSError:  # another process won the race; use its copy
+                log.info("search index %s appeared concurrently", index_dir)
+        except OSError as err:
+            raise StoreError(f"cannot build search index in {index_dir}: {err}") from None
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        opened = cls._open_existing(index_dir, catalog)
+        if opened is None:
+            raise StoreError(f"search index in {index_dir} could not be opened after building")
+        return opened
+
+    @classmethod
+    def _open_existing(cls, index_dir: Path, catalog: Catalog) -> SearchIndex | None:
+        try:
+            marker = json.loads((index_dir / MARKER).read_text())
+        except (OSError, ValueError):
+            return None
+        if marker != {
+            "version": INDEX_VERSION,
+            "catalog_hash": catalog.catalog_hash,
+            "n_docs": catalog.size,
+        }:
+            return None
+        try:
+            return cls(tantivy.Index.open(str(index_dir)), catalog.size)
+        except (ValueError, StoreError) as err:
+            log.warning("rebuilding search index %s: %s", index_dir, err)
+            return None
+
+    @staticmethod
+    def _fill(index: tantivy.Index, catalog: Catalog) -> None:
+        index.register_tokenizer(TOKENIZER, ANALYZER)
+        cols = catalog.index_columns()
+        writer = index.writer(heap_size=_writer_heap(catalog.size), num_threads=1)
+        document = tantivy.Document
+        for text, category, brand, color, size, price, rating, ship, stock in zip(
+            cols["text"],
+            cols["category"],
+            cols["brand"],
+            cols["color"],
+            cols["size"],
+            cols["price"],
+            cols["rating"],
+            cols["ship_days"],
+            cols["in_stock"],
+            strict=True,
+        ):
+            writer.add_document(
+                document(
+                    text=text,
+                    category=category,
+                    brand=brand,
+                    color=color,
+                    size=size,
+                    price=price,
+                    rating=rating,
+                    ship_days=ship,
+                    in_stock=stock,
+                )
+            )
+        writer.commit()
+        writer.wait_merging_threads()
+
+    # ---- query ------------------------------------------------------------------------------
+    def _filter_query(self, key: str, value: Any) -> tantivy.Query:
+        schema, q = self.schema, tantivy.Query
+        if key in _STRING_FIELDS:
+            return q.term_query(schema, key, value)
+        if key == "in_stock":
+            return q.term_query(schema, "in_stock", value)
+        if key == "min_price":
+            return q.range_query(schema, "price", tantivy.FieldType.Float, lower_bound=value)
+        if key == "max_price":
+            return q.range_query(schema, "price", tantivy.FieldType.Float, upper_bound=value)
+        if key == "min_rating":
+            return q.range_query(schema, "rating", tantivy.FieldType.Float, lower_bound=value)
+        if key == "max_ship_days":
+            return q.range_query(
+                schema, "ship_days", tantivy.FieldType.Integer, upper_bound=int(value)
+            )
+        raise ValueError(f"unknown filter {key!r}")
+
+    def build_query(
+        self, tokens: tuple[str, ...], filters: tuple[tuple[str, Any], ...]
+    ) -> tantivy.Query:
+        q, occur = tantivy.Query, tantivy.Occur
+        clauses: list[tuple[Any, tantivy.Query]] = []
+        if tokens:
+            text = q.boolean_query(
+                [(occur.Should, q.term_query(self.schema, "text", tok)) for tok in tokens]
+            )
+            clauses.append((occur.Must, text))
+        for key, value in filters:
+            clauses.append((occur.Must, q.const_score_query(self._filter_query(key, value), 0.0)))
+        if not clauses:
+            return self._all
+        return q.boolean_query(clauses)
+
+    def search(
+        self, tokens: tuple[str, ...], filters: tuple[tuple[str, Any], ...], top_k: int
+    ) -> tuple[int, ...]:
+        result = self.searcher.search(self.build_query(tokens, filters), top_k, count=False)
+        return tuple(address.doc for _score, address in result.hits)

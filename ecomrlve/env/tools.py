@@ -1,0 +1,844 @@
+"""The shop's tools as typed methods (τ²-bench's pattern) plus their generated schemas.
+
+Each tool is a method of `ShopTools` tagged `@tool(ToolKind.READ | ToolKind.WRITE)`. Its JSON
+schema (OpenAI / Qwen function format) is generated once from the signature and the docstring's
+`Args:` section through pydantic, so the schema and the code cannot disagree. Tools raise
+`ToolError` subclasses; `ShopTools.call` is the one place that turns them into tool messages.
+
+Argument checking on the hot path does not use pydantic: `ARG_CHECKS` holds one small checker
+per parameter, compiled from the same signatures (see `check_arguments`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from ecomrlve.env.catalog import MAX_TOP_K, Catalog, FilterError, normalise_filters
+from ecomrlve.env.search import analyzer_tokens
+from ecomrlve.env.state import WorldState
+
+MAX_RECOMMEND = 10
+MAX_VARIANTS_SHOWN = 30
+POLICY_RESULTS = 3
+# The order of CONTRACT.md's tool table (the order schemas are listed in).
+CONTRACT_ORDER: tuple[str, ...] = (
+    "search",
+    "get_product",
+    "add_to_cart",
+    "remove_from_cart",
+    "set_quantity",
+    "view_cart",
+    "checkout",
+    "list_orders",
+    "get_order",
+    "cancel_order",
+    "return_item",
+    "exchange_item",
+    "search_policy",
+    "ask_user",
+    "recommend",
+)
+ID_ARGUMENTS: tuple[str, ...] = ("item_id", "order_id", "new_item_id", "item_ids")
+
+
+class ToolKind(StrEnum):
+    READ = "read"
+    WRITE = "write"
+
+
+class ToolError(Exception):
+    """A refused tool call; its message goes back to the agent as the tool result."""
+
+    code = "error"
+
+
+class NotFoundError(ToolError):
+    code = "not_found"
+
+
+class RuleError(ToolError):
+    """A business rule refuses the action (stock, caps, windows, statuses)."""
+
+    code = "not_allowed"
+
+
+class ArgumentError(ToolError):
+    code = "invalid_arguments"
+
+
+class SearchFilters(BaseModel):
+    """Exact filters; every field is optional."""
+
+    model_config = ConfigDict(extra="forbid")
+    category: str | None = Field(None, description="exact category, e.g. 'sneakers'")
+    brand: str | None = Field(None, description="exact brand name")
+    color: str | None = Field(None, description="exact colour, e.g. 'navy'")
+    size: str | None = Field(None, description="exact size, e.g. 'M', '42', '256 GB'")
+    min_price: float | None = Field(None, description="lowest price, inclusive")
+    max_price: float | None = Field(None, description="highest price, inclusive")
+    min_rating: float | None = Field(None, description="lowest average rating (1-5), inclusive")
+    max_ship_days: int | None = Field(None, description="latest delivery in days, inclusive")
+    in_stock: bool | None = Field(None, description="true: only items in stock")
+
+
+def tool(kind: ToolKind) -> Callable[[Callable], Callable]:
+    """Mark a `ShopTools` method as a tool that reads or writes the world state."""
+
+    def mark(fn: Callable) -> Callable:
+        fn.__tool_kind__ = kind
+        return fn
+
+    return mark
+
+
+# --------------------------------------------------------------------------------------------
+# the tools
+# --------------------------------------------------------------------------------------------
+
+
+class ShopTools:
+    """Every tool of CONTRACT.md, acting on one episode's `WorldState`.
+
+    `seen_ids` collects every item/order id a tool result shows the agent (the reward's
+    hallucination check); `recommended` holds the ids of the last `recommend` call.
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        state: WorldState,
+        *,
+        max_quantity: int,
+        ask_user: Callable[[str], str],
+        seen_ids: set[str],
+    ):
+        self.catalog = catalog
+        self.state = state
+        self.max_quantity = max_quantity
+        self._ask_user = ask_user
+        self.seen_ids = seen_ids
+        self.recommended: list[str] | None = None
+        self.sold: dict[str, int] = {}
+
+    # ---- dispatch ---------------------------------------------------------------------------
+    def call(self, name: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        """Run a tool whose arguments were already checked; return (ok, result or error)."""
+        try:
+            return True, getattr(self, name)(**arguments)
+        except ToolError as err:
+            return False, {"error": str(err), "code": err.code}
+
+    # ---- helpers ----------------------------------------------------------------------------
+    def _row(self, item_id: str) -> int:
+        row = self.catalog.row_of(item_id)
+        if row is None:
+            raise NotFoundError(f"no product with item_id {item_id!r}")
+        return row
+
+    def _order(self, order_id: str) -> dict[str, Any]:
+        order = self.state.orders.get(order_id)
+        if order is None:
+            raise NotFoundError(f"no order with order_id {order_id!r} for this customer")
+        return order
+
+    def _available(self, item_id: str, row: int) -> int:
+        return int(self.catalog.stock[row]) - self.sold.get(item_id, 0)
+
+    def _check_quantity(self, item_id: str, row: int, quantity: int) -> None:
+        if quantity > self.max_quantity:
+            raise RuleError(
+                f"at most {self.max_quantity} units of one item per order "
+                f"(requested {quantity} of {item_id})"
+            )
+        available = self._available(item_id, row)
+        if available <= 0:
+            raise RuleError(f"{item_id} is out of stock")
+        if quantity > available:
+            raise RuleError(f"only {available} unit(s) of {item_id} in stock")
+
+    def _cart_view(self) -> dict[str, Any]:
+        lines = []
+        subtotal = 0.0
+        for item_id, quantity in self.state.cart.items():
+            row = self.catalog.row_of(item_id)
+            price = float(self.catalog.price[row]) if row is not None else 0.0
+            title = self.catalog.value("title", row) if row is not None else "(unknown product)"
+            lines.append(
+                {
+                    "item_id": item_id,
+                    "title": title,
+                    "price": price,
+                    "quantity": quantity,
+                    "line_total": round(price * quantity, 2),
+                    "in_stock": row is not None and self._available(item_id, row) > 0,
+                }
+            )
+            subtotal += price * quantity
+            self.seen_ids.add(item_id)
+        fee = self.catalog.policies.shipping_fee(subtotal, self.state.user["membership"])
+        return {
+            "items": lines,
+            "subtotal": round(subtotal, 2),
+            "shipping": fee if lines else 0.0,
+            "total": round(subtotal + fee, 2) if lines else 0.0,
+        }
+
+    def _order_line_row(self, order: dict[str, Any], item_id: str) -> dict[str, Any]:
+        for line in order["items"]:
+            if line["item_id"] == item_id:
+                return line
+        raise NotFoundError(f"item {item_id!r} is not part of order {order['order_id']!r}")
+
+    def _check_returnable(self, order: dict[str, Any], item_id: str, action: str) -> int:
+        if order["status"] != "delivered":
+            raise RuleError(
+                f"order {order['order_id']} is {order['status']}; only delivered items can "
+                f"be {action}"
+            )
+        self._order_line_row(order, item_id)
+        for entry in self.state.returns:
+            if entry["order_id"] == order["order_id"] and entry["item_id"] == item_id:
+                raise RuleError(
+                    f"{item_id} from order {order['order_id']} already has a {entry['kind']} "
+                    f"({entry['return_id']})"
+                )
+        row = self.catalog.row_of(item_id)
+        if row is None:
+            raise RuleError(f"{item_id} is no longer in the catalog; contact support")
+        category = self.catalog.value("category", row)
+        eligibility = self.catalog.policies.return_eligibility(
+            category, self.state.user["membership"], self.state.days_since(order["delivered"])
+        )
+        if not eligibility.eligible:
+            raise RuleError(f"{item_id} cannot be {action}: {eligibility.reason}")
+        return row
+
+    # ---- catalog ------------------------------------------------------------------------------
+    @tool(ToolKind.READ)
+    def search(
+        self, query: str, filters: SearchFilters | None = None, top_k: int = 10
+    ) -> dict[str, Any]:
+        """Search the product catalog by keywords, optionally with exact filters.
+
+        Results are ordered by relevance (ties by item_id).
+
+        Args:
+            query: keywords, e.g. "waterproof hiking boots"; may be empty when filters are given.
+            filters: exact constraints (category, brand, color, size, price and rating bounds,
+                max_ship_days, in_stock).
+            top_k: how many results to return (1-50).
+        """
+        try:
+            results = self.catalog.search(query, filters, top_k)
+        except FilterError as err:
+            raise ArgumentError(str(err)) from None
+        self.seen_ids.update(r["item_id"] for r in results)
+        out: dict[str, Any] = {"results": results, "count": len(results)}
+        if not results:
+            out["note"] = "no product matches; try other words or fewer filters"
+        return out
+
+    @tool(ToolKind.READ)
+    def get_product(self, item_id: str) -> dict[str, Any]:
+        """Show one product's details, stock and its other variants (colours/sizes).
+
+        Args:
+            item_id: the product's id.
+        """
+        row = self._row(item_id)
+        product = self.catalog.row(item_id)
+        product["stock"] = max(self._available(item_id, row), 0)
+        product["in_stock"] = product["stock"] > 0
+        variants = []
+        for r in self.catalog.family_rows(row)[:MAX_VARIANTS_SHOWN]:
+            vid = self.catalog.item_ids[r]
+            variants.append(
+                {
+                    "item_id": vid,
+                    "color": self.catalog.value("color", r),
+                    "size": self.catalog.value("size", r),
+                    "price": float(self.catalog.price[r]),
+                    "in_stock": self._available(vid, r) > 0,
+                }
+            )
+        product["variants"] = variants
+        self.seen_ids.add(item_id)
+        self.seen_ids.update(v["item_id"] for v in variants)
+        return product
+
+    # ---- cart ---------------------------------------------------------------------------------
+    @tool(ToolKind.WRITE)
+    def add_to_cart(self, item_id: str, quantity: int = 1) -> dict[str, Any]:
+        """Add units of a product to the cart (adds to the quantity already there).
+
+        Args:
+            item_id: the product's id.
+            quantity: units to add, at least 1.
+        """
+        if quantity < 1:
+            raise ArgumentError(f"quantity must be at least 1, got {quantity}")
+        row = self._row(item_id)
+        new_quantity = self.state.cart.get(item_id, 0) + quantity
+        self._check_quantity(item_id, row, new_quantity)
+        self.state.cart[item_id] = new_quantity
+        self.state.version += 1
+        return {"ok": True, "item_id": item_id, "quantity": new_quantity, **self._totals()}
+
+    @tool(ToolKind.WRITE)
+    def remove_from_cart(self, item_id: str) -> dict[str, Any]:
+        """Remove a product from the cart entirely.
+
+        Args:
+            item_id: the product's id.
+        """
+        if item_id not in self.state.cart:
+            raise NotFoundError(f"{item_id!r} is not in the cart")
+        del self.state.cart[item_id]
+        self.state.version += 1
+        return {"ok": True, "removed": item_id, **self._totals()}
+
+    @tool(ToolKind.WRITE)
+    def set_quantity(self, item_id: str, quantity: int) -> dict[str, Any]:
+        """Set the quantity of a product already in the cart (0 removes it).
+
+        Args:
+            item_id: the product's id.
+            quantity: the new number of units, 0 or more.
+        """
+        if item_id not in self.state.cart:
+            raise NotFoundError(f"{item_id!r} is not in the cart; use add_to_cart")
+        if quantity < 0:
+            raise ArgumentError(f"quantity must be 0 or more, got {quantity}")
+        if quantity == 0:
+            del self.state.cart[item_id]
+        else:
+            self._check_quantity(item_id, self._row(item_id), quantity)
+            self.state.cart[item_id] = quantity
+        self.state.version += 1
+        return {"ok": True, "item_id": item_id, "quantity": quantity, **self._totals()}
+
+    def _totals(self) -> dict[str, Any]:
+        subtotal = 0.0
+        for item_id, quantity in self.state.cart.items():
+            row = self.catalog.row_of(item_id)
+            if row is not None:
+                subtotal += float(self.catalog.price[row]) * quantity
+        return {"cart_items": len(self.state.cart), "subtotal": round(subtotal, 2)}
+
+    @tool(ToolKind.READ)
+    def view_cart(self) -> dict[str, Any]:
+        """Show the cart: lines, prices, subtotal, shipping and total."""
+        return self._cart_view()
+
+    @tool(ToolKind.WRITE)
+    def checkout(
+        self, shipping_address: str | None = None, payment_method: str | None = None
+    ) -> dict[str, Any]:
+        """Place an order for everything in the cart and empty the cart.
+
+        Args:
+            shipping_address: where to ship; the customer's address on file when omitted.
+            payment_method: one of the customer's saved payment methods; the first when omitted.
+        """
+        state = self.state
+        if not state.cart:
+            raise RuleError("the cart is empty; add items before checking out")
+        methods = state.user["payment_methods"]
+        if payment_method is None:
+            if not methods:
+                raise RuleError("the customer has no saved payment method")
+            payment_method = methods[0]
+        elif payment_method not in methods:
+            raise RuleError(
+                f"unknown payment method {payment_method!r}; saved: {', '.join(methods) or 'none'}"
+            )
+        address = state.user["address"] if shipping_address is None else shipping_address
+        if not address.strip():
+            raise ArgumentError("shipping_address must not be empty")
+        lines = []
+        subtotal = 0.0
+        ship_days = 0
+        for item_id, quantity in state.cart.items():
+            row = self.catalog.row_of(item_id)
+            if row is None:
+                raise RuleError(f"{item_id} is no longer sold; remove it from the cart")
+            self._check_quantity(item_id, row, quantity)
+            price = float(self.catalog.price[row])
+            lines.append({"item_id": item_id, "quantity": quantity, "price": price})
+            subtotal += price * quantity
+            ship_days = max(ship_days, int(self.catalog.ship_days[row]))
+        fee = self.catalog.policies.shipping_fee(subtotal, state.user["membership"])
+        order_id = state.next_order_id()
+        order = {
+            "order_id": order_id,
+            "status": "pending",
+            "placed": state.today,
+            "delivered": None,
+            "eta": state.add_days(ship_days),
+            "items": lines,
+            "shipping_address": address,
+            "payment_method": payment_method,
+            "total": round(subtotal + fee, 2),
+        }
+        for line in lines:
+            self.sold[line["item_id"]] = self.sold.get(line["item_id"], 0) + line["quantity"]
+        state.orders[order_id] = order
+        state.new_order_ids.append(order_id)
+        state.cart.clear()
+        state.version += 1
+        self.seen_ids.add(order_id)
+        return {
+            "ok": True,
+            "order_id": order_id,
+            "status": "pending",
+            "items": [dict(line) for line in lines],
+            "subtotal": round(subtotal, 2),
+            "shipping": fee,
+            "total": order["total"],
+            "eta": order["eta"],
+        }
+
+    # ---- orders -------------------------------------------------------------------------------
+    @tool(ToolKind.READ)
+    def list_orders(self) -> dict[str, Any]:
+        """List the customer's orders, newest first, with their items and status."""
+        orders = sorted(
+            self.state.orders.values(), key=lambda o: (o["placed"], o["order_id"]), reverse=True
+        )
+        out = []
+        for order in orders:
+            items = []
+            for line in order["items"]:
+                row = self.catalog.row_of(line["item_id"])
+                items.append(
+                    {
+                        "item_id": line["item_id"],
+                        "title": self.catalog.value("title", row) if row is not None else "",
+                        "quantity": line["quantity"],
+                    }
+                )
+                self.seen_ids.add(line["item_id"])
+            self.seen_ids.add(order["order_id"])
+            out.append(
+                {
+                    "order_id": order["order_id"],
+                    "status": order["status"],
+                    "placed": order["placed"],
+                    "delivered": order["delivered"],
+                    "eta": order["eta"],
+                    "total": order["total"],
+                    "items": items,
+                }
+            )
+        return {"orders": out, "count": len(out)}
+
+    @tool(ToolKind.READ)
+    def get_order(self, order_id: str) -> dict[str, Any]:
+        """Show one order in full: status, dates, lines with prices, returns and exchanges.
+
+        Args:
+            order_id: the order's id.
+        """
+        order = self._order(order_id)
+        items = []
+        for line in order["items"]:
+            row = self.catalog.row_of(line["item_id"])
+            items.append(
+                {
+                    **line,
+                    "title": self.catalog.value("title", row) if row is not None else "",
+                    "category": self.catalog.value("category", row) if row is not None else "",
+                }
+            )
+            self.seen_ids.add(line["item_id"])
+        returns = [dict(r) for r in self.state.returns if r["order_id"] == order_id]
+        for entry in returns:
+            if entry.get("new_item_id"):
+                self.seen_ids.add(entry["new_item_id"])
+        self.seen_ids.add(order_id)
+        out = {k: v for k, v in order.items() if k != "items"}
+        out["items"] = items
+        out["returns"] = returns
+        out["today"] = self.state.today
+        return out
+
+    @tool(ToolKind.WRITE)
+    def cancel_order(self, order_id: str, reason: str) -> dict[str, Any]:
+        """Cancel an order that has not shipped yet (status pending or processing).
+
+        Args:
+            order_id: the order's id.
+            reason: why the customer cancels.
+        """
+        if not reason.strip():
+            raise ArgumentError("reason must not be empty")
+        order = self._order(order_id)
+        if order["status"] == "cancelled":
+            raise RuleError(f"order {order_id} is already cancelled")
+        if not self.catalog.policies.can_cancel(order["status"]):
+            raise RuleError(
+                f"order {order_id} is {order['status']}; only pending or processing orders can "
+                "be cancelled"
+            )
+        order["status"] = "cancelled"
+        order["cancel_reason"] = reason
+        self.state.version += 1
+        return {"ok": True, "order_id": order_id, "status": "cancelled", "refund": order["total"]}
+
+    @tool(ToolKind.WRITE)
+    def return_item(self, order_id: str, item_id: str, reason: str) -> dict[str, Any]:
+        """Start a return of a delivered item for a refund (return window and category rules).
+
+        Args:
+            order_id: the order the item was delivered in.
+            item_id: the item to return.
+            reason: why the customer returns it.
+        """
+        if not reason.strip():
+            raise ArgumentError("reason must not be empty")
+        order = self._order(order_id)
+        row = self._check_returnable(order, item_id, "returned")
+        line = self._order_line_row(order, item_id)
+        category = self.catalog.value("category", row)
+        fee = self.catalog.policies.return_rule(category, self.state.user["membership"])
+        refund = round(line["price"] * line["quantity"] * (1.0 - fee.restocking_fee), 2)
+        entry = {
+            "return_id": self.state.next_return_id(),
+            "order_id": order_id,
+            "item_id": item_id,
+            "quantity": line["quantity"],
+            "kind": "return",
+            "new_item_id": None,
+            "reason": reason,
+            "status": "requested",
+            "refund": refund,
+        }
+        self.state.returns.append(entry)
+        self.state.new_return_ids.append(entry["return_id"])
+        self.state.version += 1
+        return {"ok": True, **entry}
+
+    @tool(ToolKind.WRITE)
+    def exchange_item(self, order_id: str, item_id: str, new_item_id: str) -> dict[str, Any]:
+        """Exchange a delivered item for another variant (size/colour) of the same product.
+
+        Args:
+            order_id: the order the item was delivered in.
+            item_id: the item to send back.
+            new_item_id: the variant to receive instead; same product family, in stock.
+        """
+        order = self._order(order_id)
+        self._check_returnable(order, item_id, "exchanged")
+        line = self._order_line_row(order, item_id)
+        new_row = self._row(new_item_id)
+        if new_item_id == item_id:
+            raise RuleError("new_item_id is the same item; pick another size or colour")
+        if not self.catalog.same_family(item_id, new_item_id):
+            raise RuleError(
+                f"{new_item_id} is not a variant of the same product as {item_id}; exchanges "
+                "are only for another size or colour"
+            )
+        self._check_quantity(new_item_id, new_row, line["quantity"])
+        entry = {
+            "return_id": self.state.next_return_id(),
+            "order_id": order_id,
+            "item_id": item_id,
+            "quantity": line["quantity"],
+            "kind": "exchange",
+            "new_item_id": new_item_id,
+            "reason": "exchange",
+            "status": "requested",
+            "refund": 0.0,
+        }
+        self.sold[new_item_id] = self.sold.get(new_item_id, 0) + line["quantity"]
+        self.state.returns.append(entry)
+        self.state.new_return_ids.append(entry["return_id"])
+        self.state.version += 1
+        return {"ok": True, **entry}
+
+    # ---- policies, user, answer ----------------------------------------------------------------
+    @tool(ToolKind.READ)
+    def search_policy(self, query: str) -> dict[str, Any]:
+        """Search the store policies (returns, exchanges, cancellation, shipping, refunds).
+
+        Args:
+            query: what the policy is about, e.g. "return window for boots".
+        """
+        return {"policies": policy_search(self.catalog, query)}
+
+    @tool(ToolKind.READ)
+    def ask_user(self, question: str) -> dict[str, Any]:
+        """Ask the customer a clarifying question; they answer from what they know.
+
+        Args:
+            question: the question, in plain words.
+        """
+        if not question.strip():
+            raise ArgumentError("question must not be empty")
+        return {"answer": self._ask_user(question)}
+
+    @tool(ToolKind.WRITE)
+    def recommend(self, item_ids: list[str]) -> dict[str, Any]:
+        """Give the customer your final product recommendation (the last call counts).
+
+        Args:
+            item_ids: ids of the recommended products, best first.
+        """
+        if not item_ids:
+            raise ArgumentError("item_ids must name at least one product")
+        if len(item_ids) > MAX_RECOMMEND:
+            raise ArgumentError(f"recommend at most {MAX_RECOMMEND} products")
+        if len(set(item_ids)) != len(item_ids):
+            raise ArgumentError("item_ids lists a product twice")
+        for item_id in item_ids:
+            self._row(item_id)
+        self.recommended = list(item_ids)
+        return {"ok": True, "recommended": list(item_ids)}
+
+
+# --------------------------------------------------------------------------------------------
+# policy search
+# --------------------------------------------------------------------------------------------
+
+_POLICY_TOKENS: dict[int, list[tuple[str, str, str, frozenset[str]]]] = {}
+
+
+def policy_search(catalog: Catalog, query: str, limit: int = POLICY_RESULTS) -> list[dict]:
+    """Policies ranked by how many query words they share (ties by policy_id)."""
+    key = id(catalog.policies)
+    docs = _POLICY_TOKENS.get(key)
+    if docs is None:
+        docs = []
+        for row in catalog.policies.frame.sort("policy_id").iter_rows(named=True):
+            words = f"{row['topic']} {row['category']} {row['membership']} {row['text']}"
+            docs.append(
+                (row["policy_id"], row["topic"], row["text"], frozenset(analyzer_tokens(words)))
+            )
+        _POLICY_TOKENS[key] = docs
+    wanted = set(analyzer_tokens(query))
+    scored = [(len(wanted & tokens), pid, topic, text) for pid, topic, text, tokens in docs]
+    scored = [s for s in scored if s[0] > 0]
+    scored.sort(key=lambda s: (-s[0], s[1]))
+    return [{"policy_id": pid, "topic": topic, "text": text} for _, pid, topic, text in scored][
+        :limit
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# schemas and argument checks, generated from the signatures
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    kind: ToolKind
+    description: str
+    params: tuple[str, ...]
+    required: frozenset[str]
+    checks: dict[str, Callable[[Any], Any]] = field(repr=False)
+    schema: dict[str, Any] = field(repr=False)
+
+
+_ARGS_LINE = re.compile(r"^\s{4,}(\w+):\s*(.*)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into (description, {arg: text})."""
+    doc = inspect.cleandoc(doc or "")
+    head, _, args_block = doc.partition("Args:")
+    description = " ".join(head.split())
+    args: dict[str, str] = {}
+    current = None
+    for line in args_block.splitlines():
+        match = _ARGS_LINE.match(line)
+        if match and len(line) - len(line.lstrip()) <= 4:
+            current = match.group(1)
+            args[current] = match.group(2).strip()
+        elif current and line.strip():
+            args[current] += " " + line.strip()
+    return description, args
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """Resolve `$ref`s, drop titles and collapse `X | None` to X (None means 'omit it')."""
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                target = defs[node["$ref"].rsplit("/", 1)[-1]]
+                merged = {**walk(dict(target)), **{k: v for k, v in node.items() if k != "$ref"}}
+                return walk(merged)
+            if "anyOf" in node:
+                options = [o for o in node["anyOf"] if o != {"type": "null"}]
+                if len(options) == 1:
+                    rest = {k: v for k, v in node.items() if k != "anyOf"}
+                    return walk({**options[0], **rest})
+            out = {}
+            for key, value in node.items():
+                if key == "title" and isinstance(value, str):
+                    continue
+                if key == "default" and value is None:
+                    continue
+                out[key] = walk(value)
+            return out
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(schema)
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _checker(param: str, annotation: Any) -> Callable[[Any], Any]:
+    """A fast validator for one parameter; returns the (possibly coerced) value or raises."""
+    optional = False
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        optional = len(args) != len(typing.get_args(annotation))
+        annotation = args[0]
+        origin = typing.get_origin(annotation)
+
+    def none_or(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        if not optional:
+            return check
+        return lambda v: None if v is None else check(v)
+
+    if annotation is str:
+
+        def check_str(v: Any) -> str:
+            if not isinstance(v, str):
+                raise TypeError(f"'{param}' must be a string, got {_type_name(v)}")
+            return v
+
+        return none_or(check_str)
+    if annotation is int:
+
+        def check_int(v: Any) -> int:
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise TypeError(f"'{param}' must be an integer, got {_type_name(v)}")
+            if isinstance(v, float):
+                if not v.is_integer():
+                    raise TypeError(f"'{param}' must be an integer, got {v!r}")
+                v = int(v)
+            return v
+
+        return none_or(check_int)
+    if origin is list:
+
+        def check_list(v: Any) -> list[str]:
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise TypeError(f"'{param}' must be a list of strings")
+            return v
+
+        return none_or(check_list)
+    if annotation is SearchFilters:
+
+        def check_filters(v: Any) -> dict[str, Any]:
+            try:
+                normalise_filters(v)
+            except FilterError as err:
+                raise TypeError(str(err)) from None
+            return v
+
+        return none_or(check_filters)
+    raise TypeError(f"no checker for parameter {param!r} of type {annotation!r}")
+
+
+def _build_specs() -> dict[str, ToolSpec]:
+    specs: dict[str, ToolSpec] = {}
+    for name, fn in inspect.getmembers(ShopTools, inspect.isfunction):
+        kind = getattr(fn, "__tool_kind__", None)
+        if kind is None:
+            continue
+        if name in specs:
+            raise ValueError(f"duplicate tool {name!r}")
+        hints = typing.get_type_hints(fn, globalns={**globals(), "SearchFilters": SearchFilters})
+        description, arg_docs = _parse_docstring(fn.__doc__ or "")
+        signature = inspect.signature(fn)
+        fields: dict[str, Any] = {}
+        checks: dict[str, Callable[[Any], Any]] = {}
+        required = set()
+        params = []
+        for pname, param in signature.parameters.items():
+            if pname == "self":
+                continue
+            params.append(pname)
+            annotation = hints[pname]
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            if default is ...:
+                required.add(pname)
+            fields[pname] = (annotation, Field(default, description=arg_docs.get(pname)))
+            checks[pname] = _checker(pname, annotation)
+        model = create_model(f"{name}_arguments", **fields)
+        parameters = _inline_refs(model.model_json_schema())
+        parameters.setdefault("properties", {})
+        if top_k := parameters["properties"].get("top_k"):
+            top_k.update(minimum=1, maximum=MAX_TOP_K)
+        schema = {
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": parameters},
+        }
+        specs[name] = ToolSpec(
+            name=name,
+            kind=kind,
+            description=description,
+            params=tuple(params),
+            required=frozenset(required),
+            checks=checks,
+            schema=schema,
+        )
+    missing = [n for n in CONTRACT_ORDER if n not in specs]
+    if missing or len(specs) != len(CONTRACT_ORDER):
+        raise ValueError(f"tools and CONTRACT_ORDER disagree: {sorted(specs)} vs {CONTRACT_ORDER}")
+    return {name: specs[name] for name in CONTRACT_ORDER}
+
+
+TOOL_SPECS: dict[str, ToolSpec] = _build_specs()
+TOOL_NAMES: tuple[str, ...] = tuple(TOOL_SPECS)
+WRITE_TOOLS: frozenset[str] = frozenset(
+    n for n, s in TOOL_SPECS.items() if s.kind is ToolKind.WRITE
+)
+
+
+def tool_schemas() -> list[dict[str, Any]]:
+    """Every tool's function schema in OpenAI format (pass as `tools=` to a chat template)."""
+    return [json.loads(json.dumps(spec.schema)) for spec in TOOL_SPECS.values()]
+
+
+def check_arguments(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Validate a call against its tool's signature; return the (coerced) arguments.
+
+    Raises `TypeError` with a one-line message (unknown tool, unknown/missing argument, type).
+    """
+    spec = TOOL_SPECS.get(name)
+    if spec is None:
+        raise TypeError(f"unknown tool {name!r}; tools: {', '.join(TOOL_NAMES)}")
+    out: dict[str, Any] = {}
+    for key, value in arguments.items():
+        check = spec.checks.get(key)
+        if check is None:
+            allowed = ", ".join(spec.params) or "none"
+            raise TypeError(f"{name}: unknown argument {key!r} (arguments: {allowed})")
+        try:
+            out[key] = check(value)
+        except TypeError as err:
+            raise TypeError(f"{name}: {err}") from None
+    missing = [p for p in spec.params if p in spec.required and p not in out]
+    if missing:
+        raise TypeError(f"{name}: missing argument(s) {', '.join(map(repr, missing))}")
+    return out

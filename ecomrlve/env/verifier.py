@@ -1,0 +1,263 @@
+"""The verifier: replay turns on a fresh env and judge the end state against the goal.
+
+`verify(task, turns, catalog, config)` is pure: it builds a new `EcomEnv`, plays the assistant
+turns in order (tool-, user- and system-role entries of the file are skipped: tool results
+always come from the env, never from the trajectory), and returns a `Verdict`.
+
+Success (see the Goal semantics at the top of `ecomrlve.tasks`) needs all of:
+* purchase: exactly one new order whose lines match the slots one-to-one (item in the slot's
+  acceptable set, exact quantity), no other line, goods subtotal (shipping excluded) <= budget;
+  without a purchase goal, no new order and the cart exactly as it started;
+* cancel / returns / exchanges: exactly these effects, nothing on other orders or items;
+* recommend: the last `recommend` call names min_items..max_items ids, all acceptable;
+* answer_facts: one alternative of every entry in the final answer (case-insensitive), and the
+  answer is at most `MAX_ANSWER_CHARS` long (so listing every possible value fails);
+* the agent acted: at least one successful tool call when the task's reference has any;
+* no id in any call's arguments that the agent was never shown.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ecomrlve.config import EnvConfig
+from ecomrlve.env.catalog import Catalog
+from ecomrlve.env.environment import EcomEnv, EpisodeRecord
+from ecomrlve.env.reward import reward_components, total_reward
+from ecomrlve.tasks import PurchaseSpec, Task
+
+MAX_ANSWER_CHARS = 1500
+BUDGET_TOLERANCE = 1e-6
+
+
+@dataclass
+class Verdict:
+    """The judgement of one episode (CONTRACT.md verdict file, plus scenario and tool_calls)."""
+
+    task_id: str
+    success: bool
+    reward: float
+    components: dict[str, float]
+    steps: int
+    violations: list[str] = field(default_factory=list)
+    scenario: str = ""
+    tool_calls: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------------------------
+# goal checks
+# --------------------------------------------------------------------------------------------
+
+
+def _match_slots(lines: list[dict[str, Any]], spec: PurchaseSpec) -> bool:
+    """True if the order lines match the slots one-to-one (small: brute force is fine)."""
+    slots = spec.slots
+    if len(lines) != len(slots):
+        return False
+    acceptable = [frozenset(s.acceptable) for s in slots]
+
+    def fits(line: dict[str, Any], k: int) -> bool:
+        return line["item_id"] in acceptable[k] and line["quantity"] == slots[k].quantity
+
+    if len(slots) > 7:  # greedy fallback for unusually large orders (slots are disjoint there)
+        used: set[int] = set()
+        for line in lines:
+            k = next((k for k in range(len(slots)) if k not in used and fits(line, k)), None)
+            if k is None:
+                return False
+            used.add(k)
+        return True
+    return any(
+        all(fits(line, k) for line, k in zip(lines, perm, strict=True))
+        for perm in itertools.permutations(range(len(slots)))
+    )
+
+
+def _check_purchase(task: Task, record: EpisodeRecord, violations: list[str]) -> None:
+    state = record.state
+    new_orders = [state.orders[o] for o in state.new_order_ids]
+    spec = task.goal.purchase
+    initial_cart = {line["item_id"]: line["quantity"] for line in record.initial["cart"]}
+    if spec is None:
+        for order in new_orders:
+            violations.append(f"goal: unexpected new order {order['order_id']}")
+        if state.cart != initial_cart:
+            violations.append("goal: the cart changed but the task does not ask for it")
+        return
+    if len(new_orders) != 1:
+        violations.append(f"goal: expected exactly one new order, found {len(new_orders)}")
+        if not new_orders:
+            return
+    order = new_orders[0]
+    lines = order["items"]
+    if not _match_slots(lines, spec):
+        acceptable = set().union(*(s.acceptable for s in spec.slots))
+        extra = [line["item_id"] for line in lines if line["item_id"] not in acceptable]
+        for item_id in extra:
+            violations.append(f"goal: new order has extra line {item_id}")
+        if not extra:
+            got = ", ".join(f"{x['item_id']}x{x['quantity']}" for x in lines)
+            want = ", ".join(f"one of {len(s.acceptable)} ids x{s.quantity}" for s in spec.slots)
+            violations.append(f"goal: order lines [{got}] do not match the slots [{want}]")
+    if spec.budget is not None:
+        subtotal = sum(x["price"] * x["quantity"] for x in lines)
+        if subtotal > spec.budget + BUDGET_TOLERANCE:
+            violations.append(f"goal: subtotal {subtotal:.2f} exceeds the budget {spec.budget:.2f}")
+
+
+def _check_orders(task: Task, record: EpisodeRecord, violations: list[str]) -> None:
+    cancel = set(task.goal.cancel)
+    for initial in record.initial["orders"]:
+        order_id = initial["order_id"]
+        final = record.state.orders[order_id]
+        cancelled = final["status"] == "cancelled" and initial["status"] != "cancelled"
+        if cancelled and order_id not in cancel:
+            violations.append(f"goal: order {order_id} was cancelled but should not be")
+        elif not cancelled and order_id in cancel:
+            violations.append(f"goal: order {order_id} was not cancelled")
+    known = {o["order_id"] for o in record.initial["orders"]}
+    for order_id in sorted(cancel - known):
+        violations.append(f"goal: order {order_id} to cancel is not in the initial state")
+
+
+def _check_returns(task: Task, record: EpisodeRecord, violations: list[str]) -> None:
+    state = record.state
+    new = [r for r in state.returns if r["return_id"] in set(state.new_return_ids)]
+    made_returns = {(r["order_id"], r["item_id"]) for r in new if r["kind"] == "return"}
+    wanted_returns = {(r.order_id, r.item_id) for r in task.goal.returns}
+    for order_id, item_id in sorted(made_returns - wanted_returns):
+        violations.append(f"goal: unexpected return of {item_id} from order {order_id}")
+    for order_id, item_id in sorted(wanted_returns - made_returns):
+        violations.append(f"goal: {item_id} from order {order_id} was not returned")
+    made_exchanges = {
+        (r["order_id"], r["item_id"]): r["new_item_id"] for r in new if r["kind"] == "exchange"
+    }
+    wanted = {(e.order_id, e.item_id): set(e.acceptable_new) for e in task.goal.exchanges}
+    for key, new_item in sorted(made_exchanges.items()):
+        if key not in wanted:
+            violations.append(f"goal: unexpected exchange of {key[1]} from order {key[0]}")
+        elif new_item not in wanted[key]:
+            violations.append(f"goal: {key[1]} was exchanged for {new_item}, not an acceptable one")
+    for key in sorted(set(wanted) - set(made_exchanges)):
+        violations.append(f"goal: {key[1]} from order {key[0]} was not exchanged")
+
+
+def _check_recommend(task: Task, record: EpisodeRecord, violations: list[str]) -> None:
+    spec = task.goal.recommend
+    if spec is None:
+        return
+    ids = record.recommended
+    if not ids:
+        violations.append("goal: no recommendation was made")
+        return
+    if not spec.min_items <= len(ids) <= spec.max_items:
+        violations.append(
+            f"goal: recommended {len(ids)} products, expected {spec.min_items}-{spec.max_items}"
+        )
+    acceptable = set(spec.acceptable)
+    for item_id in ids:
+        if item_id not in acceptable:
+            violations.append(f"goal: recommended {item_id}, which does not fit the request")
+
+
+def _check_answer(task: Task, record: EpisodeRecord, violations: list[str]) -> None:
+    facts = task.goal.answer_facts
+    answer = record.final_answer
+    if answer is None:
+        if facts:
+            violations.append("goal: the episode ended without a final answer")
+        return
+    if len(answer) > MAX_ANSWER_CHARS:
+        violations.append(f"goal: the final answer is longer than {MAX_ANSWER_CHARS} characters")
+        return
+    text = answer.lower()
+    for alternatives in facts:
+        if alternatives and not any(a.lower() in text for a in alternatives):
+            violations.append(f"goal: the final answer does not state {alternatives[0]!r}")
+
+
+def judge(task: Task, record: EpisodeRecord, config: EnvConfig) -> Verdict:
+    """Judge a finished episode: goal checks, then the reward from named components."""
+    violations: list[str] = []
+    _check_purchase(task, record, violations)
+    _check_orders(task, record, violations)
+    _check_returns(task, record, violations)
+    _check_recommend(task, record, violations)
+    _check_answer(task, record, violations)
+    if task.min_steps > 0 and not any(call.ok for call in record.calls):
+        violations.append("goal: answered without acting (no successful tool call)")
+    success = not violations
+    for turn, message in record.format_errors:
+        violations.append(f"format: turn {turn}: {message}")
+    for call in record.calls:
+        for item in call.unseen_ids:
+            violations.append(f"hallucination: turn {call.turn}: {call.name} uses unseen id {item}")
+            success = False
+        if call.repeat:
+            violations.append(f"waste: turn {call.turn}: {call.name} repeats an earlier call")
+        elif not call.ok:
+            violations.append(f"waste: turn {call.turn}: {call.name} failed: {call.error}")
+        elif call.irrelevant_ids:
+            ids = ", ".join(call.irrelevant_ids)
+            violations.append(f"waste: turn {call.turn}: {call.name} on off-task id(s) {ids}")
+    if record.truncated:
+        violations.append(f"limit: the episode hit the turn limit after {record.turns} turns")
+    components = reward_components(record, success=success, min_steps=task.min_steps, config=config)
+    return Verdict(
+        task_id=task.task_id,
+        success=success,
+        reward=total_reward(components, success=success, config=config),
+        components=components,
+        steps=record.turns,
+        violations=violations,
+        scenario=task.scenario,
+        tool_calls=len(record.calls),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# replay
+# --------------------------------------------------------------------------------------------
+
+
+def assistant_turns(turns: list[Any]) -> list[Any]:
+    """The turns the verifier plays: drops tool/user/system messages of a trajectory file."""
+    out = []
+    for turn in turns:
+        if isinstance(turn, dict) and turn.get("role", "assistant") != "assistant":
+            continue
+        out.append(turn)
+    return out
+
+
+def verify(
+    task: Task, turns: list[Any], catalog: Catalog, config: EnvConfig | None = None
+) -> Verdict:
+    """Replay `turns` on a fresh env for `task`; return the verdict (never trusts the file)."""
+    config = config or EnvConfig()
+    env = EcomEnv(task, catalog, config)
+    env.reset()
+    played = assistant_turns(list(turns) if isinstance(turns, list | tuple) else [turns])
+    result = None
+    extra = 0
+    for k, turn in enumerate(played):
+        if env.done:
+            extra = len(played) - k
+            break
+        result = env.step(turn)
+    if result is None or not result.done:
+        # the trajectory stopped before a final answer: judge what it did
+        record = env.record
+        record.truncated = True
+        record.recommended = env.tools.recommended
+        verdict = judge(task, record, config)
+    else:
+        verdict = result.info["verdict"]
+    if extra:
+        verdict.violations.append(f"ignored {extra} turn(s) after the episode ended")
+    return verdict
