@@ -13,6 +13,7 @@ import typer
 
 from ecomrlve import store
 from ecomrlve.cli_common import console, fail, frame_table, progress_bar, user_errors
+from ecomrlve.env import cli as env_cli
 
 app = typer.Typer(
     name="ecomrlve",
@@ -88,6 +89,9 @@ def sql(
         sys.stdout.write(json.dumps(df.to_dicts(), default=str) + "\n")
     else:
         console.print(frame_table(df, max_rows=max_rows))
+
+
+env_cli.register(app)
 
 
 def main() -> None:  # pragma: no cover - entry point

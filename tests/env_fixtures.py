@@ -385,3 +385,24 @@ def all_tasks(catalog: Catalog | None = None) -> list[Task]:
 
 def reference(task: Task) -> list[str]:
     return reference_turns(task)
+
+
+def write_store(data_dir, tasks: list[Task] | None = None) -> Catalog:
+    """A data directory with the fixture catalog, the fixture tasks and the DuckDB views."""
+    import polars as pl
+
+    from ecomrlve.catalogs import build_catalog
+    from ecomrlve.store import DataPaths, atomic_write_parquet, refresh_views
+
+    build_catalog(data_dir, N_PRODUCTS, CATALOG_SEED)
+    catalog = Catalog.load(data_dir)
+    tasks = tasks if tasks is not None else all_tasks(catalog)
+    paths = DataPaths.of(data_dir)
+    for task in tasks:
+        part = paths.tasks / f"scenario={task.scenario}" / f"difficulty={task.difficulty}"
+        row = task.to_row()
+        row.pop("scenario")
+        row.pop("difficulty")
+        atomic_write_parquet(pl.DataFrame([row]), part / f"{task.task_id}.parquet")
+    refresh_views(data_dir)
+    return catalog
