@@ -406,3 +406,33 @@ def write_store(data_dir, tasks: list[Task] | None = None) -> Catalog:
         atomic_write_parquet(pl.DataFrame([row]), part / f"{task.task_id}.parquet")
     refresh_views(data_dir)
     return catalog
+
+
+def world_task(catalog: Catalog | None = None, membership: str = "standard") -> Task:
+    """A task whose world has an order in every status, for testing each tool's rules.
+
+    O5001 processing, O5002 shipped, O5003 delivered 9 days ago (jacket + coffee),
+    O5004 delivered 45 days ago (jacket), O5005 cancelled, O5006 pending. The prompt names them
+    all so any of them may be used without a hallucination penalty.
+    """
+    catalog = catalog or small_catalog()
+    jacket = _first(catalog, lambda r: r["category"] == "jackets")
+    coffee = _first(catalog, lambda r: r["category"] == "coffee")
+    boots = _first(catalog, lambda r: r["category"] == "boots")
+    orders = [
+        _order("O5001", "processing", [boots], "2025-03-13", None, "2025-03-19"),
+        _order("O5002", "shipped", [boots], "2025-03-09", None, "2025-03-15"),
+        _order("O5003", "delivered", [jacket, coffee], "2025-03-01", "2025-03-05", "2025-03-05"),
+        _order("O5004", "delivered", [jacket], "2025-01-20", "2025-01-28", "2025-01-28"),
+        _order("O5005", "cancelled", [boots], "2025-03-02", None, None),
+        _order("O5006", "pending", [coffee], "2025-03-14", None, "2025-03-20"),
+    ]
+    return _task(
+        "fx-world",
+        "journey",
+        "My orders are O5001, O5002, O5003, O5004, O5005 and O5006.",
+        Goal(answer_facts=[]),
+        make_state(orders=orders, membership=membership),
+        [],
+        seed=11,
+    )

@@ -1,0 +1,211 @@
+"""Search: filter semantics equal the exact numpy mask, deterministic order, safe queries."""
+
+from __future__ import annotations
+
+import env_fixtures as fx
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ecomrlve.catalogs import build_policies, build_products
+from ecomrlve.env import Catalog, FilterError
+from ecomrlve.env.search import SearchIndex
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return fx.small_catalog()
+
+
+def _vocab(catalog, column):
+    return sorted(set(catalog.products[column].to_list()))
+
+
+@st.composite
+def filters(draw, catalog):
+    out = {}
+    for column in ("category", "brand", "color", "size"):
+        if draw(st.booleans()):
+            value = draw(st.sampled_from(_vocab(catalog, column)))
+            # the agent may type any case/spacing: semantics normalise both sides
+            out[column] = draw(st.sampled_from([value, value.upper(), f"  {value} "]))
+    if draw(st.booleans()):
+        out["min_price"] = draw(st.floats(0, 300, allow_nan=False))
+    if draw(st.booleans()):
+        out["max_price"] = draw(st.floats(0, 2000, allow_nan=False))
+    if draw(st.booleans()):
+        out["min_rating"] = draw(st.sampled_from([1, 3.5, 4.0, 4.3, 4.8]))
+    if draw(st.booleans()):
+        out["max_ship_days"] = draw(st.integers(0, 12))
+    if draw(st.booleans()):
+        out["in_stock"] = draw(st.booleans())
+    if draw(st.booleans()):
+        out["color"] = None  # None means "no filter"
+    return out
+
+
+QUERIES = ["", "cotton tee", "running shoes", "leather boots", "laptop 512", "dress silk",
+           "Phone", "the AND of (things)", "zzzz"]  # fmt: skip
+
+
+def _satisfies(catalog, item_id, f):
+    row = catalog.row(item_id)
+    norm = lambda s: " ".join(s.split()).lower()  # noqa: E731
+    for key in ("category", "brand", "color", "size"):
+        if f.get(key) is not None and norm(row[key]) != norm(f[key]):
+            return False
+    checks = [
+        ("min_price", lambda v: row["price"] >= v),
+        ("max_price", lambda v: row["price"] <= v),
+        ("min_rating", lambda v: row["rating"] >= v),
+        ("max_ship_days", lambda v: row["ship_days"] <= v),
+        ("in_stock", lambda v: row["in_stock"] == v),
+    ]
+    return all(f.get(k) is None or check(f[k]) for k, check in checks)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_hit_satisfies_the_filters(catalog, data):
+    f = data.draw(filters(catalog))
+    query = data.draw(st.sampled_from(QUERIES))
+    top_k = data.draw(st.integers(1, 50))
+    hits = catalog.search(query, f, top_k)
+    mask = catalog.filter_mask(f)
+    assert len(hits) <= top_k
+    assert len({h["item_id"] for h in hits}) == len(hits)
+    for hit in hits:
+        assert mask[catalog.row_of(hit["item_id"])]
+        assert _satisfies(catalog, hit["item_id"], f)
+    if query == "":
+        expected = [catalog.item_ids[i] for i in np.flatnonzero(mask)[:top_k]]
+        assert [h["item_id"] for h in hits] == expected
+
+
+def test_mask_matches_a_polars_filter(catalog):
+    import polars as pl
+
+    f = {"category": "Sneakers", "max_price": 90, "min_rating": 4.0, "in_stock": True}
+    expected = (
+        catalog.products.with_row_index("r")
+        .filter(
+            (pl.col("category") == "sneakers")
+            & (pl.col("price") <= 90)
+            & (pl.col("rating") >= 4.0)
+            & pl.col("in_stock")
+        )["r"]
+        .to_numpy()
+    )
+    assert np.array_equal(np.flatnonzero(catalog.filter_mask(f)), expected)
+
+
+def test_text_hits_are_ordered_by_score_then_id(catalog):
+    rows = catalog.search_rows("cotton tee", None, 50)
+    assert len(rows) == 50
+    result = catalog._index.searcher.search(
+        catalog._index.build_query(("cotton", "tee"), ()), 50, count=False
+    )
+    scores = [s for s, _ in result.hits]
+    for k in range(len(rows) - 1):
+        assert scores[k] > scores[k + 1] or (
+            scores[k] == scores[k + 1] and catalog.item_ids[rows[k]] < catalog.item_ids[rows[k + 1]]
+        )
+
+
+def test_text_relevance_finds_the_words(catalog):
+    for hit in catalog.search("sneakers", {"color": "white"}, 5):
+        assert "sneaker" in hit["title"].lower() or hit["category"] == "sneakers"
+    # stemming: plural and singular agree
+    assert catalog.search_rows("jackets", None, 10) == catalog.search_rows("jacket", None, 10)
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"', 'title:"x', "(((", "*", "AND", "OR NOT", "-", "a:b AND (c OR", "\\", "\x00", "é" * 50,
+     "price:[0 TO 10]", "' OR 1=1 --", "x" * 10_000],
+)  # fmt: skip
+def test_query_syntax_is_just_text(catalog, query):
+    hits = catalog.search(query, {"category": "t-shirts"}, 5)
+    assert all(h["category"] == "t-shirts" for h in hits)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"colour": "red"}, "unknown filter"),
+        ({"brand": 5}, "must be a string"),
+        ({"brand": "  "}, "must not be empty"),
+        ({"max_price": "10"}, "must be a number"),
+        ({"max_price": float("nan")}, "finite"),
+        ({"in_stock": "yes"}, "true or false"),
+        ({"max_ship_days": 2.5}, "whole number"),
+        ({"min_rating": True}, "must be a number"),
+        ("category=shoes", "must be an object"),
+    ],
+)
+def test_bad_filters_raise_filter_error(catalog, bad, message):
+    with pytest.raises(FilterError, match=message):
+        catalog.search("x", bad)
+    with pytest.raises(FilterError):
+        catalog.filter_mask(bad)
+
+
+def test_top_k_bounds(catalog):
+    with pytest.raises(FilterError):
+        catalog.search("x", None, 0)
+    with pytest.raises(FilterError):
+        catalog.search("x", None, True)
+    assert len(catalog.search("", None, 50)) == 50
+
+
+def test_results_are_cached_and_copies(catalog):
+    first = catalog.search("wool jacket", {"in_stock": True}, 3)
+    first[0]["title"] = "mutated"
+    again = catalog.search("wool jacket", {"in_stock": True}, 3)
+    assert again[0]["title"] != "mutated"
+    key_variants = catalog.search_rows("Wool  JACKETS", {"in_stock": True}, 3)
+    assert key_variants == catalog.search_rows("wool jacket", {"in_stock": True}, 3)
+
+
+def test_disk_index_is_built_once_and_agrees_with_ram(tmp_path):
+    products = build_products(1500, 3)
+    policies = build_policies()
+    ram = Catalog.from_frames(products, policies)
+    disk = Catalog.from_frames(products, policies, index_dir=tmp_path / "idx")
+    assert (tmp_path / "idx" / "ecomrlve-index.json").exists()
+    assert disk._index.searcher.num_segments == 1
+    reopened = Catalog.from_frames(products, policies, index_dir=tmp_path / "idx")
+    for query in ("cotton", "", "boots leather"):
+        expected = ram.search_rows(query, {"in_stock": True}, 20)
+        assert disk.search_rows(query, {"in_stock": True}, 20) == expected
+        assert reopened.search_rows(query, {"in_stock": True}, 20) == expected
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left
+
+
+def test_unsorted_frames_are_sorted_by_item_id():
+    products = build_products(500, 4)
+    shuffled = products.sample(fraction=1.0, shuffle=True, seed=1)
+    catalog = Catalog.from_frames(shuffled, build_policies())
+    assert catalog.item_ids == sorted(catalog.item_ids)
+    assert catalog.search_rows("", {"in_stock": True}, 10) == tuple(
+        np.flatnonzero(catalog.filter_mask({"in_stock": True}))[:10]
+    )
+
+
+def test_load_caches_per_data_dir(tmp_path):
+    fx.write_store(tmp_path / "data", tasks=[])
+    first = Catalog.load(tmp_path / "data")
+    assert Catalog.load(tmp_path / "data") is first
+    assert (tmp_path / "data" / "catalog" / f"search-{first.catalog_hash}").is_dir()
+    assert first.row("I0000000")["item_id"] == "I0000000"
+    with pytest.raises(KeyError):
+        first.row("nope")
+
+
+def test_index_marker_mismatch_rebuilds(tmp_path):
+    products = build_products(400, 5)
+    catalog = Catalog.from_frames(products, build_policies(), index_dir=tmp_path / "idx")
+    (tmp_path / "idx" / "ecomrlve-index.json").write_text("{}")
+    rebuilt = SearchIndex.open_or_build(catalog, tmp_path / "idx")
+    assert rebuilt.searcher.num_docs == 400

@@ -1,0 +1,107 @@
+"""The simulated user: facts by keyword, don't-know, typos, intent switch, no leaked ids."""
+
+from __future__ import annotations
+
+import json
+
+import env_fixtures as fx
+import pytest
+
+from ecomrlve.config import EnvConfig
+from ecomrlve.env import EcomEnv, SimulatedUser, format_call
+from ecomrlve.env.user import DONT_KNOW, INTENT_SWITCH_TURN
+from ecomrlve.tasks import USER_FACT_KEYWORDS
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return fx.small_catalog()
+
+
+def user_for(task, catalog):
+    return SimulatedUser(task, catalog.__contains__)
+
+
+def test_answers_every_fact_whose_keywords_appear(catalog):
+    task = fx.ask_user_task(catalog)
+    facts = task.goal.user_facts
+    user = user_for(task, catalog)
+    both = user.answer("Which colour and size do you want?")
+    assert facts["color"] in both and facts["size"] in both
+    assert facts["quantity"] not in both
+    only_color = user_for(task, catalog).answer("What shade?")
+    assert facts["color"] in only_color and facts["size"] not in only_color
+
+
+def test_every_keyword_reaches_its_fact(catalog):
+    task = fx.ask_user_task(catalog)
+    task.goal.user_facts = {key: f"value-of-{key}" for key in USER_FACT_KEYWORDS}
+    for key, words in USER_FACT_KEYWORDS.items():
+        for word in words:
+            reply = user_for(task, catalog).answer(f"Could you tell me: {word.upper()}?")
+            assert f"value-of-{key}" in reply, (key, word)
+
+
+def test_unknown_question_gets_dont_know(catalog):
+    user = user_for(fx.ask_user_task(catalog), catalog)
+    assert user.answer("What is your favourite film?") in DONT_KNOW
+
+
+def test_replies_are_deterministic_and_vary_by_question_number(catalog):
+    task = fx.ask_user_task(catalog)
+    first = [user_for(task, catalog).answer("which colour?") for _ in range(2)]
+    assert first[0] == first[1]
+    user = user_for(task, catalog)
+    replies = {user.answer("which colour?") for _ in range(6)}
+    assert len(replies) > 1  # paraphrase templates rotate
+
+
+def test_typos_are_seeded_and_spare_fact_values(catalog):
+    noisy = fx.ask_user_task(catalog, typo_rate=0.9)
+    clean = fx.ask_user_task(catalog, typo_rate=0.0)
+    question = "Which colour and size, and how many?"
+    a = user_for(noisy, catalog).answer(question)
+    assert a == user_for(noisy, catalog).answer(question)
+    assert a != user_for(clean, catalog).answer(question)
+    for value in noisy.goal.user_facts.values():
+        assert value in a
+
+
+def test_never_leaks_item_ids_or_acceptance_sets(catalog):
+    task = fx.purchase_task(catalog)
+    secret = task.goal.purchase.slots[0].acceptable[0]
+    task.goal.user_facts = {"item": f"the one with id {secret}", "brand": "I0000001 please"}
+    task.goal.intent_switch = f"also buy {secret}"
+    user = user_for(task, catalog)
+    reply = user.answer("Which item and brand?")
+    assert secret not in reply and "I0000001" not in reply
+    assert "the one I mentioned" in reply
+    assert secret not in user.reveal_intent()
+
+
+def _ask(env, question):
+    result = env.step(format_call("ask_user", {"question": question}))
+    return result, json.loads(result.observation[0]["content"])["answer"]
+
+
+def test_intent_switch_comes_with_the_first_answer(catalog):
+    task = fx.ask_user_task(catalog, intent_switch="please also check my last order")
+    env = EcomEnv(task, catalog, EnvConfig(max_steps=8))
+    env.reset()
+    _, answer = _ask(env, "What colour?")
+    assert "please also check my last order" in answer
+    _, again = _ask(env, "What size?")
+    assert "please also check my last order" not in again
+
+
+def test_intent_switch_arrives_at_a_fixed_turn_without_questions(catalog):
+    task = fx.ask_user_task(catalog, intent_switch="please also check my last order")
+    env = EcomEnv(task, catalog, EnvConfig(max_steps=8))
+    env.reset()
+    for turn in range(1, INTENT_SWITCH_TURN + 2):
+        result = env.step(format_call("view_cart", {}))
+        users = [m for m in result.observation if m["role"] == "user"]
+        if turn == INTENT_SWITCH_TURN:
+            assert len(users) == 1 and "check my last order" in users[0]["content"]
+        else:
+            assert not users
