@@ -1,0 +1,125 @@
+"""Flow parameters (one pydantic model per flow) and the generation chunk plan. No prefect here.
+
+The CLI builds and validates these before Prefect starts, so a bad config exits 2 having
+written nothing; Prefect validates them again when a deployment run arrives from the UI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ecomrlve.config import SCENARIOS, EcomConfig
+from ecomrlve.store import validate_identifier
+
+TaskRunnerKind = Literal["threads", "processes", "dask"]
+
+
+class FlowParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PipelineParams(FlowParams):
+    """Everything the `pipeline` flow needs: the data directory and the whole config."""
+
+    data_dir: str = Field(description="data directory (DuckDB file, tasks, shards, plots)")
+    config: EcomConfig = Field(default_factory=EcomConfig)
+    config_source: str = Field("embedded defaults", description="where `config` came from")
+    skip_train: bool = False
+    train_output: str | None = Field(None, description="default DATA_DIR/runs/CURRICULUM")
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        # deployments run in another working directory: pin the path now
+        return str(Path(value).expanduser().resolve())
+
+    @property
+    def scenarios(self) -> list[str]:
+        return list(self.config.env.scenarios)
+
+    def training_output(self) -> Path:
+        if self.train_output:
+            return Path(self.train_output).expanduser().resolve()
+        return Path(self.data_dir) / "runs" / self.config.data.curriculum
+
+
+class RegenerateParams(FlowParams):
+    """The `regenerate_curriculum` flow: N fresh, valid tasks in a step band, then shards."""
+
+    data_dir: str
+    name: str = Field(description="curriculum name (an identifier)")
+    min_steps: int = Field(ge=1)
+    max_steps: int = Field(ge=1)
+    tasks: int = Field(ge=1, description="valid new tasks wanted")
+    scenarios: list[str] | None = Field(None, description="default: every scenario")
+    difficulty: tuple[int, int] = (0, 10)
+    from_run: str | None = Field(None, description="target weak spots of this training run")
+    seed: int = Field(0, ge=0, description="mixed into the fresh seeds")
+    shard_size: int = Field(256, ge=1)
+    chunk_size: int = Field(500, ge=1)
+    max_rounds: int = Field(6, ge=1, description="generation rounds before giving up")
+    task_runner: TaskRunnerKind = "threads"
+    workers: int = Field(2, ge=1)
+    dask_address: str | None = None
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        return str(Path(value).expanduser().resolve())
+
+    @model_validator(mode="after")
+    def _check(self) -> RegenerateParams:
+        validate_identifier(self.name, "curriculum name")
+        if self.min_steps > self.max_steps:
+            raise ValueError(f"--min-steps {self.min_steps} > --max-steps {self.max_steps}")
+        lo, hi = self.difficulty
+        if not 0 <= lo <= hi:
+            raise ValueError(f"difficulty must be a range lo-hi with 0 <= lo <= hi, got {lo, hi}")
+        unknown = [s for s in self.scenarios or [] if s not in SCENARIOS]
+        if unknown:
+            raise ValueError(f"unknown scenario(s) {unknown}; known: {list(SCENARIOS)}")
+        if self.scenarios is not None and not self.scenarios:
+            raise ValueError("--scenarios is empty")
+        if self.dask_address and self.task_runner != "dask":
+            raise ValueError("--dask-address needs --task-runner dask")
+        return self
+
+
+class CurriculumParams(FlowParams):
+    """The `curriculum` flow: shards from a SQL selection of the store's tasks."""
+
+    data_dir: str
+    name: str
+    where: str | None = Field(None, description="SQL predicate over the tasks view (trusted)")
+    order: str | None = Field(None, description="SQL ORDER BY; default easy → hard interleaved")
+    shard_size: int = Field(256, ge=1)
+    interleave: bool = Field(True, description="mix scenarios within each difficulty")
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        return str(Path(value).expanduser().resolve())
+
+    @model_validator(mode="after")
+    def _check(self) -> CurriculumParams:
+        validate_identifier(self.name, "curriculum name")
+        return self
+
+
+# Step bands of the curriculum manifest: label -> inclusive (lo, hi); hi None = open.
+STEP_BANDS: tuple[tuple[str, int, int | None], ...] = (
+    ("0-2", 0, 2),
+    ("3-5", 3, 5),
+    ("6-8", 6, 8),
+    ("9+", 9, None),
+)
+
+
+def step_band(min_steps: int) -> str:
+    for label, lo, hi in STEP_BANDS:
+        if min_steps >= lo and (hi is None or min_steps <= hi):
+            return label
+    raise ValueError(f"min_steps must be >= 0, got {min_steps}")
