@@ -190,7 +190,7 @@ def test_step_bands_cover_every_length(steps: int) -> None:
     assert lo <= steps and (hi is None or steps <= hi)
 
 
-# ---- what a trainer reads -------------------------------------------------------------------------
+# ---- what a trainer reads -----------------------------------------------------------------------
 
 
 def test_shards_carry_prompts_tools_and_verifier_fields(data_dir) -> None:
@@ -241,7 +241,7 @@ def test_verl_rows_load_with_datasets(data_dir) -> None:
     assert json.loads(first["extra_info"]["reference"])[-1]["name"] == "recommend"
 
 
-# ---- errors, atomicity, determinism ------------------------------------------------------------------
+# ---- errors, atomicity, determinism -------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
