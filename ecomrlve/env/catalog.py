@@ -142,6 +142,17 @@ class _LowCardinality:
         vocab = codes_frame.unique("code").sort("code")["v"].to_list()
         self.code_of = {v: i for i, v in enumerate(vocab)}
         self.normalised = normalised
+        # the original spelling, for display: codes into a vocabulary of the raw values
+        display = (
+            values.cast(pl.String)
+            .to_frame("v")
+            .with_columns(code=pl.col("v").rank("dense").cast(pl.Int32) - 1)
+        )
+        self.display_codes: list[int] = display["code"].to_list()
+        self.display_vocab: list[str] = display.unique("code").sort("code")["v"].to_list()
+
+    def display(self, row: int) -> str:
+        return self.display_vocab[self.display_codes[row]]
 
     def mask(self, value: str) -> np.ndarray:
         code = self.code_of.get(value)
@@ -182,6 +193,9 @@ class Catalog:
             name: table.column(name).combine_chunks() for name in table.column_names
         }
         self.item_ids: list[str] = products["item_id"].to_list()
+        # titles appear in every search result, cart and order view: a list is 30x faster
+        # than Arrow scalar access (≈60 MB per million products)
+        self.titles: list[str] = products["title"].cast(pl.String).to_list()
         self._row_of: dict[str, int] = {item_id: i for i, item_id in enumerate(self.item_ids)}
         self.price = products["price"].cast(pl.Float64).to_numpy()
         self.rating = products["rating"].cast(pl.Float64).to_numpy()
@@ -199,7 +213,7 @@ class Catalog:
         )
         self._columns = {name: self._arrow[name] for name in products.columns}
         self._index = SearchIndex.open_or_build(self, index_dir)
-        self._search_cache: OrderedDict[tuple, tuple[int, ...]] = OrderedDict()
+        self._search_cache: OrderedDict[tuple, list] = OrderedDict()
         self._search_lock = threading.Lock()
 
     # ---- construction ---------------------------------------------------------------------
@@ -260,6 +274,11 @@ class Catalog:
         return self._row_of.get(item_id)
 
     def value(self, column: str, row: int) -> Any:
+        text = self._text.get(column)
+        if text is not None:
+            return text.display(row)
+        if column == "title":
+            return self.titles[row]
         return self._columns[column][row].as_py()
 
     def row(self, item_id: str) -> dict[str, Any]:
@@ -271,14 +290,14 @@ class Catalog:
 
     def result(self, row: int) -> dict[str, Any]:
         """The short product record search results carry."""
-        cols = self._columns
+        text = self._text
         return {
             "item_id": self.item_ids[row],
-            "title": cols["title"][row].as_py(),
-            "brand": cols["brand"][row].as_py(),
-            "category": cols["category"][row].as_py(),
-            "color": cols["color"][row].as_py(),
-            "size": cols["size"][row].as_py(),
+            "title": self.titles[row],
+            "brand": text["brand"].display(row),
+            "category": text["category"].display(row),
+            "color": text["color"].display(row),
+            "size": text["size"].display(row),
             "price": float(self.price[row]),
             "rating": float(self.rating[row]),
             "in_stock": bool(self.in_stock[row]),
@@ -318,6 +337,16 @@ class Catalog:
                 mask &= self.in_stock == value
         return mask
 
+    def _search_key(
+        self, query: str, filters: dict[str, Any] | None, top_k: int
+    ) -> tuple[tuple[str, ...], tuple[tuple[str, Any], ...], int]:
+        """Validate a search; return its cache key (analyzer tokens, filters, top_k)."""
+        if not isinstance(query, str):
+            raise FilterError(f"query must be a string, got {type(query).__name__}")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+            raise FilterError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {top_k!r}")
+        return tuple(dict.fromkeys(analyzer_tokens(query))), normalise_filters(filters), top_k
+
     def search_rows(
         self, query: str, filters: dict[str, Any] | None = None, top_k: int = 10
     ) -> tuple[int, ...]:
@@ -326,30 +355,32 @@ class Catalog:
         Free text is tokenised by the index's own analyzer and turned into term queries, so
         quotes, colons, parentheses, `*` or `AND` in the query are just words.
         """
-        if not isinstance(query, str):
-            raise FilterError(f"query must be a string, got {type(query).__name__}")
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-            raise FilterError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {top_k!r}")
-        normalised = normalise_filters(filters)
-        tokens = tuple(dict.fromkeys(analyzer_tokens(query)))
-        key = (tokens, normalised, top_k)
-        with self._search_lock:
-            hit = self._search_cache.get(key)
-            if hit is not None:
-                self._search_cache.move_to_end(key)
-                return hit
-        rows = self._index.search(tokens, normalised, top_k)
-        with self._search_lock:
-            self._search_cache[key] = rows
-            if len(self._search_cache) > SEARCH_CACHE_SIZE:
-                self._search_cache.popitem(last=False)
-        return rows
+        return self._cached_search(*self._search_key(query, filters, top_k))[0]
 
     def search(
         self, query: str, filters: dict[str, Any] | None = None, top_k: int = 10
     ) -> list[dict[str, Any]]:
-        """Search results as dicts (the function the `search` tool calls)."""
-        return [self.result(row) for row in self.search_rows(query, filters, top_k)]
+        """Search results as dicts (the function the `search` tool calls); fresh copies."""
+        entry = self._cached_search(*self._search_key(query, filters, top_k))
+        return [dict(result) for result in entry[1]]
+
+    def _cached_search(
+        self, tokens: tuple[str, ...], normalised: tuple[tuple[str, Any], ...], top_k: int
+    ) -> list:
+        """[rows, result dicts]: an LRU entry keyed on (tokens, filters, top_k)."""
+        key = (tokens, normalised, top_k)
+        with self._search_lock:
+            entry = self._search_cache.get(key)
+            if entry is not None:
+                self._search_cache.move_to_end(key)
+                return entry
+        rows = self._index.search(tokens, normalised, top_k)
+        entry = [rows, tuple(self.result(row) for row in rows)]
+        with self._search_lock:
+            self._search_cache[key] = entry
+            if len(self._search_cache) > SEARCH_CACHE_SIZE:
+                self._search_cache.popitem(last=False)
+        return entry
 
     def text_document(self, row: int) -> str:
         """What the full-text index holds for one product."""

@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.parser import FormatError, ParsedCall, parse_turn
@@ -31,6 +33,25 @@ from ecomrlve.env.user import INTENT_SWITCH_TURN, SimulatedUser
 from ecomrlve.tasks import Task
 
 MAX_CALLS_PER_TURN = 8
+_JSON_KEY = json.JSONEncoder(sort_keys=True, default=str).encode
+_JSON_CONTENT = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _content(result: dict[str, Any]) -> str:
+    """A tool result as JSON text: orjson (≈10x faster), json for what orjson refuses."""
+    try:
+        return orjson.dumps(result).decode()
+    except TypeError:  # orjson.JSONEncodeError: e.g. an integer beyond 64 bits echoed back
+        return _JSON_CONTENT(result)
+
+
+def _arguments_key(arguments: dict[str, Any]) -> str:
+    try:
+        return orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        return _JSON_KEY(arguments)
+
+
 _VISIBLE_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
@@ -110,11 +131,19 @@ You are provided with function signatures within <tools></tools> XML tags:
 </tools>"""
 
 
+_TOOLS_TEXT = TOOLS_SECTION.format(
+    schemas="\n".join(json.dumps(s, ensure_ascii=False) for s in tool_schemas())
+)
+
+
 def system_prompt(task: Task, include_tools: bool = True) -> str:
     """The system message: the role, today's date, the customer profile and (by default) the
     tool schemas in Qwen3's `<tools>` layout. Pass `include_tools=False` when the chat template
     renders `tools=` itself."""
-    initial = validate_initial_state(task.initial_state)
+    return _system_text(validate_initial_state(task.initial_state), include_tools)
+
+
+def _system_text(initial: dict[str, Any], include_tools: bool) -> str:
     user = initial["user"]
     text = SYSTEM_TEMPLATE.format(
         today=initial["today"],
@@ -123,10 +152,7 @@ def system_prompt(task: Task, include_tools: bool = True) -> str:
         address=user["address"] or "none",
         payments=", ".join(user["payment_methods"]) or "none",
     )
-    if include_tools:
-        schemas = "\n".join(json.dumps(s, ensure_ascii=False) for s in tool_schemas())
-        text += TOOLS_SECTION.format(schemas=schemas)
-    return text
+    return text + _TOOLS_TEXT if include_tools else text
 
 
 def initial_messages(task: Task, include_tools: bool = True) -> list[dict[str, Any]]:
@@ -207,7 +233,10 @@ class EcomEnv:
         self._done_keys: dict[tuple[str, str], int] = {}
         self.done = False
         self.verdict = None
-        self.messages = initial_messages(self.task, include_tools)
+        self.messages = [
+            {"role": "system", "content": _system_text(self._initial, include_tools)},
+            {"role": "user", "content": self.task.prompt},
+        ]
         return [dict(m) for m in self.messages]
 
     def step(self, action: str | dict[str, Any]) -> StepResult:
@@ -272,7 +301,7 @@ class EcomEnv:
     def _run(self, turn: int, call: ParsedCall) -> dict[str, Any]:
         record = self.record
         spec = TOOL_SPECS[call.name]
-        args_key = json.dumps(call.arguments, sort_keys=True, default=str)
+        args_key = _arguments_key(call.arguments) if call.arguments else "{}"
         key = (call.name, args_key)
         version = record.state.version
         previous = self._done_keys.get(key)
@@ -326,7 +355,7 @@ class EcomEnv:
 
 
 def _tool_message(name: str, result: dict[str, Any], call_id: str | None = None) -> dict[str, Any]:
-    message = {"role": "tool", "name": name, "content": json.dumps(result, ensure_ascii=False)}
+    message = {"role": "tool", "name": name, "content": _content(result)}
     if call_id:
         message["tool_call_id"] = call_id
     return message

@@ -20,7 +20,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from ecomrlve.env.tools import check_arguments
+
+
+def _loads(text: str) -> Any:
+    """orjson for speed; the json module for what orjson refuses (NaN, huge ints) and for its
+    error messages."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
 
 TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
@@ -90,7 +102,7 @@ def _call_from_object(obj: Any, where: str) -> ParsedCall | FormatError:
             arguments = {}
         else:
             try:
-                arguments = json.loads(text)
+                arguments = _loads(text)
             except json.JSONDecodeError as err:
                 return FormatError(
                     f"{where}: {name}: arguments are not valid JSON ({err.msg})", name
@@ -119,7 +131,7 @@ def _parse_text(text: str, turn: ParsedTurn) -> None:
             body = fenced.group(1)
         where = f"<tool_call> #{k}"
         try:
-            obj = json.loads(body)
+            obj = _loads(body)
         except json.JSONDecodeError as err:
             turn.errors.append(FormatError(f"{where}: not valid JSON ({err.msg})"))
             continue

@@ -647,6 +647,8 @@ class ToolSpec:
     required: frozenset[str]
     checks: dict[str, Callable[[Any], Any]] = field(repr=False)
     schema: dict[str, Any] = field(repr=False)
+    # the pydantic model the schema comes from (strict validation off the hot path)
+    arguments_model: type[BaseModel] = field(repr=False)
 
 
 _ARGS_LINE = re.compile(r"^\s{4,}(\w+):\s*(.*)$")
@@ -801,6 +803,7 @@ def _build_specs() -> dict[str, ToolSpec]:
             required=frozenset(required),
             checks=checks,
             schema=schema,
+            arguments_model=model,
         )
     missing = [n for n in CONTRACT_ORDER if n not in specs]
     if missing or len(specs) != len(CONTRACT_ORDER):
@@ -815,9 +818,15 @@ WRITE_TOOLS: frozenset[str] = frozenset(
 )
 
 
+TOOL_SCHEMAS_JSON: str = json.dumps([spec.schema for spec in TOOL_SPECS.values()])
+
+
 def tool_schemas() -> list[dict[str, Any]]:
-    """Every tool's function schema in OpenAI format (pass as `tools=` to a chat template)."""
-    return [json.loads(json.dumps(spec.schema)) for spec in TOOL_SPECS.values()]
+    """Every tool's function schema in OpenAI format (pass as `tools=` to a chat template).
+
+    A fresh copy on every call, so callers may modify it.
+    """
+    return json.loads(TOOL_SCHEMAS_JSON)
 
 
 def check_arguments(name: str, arguments: dict[str, Any]) -> dict[str, Any]:

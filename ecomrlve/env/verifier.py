@@ -29,6 +29,7 @@ from ecomrlve.env.reward import reward_components, total_reward
 from ecomrlve.tasks import PurchaseSpec, Task
 
 MAX_ANSWER_CHARS = 1500
+_DEFAULT_CONFIG = EnvConfig()  # read-only default (building one costs a pydantic validation)
 BUDGET_TOLERANCE = 1e-6
 
 
@@ -239,7 +240,7 @@ def verify(
     task: Task, turns: list[Any], catalog: Catalog, config: EnvConfig | None = None
 ) -> Verdict:
     """Replay `turns` on a fresh env for `task`; return the verdict (never trusts the file)."""
-    config = config or EnvConfig()
+    config = config or _DEFAULT_CONFIG
     env = EcomEnv(task, catalog, config)
     env.reset()
     played = assistant_turns(list(turns) if isinstance(turns, list | tuple) else [turns])

@@ -1,0 +1,305 @@
+"""Env benchmarks, side by side in one run: tool steps, search on 1M products, replay+verify.
+
+    python benchmarks/env.py                      # 1M products, cached in /tmp/ecomrlve-bench-1m
+    python benchmarks/env.py --products 100000 --data /tmp/bench-100k
+
+Rows (all on one core, warm caches unless said otherwise):
+* tool step latency of cart/order tools, through `ShopTools.call` (the tool itself) and through
+  `EcomEnv.step` (parse + checks + tool + JSON tool message); baseline: validating the same
+  arguments with the tool's generated pydantic model, which the hot path avoids;
+* search latency (p50/p99) for filtered queries over the catalog: tantivy (LRU cache bypassed)
+  vs a plain numpy-mask baseline (exact filter mask + substring matching of the query words),
+  with the agreement of the two on filter-only queries;
+* replay+verify throughput of reference episodes (search cache warm, and cold).
+Targets from the issue are printed beside the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import env_fixtures as fx
+
+from ecomrlve.catalogs import build_catalog
+from ecomrlve.config import EnvConfig
+from ecomrlve.env import TOOL_SPECS, Catalog, EcomEnv, format_call, reference_turns, verify
+from ecomrlve.env.catalog import normalise_filters
+from ecomrlve.env.search import analyzer_tokens
+from ecomrlve.store import DataPaths
+
+Row = tuple[str, str, str, str]  # (what, measured, baseline, target)
+
+
+def pct(samples_ns: list[int], q: float) -> float:
+    return float(np.percentile(np.asarray(samples_ns, dtype=np.float64), q)) / 1000.0  # µs
+
+
+def us(value: float) -> str:
+    return f"{value:,.1f} µs" if value < 1000 else f"{value / 1000:,.2f} ms"
+
+
+# ---- catalog ------------------------------------------------------------------------------------
+
+
+def load_catalog(data: Path, n: int, seed: int) -> tuple[Catalog, list[Row]]:
+    rows: list[Row] = []
+    paths = DataPaths.of(data)
+    if not paths.products.exists():
+        t = time.perf_counter()
+        build_catalog(data, n, seed)
+        rows.append(("catalog synthesis + parquet", f"{time.perf_counter() - t:.1f} s", "", ""))
+    built = not any(paths.catalog.glob("search-*"))
+    t = time.perf_counter()
+    catalog = Catalog.load(data)
+    label = "Catalog.load incl. one-time index build" if built else "Catalog.load (index cached)"
+    rows.append((label, f"{time.perf_counter() - t:.1f} s", "", ""))
+    if built:
+        Catalog._cache.clear()
+        gc.collect()
+        t = time.perf_counter()
+        catalog = Catalog.load(data)
+        rows.append(("Catalog.load (index cached)", f"{time.perf_counter() - t:.1f} s", "", ""))
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rows.append((f"catalog: {catalog.size:,} products, peak RSS", f"{rss:,.0f} MiB", "", ""))
+    return catalog, rows
+
+
+# ---- tool steps ---------------------------------------------------------------------------------
+
+
+def bench_steps(catalog: Catalog, repeats: int) -> list[Row]:
+    config = EnvConfig(max_steps=64)
+    env = EcomEnv(fx.world_task(catalog), catalog, config)
+    env.reset()
+    item = next(i for i in catalog.item_ids[:5000] if catalog.stock[catalog.row_of(i)] >= 20)
+    plans = {
+        "add_to_cart": {"item_id": item, "quantity": 1},
+        "set_quantity": {"item_id": item, "quantity": 2},
+        "remove_from_cart": {"item_id": item},
+        "view_cart": {},
+        "list_orders": {},
+        "get_order": {"order_id": "O5003"},
+        "cancel_order": {"order_id": "O5001", "reason": "changed my mind"},
+    }
+    rows: list[Row] = []
+    for name, arguments in plans.items():
+        tool_ns: list[int] = []
+        step_ns: list[int] = []
+        model_ns: list[int] = []
+        model = TOOL_SPECS[name].arguments_model
+        text = format_call(name, arguments)
+        for _ in range(repeats):
+            # put the world where this tool has something to do (untimed)
+            if env.record.turns >= 60 or name == "cancel_order":
+                env.reset()
+            if name in ("set_quantity", "remove_from_cart", "view_cart"):
+                env.record.state.cart[item] = 1
+            if name == "add_to_cart":
+                env.record.state.cart.pop(item, None)
+            t = time.perf_counter_ns()
+            ok, _ = env.tools.call(name, dict(arguments))
+            tool_ns.append(time.perf_counter_ns() - t)
+            if name == "cancel_order":
+                env.reset()
+            if name in ("set_quantity", "remove_from_cart", "view_cart"):
+                env.record.state.cart[item] = 1
+            if name == "add_to_cart":
+                env.record.state.cart.pop(item, None)
+            t = time.perf_counter_ns()
+            env.step(text)
+            step_ns.append(time.perf_counter_ns() - t)
+            t = time.perf_counter_ns()
+            model.model_validate(arguments)
+            model_ns.append(time.perf_counter_ns() - t)
+            if not ok:
+                raise RuntimeError(f"benchmark call {name} failed")
+        rows.append(
+            (
+                f"{name}: tool p50 / full step p50",
+                f"{us(pct(tool_ns, 50))} / {us(pct(step_ns, 50))}",
+                f"+{us(pct(model_ns, 50))} pydantic",
+                "≤ 20 µs",
+            )
+        )
+    return rows
+
+
+# ---- search -------------------------------------------------------------------------------------
+
+
+def make_queries(catalog: Catalog, n: int, seed: int) -> list[tuple[str, dict]]:
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 42]))
+    queries = []
+    for k in range(n):
+        row = int(rng.integers(catalog.size))
+        title = catalog.value("title", row).split(" - ")[0].split()
+        words = " ".join(title[-2:]) if k % 3 else ""
+        f: dict = {"category": catalog.value("category", row)}
+        if rng.random() < 0.5:
+            f["color"] = catalog.value("color", row)
+        if rng.random() < 0.5:
+            f["max_price"] = round(float(catalog.price[row]) * 1.5, 2)
+        if rng.random() < 0.4:
+            f["min_rating"] = 3.5
+        if rng.random() < 0.5:
+            f["in_stock"] = True
+        if rng.random() < 0.3:
+            f["max_ship_days"] = int(catalog.ship_days[row])
+        queries.append((words, f))
+    return queries
+
+
+class NumpyBaseline:
+    """Exact filter mask + substring matching of the query words in the lowered text."""
+
+    def __init__(self, catalog: Catalog):
+        self.catalog = catalog
+        self.text = catalog.products.select(
+            pl.concat_str(["title", "description", "category"], separator=" ").str.to_lowercase()
+        ).to_series()
+
+    def search(self, query: str, filters: dict, top_k: int) -> list[int]:
+        mask = self.catalog._mask(normalise_filters(filters))
+        rows = np.flatnonzero(mask)
+        tokens = list(dict.fromkeys(analyzer_tokens(query)))
+        if not tokens:
+            return rows[:top_k].tolist()
+        text = self.text.gather(rows)
+        score = np.zeros(len(rows), dtype=np.int32)
+        for token in tokens:
+            score += text.str.contains(token, literal=True).to_numpy().astype(np.int32)
+        keep = score > 0
+        rows, score = rows[keep], score[keep]
+        order = np.lexsort((rows, -score))
+        return rows[order[:top_k]].tolist()
+
+
+def bench_search(catalog: Catalog, n: int, seed: int) -> list[Row]:
+    queries = make_queries(catalog, n, seed)
+    index = catalog._index
+    baseline = NumpyBaseline(catalog)
+    prepared = [
+        (tuple(dict.fromkeys(analyzer_tokens(q))), normalise_filters(f)) for q, f in queries
+    ]
+    for tokens, f in prepared[:50]:  # warm the OS page cache / lazy structures
+        index.search(tokens, f, 10)
+    tantivy_ns, base_ns, full_ns, hit_ns = [], [], [], []
+    agree = total_filter_only = 0
+    violations = 0
+    for (query, f), (tokens, nf) in zip(queries, prepared, strict=True):
+        t = time.perf_counter_ns()
+        rows = index.search(tokens, nf, 10)
+        tantivy_ns.append(time.perf_counter_ns() - t)
+        t = time.perf_counter_ns()
+        expected = baseline.search(query, f, 10)
+        base_ns.append(time.perf_counter_ns() - t)
+        catalog._search_cache.clear()
+        t = time.perf_counter_ns()
+        catalog.search(query, f, 10)
+        full_ns.append(time.perf_counter_ns() - t)
+        t = time.perf_counter_ns()
+        catalog.search(query, f, 10)
+        hit_ns.append(time.perf_counter_ns() - t)
+        mask = catalog._mask(nf)
+        violations += sum(not mask[r] for r in rows)
+        if not tokens:
+            total_filter_only += 1
+            agree += list(rows) == expected
+    return [
+        (
+            f"search p50, {n:,} filtered queries (tantivy vs numpy)",
+            us(pct(tantivy_ns, 50)),
+            us(pct(base_ns, 50)),
+            "≤ 2 ms",
+        ),
+        ("search p99", us(pct(tantivy_ns, 99)), us(pct(base_ns, 99)), "≤ 10 ms"),
+        (
+            "Catalog.search p50 / p99, cache miss (incl. dicts)",
+            f"{us(pct(full_ns, 50))} / {us(pct(full_ns, 99))}",
+            "",
+            "",
+        ),
+        ("Catalog.search p50, LRU cache hit", us(pct(hit_ns, 50)), "", ""),
+        (
+            "filter-only queries equal to the numpy mask's first 10",
+            f"{agree}/{total_filter_only}",
+            "exact",
+            "all",
+        ),
+        ("hits violating their filters", str(violations), "", "0"),
+    ]
+
+
+# ---- replay + verify --------------------------------------------------------------------------
+
+
+def bench_verify(catalog: Catalog, episodes: int) -> list[Row]:
+    tasks = fx.all_tasks(catalog)
+    plays = [(t, reference_turns(t)) for t in tasks]
+    for task, turns in plays:
+        verdict = verify(task, turns, catalog)
+        if not verdict.success:
+            raise RuntimeError(f"reference of {task.task_id} fails: {verdict.violations}")
+    rows: list[Row] = []
+    for label, clear in (("warm search cache", False), ("cold search cache", True)):
+        t = time.perf_counter()
+        for k in range(episodes):
+            task, turns = plays[k % len(plays)]
+            if clear:
+                catalog._search_cache.clear()
+            verify(task, turns, catalog)
+        rate = episodes / (time.perf_counter() - t)
+        rows.append(
+            (
+                f"replay+verify of reference episodes, {label}",
+                f"{rate:,.0f} eps/s",
+                "",
+                "≥ 2,000 eps/s",
+            )
+        )
+    mean_turns = np.mean([len(turns) for _, turns in plays])
+    rows.append(("(reference episodes: 9 goal kinds, mean turns)", f"{mean_turns:.1f}", "", ""))
+    return rows
+
+
+def print_table(rows: list[Row]) -> None:
+    headers = ("measurement", "ecomrlve env", "baseline", "target")
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(4)]
+    line = "  ".join("-" * w for w in widths)
+    print(line)
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
+    print(line)
+    for row in rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)))
+    print(line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--products", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data", type=Path, default=None)
+    parser.add_argument("--queries", type=int, default=2000)
+    parser.add_argument("--steps", type=int, default=3000, help="calls per tool")
+    parser.add_argument("--episodes", type=int, default=5000)
+    args = parser.parse_args()
+    data = args.data or Path(f"/tmp/ecomrlve-bench-{args.products}")
+    catalog, rows = load_catalog(data, args.products, args.seed)
+    rows += bench_steps(catalog, args.steps)
+    rows += bench_search(catalog, args.queries, args.seed)
+    rows += bench_verify(catalog, args.episodes)
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()
