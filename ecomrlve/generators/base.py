@@ -1,0 +1,186 @@
+"""What every scenario module provides, and the task coordinates that make tasks reproducible.
+
+A scenario is a small class with
+* a typed `Config` whose fields are the difficulty knobs it uses (fields named like the axes in
+  `ecomrlve.tasks.DIFFICULTY_AXES` are stored as the task's axis columns);
+* `config_for(d, axes)`: the config of difficulty `d`;
+* `plan(config, rng)`: the cheap structural draws (how many searches, asks, look-ups…) that fix
+  the reference length `plan.steps` before any catalog work, so step-band targeting rejects
+  plans, not whole tasks;
+* `build(config, plan, rng, ctx)`: the world (user, cart, orders), the prompt, the hidden
+  declarative `Goal` (the success check, judged by the env's verifier) and the reference tool
+  calls. `generate` = plan + build.
+
+Every task is a pure function of its `TaskKey` (seed, scenario, difficulty, index, attempt):
+`rng_for(key)` seeds numpy from `SeedSequence([seed, scenario_id, index, difficulty, attempt])`.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from ecomrlve.config import SCENARIOS
+from ecomrlve.generators.difficulty import check_difficulty
+from ecomrlve.tasks import DIFFICULTY_AXES, Goal, Task, ToolCall
+
+if TYPE_CHECKING:
+    from ecomrlve.generators.context import GenContext
+
+
+BUILD_TRIES = 12
+
+
+class GenerationError(ValueError):
+    """A task could not be built from these draws (the caller counts it and moves on)."""
+
+
+class ScenarioConfig(BaseModel):
+    """Base of every scenario config: the difficulty plus the knobs the scenario uses."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    difficulty: int = Field(ge=0)
+
+    def axes(self) -> dict[str, float]:
+        """The twelve axis columns: the knob values this config uses, 0 for the others."""
+        return {a: float(getattr(self, a, 0.0) or 0.0) for a in DIFFICULTY_AXES}
+
+
+@dataclass
+class Plan:
+    """Structural choices drawn before the catalog is touched. `steps` is the reference length."""
+
+    steps: int
+    choices: dict[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.choices[key]
+
+
+@dataclass
+class Draft:
+    """What a scenario builds; `generate` turns it into a `Task`."""
+
+    prompt: str
+    goal: Goal
+    initial_state: dict[str, Any]
+    reference: list[ToolCall]
+
+
+_TASK_ID = re.compile(r"^(?P<scenario>[a-z_]+)-s(?P<seed>\d+)-d(?P<d>\d+)-i(?P<i>\d+)-a(?P<a>\d+)$")
+
+
+@dataclass(frozen=True)
+class TaskKey:
+    """The coordinates of one task; `task_id` spells them, `parse` reads them back."""
+
+    scenario: str
+    seed: int
+    difficulty: int
+    index: int
+    attempt: int = 0
+
+    def __post_init__(self) -> None:
+        if self.scenario not in SCENARIOS:
+            raise ValueError(f"unknown scenario {self.scenario!r}; known: {', '.join(SCENARIOS)}")
+        if self.seed < 0 or self.index < 0 or self.attempt < 0:
+            raise ValueError("seed, index and attempt must be >= 0")
+        check_difficulty(self.difficulty)
+
+    @property
+    def scenario_id(self) -> int:
+        """Position in `config.SCENARIOS`: stable across releases, part of the seed entropy."""
+        return SCENARIOS.index(self.scenario)
+
+    @property
+    def task_id(self) -> str:
+        return f"{self.scenario}-s{self.seed}-d{self.difficulty}-i{self.index}-a{self.attempt}"
+
+    @classmethod
+    def parse(cls, task_id: str) -> TaskKey:
+        match = _TASK_ID.match(task_id.strip())
+        if not match:
+            raise ValueError(
+                f"not a generated task id: {task_id!r} (expected SCENARIO-sSEED-dD-iINDEX-aATTEMPT)"
+            )
+        return cls(
+            scenario=match["scenario"],
+            seed=int(match["seed"]),
+            difficulty=int(match["d"]),
+            index=int(match["i"]),
+            attempt=int(match["a"]),
+        )
+
+    def rng(self) -> np.random.Generator:
+        """The task's own generator. Seed 42 task 1 never equals seed 43 task 0."""
+        entropy = [self.seed, self.scenario_id, self.index, self.difficulty, self.attempt]
+        return np.random.default_rng(np.random.SeedSequence(entropy))
+
+
+class Scenario(ABC):
+    """One task family. Subclasses set `name` and `Config` and implement the three steps."""
+
+    name: ClassVar[str]
+    Config: ClassVar[type[ScenarioConfig]]
+
+    @abstractmethod
+    def config_for(self, difficulty: int, axes: dict[str, float]) -> ScenarioConfig:
+        """The knobs of difficulty `difficulty`, read from the axis values `axes`."""
+
+    @abstractmethod
+    def plan(self, config: ScenarioConfig, rng: np.random.Generator) -> Plan:
+        """Draw the structure of one task; `Plan.steps` must equal the reference length."""
+
+    @abstractmethod
+    def build(
+        self, config: ScenarioConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
+    ) -> Draft:
+        """Build the world, prompt, goal and reference for `plan`."""
+
+    def generate(
+        self, config: ScenarioConfig, rng: np.random.Generator, ctx: GenContext, key: TaskKey
+    ) -> Task:
+        """Plan and build one task (no step-band rejection: see `generate.generate_task`)."""
+        return self.finish(config, self.plan(config, rng), rng, ctx, key)
+
+    def finish(
+        self,
+        config: ScenarioConfig,
+        plan: Plan,
+        rng: np.random.Generator,
+        ctx: GenContext,
+        key: TaskKey,
+    ) -> Task:
+        # Catalog draws (target items, look-alikes) may not fit; redraw them for the same plan,
+        # so the step counts of kept tasks follow the plan distribution exactly.
+        for tries_left in range(BUILD_TRIES - 1, -1, -1):
+            try:
+                draft = self.build(config, plan, rng, ctx)
+                break
+            except GenerationError:
+                if not tries_left:
+                    raise
+        if len(draft.reference) != plan.steps:
+            raise GenerationError(
+                f"{self.name}: reference has {len(draft.reference)} calls, plan said {plan.steps}"
+            )
+        return Task(
+            task_id=key.task_id,
+            scenario=self.name,
+            difficulty=config.difficulty,
+            min_steps=len(draft.reference),
+            seed=key.seed,
+            index=key.index,
+            prompt=draft.prompt,
+            goal=draft.goal,
+            initial_state=draft.initial_state,
+            reference=draft.reference,
+            axes=config.axes(),
+            catalog_hash=ctx.catalog_hash,
+        )

@@ -1,0 +1,308 @@
+"""Building blocks the scenario modules share: the world, tool calls, product needs, orders.
+
+* `World` collects the user, cart and order history and renders the env's `initial_state`
+  (schema in `ecomrlve.env.state`).
+* `ProductNeed` is one wanted product stated as exact constraints: its acceptable rows computed
+  over the whole catalog with `Catalog.filter_mask`, the words the user says, the facts the
+  simulated user reveals, and a reference `search` call checked against the real index.
+* Order helpers build look-alike histories and phrases that single out one order line.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ecomrlve.generators.base import GenerationError
+from ecomrlve.generators.context import TODAY, GenContext, days_ago, iso
+from ecomrlve.generators.draws import below, between, pick
+from ecomrlve.generators.phrasing import (
+    FACT_KEY,
+    ask_question,
+    constraint_phrase,
+    join_words,
+    month_phrase,
+    spoken_date,
+    user_fact,
+)
+from ecomrlve.tasks import ToolCall
+
+# At most this many acceptable ids per need: a bigger set means the request was too vague to
+# be a good task (and the goal JSON would bloat). Builders draw another target instead.
+MAX_ACCEPTABLE = 1500
+MAX_QUANTITY = 10
+ATTRIBUTE_KEYS: tuple[str, ...] = (
+    "brand",
+    "color",
+    "size",
+    "max_price",
+    "min_rating",
+    "max_ship_days",
+)
+
+
+def call(name: str, **arguments: Any) -> ToolCall:
+    return ToolCall(name=name, arguments=arguments)
+
+
+def hidden_subset(keys: list[str], share: float, rng: np.random.Generator) -> list[str]:
+    """Each key independently with probability `share` (the details the prompt leaves out)."""
+    draws = rng.random(len(keys))
+    return [k for k, u in zip(keys, draws, strict=True) if u < share]
+
+
+def ask_call(fact_keys: list[str], rng: np.random.Generator) -> ToolCall:
+    """One `ask_user` whose question names every fact key (by a `USER_FACT_KEYWORDS` word)."""
+    return call("ask_user", question=ask_question(list(dict.fromkeys(fact_keys)), rng))
+
+
+# ---- the world ---------------------------------------------------------------------------------
+@dataclass
+class World:
+    """User, cart and orders of one task; `state()` is the env's `initial_state`."""
+
+    user: dict[str, Any]
+    cart: list[dict[str, Any]] = field(default_factory=list)
+    orders: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def new(cls, ctx: GenContext, rng: np.random.Generator, membership: str | None = None) -> World:
+        return cls(user=ctx.make_user(rng, membership))
+
+    @property
+    def membership(self) -> str:
+        return self.user["membership"]
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "today": iso(TODAY),
+            "user": self.user,
+            "cart": self.cart,
+            "orders": sorted(self.orders, key=lambda o: (o["placed"], o["order_id"]), reverse=True),
+            "returns": [],
+        }
+
+
+# ---- product needs -----------------------------------------------------------------------------
+def constraint_values(ctx: GenContext, row: int, keys: list[str], rng: np.random.Generator):
+    """Constraint values that `row` satisfies, drawn so they also admit some other items."""
+    from ecomrlve.generators.phrasing import nice_cap
+
+    product = ctx.product(row)
+    values: dict[str, Any] = {}
+    for key in keys:
+        if key in ("brand", "color", "size"):
+            values[key] = product[key]
+        elif key == "max_price":
+            values[key] = nice_cap(product["price"], float(rng.uniform(0.05, 0.4)))
+        elif key == "min_rating":
+            values[key] = max(1.0, float(np.floor(product["rating"] * 2) / 2))
+        elif key == "max_ship_days":
+            values[key] = int(product["ship_days"]) + below(rng, 2)
+    return values
+
+
+@dataclass
+class ProductNeed:
+    """One wanted product: exact constraints, acceptable rows, words and a checked search."""
+
+    category: str
+    values: dict[str, Any]  # attribute key -> value (filters, without category / in_stock)
+    quantity: int
+    acceptable: np.ndarray  # rows over the whole catalog
+
+    @property
+    def filters(self) -> dict[str, Any]:
+        return {"category": self.category, **self.values, "in_stock": True}
+
+    @classmethod
+    def build(
+        cls,
+        ctx: GenContext,
+        row: int,
+        keys: list[str],
+        rng: np.random.Generator,
+        quantity: int = 1,
+        values: dict[str, Any] | None = None,
+    ) -> ProductNeed:
+        category = ctx.category.value(row)
+        values = values if values is not None else constraint_values(ctx, row, keys, rng)
+        need = cls(category, values, quantity, np.empty(0, dtype=np.int64))
+        rows = ctx.rows_where(need.filters)
+        if quantity > 1:
+            rows = rows[ctx.stock[rows] >= quantity]
+        if len(rows) == 0:
+            raise GenerationError("a product need with no acceptable item")
+        if len(rows) > MAX_ACCEPTABLE:
+            raise GenerationError(f"a product need with {len(rows)} acceptable items (too vague)")
+        need.acceptable = rows
+        return need
+
+    def acceptable_ids(self, ctx: GenContext) -> list[str]:
+        return ctx.ids(self.acceptable)
+
+    def phrase(self, rng: np.random.Generator, sep: str | None = None) -> str:
+        """The constraints in words, e.g. "from Smith Labs, in navy and under $40"."""
+        parts = [constraint_phrase(k, v, rng) for k, v in self.values.items()]
+        return sep.join(parts) if sep is not None else join_words(parts)
+
+    def facts(self) -> dict[str, str]:
+        """What the simulated user says about this need when asked."""
+        facts = {"category": self.category}
+        for key, value in self.values.items():
+            facts[FACT_KEY[key]] = user_fact(key, value)
+        if self.quantity > 1:
+            facts["quantity"] = f"{self.quantity} units"
+        return facts
+
+    def search(
+        self, ctx: GenContext, query: str, top_k: int, *, min_stock: int = 1
+    ) -> tuple[ToolCall, list[int]]:
+        """The reference search and the rows it returns that the need accepts with stock.
+
+        Raises GenerationError when the real index returns none of them within `top_k`.
+        """
+        filters = self.filters
+        rows = ctx.search_rows(query, filters, top_k)
+        accepted = set(self.acceptable.tolist())
+        good = [r for r in rows if r in accepted and ctx.stock[r] >= max(min_stock, 1)]
+        if not good:
+            raise GenerationError("the reference search does not surface an acceptable item")
+        return call("search", query=query, filters=filters, top_k=top_k), good
+
+
+def query_for(ctx: GenContext, row: int, rng: np.random.Generator) -> str:
+    """Search words a shopper would type for the product at `row`."""
+    return pick(rng, (ctx.category.value(row), ctx.noun(row)))
+
+
+# ---- orders ------------------------------------------------------------------------------------
+@dataclass
+class OrderLine:
+    order_id: str
+    row: int
+
+
+def filler_orders(
+    ctx: GenContext,
+    rng: np.random.Generator,
+    order_ids: list[str],
+    avoid_categories: set[str],
+    *,
+    max_days_ago: int = 150,
+) -> list[dict[str, Any]]:
+    """Unrelated past orders (mostly delivered) in other categories than the task's."""
+    allowed = [c for c in ctx.categories if c not in avoid_categories] or ctx.categories
+    orders = []
+    for order_id in order_ids:
+        n_lines = 1 + int(rng.random() < 0.3)
+        cats = [allowed[below(rng, len(allowed))] for _ in range(n_lines)]
+        rows = list(dict.fromkeys(ctx.pick_any(rng, c) for c in cats))
+        status = "cancelled" if rng.random() < 0.1 else "delivered"
+        placed = between(rng, 20, max_days_ago)
+        orders.append(ctx.order(order_id, rows, [1] * len(rows), status, placed))
+    return orders
+
+
+def delivered_days_ago(order: dict[str, Any]) -> int:
+    return (TODAY - dt.date.fromisoformat(order["delivered"])).days
+
+
+def line_phrase(ctx: GenContext, row: int, rng: np.random.Generator, omit: str = "") -> str:
+    """How a user names an item they own: "the navy crew neck shirt from Smith Labs".
+
+    `omit` ("brand" or "color") leaves that attribute out, when the point is to look it up.
+    """
+    product = ctx.product(row)
+    noun = ctx.noun(row)
+    if omit == "brand":
+        return f"the {product['color']} {noun}"
+    if omit == "color":
+        return f"the {noun} from {product['brand']}"
+    return pick(
+        rng,
+        (
+            f"the {product['color']} {noun} from {product['brand']}",
+            f"the {product['brand']} {noun} in {product['color']}",
+        ),
+    )
+
+
+def order_when(order: dict[str, Any], rng: np.random.Generator) -> str:
+    """When the user placed an order, in words ("on May 3" / "in early May")."""
+    placed = dt.date.fromisoformat(order["placed"])
+    return pick(rng, (f"on {spoken_date(placed)}", f"in {month_phrase(placed)}"))
+
+
+def order_ref(order: dict[str, Any]) -> str:
+    """The order as the simulated user names it when asked which one."""
+    placed = dt.date.fromisoformat(order["placed"])
+    return f"the order I placed on {spoken_date(placed)}"
+
+
+def placed_days_ago_for(status: str, rng: np.random.Generator) -> int:
+    """A plausible age for an order in `status` (open orders are recent)."""
+    if status == "pending":
+        return between(rng, 0, 2)
+    if status == "processing":
+        return between(rng, 1, 3)
+    if status == "shipped":
+        return between(rng, 2, 6)
+    return between(rng, 8, 120)
+
+
+def today_minus(days: int) -> str:
+    return iso(days_ago(days))
+
+
+# ---- answers the final message must state --------------------------------------------------------
+FINAL_SALE_FACTS: list[str] = [
+    "final sale",
+    "cannot be returned",
+    "can't be returned",
+    "non-returnable",
+    "not returnable",
+]
+STATUS_FACTS: dict[str, list[str]] = {
+    "pending": ["pending"],
+    "processing": ["processing"],
+    "shipped": ["shipped", "on its way", "in transit"],
+    "delivered": ["delivered"],
+    "cancelled": ["cancelled", "canceled"],
+}
+CANCELLED_FACTS: list[str] = ["cancelled", "canceled"]
+
+
+def window_facts(days: int) -> list[str]:
+    return [f"{days} days", f"{days}-day", f"{days} day"]
+
+
+def fee_facts(fee: float) -> list[str]:
+    if fee <= 0:
+        return ["no restocking fee", "no fee", "without a fee", "free of charge", "0%"]
+    pct = round(fee * 100)
+    return [f"{pct}%", f"{pct} percent", f"{pct} per cent"]
+
+
+# ---- policy look-ups ---------------------------------------------------------------------------
+def policy_call(ctx: GenContext, query: str, policy_id: str) -> ToolCall:
+    """A `search_policy` call whose results (the env's own ranking) include `policy_id`."""
+    from ecomrlve.env.tools import policy_search
+
+    if not any(p["policy_id"] == policy_id for p in policy_search(ctx.catalog, query)):
+        raise GenerationError(f"policy search {query!r} does not find {policy_id}")
+    return call("search_policy", query=query)
+
+
+def return_policy_id(ctx: GenContext, category: str, membership: str) -> str:
+    """The id of the returns policy row that decides (category, membership)."""
+    ids = ctx.policy_ids
+    return ids.get(("returns", category, membership)) or ids[("returns", category, "any")]
+
+
+def return_policy_query(category: str, membership: str, rng: np.random.Generator) -> str:
+    rule = pick(rng, ("return policy", "returns", "return window"))
+    return f"{rule} {category} {membership} members"

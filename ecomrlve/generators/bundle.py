@@ -1,0 +1,137 @@
+"""bundle: buy a set of complementary products under one total budget.
+
+The user wants 2–4 products that go together (a yoga mat, a t-shirt and sneakers; a laptop
+and headphones…), each with its own constraints, and a budget for the goods. The agent
+searches each, picks options that keep the total under budget (the first result is often too
+expensive when the budget is tight), adds them and checks out.
+
+Success: one new order whose lines match the slots one-to-one (each slot's acceptable set is
+computed over the whole catalog with `Catalog.filter_mask`), subtotal within the budget. The
+budget is the reference picks' subtotal plus `budget_slack`, so a valid basket always exists.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pydantic import Field
+
+from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
+from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query_for
+from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.draws import below, between, pick
+from ecomrlve.generators.phrasing import join_words, money, render
+from ecomrlve.tasks import Goal, PurchaseSpec, Slot
+
+GROUPS: tuple[tuple[str, ...], ...] = (
+    ("yoga mats", "t-shirts", "sneakers", "headphones"),
+    ("laptops", "headphones", "smartphones"),
+    ("cookware", "coffee", "tea", "bedding"),
+    ("jackets", "boots", "jeans", "t-shirts"),
+    ("bicycles", "t-shirts", "sneakers", "headphones"),
+    ("dresses", "fragrance", "skincare", "sneakers"),
+)
+SLOT_KEYS: tuple[str, ...] = ("brand", "color", "size", "min_rating", "max_ship_days")
+SELECTIVE_KEYS: tuple[str, ...] = ("brand", "color")
+MAX_STEPS = 9
+TEMPLATES: tuple[str, ...] = (
+    "I'm putting together a set: {items}. {budget} Please order it.",
+    "Can you buy {items} for me? {budget}",
+    "I need {items}. {budget} Add them to my cart and check out.",
+)
+BUDGET_STATED: tuple[str, ...] = (
+    "My budget for everything is {v}.",
+    "All together it must stay within {v}.",
+    "I can spend {v} in total at most.",
+)
+BUDGET_HIDDEN: tuple[str, ...] = (
+    "I have a fixed budget for all of it.",
+    "Keep it within my budget, please.",
+)
+
+
+class BundleConfig(ScenarioConfig):
+    n_items: int = Field(ge=2, le=4, description="products in the bundle")
+    n_constraints: int = Field(ge=2, description="constraints per product, category included")
+    hidden_detail_share: float = Field(ge=0.0, le=1.0)
+    typo_rate: float = Field(ge=0.0, le=1.0)
+    search_top_k: int = Field(ge=1, le=50)
+    budget_slack: float = Field(ge=0.0, le=1.0)
+
+
+class Bundle(Scenario):
+    name = "bundle"
+    Config = BundleConfig
+
+    def config_for(self, difficulty: int, axes: dict[str, float]) -> BundleConfig:
+        return BundleConfig(
+            difficulty=difficulty,
+            n_items=max(2, min(4, int(axes["n_items"]))),
+            n_constraints=min(4, 2 + int(axes["n_constraints"]) // 4),
+            hidden_detail_share=axes["hidden_detail_share"],
+            typo_rate=axes["typo_rate"],
+            search_top_k=int(axes["search_top_k"]),
+            budget_slack=axes["budget_slack"],
+        )
+
+    def plan(self, config: BundleConfig, rng: np.random.Generator) -> Plan:
+        n = between(rng, max(2, config.n_items - 1), config.n_items + 1)
+        keys = []
+        for _ in range(n):
+            # one selective key keeps each acceptable set specific; the others add traps
+            first = pick(rng, SELECTIVE_KEYS)
+            rest = [k for k in SLOT_KEYS if k != first]
+            extra = rng.choice(len(rest), config.n_constraints - 2, replace=False)
+            keys.append([first, *(rest[int(i)] for i in sorted(extra))])
+        hide_budget = bool(rng.random() < config.hidden_detail_share) and 2 * n + 2 <= MAX_STEPS
+        steps = int(hide_budget) + 2 * n + 1
+        return Plan(steps, {"n": n, "keys": keys, "hide_budget": hide_budget})
+
+    def build(
+        self, config: BundleConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
+    ) -> Draft:
+        n: int = plan["n"]
+        group = [c for c in pick(rng, GROUPS) if c in ctx.categories]
+        others = [c for c in ctx.categories if c not in group]
+        categories = list(rng.permutation(group))[:n]
+        while len(categories) < n:
+            categories.append(others.pop(below(rng, len(others))))
+        world = World.new(ctx, rng)
+        reference = []
+        if plan["hide_budget"]:
+            reference.append(ask_call(["budget"], rng))
+        needs, picks = [], []
+        for category, keys in zip(categories, plan["keys"], strict=True):
+            row = ctx.pick_in_stock(rng, str(category))
+            need = ProductNeed.build(ctx, row, keys, rng)
+            search, good = need.search(ctx, query_for(ctx, row, rng), config.search_top_k)
+            cheapest = min(good, key=lambda r: (ctx.price[r], r))
+            reference += [search, call("add_to_cart", item_id=ctx.item_ids[cheapest], quantity=1)]
+            needs.append(need)
+            picks.append(cheapest)
+        reference.append(call("checkout"))
+        subtotal = float(sum(ctx.price[r] for r in picks))
+        budget = float(math.ceil(subtotal * (1.0 + config.budget_slack)))
+        items = join_words([f"{need.category} ({need.phrase(rng, sep=', ')})" for need in needs])
+        if plan["hide_budget"]:
+            budget_text = pick(rng, BUDGET_HIDDEN)
+        else:
+            budget_text = pick(rng, BUDGET_STATED).format(v=money(budget))
+        prompt = render(
+            pick(rng, TEMPLATES), {"items": items, "budget": budget_text}, rng, config.typo_rate
+        )
+        facts = {
+            "budget": f"{money(budget)} for everything",
+            "category": join_words([need.category for need in needs]),
+        }
+        goal = Goal(
+            user_facts=facts,
+            purchase=PurchaseSpec(
+                slots=[Slot(acceptable=need.acceptable_ids(ctx), quantity=1) for need in needs],
+                budget=budget,
+            ),
+            relevant_ids=ctx.ids(picks),
+            typo_rate=config.typo_rate,
+        )
+        return Draft(prompt, goal, world.state(), reference)

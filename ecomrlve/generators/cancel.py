@@ -1,0 +1,149 @@
+"""cancel: cancel the right open orders; a shipped one must stay and the answer says why.
+
+The user names the orders to cancel by what is in them and when they were placed. Orders that
+are pending or processing are cancelled with the user's reason; a requested order that has
+already shipped must not be cancelled: the agent reads the cancellation policy and tells the
+user to wait for delivery and return it instead (a partial request: only part of it can be
+done). Look-alike open orders the user did not mention stay untouched. Harder variants cancel
+more orders, mix in a shipped one, add look-alikes and leave the reason out of the prompt
+(`cancel_order` needs one, so the agent must `ask_user`).
+
+Success: exactly the requested cancellable orders end cancelled, nothing else changes, and the
+final answer confirms the cancellation (and, for a shipped order, says "return").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field
+
+from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
+from ecomrlve.generators.blocks import (
+    CANCELLED_FACTS,
+    World,
+    ask_call,
+    call,
+    filler_orders,
+    line_phrase,
+    order_ref,
+    order_when,
+    placed_days_ago_for,
+    policy_call,
+)
+from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.draws import below, between, pick
+from ecomrlve.generators.phrasing import join_words, render
+from ecomrlve.tasks import Goal
+
+REASONS: tuple[str, ...] = (
+    "I ordered it by mistake",
+    "I found it cheaper elsewhere",
+    "I don't need it any more",
+    "it would arrive too late",
+)
+TEMPLATES: tuple[str, ...] = (
+    "Please cancel {orders}.{reason}",
+    "I need to cancel {orders}.{reason} Thanks!",
+    "Hi, can you cancel {orders} for me?{reason}",
+)
+CANCELLATION_POLICY = ("cancellation", "", "any")
+
+
+class CancelConfig(ScenarioConfig):
+    n_items: int = Field(ge=1, description="orders the user asks to cancel (<= 4)")
+    n_orders: int = Field(ge=1)
+    n_distractors: int = Field(ge=0, description="open look-alike orders that must stay")
+    hidden_detail_share: float = Field(ge=0.0, le=1.0)
+    typo_rate: float = Field(ge=0.0, le=1.0)
+    shipped_prob: float = Field(ge=0.0, le=1.0, description="P(one requested order shipped)")
+
+
+class Cancel(Scenario):
+    name = "cancel"
+    Config = CancelConfig
+
+    def config_for(self, difficulty: int, axes: dict[str, float]) -> CancelConfig:
+        return CancelConfig(
+            difficulty=difficulty,
+            n_items=min(4, int(axes["n_items"])),
+            n_orders=int(axes["n_orders"]),
+            n_distractors=int(axes["n_distractors"]),
+            hidden_detail_share=axes["hidden_detail_share"],
+            typo_rate=axes["typo_rate"],
+            shipped_prob=min(0.6, 0.08 * difficulty),
+        )
+
+    def plan(self, config: CancelConfig, rng: np.random.Generator) -> Plan:
+        n_requested = between(rng, 1, config.n_items + 1)
+        shipped = bool(rng.random() < config.shipped_prob)
+        n_cancel = n_requested - int(shipped)
+        hide_reason = n_cancel > 0 and bool(rng.random() < config.hidden_detail_share)
+        statuses = [pick(rng, ("pending", "processing")) for _ in range(n_cancel)]
+        steps = int(hide_reason) + 1 + n_cancel + int(shipped)
+        return Plan(steps, {"statuses": statuses, "shipped": shipped, "hide_reason": hide_reason})
+
+    def build(
+        self, config: CancelConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
+    ) -> Draft:
+        statuses: list[str] = list(plan["statuses"]) + (["shipped"] if plan["shipped"] else [])
+        world = World.new(ctx, rng)
+        n = len(statuses)
+        categories = [ctx.categories[int(i)] for i in rng.permutation(len(ctx.categories))[:n]]
+        ids = ctx.order_ids(rng, n + config.n_distractors + config.n_orders)
+        targets = []
+        for k, (status, category) in enumerate(zip(statuses, categories, strict=True)):
+            row = ctx.pick_any(rng, category)
+            placed = placed_days_ago_for(status, rng)
+            targets.append((ctx.order(ids[k], [row], [1], status, placed, user=world.user), row))
+        distractors = []
+        for k in range(config.n_distractors):
+            _, row = targets[k % n]
+            rows = ctx.rows_by_category[ctx.category.value(row)]
+            other = int(rows[below(rng, len(rows))])
+            if ctx.color.codes[other] == ctx.color.codes[row]:
+                continue
+            status = pick(rng, ("pending", "processing", "shipped"))
+            placed = placed_days_ago_for(status, rng)
+            distractors.append(ctx.order(ids[n + k], [other], [1], status, placed, user=world.user))
+        fillers = filler_orders(ctx, rng, ids[n + config.n_distractors :], set(categories))
+        world.orders = [o for o, _ in targets] + distractors + fillers
+
+        reason = pick(rng, REASONS)
+        reference = []
+        if plan["hide_reason"]:
+            reference.append(ask_call(["reason"], rng))
+        reference.append(call("list_orders"))
+        cancel_ids, answer_facts, phrases = [], [], []
+        for order, row in targets:
+            phrases.append(
+                f"my order with {line_phrase(ctx, row, rng)} (placed {order_when(order, rng)})"
+            )
+            if order["status"] == "shipped":
+                query = pick(rng, ("cancel shipped order", "cancellation policy"))
+                reference.append(policy_call(ctx, query, ctx.policy_ids[CANCELLATION_POLICY]))
+                answer_facts.append(["return"])
+            else:
+                reference.append(call("cancel_order", order_id=order["order_id"], reason=reason))
+                cancel_ids.append(order["order_id"])
+        if cancel_ids:
+            answer_facts.insert(0, CANCELLED_FACTS)
+        reason_text = "" if plan["hide_reason"] else f" The reason: {reason}."
+        prompt = render(
+            pick(rng, TEMPLATES),
+            {"orders": join_words(phrases), "reason": reason_text},
+            rng,
+            config.typo_rate,
+        )
+        order0, row0 = targets[0]
+        goal = Goal(
+            user_facts={
+                "reason": reason,
+                "order": f"{order_ref(order0)}, with {line_phrase(ctx, row0, rng)}",
+            },
+            cancel=cancel_ids,
+            answer_facts=answer_facts,
+            relevant_ids=[o["order_id"] for o, _ in targets]
+            + [ctx.item_ids[r] for _, r in targets],
+            typo_rate=config.typo_rate,
+        )
+        return Draft(prompt, goal, world.state(), reference)

@@ -1,0 +1,186 @@
+"""cart: end with an order of exactly the wanted lines, fixing a pre-filled cart first.
+
+The user lists the products they want (brand, category, colour, size) with quantities. The cart
+may already hold lines: a wanted product at the wrong quantity (`set_quantity`), a wrong variant
+of a wanted product or something unrelated (`remove_from_cart`); the agent must `view_cart` to
+see their ids. Every missing product is found with `search` and added, then `checkout`.
+Harder variants: more lines, more pre-filled mistakes, a quantity or variant detail left out
+of the prompt (`ask_user`).
+
+Success: one new order whose lines match the wanted slots one-to-one; each slot accepts every
+in-stock item of the catalog with that brand, category, colour and size and enough stock.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field
+
+from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
+from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query_for
+from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.draws import below, between, pick
+from ecomrlve.generators.phrasing import join_words, render
+from ecomrlve.tasks import Goal, PurchaseSpec, Slot
+
+MAX_STEPS = 9
+LINE_KEYS = ["brand", "color", "size"]
+TEMPLATES_FRESH: tuple[str, ...] = (
+    "Please put {lines} in my cart and check out.",
+    "I'd like to order {lines}. Add them to the cart and place the order, please.",
+    "Can you buy {lines} for me? Check out when the cart is ready.",
+)
+TEMPLATES_FIX: tuple[str, ...] = (
+    "My cart is a mess. I want to check out with exactly {lines} — nothing else. Please fix "
+    "the cart and place the order.",
+    "Please fix my cart so it holds exactly {lines}, then check out. Anything else in there "
+    "should go.",
+    "I need my order to be exactly {lines}. There's already some stuff in the cart; sort it out "
+    "and check out.",
+)
+NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+
+
+class CartConfig(ScenarioConfig):
+    n_items: int = Field(ge=1, description="wanted lines")
+    n_distractors: int = Field(ge=0, description="pre-filled mistakes in the cart (at most)")
+    hidden_detail_share: float = Field(ge=0.0, le=1.0)
+    typo_rate: float = Field(ge=0.0, le=1.0)
+    search_top_k: int = Field(ge=1, le=50)
+
+
+def spec_words(ctx: GenContext, need: ProductNeed, quantity_hidden: bool) -> str:
+    """ "2 x navy size M t-shirts from Smith Labs" style."""
+    v = need.values
+    count = "some" if quantity_hidden else NUMBER_WORDS.get(need.quantity, str(need.quantity))
+    return f"{count} of the {v['color']} {need.category} from {v['brand']} in size {v['size']}"
+
+
+class Cart(Scenario):
+    name = "cart"
+    Config = CartConfig
+
+    def config_for(self, difficulty: int, axes: dict[str, float]) -> CartConfig:
+        return CartConfig(
+            difficulty=difficulty,
+            n_items=min(3, int(axes["n_items"])),
+            n_distractors=min(3, int(axes["n_distractors"])),
+            hidden_detail_share=axes["hidden_detail_share"],
+            typo_rate=axes["typo_rate"],
+            search_top_k=int(axes["search_top_k"]),
+        )
+
+    def plan(self, config: CartConfig, rng: np.random.Generator) -> Plan:
+        n_wanted = between(rng, max(1, config.n_items - 1), config.n_items + 1)
+        n_mistakes = between(rng, 0, config.n_distractors + 1)
+        # a mistake is a wanted product at the wrong quantity, or a line to remove
+        n_fixed = min(int(rng.binomial(n_mistakes, 0.4)), n_wanted)
+        n_remove = n_mistakes - n_fixed
+        hide_quantity = bool(rng.random() < config.hidden_detail_share)
+
+        def steps() -> int:
+            prefilled = n_fixed + n_remove
+            n_new = n_wanted - n_fixed
+            return int(hide_quantity) + int(prefilled > 0) + prefilled + 2 * n_new + 1
+
+        while steps() > MAX_STEPS and n_remove:
+            n_remove -= 1
+        while steps() > MAX_STEPS:
+            n_wanted -= 1
+            n_fixed = min(n_fixed, n_wanted)
+        return Plan(
+            steps(),
+            {
+                "n_new": n_wanted - n_fixed,
+                "n_fixed": n_fixed,
+                "n_remove": n_remove,
+                "hide_quantity": hide_quantity,
+            },
+        )
+
+    def build(
+        self, config: CartConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
+    ) -> Draft:
+        n_new, n_fixed, n_remove = plan["n_new"], plan["n_fixed"], plan["n_remove"]
+        n_wanted = n_new + n_fixed
+        categories = rng.permutation(len(ctx.categories))[:n_wanted]
+        needs: list[ProductNeed] = []
+        targets: list[int] = []
+        for c in categories:
+            quantity = int(rng.choice([1, 1, 2, 2, 3]))
+            row = ctx.pick_in_stock(rng, ctx.categories[int(c)], min_stock=quantity + 2)
+            needs.append(ProductNeed.build(ctx, row, LINE_KEYS, rng, quantity=quantity))
+            targets.append(row)
+        world = World.new(ctx, rng)
+        cart: list[dict] = []
+        reference = []
+        hide_quantity = plan["hide_quantity"]
+        hidden_need = below(rng, n_wanted) if hide_quantity else -1
+        if hide_quantity:
+            reference.append(ask_call(["quantity"], rng))
+        # wanted lines already in the cart at a wrong quantity: the last n_fixed needs
+        fixes = []
+        for need, row in zip(needs[n_new:], targets[n_new:], strict=True):
+            wrong = int(rng.choice([q for q in (1, 2, 3, 4) if q != need.quantity]))
+            cart.append({"item_id": ctx.item_ids[row], "quantity": wrong})
+            fixes.append(call("set_quantity", item_id=ctx.item_ids[row], quantity=need.quantity))
+        removals = []
+        taken = {r for need in needs for r in need.acceptable.tolist()}
+        for k in range(n_remove):
+            row = self._mistake(ctx, rng, targets[k % len(targets)], taken)
+            taken.add(row)
+            cart.append({"item_id": ctx.item_ids[row], "quantity": between(rng, 1, 3)})
+            removals.append(call("remove_from_cart", item_id=ctx.item_ids[row]))
+        order = rng.permutation(len(cart))
+        world.cart = [cart[int(i)] for i in order]
+        if world.cart:
+            reference.append(call("view_cart"))
+            changes = fixes + removals
+            reference += [changes[int(i)] for i in rng.permutation(len(changes))]
+        relevant = [line["item_id"] for line in world.cart]
+        for need, row in zip(needs[:n_new], targets[:n_new], strict=True):
+            search, good = need.search(
+                ctx, query_for(ctx, row, rng), config.search_top_k, min_stock=need.quantity
+            )
+            reference += [
+                search,
+                call("add_to_cart", item_id=ctx.item_ids[good[0]], quantity=need.quantity),
+            ]
+            relevant.append(ctx.item_ids[good[0]])
+        reference.append(call("checkout"))
+
+        lines = join_words(
+            [spec_words(ctx, need, k == hidden_need) for k, need in enumerate(needs)]
+        )
+        template = pick(rng, TEMPLATES_FIX if world.cart else TEMPLATES_FRESH)
+        prompt = render(template, {"lines": lines}, rng, config.typo_rate)
+        facts: dict[str, str] = {}
+        if hide_quantity:
+            need = needs[hidden_need]
+            facts["quantity"] = f"{need.quantity} of the {need.values['color']} {need.category}"
+        goal = Goal(
+            user_facts=facts,
+            purchase=PurchaseSpec(
+                slots=[
+                    Slot(acceptable=need.acceptable_ids(ctx), quantity=need.quantity)
+                    for need in needs
+                ]
+            ),
+            relevant_ids=relevant,
+            typo_rate=config.typo_rate,
+        )
+        return Draft(prompt, goal, world.state(), reference)
+
+    @staticmethod
+    def _mistake(ctx: GenContext, rng: np.random.Generator, target: int, taken: set[int]) -> int:
+        """A line that must go: another variant of a wanted product, or something unrelated."""
+        if rng.random() < 0.6:
+            family = [int(r) for r in ctx.family_rows(target) if int(r) not in taken]
+            family = [r for r in family if ctx.in_stock[r]]
+            if family:
+                return family[below(rng, len(family))]
+        for _ in range(8):
+            row = ctx.pick_in_stock(rng)
+            if row not in taken:
+                return row
+        raise GenerationError("no distinct line to put in the cart by mistake")

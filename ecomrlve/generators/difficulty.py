@@ -1,0 +1,86 @@
+"""One integer difficulty `d` mapped to the twelve named axes every task row carries.
+
+Each scenario reads the axes it uses into its typed config (`Scenario.config_for`) and stores
+the values it actually used; axes a scenario does not use are stored as 0, so a curriculum is a
+SQL `WHERE` over real knob values.
+
+| axis                | d=0 | d=5  | d=10 | formula                 | harder because            |
+|---------------------|-----|------|------|-------------------------|---------------------------|
+| n_constraints       | 2   | 4    | 7    | 2 + d//2                | more filters to satisfy   |
+| n_items             | 1   | 2    | 4    | 1 + d//3                | more lines / targets      |
+| n_orders            | 2   | 4    | 7    | 2 + d//2                | longer order history      |
+| n_distractors       | 0   | 2    | 5    | d//2                    | look-alike orders / items |
+| hidden_detail_share | 0   | 0.3  | 0.6  | 0.06 d                  | details only via ask_user |
+| typo_rate           | 0   | 0.03 | 0.08 | 0.01 max(0, d-2)        | misspelt prompt words     |
+| intent_switch_prob  | 0   | 0.1  | 0.6  | 0.1 max(0, d-4)         | intent revealed mid-way   |
+| out_of_stock_rate   | 0   | 0.25 | 0.5  | 0.05 d                  | first choices unavailable |
+| policy_branches     | 1   | 2    | 4    | 1 + d//3                | rule dimensions involved  |
+| search_top_k        | 10  | 8    | 5    | 10 - d//2               | fewer results per search  |
+| n_intents           | 1   | 2    | 3    | 1 + (d>=3) + (d>=8)     | intents in one dialogue   |
+| budget_slack        | 0.5 | 0.275| 0.05 | 0.5 - 0.045 d           | tighter total budget      |
+
+Every axis is monotone in `d` (non-decreasing, or non-increasing where smaller is harder:
+`search_top_k`, `budget_slack`).
+"""
+
+from __future__ import annotations
+
+from ecomrlve.tasks import DIFFICULTY_AXES
+
+MIN_DIFFICULTY = 0
+MAX_DIFFICULTY = 10
+
+# Axes where a smaller value makes a task harder.
+DECREASING_AXES: frozenset[str] = frozenset({"search_top_k", "budget_slack"})
+
+
+def check_difficulty(d: int) -> int:
+    """Return `d` if it is a supported difficulty, else raise ValueError naming the range."""
+    if isinstance(d, bool) or not isinstance(d, int) or not MIN_DIFFICULTY <= d <= MAX_DIFFICULTY:
+        raise ValueError(
+            f"difficulty must be an integer in {MIN_DIFFICULTY}..{MAX_DIFFICULTY}, got {d!r}"
+        )
+    return d
+
+
+def axes_for(d: int) -> dict[str, float]:
+    """The twelve axis values of difficulty `d` (see the module table)."""
+    check_difficulty(d)
+    axes = {
+        "n_constraints": 2 + d // 2,
+        "n_items": 1 + d // 3,
+        "n_orders": 2 + d // 2,
+        "n_distractors": d // 2,
+        "hidden_detail_share": round(0.06 * d, 4),
+        "typo_rate": round(0.01 * max(0, d - 2), 4),
+        "intent_switch_prob": round(0.1 * max(0, d - 4), 4),
+        "out_of_stock_rate": round(0.05 * d, 4),
+        "policy_branches": 1 + d // 3,
+        "search_top_k": 10 - d // 2,
+        "n_intents": 1 + int(d >= 3) + int(d >= 8),
+        "budget_slack": round(0.5 - 0.045 * d, 4),
+    }
+    if tuple(axes) != DIFFICULTY_AXES:
+        raise RuntimeError("internal: difficulty axes out of sync with ecomrlve.tasks")
+    return {k: float(v) for k, v in axes.items()}
+
+
+def parse_difficulty_range(text: str) -> tuple[int, int]:
+    """Parse `"3-7"` or `"5"` into an inclusive range, or raise ValueError with one line."""
+    raw = text.strip()
+    parts = raw.split("-")
+    try:
+        if len(parts) == 1:
+            lo = hi = int(parts[0])
+        elif len(parts) == 2:
+            lo, hi = int(parts[0]), int(parts[1])
+        else:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"difficulty must look like 3-7 or 5, got {text!r}") from None
+    if not MIN_DIFFICULTY <= lo <= hi <= MAX_DIFFICULTY:
+        raise ValueError(
+            f"difficulty range must satisfy {MIN_DIFFICULTY} <= lo <= hi <= {MAX_DIFFICULTY}, "
+            f"got {text!r}"
+        )
+    return lo, hi

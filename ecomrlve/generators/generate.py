@@ -1,0 +1,467 @@
+"""Generate, validate and write tasks: one task, one chunk, a whole run, and the store write.
+
+* `generate_task(ctx, key0, band)` draws plans with attempts 0, 1, 2… (each attempt its own
+  `SeedSequence`) until one lands in the step band and builds on this catalog; the attempt is
+  part of the `task_id`, so `regenerate(task_id)` rebuilds the same task without the band.
+* Every task's reference is replayed through the env's verifier (`reference_turns` + `verify`)
+  before it is kept; a task that fails is counted in the report and never written.
+* `generate_chunk` is the unit a flow fans out (one scenario × difficulty, an index range);
+  `generate_tasks` spreads N tasks over the cells and runs chunks in a process pool (each worker
+  loads the catalog once); `write_tasks` publishes one Parquet file per partition and run,
+  all-or-nothing, and refreshes the DuckDB views.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from ecomrlve import store
+from ecomrlve.config import SCENARIOS, EnvConfig
+from ecomrlve.env import reference_turns, verify
+from ecomrlve.generators.base import GenerationError, ScenarioConfig, TaskKey
+from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.difficulty import axes_for, check_difficulty
+from ecomrlve.generators.registry import get_scenario
+from ecomrlve.store import DataPaths, StoreError
+from ecomrlve.tasks import DIFFICULTY_AXES, Task
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 400  # plans drawn per task before giving up on the step band
+MAX_BUILD_FAILURES = 24  # catalog builds that may fail (e.g. nothing fits) per task
+FEASIBILITY_SAMPLES = 400
+MIN_BAND_PROBABILITY = 0.02  # a cell below this share of in-band plans is skipped for the band
+FEASIBILITY_STREAM = 97
+CHUNK_SIZE = 250
+
+ProgressFn = Callable[[str, float], None]
+
+TASK_SCHEMA: dict[str, pl.DataType] = {
+    "task_id": pl.String,
+    "scenario": pl.String,
+    "difficulty": pl.Int64,
+    "min_steps": pl.Int64,
+    "seed": pl.Int64,
+    "index": pl.Int64,
+    "attempt": pl.Int64,
+    "prompt": pl.String,
+    "goal": pl.String,
+    "initial_state": pl.String,
+    "reference": pl.String,
+    "catalog_hash": pl.String,
+    **{axis: pl.Float64 for axis in DIFFICULTY_AXES},
+}
+
+
+@dataclass
+class GenerationReport:
+    """What a run did: tasks kept, and every task given up on or rejected, by reason."""
+
+    requested: int = 0
+    generated: int = 0
+    invalid: int = 0  # built but the verifier rejected the reference: never written
+    gave_up: int = 0  # no plan in the step band / no buildable draw within the attempt limits
+    skipped_cells: list[str] = field(default_factory=list)  # cells that cannot reach the band
+    reasons: Counter = field(default_factory=Counter)
+    attempts: int = 0  # plans drawn (>= generated)
+    build_failures: int = 0
+    seconds: float = 0.0
+
+    def merge(self, other: GenerationReport) -> GenerationReport:
+        self.requested += other.requested
+        self.generated += other.generated
+        self.invalid += other.invalid
+        self.gave_up += other.gave_up
+        self.skipped_cells += other.skipped_cells
+        self.reasons.update(other.reasons)
+        self.attempts += other.attempts
+        self.build_failures += other.build_failures
+        self.seconds = max(self.seconds, other.seconds)
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "requested": self.requested,
+            "generated": self.generated,
+            "invalid": self.invalid,
+            "gave_up": self.gave_up,
+            "skipped_cells": list(self.skipped_cells),
+            "reasons": dict(self.reasons),
+            "attempts": self.attempts,
+            "build_failures": self.build_failures,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+# ---- one task ----------------------------------------------------------------------------------
+def check_band(min_steps: int | None, max_steps: int | None) -> tuple[int, int] | None:
+    """The inclusive step band, or None for no band; raises ValueError on a bad range."""
+    if min_steps is None and max_steps is None:
+        return None
+    lo = 1 if min_steps is None else min_steps
+    hi = 10_000 if max_steps is None else max_steps
+    if lo < 1 or hi < 1:
+        raise ValueError(f"step bounds must be >= 1, got {min_steps}-{max_steps}")
+    if lo > hi:
+        raise ValueError(f"--min-steps {lo} > --max-steps {hi}")
+    return lo, hi
+
+
+@cache
+def config_of(scenario: str, difficulty: int) -> ScenarioConfig:
+    return get_scenario(scenario).config_for(difficulty, axes_for(check_difficulty(difficulty)))
+
+
+def generate_task(
+    ctx: GenContext,
+    scenario: str,
+    seed: int,
+    difficulty: int,
+    index: int,
+    band: tuple[int, int] | None = None,
+    stats: GenerationReport | None = None,
+) -> Task | None:
+    """The task at (seed, scenario, difficulty, index): the first attempt whose plan is in
+    `band` and builds on this catalog. None when the attempt limits run out."""
+    generator = get_scenario(scenario)
+    config = config_of(scenario, difficulty)
+    failures = 0
+    for attempt in range(MAX_ATTEMPTS):
+        key = TaskKey(scenario, seed, difficulty, index, attempt)
+        rng = key.rng()
+        plan = generator.plan(config, rng)
+        if stats is not None:
+            stats.attempts += 1
+        if band is not None and not band[0] <= plan.steps <= band[1]:
+            continue
+        try:
+            return generator.finish(config, plan, rng, ctx, key)
+        except GenerationError as err:
+            failures += 1
+            if stats is not None:
+                stats.build_failures += 1
+            log.debug("%s: %s", key.task_id, err)
+            if failures >= MAX_BUILD_FAILURES:
+                break
+    return None
+
+
+def regenerate(task_id: str, context: GenContext | str | os.PathLike) -> Task:
+    """Rebuild a generated task from its id alone (same catalog -> the same row)."""
+    ctx = _context(context)
+    key = TaskKey.parse(task_id)
+    generator = get_scenario(key.scenario)
+    config = config_of(key.scenario, key.difficulty)
+    rng = key.rng()
+    plan = generator.plan(config, rng)
+    return generator.finish(config, plan, rng, ctx, key)
+
+
+def validate(task: Task, ctx: GenContext, config: EnvConfig | None = None) -> list[str]:
+    """Replay the task's reference through the env's verifier; return its violations
+    (empty when it succeeds)."""
+    verdict = verify(task, reference_turns(task), ctx.catalog, config or _ENV_CONFIG)
+    if verdict.success and task.min_steps == verdict.tool_calls:
+        return []
+    return verdict.violations or [
+        f"reference made {verdict.tool_calls} calls, not {task.min_steps}"
+    ]
+
+
+_ENV_CONFIG = EnvConfig()
+
+
+def task_row(task: Task) -> dict[str, Any]:
+    row = task.to_row()
+    row["attempt"] = TaskKey.parse(task.task_id).attempt
+    return row
+
+
+def rows_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=TASK_SCHEMA, orient="row" if not rows else None)
+
+
+# ---- chunks --------------------------------------------------------------------------------------
+def band_probability(scenario: str, difficulty: int, band: tuple[int, int]) -> float:
+    """Share of plans of this cell whose step count is in `band` (fixed-seed estimate)."""
+    return _band_probability(scenario, difficulty, band[0], band[1])
+
+
+@cache
+def _band_probability(scenario: str, difficulty: int, lo: int, hi: int) -> float:
+    generator = get_scenario(scenario)
+    config = config_of(scenario, difficulty)
+    scenario_id = SCENARIOS.index(scenario)
+    hits = 0
+    for i in range(FEASIBILITY_SAMPLES):
+        entropy = [FEASIBILITY_STREAM, scenario_id, difficulty, i]
+        rng = np.random.default_rng(np.random.SeedSequence(entropy))
+        hits += lo <= generator.plan(config, rng).steps <= hi
+    return hits / FEASIBILITY_SAMPLES
+
+
+def feasible_cells(
+    scenarios: list[str], difficulty: tuple[int, int], band: tuple[int, int] | None
+) -> tuple[list[tuple[str, int]], list[str]]:
+    """(scenario, difficulty) cells that can produce tasks in `band`, and the skipped ones."""
+    lo, hi = difficulty
+    cells, skipped = [], []
+    for d in range(lo, hi + 1):
+        for scenario in scenarios:
+            if band is None or band_probability(scenario, d, band) >= MIN_BAND_PROBABILITY:
+                cells.append((scenario, d))
+            else:
+                skipped.append(f"{scenario}/d{d}")
+    return cells, skipped
+
+
+def _context(source: GenContext | str | os.PathLike) -> GenContext:
+    return source if isinstance(source, GenContext) else GenContext.load(source)
+
+
+def generate_cell(
+    ctx: GenContext,
+    seed: int,
+    scenario: str,
+    difficulty: int,
+    start_index: int,
+    count: int,
+    band: tuple[int, int] | None,
+) -> tuple[list[dict[str, Any]], GenerationReport]:
+    """Rows of task indexes [start_index, start_index + count) of one cell, validated."""
+    report = GenerationReport(requested=count)
+    rows = []
+    started = time.perf_counter()
+    for index in range(start_index, start_index + count):
+        task = generate_task(ctx, scenario, seed, difficulty, index, band, report)
+        if task is None:
+            report.gave_up += 1
+            report.reasons["no plan in the step band or no buildable draw"] += 1
+            continue
+        violations = validate(task, ctx)
+        if violations:
+            report.invalid += 1
+            report.reasons[f"{scenario}: {violations[0]}"] += 1
+            log.warning("invalid %s: %s", task.task_id, "; ".join(violations))
+            continue
+        rows.append(task_row(task))
+        report.generated += 1
+    report.seconds = time.perf_counter() - started
+    return rows, report
+
+
+def generate_chunk(
+    data_dir: GenContext | str | os.PathLike,
+    seed: int,
+    scenario: str,
+    difficulty: int,
+    start_index: int,
+    count: int,
+    min_steps: int | None = None,
+    max_steps: int | None = None,
+) -> tuple[pl.DataFrame, GenerationReport]:
+    """Validated task rows for indexes [start_index, start_index + count) of one cell.
+
+    With a step band, each index takes the first attempt whose plan is in the band; a cell
+    that cannot reach the band returns no rows and names itself in `report.skipped_cells`.
+    """
+    _check_common(seed, [scenario], (difficulty, difficulty))
+    if start_index < 0 or count < 0:
+        raise ValueError("start_index and count must be >= 0")
+    band = check_band(min_steps, max_steps)
+    ctx = _context(data_dir)
+    cells, skipped = feasible_cells([scenario], (difficulty, difficulty), band)
+    if not cells:
+        report = GenerationReport(requested=count, gave_up=count, skipped_cells=skipped)
+        return rows_frame([]), report
+    rows, report = generate_cell(ctx, seed, scenario, difficulty, start_index, count, band)
+    return rows_frame(rows), report
+
+
+def _check_common(seed: int, scenarios: list[str], difficulty: tuple[int, int]) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    for scenario in scenarios:
+        get_scenario(scenario)
+    lo, hi = difficulty
+    check_difficulty(lo)
+    check_difficulty(hi)
+    if lo > hi:
+        raise ValueError(f"difficulty range {lo}-{hi} is empty")
+
+
+def split_evenly(total: int, cells: int) -> list[int]:
+    base, extra = divmod(total, cells)
+    return [base + (1 if i < extra else 0) for i in range(cells)]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    scenario: str
+    difficulty: int
+    start_index: int
+    count: int
+
+
+def plan_run(
+    n: int,
+    scenarios: list[str],
+    difficulty: tuple[int, int],
+    band: tuple[int, int] | None,
+    chunk_size: int = CHUNK_SIZE,
+) -> tuple[list[Chunk], list[str]]:
+    """Spread `n` tasks evenly over the feasible cells; cut each cell into index chunks."""
+    cells, skipped = feasible_cells(scenarios, difficulty, band)
+    if not cells:
+        lo, hi = band or (0, 0)
+        raise ValueError(
+            f"no scenario x difficulty in the selection can produce tasks with {lo}-{hi} steps"
+        )
+    chunks = []
+    for (scenario, d), count in zip(cells, split_evenly(n, len(cells)), strict=True):
+        for offset in range(0, count, chunk_size):
+            chunks.append(Chunk(scenario, d, offset, min(chunk_size, count - offset)))
+    return chunks, skipped
+
+
+_WORKER_CTX: GenContext | None = None
+
+
+def _init_worker(data_dir: str) -> None:
+    global _WORKER_CTX
+    logging.getLogger("ecomrlve").setLevel(logging.WARNING)
+    _WORKER_CTX = GenContext.load(data_dir)
+
+
+def _run_chunk(
+    seed: int, chunk: Chunk, band: tuple[int, int] | None
+) -> tuple[list[dict[str, Any]], GenerationReport]:
+    if _WORKER_CTX is None:
+        raise RuntimeError("worker context not initialised")
+    return generate_cell(
+        _WORKER_CTX, seed, chunk.scenario, chunk.difficulty, chunk.start_index, chunk.count, band
+    )
+
+
+def generate_tasks(
+    ctx_or_data: GenContext | str | os.PathLike,
+    n: int,
+    seed: int,
+    scenarios: list[str] | None = None,
+    difficulty: tuple[int, int] = (0, 10),
+    min_steps: int | None = None,
+    max_steps: int | None = None,
+    workers: int = 1,
+    progress: ProgressFn | None = None,
+    chunk_size: int = CHUNK_SIZE,
+) -> tuple[pl.DataFrame, GenerationReport]:
+    """`n` tasks spread evenly over scenarios x difficulties (cells that cannot reach the step
+    band are skipped and reported), validated through the env's verifier.
+
+    `workers > 1` runs chunks in a process pool (needs a data directory, not a context).
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+        raise ValueError(f"the number of tasks must be positive, got {n!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers!r}")
+    scenarios = list(scenarios) if scenarios else list(SCENARIOS)
+    _check_common(seed, scenarios, difficulty)
+    band = check_band(min_steps, max_steps)
+    chunks, skipped = plan_run(n, scenarios, difficulty, band, chunk_size)
+    report = GenerationReport(skipped_cells=skipped)
+    report_progress = progress or (lambda stage, fraction: None)
+    started = time.perf_counter()
+    parts: list[list[dict[str, Any]]] = []
+    done = 0
+    if workers == 1 or len(chunks) == 1:
+        ctx = _context(ctx_or_data)
+        for chunk in chunks:
+            rows, part = generate_cell(
+                ctx, seed, chunk.scenario, chunk.difficulty, chunk.start_index, chunk.count, band
+            )
+            parts.append(rows)
+            report.merge(part)
+            done += chunk.count
+            report_progress(f"{chunk.scenario} d{chunk.difficulty}", done / n)
+    else:
+        if isinstance(ctx_or_data, GenContext):
+            raise ValueError("workers > 1 needs the data directory (each worker loads it)")
+        data_dir = str(DataPaths.of(ctx_or_data).root)
+        GenContext.load(data_dir)  # fail fast (no catalog) and build the search index once
+        method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+        with ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=mp.get_context(method),
+            initializer=_init_worker,
+            initargs=(data_dir,),
+        ) as pool:
+            futures = {pool.submit(_run_chunk, seed, c, band): c for c in chunks}
+            for future in as_completed(futures):
+                chunk = futures[future]
+                rows, part = future.result()
+                parts.append(rows)
+                report.merge(part)
+                done += chunk.count
+                report_progress(f"{chunk.scenario} d{chunk.difficulty}", done / n)
+    report.seconds = time.perf_counter() - started
+    rows = [row for part in parts for row in part]
+    df = rows_frame(rows)
+    if df.height:
+        df = df.sort("scenario", "difficulty", "index")
+    return df, report
+
+
+# ---- the store -----------------------------------------------------------------------------------
+def run_name_for(seed: int) -> str:
+    return f"gen_s{seed}"
+
+
+def write_tasks(data_dir: str | os.PathLike, df: pl.DataFrame, run_name: str) -> list[Path]:
+    """Write `df` as `tasks/scenario=S/difficulty=D/RUN.parquet`, all files or none, and refresh
+    the views. A rerun of the same run replaces its files in the partitions it writes; a task id
+    that another file of the store already holds is refused (StoreError, nothing written)."""
+    store.validate_identifier(run_name, "run name")
+    paths = DataPaths.of(data_dir)
+    if df.height == 0:
+        raise StoreError("no valid tasks to write")
+    dupes = df.filter(pl.col("task_id").is_duplicated())
+    if dupes.height:
+        raise StoreError(f"task_id {dupes['task_id'][0]!r} appears twice in this run")
+    parts = df.partition_by("scenario", "difficulty", as_dict=True, maintain_order=True)
+    targets = {
+        key: paths.tasks
+        / f"scenario={key[0]}"
+        / f"difficulty={int(key[1])}"
+        / f"{run_name}.parquet"
+        for key in parts
+    }
+    written: list[Path] = []
+    with store.exclusive_lock(paths.root):
+        for key, target in targets.items():
+            others = [p for p in target.parent.glob("*.parquet") if p != target]
+            if others:
+                held = pl.scan_parquet(others).select("task_id").collect()["task_id"]
+                clash = parts[key].filter(pl.col("task_id").is_in(held.implode()))
+                if clash.height:
+                    raise StoreError(
+                        f"task {clash['task_id'][0]} is already in the store ({target.parent}); "
+                        "use another --seed or --run"
+                    )
+        with store.publish(paths.root) as tx:
+            for key, target in targets.items():
+                tx.write_parquet(parts[key].sort("index", "task_id"), target)
+                written.append(target)
+    return written

@@ -1,0 +1,201 @@
+"""order_status: identify the order(s) the user means and answer with status and dates.
+
+The user describes each order by what was in it and when it was placed; look-alike orders
+(the same kind of product, another colour or date) sit in the history. `list_orders` shows
+statuses and dates; details only `get_order` shows (the shipping address of a gift, the card
+it was paid with, the price paid) need one `get_order` per order. Harder variants ask about
+more orders, add such details, leave the order description out of the prompt (`ask_user`) and
+add a policy question (can a shipped order still be cancelled?).
+
+Success: the final answer states, for every order asked about, its status and its delivery
+date (or expected date), plus every detail asked for.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field
+
+from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
+from ecomrlve.generators.blocks import (
+    STATUS_FACTS,
+    World,
+    ask_call,
+    call,
+    filler_orders,
+    line_phrase,
+    order_ref,
+    order_when,
+    placed_days_ago_for,
+    policy_call,
+)
+from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.draws import below, between, pick
+from ecomrlve.generators.phrasing import date_facts, join_words, money, render
+from ecomrlve.tasks import Goal
+
+STATUSES: tuple[str, ...] = ("pending", "processing", "shipped", "delivered", "cancelled")
+DETAILS: tuple[str, ...] = ("address", "payment", "price")
+DETAIL_QUESTIONS = {
+    "address": "which address it's going to",
+    "payment": "which card I paid with",
+    "price": "how much I paid for it",
+}
+TEMPLATES: tuple[str, ...] = (
+    "Hi! Can you tell me the status of {orders}?{question}",
+    "Where is {orders}? I'd like the status and the delivery date.{question}",
+    "Could you check on {orders} for me — status and when it arrives?{question}",
+)
+VAGUE_TEMPLATES: tuple[str, ...] = (
+    "Hi, what's going on with {vague}? I'd like the status and the delivery date.{question}",
+    "Can you check {vague} for me? Status and delivery date, please.{question}",
+)
+CANCEL_QUESTION = " If the one with the {noun} has already shipped, can I still cancel it?"
+CANCELLATION_POLICY = ("cancellation", "", "any")
+
+
+class OrderStatusConfig(ScenarioConfig):
+    n_items: int = Field(ge=1, description="orders asked about (<= 4)")
+    n_orders: int = Field(ge=1)
+    n_distractors: int = Field(ge=0)
+    hidden_detail_share: float = Field(ge=0.0, le=1.0)
+    typo_rate: float = Field(ge=0.0, le=1.0)
+    policy_branches: int = Field(ge=1)
+    detail_prob: float = Field(ge=0.0, le=1.0, description="P(a detail only get_order shows)")
+
+
+class OrderStatus(Scenario):
+    name = "order_status"
+    Config = OrderStatusConfig
+
+    def config_for(self, difficulty: int, axes: dict[str, float]) -> OrderStatusConfig:
+        return OrderStatusConfig(
+            difficulty=difficulty,
+            n_items=min(4, int(axes["n_items"])),
+            n_orders=int(axes["n_orders"]),
+            n_distractors=int(axes["n_distractors"]),
+            hidden_detail_share=axes["hidden_detail_share"],
+            typo_rate=axes["typo_rate"],
+            policy_branches=int(axes["policy_branches"]),
+            detail_prob=min(0.85, 0.1 * difficulty),
+        )
+
+    def plan(self, config: OrderStatusConfig, rng: np.random.Generator) -> Plan:
+        n_targets = between(rng, 1, config.n_items + 1)
+        details = [
+            pick(rng, DETAILS) if rng.random() < config.detail_prob else None
+            for _ in range(n_targets)
+        ]
+        vague = bool(rng.random() < config.hidden_detail_share)
+        statuses = [pick(rng, STATUSES) for _ in range(n_targets)]
+        cancel_question = bool(rng.random() < 0.2 * (config.policy_branches - 1))
+        if cancel_question:
+            statuses[0] = "shipped"
+        steps = int(vague) + 1 + sum(d is not None for d in details) + int(cancel_question)
+        return Plan(
+            steps,
+            {
+                "details": details,
+                "vague": vague,
+                "statuses": statuses,
+                "cancel_question": cancel_question,
+            },
+        )
+
+    def build(
+        self, config: OrderStatusConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
+    ) -> Draft:
+        details: list[str | None] = plan["details"]
+        statuses: list[str] = plan["statuses"]
+        world = World.new(ctx, rng)
+        n = len(statuses)
+        categories = [ctx.categories[int(i)] for i in rng.permutation(len(ctx.categories))[:n]]
+        ids = ctx.order_ids(rng, n + config.n_distractors + config.n_orders)
+        targets = []
+        for k, (status, category) in enumerate(zip(statuses, categories, strict=True)):
+            row = ctx.pick_any(rng, category)
+            quantity = 1 if details[k] == "price" else between(rng, 1, 3)
+            placed = placed_days_ago_for(status, rng)
+            order = ctx.order(ids[k], [row], [quantity], status, placed, user=world.user)
+            if details[k] == "address" and rng.random() < 0.7:
+                order["shipping_address"] = ctx.make_user(rng)["address"]  # a gift
+            if details[k] == "payment" and len(world.user["payment_methods"]) > 1:
+                order["payment_method"] = pick(rng, world.user["payment_methods"])
+            targets.append((order, row))
+        # look-alikes: same kind of product in another colour, another status and date
+        distractors = []
+        for k in range(config.n_distractors):
+            _, row = targets[k % n]
+            rows = ctx.rows_by_category[ctx.category.value(row)]
+            other = int(rows[below(rng, len(rows))])
+            if ctx.color.codes[other] == ctx.color.codes[row]:
+                continue
+            status = pick(rng, STATUSES)
+            distractors.append(
+                ctx.order(
+                    ids[n + k],
+                    [other],
+                    [1],
+                    status,
+                    placed_days_ago_for(status, rng),
+                    user=world.user,
+                )
+            )
+        fillers = filler_orders(ctx, rng, ids[n + config.n_distractors :], set(categories))
+        world.orders = [o for o, _ in targets] + distractors + fillers
+
+        reference = []
+        if plan["vague"]:
+            reference.append(ask_call(["order"], rng))
+        reference.append(call("list_orders"))
+        answer_facts: list[list[str]] = []
+        phrases: list[str] = []
+        detail_asks: list[str] = []
+        for (order, row), detail in zip(targets, details, strict=True):
+            phrase = f"my order with {line_phrase(ctx, row, rng)} (placed {order_when(order, rng)})"
+            if detail is not None:
+                reference.append(call("get_order", order_id=order["order_id"]))
+                phrase += f", and {DETAIL_QUESTIONS[detail]}"
+                detail_asks.append(DETAIL_QUESTIONS[detail])
+                if detail == "address":
+                    answer_facts.append([order["shipping_address"]])
+                elif detail == "payment":
+                    answer_facts.append([order["payment_method"]])
+                else:
+                    answer_facts.append([money(order["items"][0]["price"])])
+            phrases.append(phrase)
+            status = order["status"]
+            answer_facts.append(list(STATUS_FACTS[status]))
+            date = order["delivered"] or order["eta"]
+            if date is not None:
+                answer_facts.append(date_facts(date))
+        question = ""
+        if plan["cancel_question"]:
+            policy_id = ctx.policy_ids[CANCELLATION_POLICY]
+            query = pick(rng, ("cancel shipped order", "cancellation policy shipped orders"))
+            reference.append(policy_call(ctx, query, policy_id))
+            question = CANCEL_QUESTION.format(noun=ctx.noun(targets[0][1]))
+            answer_facts.append(["return"])
+        orders_text = join_words(phrases)
+        if plan["vague"]:
+            template = pick(rng, VAGUE_TEMPLATES)
+            if detail_asks:
+                question = f" Also tell me {join_words(detail_asks)}." + question
+        else:
+            template = pick(rng, TEMPLATES)
+        vague_text = "my order" if n == 1 else f"{n} of my recent orders"
+        values = {"orders": orders_text, "question": question, "vague": vague_text}
+        prompt = render(template, values, rng, config.typo_rate)
+        described = [f"{order_ref(o)}, with {line_phrase(ctx, r, rng)}" for o, r in targets]
+        facts = {
+            "order": join_words(described),
+            "item": join_words([line_phrase(ctx, r, rng) for _, r in targets]),
+        }
+        relevant = [o["order_id"] for o, _ in targets] + [ctx.item_ids[r] for _, r in targets]
+        goal = Goal(
+            user_facts=facts,
+            answer_facts=answer_facts,
+            relevant_ids=relevant,
+            typo_rate=config.typo_rate,
+        )
+        return Draft(prompt, goal, world.state(), reference)

@@ -1,0 +1,178 @@
+"""How users say things: paraphrase templates, constraint phrases, dates, money, typos.
+
+Typos are applied to the template's own words only, never to the values filled in (brands,
+sizes, order ids, prices): a typo makes the request messier to read, not unanswerable.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+import string
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ecomrlve.generators.draws import between, pick
+
+_FORMATTER = string.Formatter()
+_WORD = re.compile(r"[A-Za-z]{4,}")
+
+
+def add_typos(text: str, rate: float, rng: np.random.Generator) -> str:
+    """Swap two inner letters in each word of 4+ letters with probability `rate`."""
+    if rate <= 0:
+        return text
+
+    def swap(match: re.Match[str]) -> str:
+        word = match.group(0)
+        if rng.random() >= rate:
+            return word
+        i = between(rng, 1, len(word) - 2)
+        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+
+    return _WORD.sub(swap, text)
+
+
+def render(
+    template: str, values: dict[str, Any], rng: np.random.Generator, typo_rate: float
+) -> str:
+    """Fill `template` (str.format fields); typos touch only the template's literal text."""
+    parts: list[str] = []
+    for literal, field, spec, conversion in _FORMATTER.parse(template):
+        parts.append(add_typos(literal, typo_rate, rng))
+        if field is not None:
+            value = values[field]
+            if conversion:
+                value = _FORMATTER.convert_field(value, conversion)
+            parts.append(_FORMATTER.format_field(value, spec or ""))
+    return " ".join("".join(parts).split())
+
+
+def money(value: float) -> str:
+    """Prices as users write them: "$80" for whole dollars, "$79.99" otherwise."""
+    if abs(value - round(value)) < 1e-9:
+        return f"${round(value)}"
+    return f"${value:.2f}"
+
+
+def nice_cap(price: float, slack: float) -> float:
+    """A round budget cap at least `price * (1 + slack)` (5s under $100, 10s, then 50s)."""
+    raw = price * (1.0 + slack)
+    step = 5.0 if raw < 100 else 10.0 if raw < 500 else 50.0
+    return float(math.ceil(raw / step) * step)
+
+
+def spoken_date(day: dt.date) -> str:
+    """ "May 3" style, as a shopper would say it."""
+    return f"{day.strftime('%B')} {day.day}"
+
+
+def date_facts(iso_day: str) -> list[str]:
+    """Spellings of a date any of which counts as stating it in an answer."""
+    day = dt.date.fromisoformat(iso_day)
+    month, abbr = day.strftime("%B"), day.strftime("%b")
+    return [
+        iso_day,
+        f"{month} {day.day}",
+        f"{day.day} {month}",
+        f"{abbr} {day.day}",
+        f"{day.day} {abbr}",
+        f"{day.month}/{day.day}",
+    ]
+
+
+def month_phrase(day: dt.date) -> str:
+    part = "early" if day.day <= 10 else "mid" if day.day <= 20 else "late"
+    return f"{part} {day.strftime('%B')}"
+
+
+def join_words(words: Sequence[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    words = [w for w in words if w]
+    if len(words) <= 1:
+        return "".join(words)
+    return ", ".join(words[:-1]) + " and " + words[-1]
+
+
+# ---- product constraints in words --------------------------------------------------------------
+CONSTRAINT_PHRASES: dict[str, tuple[str, ...]] = {
+    "brand": ("from {v}", "made by {v}", "by {v}"),
+    "color": ("in {v}", "in the colour {v}", "in {v} colour"),
+    "size": ("in size {v}", "size {v}", "in a {v}"),
+    "max_price": ("under {v}", "for {v} or less", "that costs no more than {v}"),
+    "min_rating": ("rated {v} stars or higher", "with at least {v} stars"),
+    "max_ship_days": ("that arrives within {v} days", "that ships in {v} days or less"),
+}
+
+
+def constraint_value(key: str, value: Any) -> str:
+    """A constraint value as the user says it (also the `user_facts` value)."""
+    if key == "max_price":
+        return money(value)
+    if key == "min_rating":
+        return f"{value:g}"
+    if key == "max_ship_days":
+        return str(int(value))
+    return str(value)
+
+
+def constraint_phrase(key: str, value: Any, rng: np.random.Generator) -> str:
+    return pick(rng, CONSTRAINT_PHRASES[key]).format(v=constraint_value(key, value))
+
+
+USER_FACT_PHRASES: dict[str, str] = {
+    "brand": "{v}",
+    "color": "{v}",
+    "size": "size {v}",
+    "max_price": "at most {v}",
+    "min_rating": "{v} stars or more",
+    "max_ship_days": "within {v} days",
+}
+
+
+def user_fact(key: str, value: Any) -> str:
+    """How the simulated user states a constraint when asked."""
+    return USER_FACT_PHRASES[key].format(v=constraint_value(key, value))
+
+
+# Which `USER_FACT_KEYWORDS` key a product constraint is revealed under.
+FACT_KEY: dict[str, str] = {
+    "category": "category",
+    "brand": "brand",
+    "color": "color",
+    "size": "size",
+    "max_price": "budget",
+    "min_rating": "min_rating",
+    "max_ship_days": "max_ship_days",
+}
+
+# Question words per fact key: each contains a keyword from `USER_FACT_KEYWORDS`.
+QUESTION_WORDS: dict[str, str] = {
+    "category": "what kind of product",
+    "brand": "which brand",
+    "color": "which colour",
+    "size": "what size",
+    "budget": "your budget",
+    "min_rating": "the minimum rating",
+    "max_ship_days": "how soon it must arrive",
+    "quantity": "how many units",
+    "order": "which order",
+    "item": "which item",
+    "reason": "the reason",
+    "preference": "your brand preference",
+}
+
+ASK_TEMPLATES: tuple[str, ...] = (
+    "Could you tell me {what}?",
+    "Before I search: {what}?",
+    "To get this right, could you share {what}?",
+)
+
+
+def ask_question(keys: Sequence[str], rng: np.random.Generator) -> str:
+    """An `ask_user` question that names every fact key in `keys` by one of its keywords."""
+    what = join_words([QUESTION_WORDS[k] for k in keys])
+    return pick(rng, ASK_TEMPLATES).format(what=what)

@@ -1,0 +1,258 @@
+"""product_discovery: find products meeting m constraints and answer with `recommend`.
+
+The user wants a product of one category with `n_constraints - 1` attribute constraints (brand,
+colour, size, price cap, rating floor, ship days). Harder variants:
+* details left out of the prompt (the agent must `ask_user`);
+* a constraint given by reference to a past order ("same size as the tee I bought in May"),
+  so the agent must `list_orders`;
+* a first choice that exists but is out of stock, with a stated fallback, so the strict search
+  comes back empty and a relaxed one follows;
+* a bulk quantity: only items with that many units in stock count, and stock is only shown
+  by `get_product`, so every recommended item is checked.
+
+Success: the final `recommend` names `n_recommend`..3 ids, all in the acceptable set computed
+over the whole catalog with `Catalog.filter_mask` (plus the stock floor for bulk requests).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field
+
+from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
+from ecomrlve.generators.blocks import (
+    ATTRIBUTE_KEYS,
+    ProductNeed,
+    World,
+    ask_call,
+    call,
+    filler_orders,
+    hidden_subset,
+    line_phrase,
+    order_when,
+    query_for,
+)
+from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.draws import below, between, pick
+from ecomrlve.generators.phrasing import FACT_KEY, constraint_phrase, render
+from ecomrlve.tasks import Goal, RecommendSpec
+
+TEMPLATES: tuple[str, ...] = (
+    "Hi! I'm looking for {category}{constraints}.{extra} Can you recommend {count} that I can "
+    "order right now?",
+    "Can you find me {category}{constraints}?{extra} Please suggest {count}, in stock only.",
+    "I need {category}{constraints}.{extra} Please recommend {count} — in stock only.",
+    "Looking to buy {category}{constraints}.{extra} Please recommend {count} currently in stock.",
+)
+COUNT_WORDS = {1: "something", 2: "two or three options", 3: "three options"}
+ANCHOR_PHRASES = {
+    "brand": "from the same brand as {line} I ordered {when}",
+    "color": "in the same colour as {line} I ordered {when}",
+    "size": "in the same size as {line} I ordered {when}",
+}
+RELAX_WITH_FALLBACK = {
+    "color": " Ideally in {strict}, but if there's none in stock, {fallback} is fine.",
+    "brand": " I'd love one by {strict}; if they have nothing available, {fallback} is fine.",
+}
+RELAX_WITHOUT = {
+    "color": " Ideally in {strict}, but any colour will do if that isn't available.",
+    "brand": " I'd love one by {strict}; if they have nothing available, any brand is fine.",
+}
+ANCHOR_KEYS = ("brand", "color", "size")
+RELAX_KEYS = ("color", "brand")
+
+
+class DiscoveryConfig(ScenarioConfig):
+    n_constraints: int = Field(ge=2, le=7, description="category + attribute constraints")
+    n_items: int = Field(ge=1, description="how many items the user wants recommended (<= 3)")
+    n_orders: int = Field(ge=1, description="order history length")
+    hidden_detail_share: float = Field(ge=0.0, le=1.0)
+    typo_rate: float = Field(ge=0.0, le=1.0)
+    out_of_stock_rate: float = Field(ge=0.0, le=1.0, description="P(first choice unavailable)")
+    search_top_k: int = Field(ge=1, le=50)
+    anchor_prob: float = Field(ge=0.0, le=1.0, description="P(a constraint via order history)")
+    bulk_prob: float = Field(ge=0.0, le=1.0, description="P(a multi-unit request)")
+
+
+class ProductDiscovery(Scenario):
+    name = "product_discovery"
+    Config = DiscoveryConfig
+
+    def config_for(self, difficulty: int, axes: dict[str, float]) -> DiscoveryConfig:
+        return DiscoveryConfig(
+            difficulty=difficulty,
+            n_constraints=int(axes["n_constraints"]),
+            n_items=min(3, int(axes["n_items"])),
+            n_orders=int(axes["n_orders"]),
+            hidden_detail_share=axes["hidden_detail_share"],
+            typo_rate=axes["typo_rate"],
+            out_of_stock_rate=axes["out_of_stock_rate"],
+            search_top_k=int(axes["search_top_k"]),
+            anchor_prob=min(0.7, 0.08 * difficulty),
+            bulk_prob=min(0.7, 0.07 * difficulty),
+        )
+
+    def plan(self, config: DiscoveryConfig, rng: np.random.Generator) -> Plan:
+        m = config.n_constraints - 1
+        keys = [ATTRIBUTE_KEYS[i] for i in sorted(rng.choice(len(ATTRIBUTE_KEYS), m, False))]
+        anchorable = [k for k in keys if k in ANCHOR_KEYS]
+        anchor = pick(rng, anchorable) if anchorable and rng.random() < config.anchor_prob else None
+        relax = pick(rng, RELAX_KEYS) if rng.random() < config.out_of_stock_rate else None
+        if relax == anchor:
+            relax = None
+        stated = [k for k in keys if k not in (anchor, relax)]
+        hidden = hidden_subset(stated, config.hidden_detail_share, rng)
+        bulk = rng.random() < config.bulk_prob
+        # two exact attributes (brand, colour, size) leave about one product family: one pick
+        exact = sum(k in ("brand", "color", "size") for k in keys)
+        n_recommend = between(rng, 1, config.n_items + 1) if exact < 2 else 1
+        steps = (
+            int(bool(hidden))
+            + int(anchor is not None)
+            + int(relax is not None)
+            + 1
+            + (n_recommend if bulk else 0)
+            + 1
+        )
+        return Plan(
+            steps,
+            {
+                "keys": keys,
+                "anchor": anchor,
+                "relax": relax,
+                "hidden": hidden,
+                "bulk": bulk,
+                "n_recommend": n_recommend,
+            },
+        )
+
+    def build(
+        self, config: DiscoveryConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
+    ) -> Draft:
+        keys: list[str] = plan["keys"]
+        anchor, relax, hidden = plan["anchor"], plan["relax"], plan["hidden"]
+        n_recommend = plan["n_recommend"]
+        quantity = between(rng, 3, 9) if plan["bulk"] else 1
+        target = ctx.pick_in_stock(rng, min_stock=quantity)
+        # the relaxed key joins the need only when the user states a fallback value for it
+        need_keys = keys
+        need = ProductNeed.build(ctx, target, need_keys, rng, quantity=quantity)
+        category = need.category
+        world = World.new(ctx, rng)
+        extra: list[str] = []
+        strict_call = None
+        if relax is not None:
+            strict_value = self._unavailable_value(ctx, need, relax, target, rng)
+            strict_filters = {**need.filters, relax: strict_value}
+            if relax in need.values:
+                fallback = need.values[relax]
+                extra.append(
+                    RELAX_WITH_FALLBACK[relax].format(strict=strict_value, fallback=fallback)
+                )
+            else:
+                extra.append(RELAX_WITHOUT[relax].format(strict=strict_value))
+            strict_call = call(
+                "search",
+                query=query_for(ctx, target, rng),
+                filters=strict_filters,
+                top_k=config.search_top_k,
+            )
+        anchor_phrase = ""
+        anchor_order = None
+        if anchor is not None:
+            anchor_row = self._anchor_item(ctx, need, anchor, target, rng)
+            ids = ctx.order_ids(rng, config.n_orders)
+            anchor_order = ctx.order(
+                ids[0], [anchor_row], [1], "delivered", between(rng, 12, 90), user=world.user
+            )
+            avoid = {category, ctx.category.value(anchor_row)}
+            world.orders = [anchor_order, *filler_orders(ctx, rng, ids[1:], avoid)]
+            anchor_phrase = ANCHOR_PHRASES[anchor].format(
+                line=line_phrase(ctx, anchor_row, rng, omit=anchor),
+                when=order_when(anchor_order, rng),
+            )
+        elif config.n_orders > 0:
+            world.orders = filler_orders(ctx, rng, ctx.order_ids(rng, config.n_orders), {category})
+        stated_parts = [
+            constraint_phrase(k, v, rng)
+            for k, v in need.values.items()
+            if k not in hidden and k != anchor and k != relax
+        ]
+        if anchor_phrase:
+            stated_parts.append(anchor_phrase)
+        constraints = " " + ", ".join(stated_parts) if stated_parts else ""
+        if quantity > 1:
+            extra.append(f" I need {quantity} units, so it has to have enough stock.")
+        prompt = render(
+            pick(rng, TEMPLATES),
+            {
+                "category": category,
+                "constraints": constraints,
+                "extra": "".join(extra),
+                "count": COUNT_WORDS[n_recommend],
+            },
+            rng,
+            config.typo_rate,
+        )
+        # ---- reference ------------------------------------------------------------------------
+        reference = []
+        if hidden:
+            reference.append(ask_call([FACT_KEY[k] for k in hidden], rng))
+        if anchor_order is not None:
+            reference.append(call("list_orders"))
+        if strict_call is not None:
+            reference.append(strict_call)
+        search, good = need.search(
+            ctx, query_for(ctx, target, rng), config.search_top_k, min_stock=quantity
+        )
+        if len(good) < n_recommend:
+            raise GenerationError("the reference search shows too few acceptable items")
+        chosen = good[:n_recommend]
+        reference.append(search)
+        if quantity > 1:
+            reference.extend(call("get_product", item_id=ctx.item_ids[r]) for r in chosen)
+        reference.append(call("recommend", item_ids=ctx.ids(chosen)))
+        acceptable = need.acceptable_ids(ctx)
+        facts = need.facts()
+        relevant = [*ctx.ids(chosen)]
+        if anchor_order is not None:
+            relevant += [anchor_order["order_id"], anchor_order["items"][0]["item_id"]]
+        goal = Goal(
+            user_facts=facts,
+            recommend=RecommendSpec(acceptable=acceptable, min_items=n_recommend, max_items=3),
+            relevant_ids=relevant,
+            typo_rate=config.typo_rate,
+        )
+        return Draft(prompt, goal, world.state(), reference)
+
+    @staticmethod
+    def _unavailable_value(
+        ctx: GenContext, need: ProductNeed, key: str, target: int, rng: np.random.Generator
+    ) -> str:
+        """A value for `key` that the other constraints admit only out of stock."""
+        others = {k: v for k, v in need.filters.items() if k not in (key, "in_stock")}
+        rows = ctx.rows_where(others)
+        column = ctx.color if key == "color" else ctx.brand
+        codes = column.codes[rows]
+        have = codes[ctx.in_stock[rows]]
+        lacking = np.setdiff1d(np.unique(codes), have)
+        lacking = lacking[lacking != column.codes[target]]
+        if len(lacking) == 0:
+            raise GenerationError(f"every {key} of this request is in stock")
+        return column.vocab[int(lacking[below(rng, len(lacking))])]
+
+    @staticmethod
+    def _anchor_item(
+        ctx: GenContext, need: ProductNeed, key: str, target: int, rng: np.random.Generator
+    ) -> int:
+        """A past purchase sharing `key` with the target (another product of the category)."""
+        value = need.values[key]
+        filters = {key: value} if key == "color" else {"category": need.category, key: value}
+        rows = ctx.rows_where(filters)
+        family = ctx.family.codes
+        rows = rows[family[rows] != family[target]]
+        if key == "color":
+            rows = rows[ctx.category.codes[rows] != ctx.category.codes[target]]
+        if len(rows) == 0:
+            raise GenerationError(f"no past purchase shares the {key} {value!r}")
+        return int(rows[below(rng, len(rows))])

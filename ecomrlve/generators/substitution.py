@@ -1,0 +1,193 @@
+"""substitution: the wanted item is out of stock; recommend the closest in-stock alternative.
+
+Stated rules: same category and size, price within ±p% of the wanted item's price, brands in a
+preference order (the first brand that has any such item in stock wins). The agent first looks
+the wanted item up (a search by its name, or `list_orders` + `get_product` when it is "the one I
+bought before") to learn its price, then searches brand by brand. Harder variants put more
+preferred brands with nothing available first (more empty searches), leave the preference or
+the price rule out of the prompt (`ask_user`), and narrow the price band.
+
+Acceptable: every in-stock item of the catalog with that category, size, price band and the
+winning brand (computed with `Catalog.filter_mask`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pydantic import Field
+
+from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
+from ecomrlve.generators.blocks import (
+    World,
+    ask_call,
+    call,
+    filler_orders,
+    line_phrase,
+    order_when,
+)
+from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.draws import below, between, pick
+from ecomrlve.generators.phrasing import render
+from ecomrlve.tasks import Goal, RecommendSpec
+
+TEMPLATES: tuple[str, ...] = (
+    "I wanted {item}, but it's out of stock.{rules} What's the closest alternative you can "
+    "recommend?",
+    "{item_cap} seems to be sold out.{rules} Can you recommend a substitute?",
+    "Hi, {item} isn't available any more.{rules} Please suggest the best replacement.",
+)
+HISTORY_TEMPLATES: tuple[str, ...] = (
+    "I'd like to buy {item} again, the one I ordered {when}, but it's out of stock.{rules} "
+    "What's the closest alternative?",
+    "I wanted to reorder {item} from my order {when}; it's sold out now.{rules} Can you "
+    "recommend a substitute?",
+)
+RULES = " It has to be the same kind of product in the same size{price}{brands}."
+PRICE_RULE = ", priced within {pct}% of the original"
+BRAND_RULE = ", and by brand I prefer {order}"
+
+
+class SubstitutionConfig(ScenarioConfig):
+    n_orders: int = Field(ge=1)
+    hidden_detail_share: float = Field(ge=0.0, le=1.0)
+    typo_rate: float = Field(ge=0.0, le=1.0)
+    out_of_stock_rate: float = Field(ge=0.0, le=1.0, description="P(a preferred brand is empty)")
+    search_top_k: int = Field(ge=1, le=50)
+    budget_slack: float = Field(ge=0.0, le=1.0, description="sets the price band width")
+    history_prob: float = Field(ge=0.0, le=1.0, description="P(the item is from a past order)")
+
+
+class Substitution(Scenario):
+    name = "substitution"
+    Config = SubstitutionConfig
+
+    def config_for(self, difficulty: int, axes: dict[str, float]) -> SubstitutionConfig:
+        return SubstitutionConfig(
+            difficulty=difficulty,
+            n_orders=int(axes["n_orders"]),
+            hidden_detail_share=axes["hidden_detail_share"],
+            typo_rate=axes["typo_rate"],
+            out_of_stock_rate=axes["out_of_stock_rate"],
+            search_top_k=int(axes["search_top_k"]),
+            budget_slack=axes["budget_slack"],
+            history_prob=min(0.6, 0.07 * difficulty),
+        )
+
+    def plan(self, config: SubstitutionConfig, rng: np.random.Generator) -> Plan:
+        history = bool(rng.random() < config.history_prob)
+        empty_brands = int(rng.binomial(3, config.out_of_stock_rate))
+        hidden = [k for k in ("preference", "budget") if rng.random() < config.hidden_detail_share]
+        pct = int(5 * round(20 * (0.1 + 0.5 * config.budget_slack) * rng.uniform(0.8, 1.2)))
+        steps = int(bool(hidden)) + (2 if history else 1) + empty_brands + 1 + 1
+        return Plan(
+            steps,
+            {"history": history, "empty_brands": empty_brands, "hidden": hidden, "pct": pct},
+        )
+
+    def build(
+        self, config: SubstitutionConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
+    ) -> Draft:
+        pct: int = max(5, plan["pct"])
+        empty_brands: int = plan["empty_brands"]
+        category = ctx.categories[below(rng, len(ctx.categories))]
+        rows = ctx.rows_by_category[category]
+        sold_out = rows[~ctx.in_stock[rows]]
+        if len(sold_out) == 0:
+            raise GenerationError(f"nothing in {category} is out of stock")
+        wanted = int(sold_out[below(rng, len(sold_out))])
+        product = ctx.product(wanted)
+        low = math.ceil(product["price"] * (1 - pct / 100) * 100) / 100
+        high = math.floor(product["price"] * (1 + pct / 100) * 100) / 100
+        base = {"category": category, "size": product["size"], "min_price": low, "max_price": high}
+        candidates = ctx.rows_where({**base, "in_stock": True})
+        with_items = np.unique(ctx.brand.codes[candidates])
+        brands_of_category = np.unique(ctx.brand.codes[rows])
+        without = np.setdiff1d(brands_of_category, with_items)
+        if len(with_items) == 0 or len(without) < empty_brands:
+            raise GenerationError("not enough brands with / without alternatives")
+        empty = [int(b) for b in rng.permutation(without)[:empty_brands]]
+        own = ctx.brand.codes[wanted]
+        if own in without and own not in empty and empty and rng.random() < 0.5:
+            empty[0] = int(own)  # "ideally the same brand again" — which has nothing left
+        winner = int(with_items[below(rng, len(with_items))])
+        if empty_brands == 0 and own in with_items and rng.random() < 0.5:
+            winner = int(own)
+        order = [ctx.brand.vocab[b] for b in [*empty, winner]]
+        acceptable = candidates[ctx.brand.codes[candidates] == winner]
+
+        world = World.new(ctx, rng)
+        ids = ctx.order_ids(rng, config.n_orders)
+        reference = []
+        hidden: list[str] = plan["hidden"]
+        if hidden:
+            reference.append(ask_call(hidden, rng))
+        if plan["history"]:
+            past = ctx.order(
+                ids[0], [wanted], [1], "delivered", between(rng, 20, 150), user=world.user
+            )
+            world.orders = [past, *filler_orders(ctx, rng, ids[1:], {category})]
+            item = line_phrase(ctx, wanted, rng) + f" in size {product['size']}"
+            template = pick(rng, HISTORY_TEMPLATES)
+            reference += [call("list_orders"), call("get_product", item_id=product["item_id"])]
+            when = order_when(past, rng)
+        else:
+            world.orders = filler_orders(ctx, rng, ids, {category})
+            item = f"the {product['name']} in {product['color']}, size {product['size']}"
+            lookup_filters = {
+                "category": category,
+                "brand": product["brand"],
+                "color": product["color"],
+                "size": product["size"],
+            }
+            found = ctx.search_rows(product["name"], lookup_filters, config.search_top_k)
+            if wanted not in found or not ctx.title_unique[wanted]:
+                raise GenerationError("the wanted item is not singled out by its name")
+            template = pick(rng, TEMPLATES)
+            reference.append(
+                call(
+                    "search",
+                    query=product["name"],
+                    filters=lookup_filters,
+                    top_k=config.search_top_k,
+                )
+            )
+            when = ""
+        for brand in order:
+            filters = {**base, "brand": brand, "in_stock": True}
+            reference.append(
+                call("search", query=category, filters=filters, top_k=config.search_top_k)
+            )
+        results = ctx.search_rows(
+            category, {**base, "brand": order[-1], "in_stock": True}, config.search_top_k
+        )
+        if not results:
+            raise GenerationError("the winning brand's search is empty")
+        reference.append(call("recommend", item_ids=[ctx.item_ids[results[0]]]))
+
+        preference_text = ", then ".join(order)
+        rules = RULES.format(
+            price="" if "budget" in hidden else PRICE_RULE.format(pct=pct),
+            brands="" if "preference" in hidden else BRAND_RULE.format(order=preference_text),
+        )
+        prompt = render(
+            template,
+            {"item": item, "item_cap": item[0].upper() + item[1:], "rules": rules, "when": when},
+            rng,
+            config.typo_rate,
+        )
+        facts = {
+            "category": category,
+            "size": f"the same size, {product['size']}",
+            "budget": f"within {pct}% of the original price",
+            "preference": f"by brand: {preference_text}",
+        }
+        goal = Goal(
+            user_facts=facts,
+            recommend=RecommendSpec(acceptable=ctx.ids(acceptable), min_items=1, max_items=3),
+            relevant_ids=[product["item_id"], ctx.item_ids[results[0]]]
+            + ([world.orders[0]["order_id"]] if plan["history"] else []),
+            typo_rate=config.typo_rate,
+        )
+        return Draft(prompt, goal, world.state(), reference)
