@@ -14,6 +14,7 @@ import typer
 from ecomrlve import store
 from ecomrlve.cli_common import console, fail, frame_table, progress_bar, user_errors
 from ecomrlve.env import cli as env_cli
+from ecomrlve.generators import cli as generators_cli
 
 app = typer.Typer(
     name="ecomrlve",
@@ -92,6 +93,7 @@ def sql(
 
 
 env_cli.register(app)
+generators_cli.register(app)
 
 
 def main() -> None:  # pragma: no cover - entry point

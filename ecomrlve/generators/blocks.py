@@ -288,13 +288,15 @@ def fee_facts(fee: float) -> list[str]:
 
 
 # ---- policy look-ups ---------------------------------------------------------------------------
-def policy_call(ctx: GenContext, query: str, policy_id: str) -> ToolCall:
-    """A `search_policy` call whose results (the env's own ranking) include `policy_id`."""
+def policy_call(ctx: GenContext, queries: str | list[str], policy_id: str) -> ToolCall:
+    """A `search_policy` call with the first of `queries` whose results (the env's own
+    ranking) include `policy_id`."""
     from ecomrlve.env.tools import policy_search
 
-    if not any(p["policy_id"] == policy_id for p in policy_search(ctx.catalog, query)):
-        raise GenerationError(f"policy search {query!r} does not find {policy_id}")
-    return call("search_policy", query=query)
+    for query in [queries] if isinstance(queries, str) else queries:
+        if any(p["policy_id"] == policy_id for p in policy_search(ctx.catalog, query)):
+            return call("search_policy", query=query)
+    raise GenerationError(f"no policy search among {queries!r} finds {policy_id}")
 
 
 def return_policy_id(ctx: GenContext, category: str, membership: str) -> str:
@@ -303,6 +305,12 @@ def return_policy_id(ctx: GenContext, category: str, membership: str) -> str:
     return ids.get(("returns", category, membership)) or ids[("returns", category, "any")]
 
 
-def return_policy_query(category: str, membership: str, rng: np.random.Generator) -> str:
-    rule = pick(rng, ("return policy", "returns", "return window"))
-    return f"{rule} {category} {membership} members"
+def returns_policy_call(
+    ctx: GenContext, category: str, membership: str, rng: np.random.Generator
+) -> ToolCall:
+    """A `search_policy` that finds the returns rule of (category, membership), phrased as a
+    careful agent would; a final-sale category has one rule for every membership."""
+    words = list(rng.permutation(["return policy", "returns", "return window"]))
+    queries = [f"{w} {category} {membership} members" for w in words]
+    queries += [f"{category} {w}" for w in words] + [f"can I return {category}"]
+    return policy_call(ctx, queries, return_policy_id(ctx, category, membership))

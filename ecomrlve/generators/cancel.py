@@ -20,6 +20,7 @@ from pydantic import Field
 from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
     CANCELLED_FACTS,
+    STATUS_FACTS,
     World,
     ask_call,
     call,
@@ -121,7 +122,7 @@ class Cancel(Scenario):
             if order["status"] == "shipped":
                 query = pick(rng, ("cancel shipped order", "cancellation policy"))
                 reference.append(policy_call(ctx, query, ctx.policy_ids[CANCELLATION_POLICY]))
-                answer_facts.append(["return"])
+                answer_facts += [list(STATUS_FACTS["shipped"]), ["return"]]
             else:
                 reference.append(call("cancel_order", order_id=order["order_id"], reason=reason))
                 cancel_ids.append(order["order_id"])

@@ -16,7 +16,7 @@ SQL `WHERE` over real knob values.
 | out_of_stock_rate   | 0   | 0.25 | 0.5  | 0.05 d                  | first choices unavailable |
 | policy_branches     | 1   | 2    | 4    | 1 + d//3                | rule dimensions involved  |
 | search_top_k        | 10  | 8    | 5    | 10 - d//2               | fewer results per search  |
-| n_intents           | 1   | 2    | 3    | 1 + (d>=3) + (d>=8)     | intents in one dialogue   |
+| n_intents           | 1   | 3    | 3    | 1 + (d>=2) + (d>=5)     | intents in one dialogue   |
 | budget_slack        | 0.5 | 0.275| 0.05 | 0.5 - 0.045 d           | tighter total budget      |
 
 Every axis is monotone in `d` (non-decreasing, or non-increasing where smaller is harder:
@@ -57,7 +57,7 @@ def axes_for(d: int) -> dict[str, float]:
         "out_of_stock_rate": round(0.05 * d, 4),
         "policy_branches": 1 + d // 3,
         "search_top_k": 10 - d // 2,
-        "n_intents": 1 + int(d >= 3) + int(d >= 8),
+        "n_intents": 1 + int(d >= 2) + int(d >= 5),
         "budget_slack": round(0.5 - 0.045 * d, 4),
     }
     if tuple(axes) != DIFFICULTY_AXES:

@@ -33,10 +33,8 @@ from ecomrlve.generators.blocks import (
     order_ref,
     order_when,
     placed_days_ago_for,
-    policy_call,
     query_for,
-    return_policy_id,
-    return_policy_query,
+    returns_policy_call,
     window_facts,
 )
 from ecomrlve.generators.context import GenContext
@@ -100,7 +98,11 @@ class Journey(Scenario):
         )
 
     def plan(self, config: JourneyConfig, rng: np.random.Generator) -> Plan:
-        n = config.n_intents if rng.random() < 0.75 else 2
+        # three intents from d5 on, more often as d grows
+        three = config.n_intents == 3 and rng.random() < min(
+            0.9, 0.4 + 0.1 * (config.difficulty - 5)
+        )
+        n = 3 if three else 2
         story = pick(rng, STORIES[n])
         asks_reason = any(i in ("return", "cancel") for i in story)
         hide_reason = asks_reason and bool(rng.random() < config.hidden_detail_share)
@@ -170,6 +172,7 @@ class Journey(Scenario):
             if intent in ORDER_INTENTS and not listed:
                 reference.append(call("list_orders"))
                 listed = True
+            mentioned = bool(sentences) and story[0] == "status"
             if intent == "status":
                 say(
                     "Can you check the status of my order with {thing} (placed {when})?",
@@ -179,7 +182,7 @@ class Journey(Scenario):
                 answer_facts.append(list(STATUS_FACTS[order["status"]]))
                 answer_facts.append(date_facts(order["delivered"] or order["eta"]))
             elif intent == "return":
-                it = "it" if sentences else f"{thing} I ordered {when}"
+                it = "it" if mentioned else f"{thing} I ordered {when}"
                 say("I want to return {it}{reason}.", it=it, reason=reason_text)
                 reference.append(
                     call("return_item", order_id=order_id, item_id=item_id, reason=reason)
@@ -203,17 +206,14 @@ class Journey(Scenario):
                     )
                 )
             elif intent == "cancel":
-                it = "it" if sentences else f"my order with {thing} (placed {when})"
+                it = "it" if mentioned else f"my order with {thing} (placed {when})"
                 say("Please cancel {it}{reason}.", it=it, reason=reason_text)
                 reference.append(call("cancel_order", order_id=order_id, reason=reason))
                 cancel.append(order_id)
                 answer_facts.append(CANCELLED_FACTS)
             elif intent == "policy":
                 say("How long do I have to return {category}?", category=category)
-                query = return_policy_query(category, membership, rng)
-                reference.append(
-                    policy_call(ctx, query, return_policy_id(ctx, category, membership))
-                )
+                reference.append(returns_policy_call(ctx, category, membership, rng))
                 window = ctx.policies.return_rule(category, membership).window_days
                 answer_facts.append(window_facts(window))
             else:  # buy a replacement of the same kind

@@ -86,7 +86,9 @@ class OrderStatus(Scenario):
             pick(rng, DETAILS) if rng.random() < config.detail_prob else None
             for _ in range(n_targets)
         ]
-        vague = bool(rng.random() < config.hidden_detail_share)
+        # a vague request ("my order") names one order; which details go with which order
+        # would be lost for several
+        vague = n_targets == 1 and bool(rng.random() < config.hidden_detail_share)
         statuses = [pick(rng, STATUSES) for _ in range(n_targets)]
         cancel_question = bool(rng.random() < 0.2 * (config.policy_branches - 1))
         if cancel_question:
@@ -183,8 +185,7 @@ class OrderStatus(Scenario):
                 question = f" Also tell me {join_words(detail_asks)}." + question
         else:
             template = pick(rng, TEMPLATES)
-        vague_text = "my order" if n == 1 else f"{n} of my recent orders"
-        values = {"orders": orders_text, "question": question, "vague": vague_text}
+        values = {"orders": orders_text, "question": question, "vague": "my order"}
         prompt = render(template, values, rng, config.typo_rate)
         described = [f"{order_ref(o)}, with {line_phrase(ctx, r, rng)}" for o, r in targets]
         facts = {

@@ -101,7 +101,7 @@ def join_words(words: Sequence[str]) -> str:
 CONSTRAINT_PHRASES: dict[str, tuple[str, ...]] = {
     "brand": ("from {v}", "made by {v}", "by {v}"),
     "color": ("in {v}", "in the colour {v}", "in {v} colour"),
-    "size": ("in size {v}", "size {v}", "in a {v}"),
+    "size": ("in size {v}", "size {v}"),
     "max_price": ("under {v}", "for {v} or less", "that costs no more than {v}"),
     "min_rating": ("rated {v} stars or higher", "with at least {v} stars"),
     "max_ship_days": ("that arrives within {v} days", "that ships in {v} days or less"),
@@ -120,6 +120,8 @@ def constraint_value(key: str, value: Any) -> str:
 
 
 def constraint_phrase(key: str, value: Any, rng: np.random.Generator) -> str:
+    if key == "size" and value == "one size":
+        return "one size"
     return pick(rng, CONSTRAINT_PHRASES[key]).format(v=constraint_value(key, value))
 
 

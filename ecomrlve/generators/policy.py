@@ -31,7 +31,7 @@ from ecomrlve.generators.blocks import (
     order_when,
     policy_call,
     return_policy_id,
-    return_policy_query,
+    returns_policy_call,
     window_facts,
 )
 from ecomrlve.generators.context import GenContext
@@ -150,8 +150,7 @@ class Policy(Scenario):
 
         def returns_call() -> ToolCall:
             # the returns row of the category states the window and any restocking fee
-            query = return_policy_query(category, membership, rng)
-            return policy_call(ctx, query, return_policy_id(ctx, category, membership))
+            return returns_policy_call(ctx, category, membership, rng)
 
         def look_up(topic: str, make) -> None:
             document = policy_document(topic, not rule.returnable)
@@ -195,8 +194,9 @@ class Policy(Scenario):
                 else:
                     policy_id = return_policy_id(ctx, category, membership)
                     answer_facts.append(FINAL_SALE_FACTS)
-                query = pick(rng, (f"exchange {category}", f"{category} exchanges size colour"))
-                look_up(topic, lambda q=query, p=policy_id: policy_call(ctx, q, p))
+                queries = [f"exchange {category}", f"{category} exchanges size colour"]
+                queries = [queries[int(i)] for i in rng.permutation(2)] + [f"{category} returns"]
+                look_up(topic, lambda q=queries, p=policy_id: policy_call(ctx, q, p))
             elif topic == "refunds":
                 questions.append("How long does a refund take to come through?")
                 query = pick(rng, ("refunds original payment method", "refund business days"))

@@ -30,9 +30,7 @@ from ecomrlve.generators.blocks import (
     line_phrase,
     order_ref,
     order_when,
-    policy_call,
-    return_policy_id,
-    return_policy_query,
+    returns_policy_call,
     window_facts,
 )
 from ecomrlve.generators.context import GenContext
@@ -203,10 +201,7 @@ class Return(Scenario):
                 )
             else:
                 requests.append(f"I'd like to return {phrase}")
-                query = return_policy_query(category, membership, rng)
-                policy_calls.append(
-                    policy_call(ctx, query, return_policy_id(ctx, category, membership))
-                )
+                policy_calls.append(returns_policy_call(ctx, category, membership, rng))
                 rule = ctx.policies.return_rule(category, membership)
                 answer_facts.append(
                     FINAL_SALE_FACTS if not rule.returnable else window_facts(rule.window_days)
@@ -215,10 +210,7 @@ class Return(Scenario):
         if plan["fee_question"]:
             asked = next(it for it in items if it["kind"] == "return")
             category = ctx.category.value(asked["row"])
-            query = return_policy_query(category, membership, rng)
-            policy_calls.append(
-                policy_call(ctx, query, return_policy_id(ctx, category, membership))
-            )
+            policy_calls.append(returns_policy_call(ctx, category, membership, rng))
             answer_facts.append(
                 fee_facts(ctx.policies.return_rule(category, membership).restocking_fee)
             )

@@ -1,0 +1,139 @@
+"""`ecomrlve generate` (registered by `register(app)`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import polars as pl
+import typer
+
+from ecomrlve.cli_common import console, err_console, fail, frame_table, progress_bar, user_errors
+
+DataOpt = typer.Option(Path("data"), "--data", help="data directory (holds the catalog)")
+AUTO_WORKERS_FROM = 2000  # below this many tasks a process pool costs more than it saves
+
+
+def counts_table(df: pl.DataFrame) -> pl.DataFrame:
+    """Tasks by scenario (rows) x difficulty (columns)."""
+    wide = (
+        df.group_by("scenario", "difficulty")
+        .len()
+        .sort("difficulty")
+        .pivot(on="difficulty", index="scenario", values="len")
+        .fill_null(0)
+        .sort("scenario")
+    )
+    return wide.rename({c: f"d{c}" for c in wide.columns if c != "scenario"})
+
+
+def steps_histogram(df: pl.DataFrame) -> pl.DataFrame:
+    """Tasks by min_steps (the reference's tool calls), per scenario and in total."""
+    wide = (
+        df.group_by("scenario", "min_steps")
+        .len()
+        .sort("min_steps")
+        .pivot(on="min_steps", index="scenario", values="len")
+        .fill_null(0)
+        .sort("scenario")
+    )
+    return wide.rename({c: f"{c} steps" for c in wide.columns if c != "scenario"})
+
+
+def register(app: typer.Typer) -> None:
+    """Add `generate` to the `ecomrlve` app."""
+
+    @app.command()
+    def generate(
+        tasks: int = typer.Option(..., "--tasks", "-n", help="number of tasks to generate"),
+        seed: int = typer.Option(0, "--seed", help="run seed; task ids carry it"),
+        data: Path = DataOpt,
+        scenarios: str | None = typer.Option(
+            None, "--scenarios", help="comma-separated scenario names (default: all nine)"
+        ),
+        difficulty: str = typer.Option("0-10", "--difficulty", help="range, e.g. 3-7, or one d"),
+        min_steps: int | None = typer.Option(None, "--min-steps", help="lowest reference length"),
+        max_steps: int | None = typer.Option(None, "--max-steps", help="highest reference length"),
+        workers: int | None = typer.Option(
+            None, "--workers", help="processes (default: all cores for big runs)"
+        ),
+        run: str | None = typer.Option(
+            None, "--run", help="file name of this run in each partition (default gen_sSEED)"
+        ),
+    ) -> None:
+        """Generate validated tasks into DIR/tasks/scenario=S/difficulty=D/RUN.parquet.
+
+        Every task's reference solution is replayed through the env's verifier first; tasks
+        that fail are counted and never written. A rerun with the same seed (run) replaces its
+        own files; another seed adds files.
+        """
+        from ecomrlve import store
+        from ecomrlve.generators import (
+            generate_tasks,
+            parse_difficulty_range,
+            parse_scenarios,
+            run_name_for,
+            write_tasks,
+        )
+        from ecomrlve.generators.generate import check_band
+
+        if tasks <= 0:
+            fail(f"--tasks must be a positive number, got {tasks}")
+        if seed < 0:
+            fail(f"--seed must be >= 0, got {seed}")
+        if workers is not None and workers < 1:
+            fail(f"--workers must be >= 1, got {workers}")
+        with user_errors():
+            names = parse_scenarios(scenarios)
+            band_range = parse_difficulty_range(difficulty)
+            check_band(min_steps, max_steps)
+            run_name = store.validate_identifier(run or run_name_for(seed), "run name")
+            paths = store.DataPaths.of(data)
+            if not paths.products.exists() or not paths.policies.exists():
+                raise store.StoreError(
+                    f"no catalog at {paths.catalog}: run `ecomrlve catalog --data {data}` first"
+                )
+        if workers is None:
+            workers = min(2, os.cpu_count() or 1) if tasks >= AUTO_WORKERS_FROM else 1
+        with user_errors(), progress_bar("generate") as update:
+            df, report = generate_tasks(
+                data,
+                tasks,
+                seed,
+                scenarios=names,
+                difficulty=band_range,
+                min_steps=min_steps,
+                max_steps=max_steps,
+                workers=workers,
+                progress=update,
+            )
+            if df.height == 0:
+                raise store.StoreError(
+                    f"no valid task was generated ({report.invalid} failed validation, "
+                    f"{report.gave_up} found no plan in the step band); nothing written"
+                )
+            written = write_tasks(data, df, run_name)
+        console.print(frame_table(counts_table(df), title="tasks by scenario x difficulty"))
+        console.print(frame_table(steps_histogram(df), title="min_steps histogram"))
+        rate = df.height / report.seconds if report.seconds else float("inf")
+        console.print(
+            f"{df.height:,} tasks in {report.seconds:.1f} s ({rate:,.0f} tasks/s, "
+            f"{workers} worker(s)); {len(written)} file(s) named {run_name}.parquet under "
+            f"{store.DataPaths.of(data).tasks}"
+        )
+        if report.invalid:
+            err_console.print(
+                f"warning: {report.invalid} task(s) failed validation and were not written: "
+                + "; ".join(f"{n}x {r}" for r, n in report.reasons.most_common(3))
+            )
+        if report.gave_up:
+            err_console.print(
+                f"warning: {report.gave_up} task index(es) found no plan in the step band"
+            )
+        if report.skipped_cells:
+            err_console.print(
+                f"note: {len(report.skipped_cells)} scenario x difficulty cell(s) cannot reach "
+                f"{min_steps or 1}-{max_steps or 'any'} steps and were skipped: "
+                + ", ".join(report.skipped_cells[:12])
+                + (" …" if len(report.skipped_cells) > 12 else "")
+            )

@@ -1,0 +1,298 @@
+"""The generator machinery: difficulty axes, registry, task keys, catalog look-ups, the run
+API (chunks, step bands, process pool), the store write and the `ecomrlve generate` CLI."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+from typer.testing import CliRunner
+
+from ecomrlve.cli import app
+from ecomrlve.config import SCENARIOS
+from ecomrlve.generators import (
+    REGISTRY,
+    GenContext,
+    TaskKey,
+    axes_for,
+    generate_chunk,
+    generate_tasks,
+    get_scenario,
+    parse_difficulty_range,
+    parse_scenarios,
+    regenerate,
+    write_tasks,
+)
+from ecomrlve.generators.difficulty import DECREASING_AXES
+from ecomrlve.generators.generate import task_row
+from ecomrlve.generators.registry import register
+from ecomrlve.store import DataPaths, StoreError, connect
+from ecomrlve.tasks import DIFFICULTY_AXES, Task
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def ctx(small_catalog_dir) -> GenContext:
+    return GenContext.load(small_catalog_dir)
+
+
+@pytest.fixture
+def data_dir(small_catalog_dir, tmp_path) -> Path:
+    """A writable copy of the small catalog (tasks get written into it)."""
+    target = tmp_path / "data"
+    shutil.copytree(small_catalog_dir, target)
+    return target
+
+
+# ---- difficulty ---------------------------------------------------------------------------------
+def test_axes_cover_the_twelve_columns_and_are_monotone():
+    table = [axes_for(d) for d in range(11)]
+    assert all(tuple(a) == DIFFICULTY_AXES for a in table)
+    for axis in DIFFICULTY_AXES:
+        values = [a[axis] for a in table]
+        if axis in DECREASING_AXES:
+            assert values == sorted(values, reverse=True), axis
+        else:
+            assert values == sorted(values), axis
+        assert values[0] != values[-1], f"{axis} does not move with difficulty"
+    assert table[0]["n_constraints"] == 2 and table[10]["n_constraints"] == 7
+
+
+@pytest.mark.parametrize("bad", [-1, 11, 2.5, True, "3"])
+def test_bad_difficulty_is_refused(bad):
+    with pytest.raises(ValueError, match="difficulty"):
+        axes_for(bad)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("3-7", (3, 7)), ("5", (5, 5)), (" 0-10 ", (0, 10))]
+)
+def test_parse_difficulty_range(text, expected):
+    assert parse_difficulty_range(text) == expected
+
+
+@pytest.mark.parametrize("text", ["7-3", "0-11", "a-b", "1-2-3", "", "-1"])
+def test_parse_difficulty_range_errors(text):
+    with pytest.raises(ValueError):
+        parse_difficulty_range(text)
+
+
+# ---- registry and keys --------------------------------------------------------------------------
+def test_registry_holds_the_nine_scenarios_in_order():
+    assert list(REGISTRY) == list(SCENARIOS)
+    for name in SCENARIOS:
+        assert get_scenario(name).name == name
+
+
+def test_register_refuses_duplicates_and_unlisted_names():
+    with pytest.raises(ValueError, match="already registered"):
+        register(get_scenario("cart"))
+
+    class Unlisted(type(get_scenario("cart"))):
+        name = "gift_cards"
+
+    with pytest.raises(ValueError, match="SCENARIOS"):
+        register(Unlisted(), registry={})
+
+
+def test_parse_scenarios():
+    assert parse_scenarios(None) == list(SCENARIOS)
+    assert parse_scenarios("cart, policy") == ["cart", "policy"]
+    with pytest.raises(ValueError, match="unknown scenario 'carts'"):
+        parse_scenarios("cart,carts")
+    with pytest.raises(ValueError, match="twice"):
+        parse_scenarios("cart,cart")
+
+
+def test_task_key_round_trip_and_streams():
+    key = TaskKey("return", 42, 7, 123, 2)
+    assert key.task_id == "return-s42-d7-i123-a2"
+    assert TaskKey.parse(key.task_id) == key
+    # each coordinate changes the stream; seed 42 index 1 is not seed 43 index 0
+    draws = {
+        k: k.rng().random()
+        for k in (
+            TaskKey("cart", 42, 3, 1),
+            TaskKey("cart", 43, 3, 0),
+            TaskKey("cart", 42, 4, 1),
+            TaskKey("cart", 42, 3, 1, 1),
+            TaskKey("bundle", 42, 3, 1),
+        )
+    }
+    assert len(set(draws.values())) == len(draws)
+    for bad in ("cart-s1-d1-i1", "cart-s1-d99-i1-a0", "nope-s1-d1-i1-a0", "cart-s-1-d1-i1-a0"):
+        with pytest.raises(ValueError):
+            TaskKey.parse(bad)
+
+
+# ---- catalog look-ups ---------------------------------------------------------------------------
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_rows_where_equals_catalog_filter_mask(ctx, data):
+    row = data.draw(st.integers(0, ctx.size - 1))
+    product = ctx.product(row)
+    options = {
+        "brand": product["brand"],
+        "color": product["color"].upper(),
+        "size": product["size"],
+        "min_price": product["price"] - data.draw(st.floats(0, 50)),
+        "max_price": product["price"] + data.draw(st.floats(-5, 50)),
+        "min_rating": data.draw(st.sampled_from([1.0, 3.5, 4.0, 4.5])),
+        "max_ship_days": data.draw(st.integers(1, 10)),
+        "in_stock": data.draw(st.booleans()),
+    }
+    keys = data.draw(st.lists(st.sampled_from(sorted(options)), unique=True, max_size=5))
+    filters = {"category": f"  {product['category'].upper()} ", **{k: options[k] for k in keys}}
+    expected = np.flatnonzero(ctx.catalog.filter_mask(filters))
+    assert np.array_equal(ctx.rows_where(filters), expected)
+    assert len(ctx.rows_where({**filters, "category": "no such category"})) == 0
+
+
+# ---- runs and chunks ----------------------------------------------------------------------------
+def test_generate_tasks_spreads_over_cells_and_validates(ctx):
+    df, report = generate_tasks(ctx, 36, seed=3, scenarios=["cart", "policy"], difficulty=(2, 4))
+    assert df.height == 36 and report.generated == 36 and report.invalid == 0
+    counts = df.group_by("scenario", "difficulty").len()
+    assert counts.height == 6 and set(counts["len"]) == {6}
+    assert df["task_id"].n_unique() == 36
+    assert set(DIFFICULTY_AXES) <= set(df.columns)
+    assert (df["catalog_hash"] == ctx.catalog_hash).all()
+    # rows rebuild from their ids alone
+    first = df.row(0, named=True)
+    assert task_row(regenerate(first["task_id"], ctx)) == first
+
+
+def test_step_band_targets_and_skips_cells(ctx):
+    df, report = generate_tasks(ctx, 40, seed=1, min_steps=6, max_steps=8)
+    assert df.height == 40
+    assert df["min_steps"].is_between(6, 8).all()
+    assert "policy/d0" in report.skipped_cells  # one search_policy cannot take six steps
+    assert report.attempts > df.height
+    with pytest.raises(ValueError, match="no scenario x difficulty"):
+        generate_tasks(ctx, 5, seed=1, scenarios=["policy"], difficulty=(0, 2), min_steps=7)
+    with pytest.raises(ValueError, match="min-steps"):
+        generate_tasks(ctx, 5, seed=1, min_steps=6, max_steps=3)
+
+
+def test_generate_chunk_is_the_cell_slice(ctx):
+    whole, _ = generate_chunk(ctx, 9, "bundle", 5, 0, 6)
+    tail, _ = generate_chunk(ctx, 9, "bundle", 5, 3, 3)
+    assert_frame_equal(whole.slice(3, 3), tail)
+    empty, report = generate_chunk(ctx, 9, "policy", 0, 0, 4, min_steps=6, max_steps=8)
+    assert empty.height == 0 and report.skipped_cells == ["policy/d0"]
+    assert empty.schema == whole.schema
+
+
+def test_process_pool_gives_the_same_rows(small_catalog_dir):
+    serial, _ = generate_tasks(small_catalog_dir, 27, seed=4, chunk_size=2)
+    pooled, report = generate_tasks(small_catalog_dir, 27, seed=4, workers=2, chunk_size=2)
+    assert report.generated == 27
+    assert_frame_equal(serial, pooled)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"n": 0}, "positive"),
+        ({"seed": -1}, "seed"),
+        ({"scenarios": ["carts"]}, "unknown scenario"),
+        ({"difficulty": (4, 2)}, "empty"),
+        ({"difficulty": (0, 12)}, "difficulty"),
+        ({"workers": 0}, "workers"),
+    ],
+)
+def test_generate_tasks_rejects_bad_input(ctx, kwargs, message):
+    args = {"n": 5, "seed": 0, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        generate_tasks(ctx, args.pop("n"), args.pop("seed"), **args)
+
+
+# ---- the store ----------------------------------------------------------------------------------
+def _task_files(data: Path) -> list[Path]:
+    return sorted(DataPaths.of(data).tasks.glob("scenario=*/difficulty=*/*.parquet"))
+
+
+def test_write_tasks_replaces_own_files_and_refuses_clashes(data_dir):
+    df, _ = generate_tasks(data_dir, 18, seed=5, scenarios=["cart", "cancel"], difficulty=(1, 3))
+    written = write_tasks(data_dir, df, "gen_s5")
+    assert len(written) == 6 and _task_files(data_dir) == sorted(written)
+    back = pl.read_parquet(_task_files(data_dir), hive_partitioning=False)
+    assert_frame_equal(back.sort("task_id"), df.sort("task_id"), check_column_order=False)
+    # the rows are the tasks: a row rebuilds the same Task
+    row = back.row(0, named=True)
+    assert task_row(Task.from_row(row)) == row
+    write_tasks(data_dir, df, "gen_s5")  # a rerun replaces, never duplicates
+    with connect(data_dir) as con:
+        assert con.execute("SELECT count(*), count(DISTINCT task_id) FROM tasks").fetchall() == [
+            (18, 18)
+        ]
+    other, _ = generate_tasks(data_dir, 18, seed=6, scenarios=["cart", "cancel"], difficulty=(1, 3))
+    write_tasks(data_dir, other, "gen_s6")  # a new seed adds files
+    assert len(_task_files(data_dir)) == 12
+    before = {p: p.stat().st_mtime_ns for p in _task_files(data_dir)}
+    with pytest.raises(StoreError, match="already in the store"):
+        write_tasks(data_dir, df, "copy_of_s5")
+    assert {p: p.stat().st_mtime_ns for p in _task_files(data_dir)} == before
+    with pytest.raises(StoreError, match="run name"):
+        write_tasks(data_dir, df, "../escape")
+
+
+# ---- CLI ----------------------------------------------------------------------------------------
+def test_cli_generate_end_to_end(data_dir):
+    result = runner.invoke(
+        app, ["generate", "--tasks", "27", "--seed", "2", "--data", str(data_dir)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "tasks by scenario x difficulty" in result.output
+    assert "min_steps" in result.output
+    with connect(data_dir) as con:
+        rows = con.execute(
+            "SELECT scenario, count(*) FROM tasks GROUP BY ALL ORDER BY 1"
+        ).fetchall()
+    assert [r[0] for r in rows] == sorted(SCENARIOS) and sum(r[1] for r in rows) == 27
+    banded = runner.invoke(
+        app,
+        ["generate", "-n", "18", "--seed", "3", "--data", str(data_dir), "--scenarios",
+         "cart,return", "--min-steps", "3", "--max-steps", "5", "--difficulty", "2-6"],
+    )  # fmt: skip
+    assert banded.exit_code == 0, banded.output
+    with connect(data_dir) as con:
+        lo, hi, n = con.execute(
+            "SELECT min(min_steps), max(min_steps), count(*) FROM tasks WHERE seed = 3"
+        ).fetchall()[0]
+    assert 3 <= lo <= hi <= 5 and n == 18
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tasks", "0"], "--tasks must be a positive"),
+        (["--tasks", "5", "--scenarios", "cart,nope"], "unknown scenario 'nope'"),
+        (["--tasks", "5", "--difficulty", "8-2"], "difficulty range"),
+        (["--tasks", "5", "--difficulty", "0-99"], "difficulty range"),
+        (["--tasks", "5", "--min-steps", "7", "--max-steps", "3"], "min-steps 7 > --max-steps 3"),
+        (["--tasks", "5", "--seed", "-4"], "--seed must be >= 0"),
+        (["--tasks", "5", "--run", "a/b"], "invalid run name"),
+    ],
+)
+def test_cli_bad_input_exits_2_and_writes_nothing(data_dir, args, message):
+    result = runner.invoke(app, ["generate", "--data", str(data_dir), *args])
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split())
+    assert _task_files(data_dir) == []
+
+
+def test_cli_without_catalog_exits_2(tmp_path):
+    result = runner.invoke(app, ["generate", "--tasks", "5", "--data", str(tmp_path / "none")])
+    assert result.exit_code == 2
+    assert "no catalog" in result.output
+    assert not (tmp_path / "none" / "tasks").exists()
