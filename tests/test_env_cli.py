@@ -117,3 +117,17 @@ def test_play_turns_shorthand_into_calls():
     assert '"query": "boots"' in play_turn('search {"query": "boots"}')
     assert play_turn("thanks, bye") == "thanks, bye"
     assert play_turn('{"name": "x"}').startswith("<tool_call>")
+
+
+def test_verify_a_malformed_task_exits_2_naming_it(tmp_path):
+    catalog = fx.small_catalog()
+    bad = fx.policy_task(catalog)
+    bad.task_id = "fx-bad"
+    bad.initial_state = {"today": "not a date", "user": {}}
+    root = tmp_path / "data"
+    fx.write_store(root, tasks=[bad])
+    trajectories = tmp_path / "t.jsonl"
+    trajectories.write_text(json.dumps({"task_id": "fx-bad", "turns": ["hi"]}) + "\n")
+    result = run("verify", "--data", root, "--trajectories", trajectories)
+    assert result.exit_code == 2
+    assert "task 'fx-bad'" in result.stderr and "today" in result.stderr

@@ -209,3 +209,46 @@ def test_index_marker_mismatch_rebuilds(tmp_path):
     (tmp_path / "idx" / "ecomrlve-index.json").write_text("{}")
     rebuilt = SearchIndex.open_or_build(catalog, tmp_path / "idx")
     assert rebuilt.searcher.num_docs == 400
+
+
+def test_corrupt_index_is_rebuilt(tmp_path):
+    products = build_products(300, 6)
+    Catalog.from_frames(products, build_policies(), index_dir=tmp_path / "idx")
+    for path in (tmp_path / "idx").iterdir():
+        if path.name != "ecomrlve-index.json":
+            path.unlink() if path.is_file() else None
+    catalog = Catalog.from_frames(products, build_policies(), index_dir=tmp_path / "idx")
+    assert len(catalog.search("", None, 5)) == 5
+
+
+def test_unwritable_index_dir_falls_back_to_ram(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    catalog = Catalog.from_frames(build_products(300, 6), build_policies(), index_dir=blocker / "x")
+    assert len(catalog.search("", None, 5)) == 5
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_query_plan_equals_one_tantivy_query(catalog, data):
+    """The planner (ordered scan / over-fetch + numpy post-filter) returns exactly what a
+    single tantivy query with every filter as a const-score Must clause returns."""
+    from ecomrlve.env.catalog import normalise_filters
+    from ecomrlve.env.search import analyzer_tokens
+
+    f = data.draw(filters(catalog))
+    query = data.draw(st.sampled_from(QUERIES))
+    top_k = data.draw(st.integers(1, 50))
+    tokens = tuple(dict.fromkeys(analyzer_tokens(query)))
+    normalised = normalise_filters(f)
+    assert catalog._run_search(tokens, normalised, top_k) == catalog._index.search(
+        tokens, normalised, top_k
+    )
+
+
+def test_overfetch_falls_back_to_the_full_query(catalog, monkeypatch):
+    import ecomrlve.env.catalog as module
+
+    monkeypatch.setattr(module, "MAX_OVERFETCH", 16)
+    tokens, f = ("cotton",), (("min_rating", 4.9),)
+    assert catalog._run_search(tokens, f, 50) == catalog._index.search(tokens, f, 50)

@@ -105,3 +105,17 @@ def test_intent_switch_arrives_at_a_fixed_turn_without_questions(catalog):
             assert len(users) == 1 and "check my last order" in users[0]["content"]
         else:
             assert not users
+
+
+def test_ids_the_user_says_count_as_seen(catalog):
+    task = fx.cancel_task(catalog)
+    task.goal.user_facts = {"order": "order O1001"}
+    turns = [
+        format_call("ask_user", {"question": "Which order?"}),
+        format_call("cancel_order", {"order_id": "O1001", "reason": "mistake"}),
+        "It is cancelled.",
+    ]
+    from ecomrlve.env import verify
+
+    verdict = verify(task, turns, catalog)
+    assert verdict.components["hallucination"] == 0.0 and verdict.success

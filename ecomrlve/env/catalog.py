@@ -29,7 +29,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from ecomrlve.catalogs.policies import PolicyBook
 from ecomrlve.env.search import SearchIndex, analyzer_tokens
@@ -42,6 +41,9 @@ NUMERIC_FILTERS: tuple[str, ...] = ("min_price", "max_price", "min_rating", "max
 FILTER_KEYS: tuple[str, ...] = (*TEXT_FILTERS, *NUMERIC_FILTERS, "in_stock")
 MAX_TOP_K = 50
 SEARCH_CACHE_SIZE = 8192
+MAX_OVERFETCH = 4096  # deepest tantivy fetch before the full filtered query is run
+MIN_POSTFILTER_SHARE = 0.02  # below this share of survivors, one full query is cheaper
+SHARE_SAMPLE = 4096
 RESULT_FIELDS: tuple[str, ...] = (
     "item_id",
     "title",
@@ -128,31 +130,47 @@ def normalise_filters(filters: dict[str, Any] | None) -> tuple[tuple[str, Any], 
     return tuple(sorted(out))
 
 
+def _codes(values: pl.Series) -> tuple[np.ndarray, list[str]]:
+    """Integer codes of a string column and the sorted vocabulary they index (hash-based)."""
+    strings = values.cast(pl.String)
+    vocab = strings.unique().sort().to_list()
+    return strings.cast(pl.Enum(vocab)).to_physical().to_numpy(), vocab
+
+
 class _LowCardinality:
-    """A string column as integer codes over the normalised vocabulary (for exact filters)."""
+    """A string column as codes: the original spelling for display, normalised for filters.
+
+    Normalising the vocabulary instead of the column keeps loading a million rows fast.
+    """
 
     def __init__(self, values: pl.Series):
-        normalised = (
-            values.cast(pl.String).str.replace_all(r"\s+", " ").str.strip_chars().str.to_lowercase()
+        display_codes, self.display_vocab = _codes(values)
+        self.display_codes = display_codes.astype(np.int32)
+        normalised_vocab = sorted({normalise_text(v) for v in self.display_vocab})
+        self.code_of = {v: i for i, v in enumerate(normalised_vocab)}
+        self.normalised_vocab = normalised_vocab
+        to_normalised = np.array(
+            [self.code_of[normalise_text(v)] for v in self.display_vocab], dtype=np.int32
         )
-        codes_frame = normalised.to_frame("v").with_columns(
-            code=pl.col("v").rank("dense").cast(pl.Int32) - 1
-        )
-        self.codes = codes_frame["code"].to_numpy()
-        vocab = codes_frame.unique("code").sort("code")["v"].to_list()
-        self.code_of = {v: i for i, v in enumerate(vocab)}
-        self.normalised = normalised
-        # the original spelling, for display: codes into a vocabulary of the raw values
-        display = (
-            values.cast(pl.String)
-            .to_frame("v")
-            .with_columns(code=pl.col("v").rank("dense").cast(pl.Int32) - 1)
-        )
-        self.display_codes: list[int] = display["code"].to_list()
-        self.display_vocab: list[str] = display.unique("code").sort("code")["v"].to_list()
+        self.codes = to_normalised[self.display_codes]
+        # rows of each normalised value, ascending (an exact filter's candidate list)
+        order = np.argsort(self.codes, kind="stable").astype(np.int32)
+        bounds = np.searchsorted(self.codes[order], np.arange(len(normalised_vocab) + 1))
+        self._order, self._bounds = order, bounds
+
+    def rows(self, value: str) -> np.ndarray:
+        """Rows whose normalised value equals `value`, in row (item_id) order."""
+        code = self.code_of.get(value)
+        if code is None:
+            return self._order[:0]
+        return self._order[self._bounds[code] : self._bounds[code + 1]]
 
     def display(self, row: int) -> str:
         return self.display_vocab[self.display_codes[row]]
+
+    def normalised_values(self) -> list[str]:
+        vocab = self.normalised_vocab
+        return [vocab[code] for code in self.codes.tolist()]
 
     def mask(self, value: str) -> np.ndarray:
         code = self.code_of.get(value)
@@ -182,37 +200,35 @@ class Catalog:
             raise StoreError("products table is empty")
         if not products["item_id"].is_sorted():
             products = products.sort("item_id")
-        if products["item_id"].n_unique() != products.height:
-            raise StoreError("products table has duplicate item_id values")
         self.products = products
         self.policies = PolicyBook(policies)
         self.catalog_hash = catalog_hash
         self.size = products.height
-        table = products.to_arrow()
-        self._arrow: dict[str, pa.Array] = {
-            name: table.column(name).combine_chunks() for name in table.column_names
-        }
         self.item_ids: list[str] = products["item_id"].to_list()
         # titles appear in every search result, cart and order view: a list is 30x faster
         # than Arrow scalar access (≈60 MB per million products)
         self.titles: list[str] = products["title"].cast(pl.String).to_list()
-        self._row_of: dict[str, int] = {item_id: i for i, item_id in enumerate(self.item_ids)}
+        self._row_of: dict[str, int] = dict(zip(self.item_ids, range(self.size), strict=True))
+        if len(self._row_of) != self.size:
+            raise StoreError("products table has duplicate item_id values")
         self.price = products["price"].cast(pl.Float64).to_numpy()
         self.rating = products["rating"].cast(pl.Float64).to_numpy()
         self.ship_days = products["ship_days"].cast(pl.Int64).to_numpy()
         self.stock = products["stock"].cast(pl.Int64).to_numpy()
         self.in_stock = products["in_stock"].cast(pl.Boolean).to_numpy()
         self._text = {name: _LowCardinality(products[name]) for name in TEXT_FILTERS}
-        family = _LowCardinality(products["family_id"])
-        self._family_codes = family.codes
-        self._family_order = np.argsort(family.codes, kind="stable")
-        sorted_codes = family.codes[self._family_order]
-        self._family_start = np.searchsorted(sorted_codes, np.arange(len(family.code_of)))
-        self._family_end = np.searchsorted(
-            sorted_codes, np.arange(len(family.code_of)), side="right"
-        )
-        self._columns = {name: self._arrow[name] for name in products.columns}
+        family_codes, family_vocab = _codes(products["family_id"])
+        self._family_codes = family_codes
+        self._family_order = np.argsort(family_codes, kind="stable")
+        sorted_codes = family_codes[self._family_order]
+        families = np.arange(len(family_vocab))
+        self._family_start = np.searchsorted(sorted_codes, families)
+        self._family_end = np.searchsorted(sorted_codes, families, side="right")
+        self._series = {name: products[name] for name in products.columns}
         self._index = SearchIndex.open_or_build(self, index_dir)
+        self._sample_rows = np.linspace(0, self.size - 1, min(self.size, SHARE_SAMPLE)).astype(
+            np.int64
+        )
         self._search_cache: OrderedDict[tuple, list] = OrderedDict()
         self._search_lock = threading.Lock()
 
@@ -279,14 +295,14 @@ class Catalog:
             return text.display(row)
         if column == "title":
             return self.titles[row]
-        return self._columns[column][row].as_py()
+        return self._series[column][row]
 
     def row(self, item_id: str) -> dict[str, Any]:
         """Every column of one product; raises KeyError for an unknown id."""
         index = self._row_of.get(item_id)
         if index is None:
             raise KeyError(item_id)
-        return {name: column[index].as_py() for name, column in self._columns.items()}
+        return self.products.row(index, named=True)
 
     def result(self, row: int) -> dict[str, Any]:
         """The short product record search results carry."""
@@ -321,21 +337,108 @@ class Catalog:
         return self._mask(normalise_filters(filters))
 
     def _mask(self, normalised: tuple[tuple[str, Any], ...]) -> np.ndarray:
-        mask = np.ones(self.size, dtype=bool)
+        return self._mask_rows(None, normalised)
+
+    def _mask_rows(
+        self, rows: np.ndarray | slice | None, normalised: tuple[tuple[str, Any], ...]
+    ) -> np.ndarray:
+        """The filter mask over `rows` (an index array or slice; None: the whole catalog)."""
+        pick = slice(None) if rows is None else rows
+        if rows is None:
+            size = self.size
+        elif isinstance(rows, slice):
+            size = len(range(*rows.indices(self.size)))
+        else:
+            size = len(rows)
+        mask = np.ones(size, dtype=bool)
         for key, value in normalised:
             if key in TEXT_FILTERS:
-                mask &= self._text[key].mask(value)
+                code = self._text[key].code_of.get(value)
+                if code is None:
+                    return np.zeros(size, dtype=bool)
+                mask &= self._text[key].codes[pick] == code
             elif key == "min_price":
-                mask &= self.price >= value
+                mask &= self.price[pick] >= value
             elif key == "max_price":
-                mask &= self.price <= value
+                mask &= self.price[pick] <= value
             elif key == "min_rating":
-                mask &= self.rating >= value
+                mask &= self.rating[pick] >= value
             elif key == "max_ship_days":
-                mask &= self.ship_days <= value
+                mask &= self.ship_days[pick] <= value
             elif key == "in_stock":
-                mask &= self.in_stock == value
+                mask &= self.in_stock[pick] == value
         return mask
+
+    # ---- the query plan -----------------------------------------------------------------------
+    def _run_search(
+        self, tokens: tuple[str, ...], normalised: tuple[tuple[str, Any], ...], top_k: int
+    ) -> tuple[int, ...]:
+        """Exact results in score-desc, item_id-asc order, by the cheapest route.
+
+        * no query words: every score ties, so the answer is the first `top_k` rows of the
+          filter mask; scan the smallest exact-filter posting (or the catalog) in growing
+          chunks and stop as soon as `top_k` rows pass;
+        * words + only exact string filters: one tantivy query;
+        * words + numeric / in_stock filters: when a fair share of the string-filter matches
+          pass them, tantivy ranks the words under the string filters alone, fetched deep
+          enough, and the numeric filters are checked on its hits (order is kept, so the
+          result is exact); when few pass, or too few hits survive, one full query runs.
+        `SearchIndex.search(tokens, filters, top_k)` is the single-query reference; the tests
+        check that both agree.
+        """
+        if not tokens:
+            return self._scan(normalised, top_k)
+        strings = tuple(f for f in normalised if f[0] in TEXT_FILTERS)
+        others = tuple(f for f in normalised if f[0] not in TEXT_FILTERS)
+        if not others:
+            return self._index.search(tokens, normalised, top_k)
+        share = self._pass_share(strings, others)
+        if share >= MIN_POSTFILTER_SHARE:
+            # deep enough that about twice top_k hits survive the numeric filters
+            limit = min(MAX_OVERFETCH, int(2 * top_k / share) + 16)
+            rows = self._index.search(tokens, strings, limit)
+            candidates = np.fromiter(rows, dtype=np.int64, count=len(rows))
+            kept = candidates[self._mask_rows(candidates, others)]
+            if len(kept) >= top_k or len(rows) < limit:
+                return tuple(kept[:top_k].tolist())
+        return self._index.search(tokens, normalised, top_k)
+
+    def _pass_share(
+        self, strings: tuple[tuple[str, Any], ...], others: tuple[tuple[str, Any], ...]
+    ) -> float:
+        """Share of the string-filter matches that also pass the other filters: exact on the
+        smallest string posting, else estimated on a fixed sample of rows."""
+        if strings:
+            rows = min((self._text[k].rows(v) for k, v in strings), key=len)
+            if len(rows) == 0:
+                return 1.0
+            if len(rows) > SHARE_SAMPLE:
+                rows = rows[:: len(rows) // SHARE_SAMPLE]
+            return float(self._mask_rows(rows, strings + others).mean())
+        return float(self._mask_rows(self._sample_rows, others).mean())
+
+    def _scan(self, normalised: tuple[tuple[str, Any], ...], top_k: int) -> tuple[int, ...]:
+        strings = [(k, v) for k, v in normalised if k in TEXT_FILTERS]
+        if strings:
+            postings = [(self._text[k].rows(v), (k, v)) for k, v in strings]
+            candidates, lead = min(postings, key=lambda p: len(p[0]))
+            rest = tuple(f for f in normalised if f != lead)
+            total = len(candidates)
+        else:
+            candidates, rest, total = None, normalised, self.size
+        found: list[int] = []
+        start, chunk = 0, 4096
+        while start < total and len(found) < top_k:
+            stop = min(start + chunk, total)
+            if candidates is None:
+                rows = np.arange(start, stop)
+                passed = rows[self._mask_rows(slice(start, stop), rest)]
+            else:
+                rows = candidates[start:stop]
+                passed = rows[self._mask_rows(rows, rest)]
+            found.extend(passed[: top_k - len(found)].tolist())
+            start, chunk = stop, chunk * 4
+        return tuple(found)
 
     def _search_key(
         self, query: str, filters: dict[str, Any] | None, top_k: int
@@ -374,20 +477,13 @@ class Catalog:
             if entry is not None:
                 self._search_cache.move_to_end(key)
                 return entry
-        rows = self._index.search(tokens, normalised, top_k)
+        rows = self._run_search(tokens, normalised, top_k)
         entry = [rows, tuple(self.result(row) for row in rows)]
         with self._search_lock:
             self._search_cache[key] = entry
             if len(self._search_cache) > SEARCH_CACHE_SIZE:
                 self._search_cache.popitem(last=False)
         return entry
-
-    def text_document(self, row: int) -> str:
-        """What the full-text index holds for one product."""
-        cols = self._columns
-        return " ".join(
-            str(cols[name][row].as_py()) for name in ("title", "description", "category")
-        )
 
     def index_columns(self) -> dict[str, list]:
         """Column lists in row order for building the search index."""
@@ -400,7 +496,7 @@ class Catalog:
         )
         cols: dict[str, list] = {"text": text}
         for name in TEXT_FILTERS:
-            cols[name] = self._text[name].normalised.to_list()
+            cols[name] = self._text[name].normalised_values()
         cols["price"] = self.price.tolist()
         cols["rating"] = self.rating.tolist()
         cols["ship_days"] = self.ship_days.tolist()

@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 
 from ecomrlve import store
-from ecomrlve.cli_common import console, err_console, frame_table, user_errors
+from ecomrlve.cli_common import console, err_console, fail, frame_table, user_errors
 from ecomrlve.config import EnvConfig, load_config
 from ecomrlve.tasks import Task
 
@@ -136,10 +136,13 @@ def register(app: typer.Typer) -> None:
                 if task_id not in tasks:
                     raise ValueError(f"{trajectories} line {number}: unknown task_id {task_id!r}")
             catalog = Catalog.load(data)
-        verdicts = [
-            verify_episode(tasks[task_id], turns, catalog, env_config).to_json()
-            for _, task_id, turns in episodes
-        ]
+        verdicts = []
+        for number, task_id, turns in episodes:
+            try:
+                verdict = verify_episode(tasks[task_id], turns, catalog, env_config)
+            except ValueError as err:  # a malformed task (initial_state), not a bad trajectory
+                fail(f"{trajectories} line {number}: task {task_id!r}: {err}")
+            verdicts.append(verdict.to_json())
         payload = _jsonl(iter(verdicts))
         if out is None:
             sys.stdout.write(payload.decode())

@@ -18,7 +18,6 @@ intermediate steps and the verifier's reward at the end.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +27,14 @@ from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.parser import FormatError, ParsedCall, parse_turn
 from ecomrlve.env.state import WorldState, validate_initial_state
-from ecomrlve.env.tools import ID_ARGUMENTS, TOOL_SPECS, ShopTools, ToolKind, tool_schemas
+from ecomrlve.env.tools import (
+    ID_ARGUMENTS,
+    TOOL_SPECS,
+    VISIBLE_TOKEN,
+    ShopTools,
+    ToolKind,
+    tool_schemas,
+)
 from ecomrlve.env.user import INTENT_SWITCH_TURN, SimulatedUser
 from ecomrlve.tasks import Task
 
@@ -50,9 +56,6 @@ def _arguments_key(arguments: dict[str, Any]) -> str:
         return orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS).decode()
     except TypeError:
         return _JSON_KEY(arguments)
-
-
-_VISIBLE_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
 @dataclass
@@ -181,6 +184,40 @@ def needed_ids(task: Task) -> frozenset[str]:
     return frozenset(ids)
 
 
+class NeededIds:
+    """Lazy membership in `needed_ids(task)`: acceptance sets can hold thousands of ids, so
+    building a set per episode would dominate replay; the few ids an episode uses are looked
+    up in the goal's lists on demand (and memoised)."""
+
+    def __init__(self, task: Task):
+        goal = task.goal
+        small: set[str] = set(goal.cancel)
+        for spec in goal.returns:
+            small.update((spec.order_id, spec.item_id))
+        for spec in goal.exchanges:
+            small.update((spec.order_id, spec.item_id))
+        for call in task.reference:
+            small.update(_call_ids(call.arguments))
+        self._small = small
+        lists = [goal.relevant_ids]
+        if goal.purchase:
+            lists.extend(slot.acceptable for slot in goal.purchase.slots)
+        if goal.recommend:
+            lists.append(goal.recommend.acceptable)
+        lists.extend(spec.acceptable_new for spec in goal.exchanges)
+        self._lists = lists
+        self._memo: dict[str, bool] = {}
+
+    def __contains__(self, item: object) -> bool:
+        if item in self._small:
+            return True
+        found = self._memo.get(item)  # type: ignore[arg-type]
+        if found is None:
+            found = any(item in ids for ids in self._lists)
+            self._memo[item] = found  # type: ignore[index]
+        return found
+
+
 def _call_ids(arguments: dict[str, Any]) -> list[str]:
     ids: list[str] = []
     for key in ID_ARGUMENTS:
@@ -206,8 +243,8 @@ class EcomEnv:
         self.config = config or EnvConfig()
         self.max_turns = max(self.config.max_steps, task.min_steps + 1)
         self._initial = validate_initial_state(task.initial_state)
-        self._needed = needed_ids(task)
-        self._prompt_ids = frozenset(_VISIBLE_TOKEN.findall(task.prompt))
+        self._needed = NeededIds(task)
+        self._prompt_ids = frozenset(VISIBLE_TOKEN.findall(task.prompt))
         self.record: EpisodeRecord | None = None
         self.messages: list[dict[str, Any]] = []
         self.done = True
@@ -281,7 +318,9 @@ class EcomEnv:
             record.truncated = True
             self.done = True
         elif turn >= INTENT_SWITCH_TURN and not self.user.intent_revealed:
-            observation.append({"role": "user", "content": self.user.reveal_intent()})
+            text = self.user.reveal_intent()
+            self.seen_ids.update(VISIBLE_TOKEN.findall(text))
+            observation.append({"role": "user", "content": text})
         self.messages.extend(observation)
         info: dict[str, Any] = {"turn": turn, "tool_calls": len(record.calls)}
         if errors:

@@ -87,55 +87,71 @@ class SearchIndex:
     # ---- build / open -----------------------------------------------------------------------
     @classmethod
     def open_or_build(cls, catalog: Catalog, index_dir: Path | None) -> SearchIndex:
+        """Open the cached index in `index_dir`, building it first if missing or stale.
+
+        `None` (or a folder that cannot be written, e.g. a read-only data set) gives an index
+        in RAM. Concurrent builders are safe: each builds in its own temp folder, and a valid
+        index that appeared meanwhile is kept.
+        """
         if index_dir is None:
-            index = tantivy.Index(build_schema())
-            cls._fill(index, catalog)
-            return cls(index, catalog.size)
+            return cls._in_memory(catalog)
         existing = cls._open_existing(index_dir, catalog)
         if existing is not None:
             return existing
+        corrupt = cls._marker_ok(index_dir, catalog)  # marker fine, index unreadable
         tmp = index_dir.with_name(f".{index_dir.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        trash = tmp.with_name(tmp.name + "-stale")
         try:
             tmp.mkdir(parents=True)
             index = tantivy.Index(build_schema(), path=str(tmp))
             cls._fill(index, catalog)
-            marker = {
-                "version": INDEX_VERSION,
-                "catalog_hash": catalog.catalog_hash,
-                "n_docs": catalog.size,
-            }
-            (tmp / MARKER).write_text(json.dumps(marker, sort_keys=True))
+            (tmp / MARKER).write_text(json.dumps(cls._marker(catalog), sort_keys=True))
             del index
-            if index_dir.exists():  # stale or incompatible: replace it
-                shutil.rmtree(index_dir, ignore_errors=True)
-            try:
+            if not corrupt and cls._marker_ok(index_dir, catalog):
+                log.info("search index %s appeared concurrently; keeping it", index_dir)
+            else:
+                if index_dir.exists():  # stale or incompatible: move it aside, then replace
+                    os.replace(index_dir, trash)
                 os.replace(tmp, index_dir)
-            except OSError:  # another process won the race; use its copy
-                log.info("search index %s appeared concurrently", index_dir)
         except OSError as err:
-            raise StoreError(f"cannot build search index in {index_dir}: {err}") from None
+            log.warning("cannot cache the search index in %s (%s); using RAM", index_dir, err)
+            return cls._in_memory(catalog)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(trash, ignore_errors=True)
         opened = cls._open_existing(index_dir, catalog)
         if opened is None:
             raise StoreError(f"search index in {index_dir} could not be opened after building")
         return opened
 
     @classmethod
-    def _open_existing(cls, index_dir: Path, catalog: Catalog) -> SearchIndex | None:
-        try:
-            marker = json.loads((index_dir / MARKER).read_text())
-        except (OSError, ValueError):
-            return None
-        if marker != {
+    def _in_memory(cls, catalog: Catalog) -> SearchIndex:
+        index = tantivy.Index(build_schema())
+        cls._fill(index, catalog)
+        return cls(index, catalog.size)
+
+    @staticmethod
+    def _marker(catalog: Catalog) -> dict[str, Any]:
+        return {
             "version": INDEX_VERSION,
             "catalog_hash": catalog.catalog_hash,
             "n_docs": catalog.size,
-        }:
+        }
+
+    @classmethod
+    def _marker_ok(cls, index_dir: Path, catalog: Catalog) -> bool:
+        try:
+            return json.loads((index_dir / MARKER).read_text()) == cls._marker(catalog)
+        except (OSError, ValueError):
+            return False
+
+    @classmethod
+    def _open_existing(cls, index_dir: Path, catalog: Catalog) -> SearchIndex | None:
+        if not cls._marker_ok(index_dir, catalog):
             return None
         try:
             return cls(tantivy.Index.open(str(index_dir)), catalog.size)
-        except (ValueError, StoreError) as err:
+        except (ValueError, RuntimeError, OSError, StoreError) as err:
             log.warning("rebuilding search index %s: %s", index_dir, err)
             return None
 

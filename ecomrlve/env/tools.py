@@ -48,6 +48,8 @@ CONTRACT_ORDER: tuple[str, ...] = (
     "recommend",
 )
 ID_ARGUMENTS: tuple[str, ...] = ("item_id", "order_id", "new_item_id", "item_ids")
+# what counts as an id-like token in text the agent is shown (prompt, user replies)
+VISIBLE_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
 class ToolKind(StrEnum):
@@ -584,7 +586,9 @@ class ShopTools:
         """
         if not question.strip():
             raise ArgumentError("question must not be empty")
-        return {"answer": self._ask_user(question)}
+        answer = self._ask_user(question)
+        self.seen_ids.update(VISIBLE_TOKEN.findall(answer))  # e.g. an order id the user names
+        return {"answer": answer}
 
     @tool(ToolKind.WRITE)
     def recommend(self, item_ids: list[str]) -> dict[str, Any]:

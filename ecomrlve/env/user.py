@@ -14,8 +14,9 @@ Noise, per task:
   first `ask_user`, or, if the agent has not asked by then, as a user message after assistant
   turn `INTENT_SWITCH_TURN` (the env does that part).
 
-Replies never contain item ids or acceptance sets: any token of a fact value that is a catalog
-item id or an id of the goal's acceptance sets is replaced by "the one I mentioned".
+Replies never contain item ids or acceptance sets: any token of a fact value (or of the intent
+switch text) that is a catalog item id — every acceptance set consists of those — is replaced
+by "the one I mentioned".
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ecomrlve.tasks import USER_FACT_KEYWORDS, Goal, Task
+from ecomrlve.tasks import USER_FACT_KEYWORDS, Task
 
 INTENT_SWITCH_TURN = 2
 TYPO_STREAM = 7
@@ -78,29 +79,12 @@ KEYWORD_PATTERNS: dict[str, re.Pattern[str]] = {
 }
 
 
-def forbidden_ids(goal: Goal) -> set[str]:
-    """Ids the user must never say: every id of the goal's acceptance sets (item ids)."""
-    ids: set[str] = set()
-    if goal.purchase:
-        for slot in goal.purchase.slots:
-            ids.update(slot.acceptable)
-    if goal.recommend:
-        ids.update(goal.recommend.acceptable)
-    for spec in goal.exchanges:
-        ids.update(spec.acceptable_new)
-        ids.add(spec.item_id)
-    for spec in goal.returns:
-        ids.add(spec.item_id)
-    return ids
-
-
 class SimulatedUser:
     """Answers questions from one task's hidden facts; deterministic per task."""
 
     def __init__(self, task: Task, is_item_id: Callable[[str], bool]):
         self.task = task
         self.goal = task.goal
-        self._forbidden = forbidden_ids(task.goal)
         self._is_item_id = is_item_id
         self.questions = 0
         self.replies = 0
@@ -110,7 +94,7 @@ class SimulatedUser:
     def _scrub(self, text: str) -> str:
         def replace(match: re.Match[str]) -> str:
             token = match.group(0)
-            if token in self._forbidden or self._is_item_id(token):
+            if self._is_item_id(token):  # every acceptance set holds catalog item ids
                 return "the one I mentioned"
             return token
 

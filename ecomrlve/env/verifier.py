@@ -18,7 +18,6 @@ Success (see the Goal semantics at the top of `ecomrlve.tasks`) needs all of:
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -56,27 +55,29 @@ class Verdict:
 
 
 def _match_slots(lines: list[dict[str, Any]], spec: PurchaseSpec) -> bool:
-    """True if the order lines match the slots one-to-one (small: brute force is fine)."""
+    """True if the order lines match the slots one-to-one (bipartite matching, exact)."""
     slots = spec.slots
     if len(lines) != len(slots):
         return False
-    acceptable = [frozenset(s.acceptable) for s in slots]
+    # fits[i]: slots line i may fill (each acceptable list is scanned once per line)
+    fits = [
+        [k for k, slot in enumerate(slots)
+         if line["quantity"] == slot.quantity and line["item_id"] in slot.acceptable]
+        for line in lines
+    ]  # fmt: skip
+    slot_owner: dict[int, int] = {}
 
-    def fits(line: dict[str, Any], k: int) -> bool:
-        return line["item_id"] in acceptable[k] and line["quantity"] == slots[k].quantity
+    def assign(i: int, visited: set[int]) -> bool:  # Kuhn's augmenting path
+        for k in fits[i]:
+            if k in visited:
+                continue
+            visited.add(k)
+            if k not in slot_owner or assign(slot_owner[k], visited):
+                slot_owner[k] = i
+                return True
+        return False
 
-    if len(slots) > 7:  # greedy fallback for unusually large orders (slots are disjoint there)
-        used: set[int] = set()
-        for line in lines:
-            k = next((k for k in range(len(slots)) if k not in used and fits(line, k)), None)
-            if k is None:
-                return False
-            used.add(k)
-        return True
-    return any(
-        all(fits(line, k) for line, k in zip(lines, perm, strict=True))
-        for perm in itertools.permutations(range(len(slots)))
-    )
+    return all(assign(i, set()) for i in range(len(lines)))
 
 
 def _check_purchase(task: Task, record: EpisodeRecord, violations: list[str]) -> None:
@@ -160,9 +161,8 @@ def _check_recommend(task: Task, record: EpisodeRecord, violations: list[str]) -
         violations.append(
             f"goal: recommended {len(ids)} products, expected {spec.min_items}-{spec.max_items}"
         )
-    acceptable = set(spec.acceptable)
     for item_id in ids:
-        if item_id not in acceptable:
+        if item_id not in spec.acceptable:
             violations.append(f"goal: recommended {item_id}, which does not fit the request")
 
 
