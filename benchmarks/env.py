@@ -32,12 +32,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import env_fixtures as fx
 
+from ecomrlve import store
 from ecomrlve.catalogs import build_catalog
 from ecomrlve.config import EnvConfig
 from ecomrlve.env import TOOL_SPECS, Catalog, EcomEnv, format_call, reference_turns, verify
 from ecomrlve.env.catalog import normalise_filters
 from ecomrlve.env.search import analyzer_tokens
 from ecomrlve.store import DataPaths
+from ecomrlve.tasks import Task
 
 Row = tuple[str, str, str, str]  # (what, measured, baseline, target)
 
@@ -248,8 +250,29 @@ def bench_search(catalog: Catalog, n: int, seed: int) -> list[Row]:
 # ---- replay + verify --------------------------------------------------------------------------
 
 
-def bench_verify(catalog: Catalog, episodes: int) -> list[Row]:
-    tasks = fx.all_tasks(catalog)
+def reference_tasks(data: Path, catalog: Catalog, limit: int = 2000) -> tuple[list[Task], str]:
+    """Generated tasks of the store (`ecomrlve generate`), else the hand-made fixtures."""
+    try:
+        con = store.connect(data, read_only=True)
+    except store.StoreError:
+        con = None
+    if con is not None:
+        try:
+            frame = pl.from_arrow(
+                con.sql(f"SELECT * FROM tasks ORDER BY task_id LIMIT {int(limit)}").to_arrow_table()
+            )
+            tasks = [Task.from_row(row) for row in frame.iter_rows(named=True)]
+            if tasks:
+                return tasks, f"{len(tasks):,} generated tasks"
+        except Exception:  # no tasks view yet
+            pass
+        finally:
+            con.close()
+    return fx.all_tasks(catalog), "9 fixture tasks"
+
+
+def bench_verify(catalog: Catalog, episodes: int, data: Path) -> list[Row]:
+    tasks, source = reference_tasks(data, catalog)
     plays = [(t, reference_turns(t)) for t in tasks]
     for task, turns in plays:
         verdict = verify(task, turns, catalog)
@@ -273,7 +296,7 @@ def bench_verify(catalog: Catalog, episodes: int) -> list[Row]:
             )
         )
     mean_turns = np.mean([len(turns) for _, turns in plays])
-    rows.append(("(reference episodes: 9 goal kinds, mean turns)", f"{mean_turns:.1f}", "", ""))
+    rows.append((f"(reference episodes: {source}, mean turns)", f"{mean_turns:.1f}", "", ""))
     return rows
 
 
@@ -302,7 +325,7 @@ def main() -> None:
     catalog, rows = load_catalog(data, args.products, args.seed)
     rows += bench_steps(catalog, args.steps)
     rows += bench_search(catalog, args.queries, args.seed)
-    rows += bench_verify(catalog, args.episodes)
+    rows += bench_verify(catalog, args.episodes, data)
     load = os.getloadavg()
     load_text = " / ".join(f"{x:.1f}" for x in load)
     rows.append(("machine load average (1/5/15 min) at the end", load_text, "", ""))

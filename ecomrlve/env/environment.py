@@ -26,7 +26,7 @@ import orjson
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.parser import FormatError, ParsedCall, parse_turn
-from ecomrlve.env.state import WorldState, validate_initial_state
+from ecomrlve.env.state import WorldState, normalised_initial_state
 from ecomrlve.env.tools import (
     ID_ARGUMENTS,
     TOOL_SPECS,
@@ -143,7 +143,7 @@ def system_prompt(task: Task, include_tools: bool = True) -> str:
     """The system message: the role, today's date, the customer profile and (by default) the
     tool schemas in Qwen3's `<tools>` layout. Pass `include_tools=False` when the chat template
     renders `tools=` itself."""
-    return _system_text(validate_initial_state(task.initial_state), include_tools)
+    return _system_text(normalised_initial_state(task.initial_state), include_tools)
 
 
 def _system_text(initial: dict[str, Any], include_tools: bool) -> str:
@@ -242,7 +242,7 @@ class EcomEnv:
         self.catalog = catalog
         self.config = config or EnvConfig()
         self.max_turns = max(self.config.max_steps, task.min_steps + 1)
-        self._initial = validate_initial_state(task.initial_state)
+        self._initial = normalised_initial_state(task.initial_state)
         self._needed = NeededIds(task)
         self._prompt_ids = frozenset(VISIBLE_TOKEN.findall(task.prompt))
         self.record: EpisodeRecord | None = None

@@ -35,7 +35,11 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import threading
+from collections import OrderedDict
 from typing import Any
+
+import orjson
 
 from ecomrlve.catalogs.policies import MEMBERSHIPS, ORDER_STATUSES
 
@@ -181,6 +185,31 @@ def validate_initial_state(raw: Any) -> dict[str, Any]:
             }
         )
     return {"today": today, "user": user, "cart": cart, "orders": orders, "returns": returns}
+
+
+_NORMALISED: OrderedDict[bytes, dict[str, Any]] = OrderedDict()
+_NORMALISED_SIZE = 4096
+_NORMALISED_LOCK = threading.Lock()
+
+
+def normalised_initial_state(raw: Any) -> dict[str, Any]:
+    """`validate_initial_state`, memoised on the state's JSON bytes (so the many episodes of
+    one task validate once). Treat the result as read-only: `WorldState` copies it."""
+    try:
+        key = orjson.dumps(raw)
+    except TypeError:  # not JSON-able: let validation name the problem
+        return validate_initial_state(raw)
+    with _NORMALISED_LOCK:
+        hit = _NORMALISED.get(key)
+        if hit is not None:
+            _NORMALISED.move_to_end(key)
+            return hit
+    normalised = validate_initial_state(raw)
+    with _NORMALISED_LOCK:
+        _NORMALISED[key] = normalised
+        if len(_NORMALISED) > _NORMALISED_SIZE:
+            _NORMALISED.popitem(last=False)
+    return normalised
 
 
 def _copy_state(data: dict[str, Any]) -> dict[str, Any]:

@@ -89,7 +89,6 @@ class SimulatedUser:
         self.questions = 0
         self.replies = 0
         self.intent_revealed = self.goal.intent_switch is None
-        self._facts = {k: self._scrub(v) for k, v in self.goal.user_facts.items()}
 
     def _scrub(self, text: str) -> str:
         def replace(match: re.Match[str]) -> str:
@@ -131,13 +130,14 @@ class SimulatedUser:
         self.questions += 1
         parts: list[str] = []
         values: list[str] = []
-        for key, value in self._facts.items():
+        for key, raw_value in self.goal.user_facts.items():
             pattern = KEYWORD_PATTERNS.get(key)
             if pattern is None:
                 words = key.replace("_", " ")
                 pattern = _keyword_pattern((words,))
             if not pattern.search(question):
                 continue
+            value = self._scrub(raw_value)  # only facts that are said get scrubbed
             templates = FACT_TEMPLATES.get(key, GENERIC_TEMPLATES)
             template = _pick(templates, self.task.seed, key, self.questions)
             parts.append(template.format(v=value, k=key.replace("_", " ")))
