@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ecomrlve.config import EnvConfig
-from ecomrlve.env import EcomEnv, FormatError, parse_turn
+from ecomrlve.env import TOOL_NAMES, EcomEnv, FormatError, parse_turn
 
 SEARCH = {"name": "search", "arguments": {"query": "boots", "filters": {"size": "9"}}}
 
@@ -204,3 +204,50 @@ def test_format_errors_go_back_as_tool_messages():
     assert message["role"] == "tool" and message["name"] == "search"
     assert "must be a string" in json.loads(message["content"])["error"]
     assert result.info["format_errors"]
+
+
+IDS = st.sampled_from(["I0000001", "I0000087", "O5001", "O5003", "N0001", "I9999999", ""])
+NUMBERS = st.one_of(
+    st.integers(-(10**30), 10**30),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0, 1, 2, 10**400, -(10**400)]),
+)
+TEXTS = st.one_of(st.text(max_size=12), st.sampled_from(["\ud800", "é", "(*", "AND"]))
+FILTER_KEYS = ["category", "brand", "color", "size", "min_price", "max_price", "min_rating",
+               "max_ship_days", "in_stock", "colour"]  # fmt: skip
+ARGUMENT_KEYS = ["query", "filters", "top_k", "item_id", "quantity", "order_id", "reason",
+                 "new_item_id", "item_ids", "question", "shipping_address", "payment_method",
+                 "bogus"]  # fmt: skip
+VALUES = st.one_of(
+    IDS,
+    NUMBERS,
+    TEXTS,
+    st.booleans(),
+    st.none(),
+    st.dictionaries(
+        st.sampled_from(FILTER_KEYS),
+        st.one_of(NUMBERS, TEXTS, st.booleans(), st.none()),
+        max_size=4,
+    ),
+    st.lists(st.one_of(IDS, TEXTS, NUMBERS), max_size=4),
+)
+CALLS = st.tuples(
+    st.sampled_from(TOOL_NAMES), st.dictionaries(st.sampled_from(ARGUMENT_KEYS), VALUES, max_size=4)
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(calls=st.lists(CALLS, min_size=1, max_size=6))
+def test_well_formed_calls_with_wild_arguments_never_raise(calls):
+    """Huge ints, NaN, lone surrogates, wrong shapes, unknown keys: a message, never a raise."""
+    catalog = fx.small_catalog()
+    env = EcomEnv(fx.world_task(catalog), catalog, EnvConfig(max_steps=8))
+    env.reset()
+    for name, arguments in calls:
+        turn = {"content": None, "tool_calls": [{"name": name, "arguments": arguments}]}
+        result = env.step(turn)
+        for message in result.observation:
+            assert isinstance(json.loads(message["content"]), dict)
+        if result.done:
+            break
+    assert isinstance(env.state(), dict)

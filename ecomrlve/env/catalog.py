@@ -31,7 +31,7 @@ import numpy as np
 import polars as pl
 
 from ecomrlve.catalogs.policies import PolicyBook
-from ecomrlve.env.search import SearchIndex, analyzer_tokens
+from ecomrlve.env.search import SearchIndex, analyzer_tokens, valid_utf8
 from ecomrlve.store import DataPaths, StoreError
 
 log = logging.getLogger(__name__)
@@ -82,13 +82,16 @@ class FilterError(ValueError):
 
 def normalise_text(value: str) -> str:
     """The form text filters are compared in: lower case, single spaces, no padding."""
-    return " ".join(value.split()).lower()
+    return " ".join(valid_utf8(value).split()).lower()
 
 
 def _number(key: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise FilterError(f"filter {key!r} must be a number, got {type(value).__name__}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        raise FilterError(f"filter {key!r} is out of range: {value!r}") from None
     if not math.isfinite(number):
         raise FilterError(f"filter {key!r} must be a finite number, got {value!r}")
     return number
@@ -124,7 +127,8 @@ def normalise_filters(filters: dict[str, Any] | None) -> tuple[tuple[str, Any], 
             number = _number(key, value)
             if number != int(number):
                 raise FilterError(f"filter 'max_ship_days' must be a whole number, got {value!r}")
-            out.append((key, int(number)))
+            # clamped into tantivy's i64 range; ship days are small, so the meaning is kept
+            out.append((key, max(min(int(number), 2**62), -(2**62))))
         else:
             out.append((key, _number(key, value)))
     return tuple(sorted(out))

@@ -45,9 +45,18 @@ ANALYZER = (
 )
 
 
+def valid_utf8(text: str) -> str:
+    """`text` with lone surrogates (valid in Python, not in UTF-8) replaced by '?'."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
 def analyzer_tokens(text: str) -> list[str]:
     """The index terms of `text` (what a query word has to equal to match)."""
-    return ANALYZER.analyze(text) if text else []
+    return ANALYZER.analyze(valid_utf8(text)) if text else []
 
 
 def build_schema() -> tantivy.Schema:
