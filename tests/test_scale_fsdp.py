@@ -66,9 +66,17 @@ def worker(out: Path) -> None:
     torch.set_num_threads(1)
     ctx = init_distributed()
     config = Qwen3Config(
-        vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=2, num_key_value_heads=1, head_dim=32, tie_word_embeddings=True,
-        pad_token_id=0, eos_token_id=EOS, bos_token_id=None,
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=32,
+        tie_word_embeddings=True,
+        pad_token_id=0,
+        eos_token_id=EOS,
+        bos_token_id=None,
     )
     torch.manual_seed(0)
     policy = Qwen3ForCausalLM(config)
@@ -78,7 +86,8 @@ def worker(out: Path) -> None:
     optimizer = torch.optim.AdamW(policy.parameters(), lr=3e-3, weight_decay=0.1)
     engine = HFEngine(policy, pad_token_id=0)
     rng = np.random.default_rng(np.random.SeedSequence([7]))
-    prompts = [rng.integers(4, VOCAB, size=int(rng.integers(3, 9))).tolist() for _ in range(PROMPTS)]
+    lengths = rng.integers(3, 9, size=PROMPTS)
+    prompts = [rng.integers(4, VOCAB, size=int(n)).tolist() for n in lengths]
     episodes = list(range(PROMPTS * GROUP))  # episode i answers prompt i // GROUP
     losses, generated_by_rank = [], []
 
@@ -117,8 +126,14 @@ def worker(out: Path) -> None:
         optimizer.zero_grad(set_to_none=True)
         logprobs, _ = forward_logprobs(policy, batch)  # (b, L-1)
         loss, _ = dapo.policy_loss(
-            logprobs, old, advantages[own], batch.loss_mask, clip_ratio_low=0.2,
-            clip_ratio_high=0.28, loss_agg_mode="token-mean", total_tokens=total_tokens,
+            logprobs,
+            old,
+            advantages[own],
+            batch.loss_mask,
+            clip_ratio_low=0.2,
+            clip_ratio_high=0.28,
+            loss_agg_mode="token-mean",
+            total_tokens=total_tokens,
         )
         # A sequence-level term too, so the gradient is not zero at ratio 1 with zero-mean A.
         loss = loss + dapo.sft_loss(logprobs, batch.loss_mask, total_tokens=total_tokens)
@@ -126,12 +141,14 @@ def worker(out: Path) -> None:
         grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
         grad_norm = grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm
         optimizer.step()
-        losses.append({
-            "loss": all_reduce_sum(float(loss), ctx),
-            "grad_norm": float(grad_norm),
-            "tokens": total_tokens,
-            "rollouts": [r[1] for r in rollouts],
-        })
+        losses.append(
+            {
+                "loss": all_reduce_sum(float(loss), ctx),
+                "grad_norm": float(grad_norm),
+                "tokens": total_tokens,
+                "rollouts": [r[1] for r in rollouts],
+            }
+        )
 
     weights = {name: t.clone() for name, t in iter_full_weights(policy)}
     torch.save(weights, out / f"weights-rank{ctx.rank}.pt")
@@ -151,7 +168,11 @@ def _run(args: list[str], out: Path) -> None:
     env.pop("WORLD_SIZE", None)
     done = subprocess.run(
         [*args, str(Path(__file__).resolve()), str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert done.returncode == 0, done.stderr[-5000:]
 
@@ -163,8 +184,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory):
     _run([sys.executable], single)
     _run(
         [
-            sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-            "--master_addr", "127.0.0.1", "--master_port", str(_free_port()),
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            "--master_addr",
+            "127.0.0.1",
+            "--master_port",
+            str(_free_port()),
         ],
         fsdp,
     )
