@@ -49,7 +49,8 @@ class ScenarioConfig(BaseModel):
 
     def axes(self) -> dict[str, float]:
         """The twelve axis columns: the knob values this config uses, 0 for the others."""
-        return {a: float(getattr(self, a, 0.0) or 0.0) for a in DIFFICULTY_AXES}
+        fields = type(self).model_fields
+        return {a: float(getattr(self, a)) if a in fields else 0.0 for a in DIFFICULTY_AXES}
 
 
 @dataclass

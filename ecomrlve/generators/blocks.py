@@ -45,7 +45,9 @@ ATTRIBUTE_KEYS: tuple[str, ...] = (
 
 
 def call(name: str, **arguments: Any) -> ToolCall:
-    return ToolCall(name=name, arguments=arguments)
+    """A reference tool call (built unvalidated: names and arguments come from this package,
+    and the verifier checks every call against the tool schemas when it replays them)."""
+    return ToolCall.model_construct(name=name, arguments=arguments)
 
 
 def hidden_subset(keys: list[str], share: float, rng: np.random.Generator) -> list[str]:

@@ -27,17 +27,36 @@ def counts_table(df: pl.DataFrame) -> pl.DataFrame:
     return wide.rename({c: f"d{c}" for c in wide.columns if c != "scenario"})
 
 
+STEP_BANDS: tuple[tuple[str, int, int], ...] = (
+    ("0-2", 0, 2),
+    ("3-5", 3, 5),
+    ("6-8", 6, 8),
+    ("9+", 9, 10_000),
+)
+
+
 def steps_histogram(df: pl.DataFrame) -> pl.DataFrame:
-    """Tasks by min_steps (the reference's tool calls), per scenario and in total."""
-    wide = (
-        df.group_by("scenario", "min_steps")
-        .len()
-        .sort("min_steps")
-        .pivot(on="min_steps", index="scenario", values="len")
-        .fill_null(0)
+    """Tasks by min_steps (the reference's tool calls), with a text bar."""
+    hist = df.group_by("min_steps").len("tasks").sort("min_steps")
+    peak = max(hist["tasks"].max() or 1, 1)
+    return hist.with_columns(
+        share=(pl.col("tasks") / df.height).round(3),
+        bar=pl.col("tasks").map_elements(lambda n: "#" * max(1, round(30 * n / peak)), pl.String),
+    )
+
+
+def band_counts(df: pl.DataFrame) -> pl.DataFrame:
+    """Tasks per scenario in each step band (the article reports 3-5 and 6-8)."""
+    return (
+        df.group_by("scenario")
+        .agg(
+            [
+                pl.col("min_steps").is_between(lo, hi).sum().alias(label)
+                for label, lo, hi in STEP_BANDS
+            ]
+        )
         .sort("scenario")
     )
-    return wide.rename({c: f"{c} steps" for c in wide.columns if c != "scenario"})
 
 
 def register(app: typer.Typer) -> None:
@@ -115,6 +134,7 @@ def register(app: typer.Typer) -> None:
             written = write_tasks(data, df, run_name)
         console.print(frame_table(counts_table(df), title="tasks by scenario x difficulty"))
         console.print(frame_table(steps_histogram(df), title="min_steps histogram"))
+        console.print(frame_table(band_counts(df), title="step bands by scenario"))
         rate = df.height / report.seconds if report.seconds else float("inf")
         console.print(
             f"{df.height:,} tasks in {report.seconds:.1f} s ({rate:,.0f} tasks/s, "

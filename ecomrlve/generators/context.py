@@ -49,6 +49,17 @@ def days_ago(n: int) -> dt.date:
     return TODAY - dt.timedelta(days=int(n))
 
 
+_ISO_CACHE: dict[int, str] = {}
+
+
+def _iso_days_ago(n: int) -> str:
+    """ISO date `n` days before TODAY (negative: after), memoised: orders need thousands."""
+    text = _ISO_CACHE.get(n)
+    if text is None:
+        text = _ISO_CACHE[n] = days_ago(n).isoformat()
+    return text
+
+
 def _codes(series: pl.Series) -> tuple[np.ndarray, list[str]]:
     """Dense integer codes of a string column and the vocabulary they index (sorted)."""
     frame = series.to_frame("v").with_columns(code=pl.col("v").rank("dense").cast(pl.Int32) - 1)
@@ -80,6 +91,7 @@ class GenContext:
         products = catalog.products
         self.size = catalog.size
         self.item_ids = catalog.item_ids
+        self._id_array = np.array(self.item_ids, dtype=object)
         self.titles: list[str] = products["title"].to_list()
         # a full title (brand, name, colour, size) that no other variant shares
         self.title_unique = (~products["title"].is_duplicated()).to_numpy()
@@ -227,7 +239,7 @@ class GenContext:
         return by_cat["row"][lo:hi][keep]
 
     def ids(self, rows: np.ndarray | list[int]) -> list[str]:
-        return [self.item_ids[int(r)] for r in rows]
+        return self._id_array[np.asarray(rows, dtype=np.int64)].tolist()
 
     def family_rows(self, row: int) -> np.ndarray:
         return self.catalog.family_rows(row)
@@ -301,8 +313,9 @@ class GenContext:
     ) -> dict[str, Any]:
         """One past order in the env's schema. Delivered orders carry `delivered`, open ones an
         `eta` after today, cancelled ones neither."""
-        placed = days_ago(placed_days_ago)
-        transit = transit_days if transit_days is not None else max(self.ship_days[rows].max(), 1)
+        placed = int(placed_days_ago)
+        if transit_days is None:
+            transit_days = max(max(int(self.ship_days[r]) for r in rows), 1)
         lines = [
             {"item_id": self.item_ids[r], "quantity": int(q), "price": float(self.price[r])}
             for r, q in zip(rows, quantities, strict=True)
@@ -312,7 +325,7 @@ class GenContext:
         order: dict[str, Any] = {
             "order_id": order_id,
             "status": status,
-            "placed": iso(placed),
+            "placed": _iso_days_ago(placed),
             "delivered": None,
             "eta": None,
             "items": lines,
@@ -321,9 +334,9 @@ class GenContext:
         if user is not None:
             order["shipping_address"] = user["address"]
             order["payment_method"] = user["payment_methods"][0]
+        arrival = placed - int(transit_days)  # days ago (negative: in the future)
         if status == "delivered":
-            order["delivered"] = iso(min(TODAY, placed + dt.timedelta(days=int(transit))))
+            order["delivered"] = _iso_days_ago(max(arrival, 0))
         elif status in ("pending", "processing", "shipped"):
-            eta = max(TODAY + dt.timedelta(days=1), placed + dt.timedelta(days=int(transit)))
-            order["eta"] = iso(eta)
+            order["eta"] = _iso_days_ago(min(arrival, -1))
         return order

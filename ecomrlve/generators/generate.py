@@ -401,10 +401,11 @@ def generate_tasks(
             raise ValueError("workers > 1 needs the data directory (each worker loads it)")
         data_dir = str(DataPaths.of(ctx_or_data).root)
         GenContext.load(data_dir)  # fail fast (no catalog) and build the search index once
-        method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+        # spawn, not fork: the parent holds tantivy and polars thread pools, and a child forked
+        # while one of their locks is held hangs for ever
         with ProcessPoolExecutor(
             max_workers=workers,
-            mp_context=mp.get_context(method),
+            mp_context=mp.get_context("spawn"),
             initializer=_init_worker,
             initargs=(data_dir,),
         ) as pool:

@@ -1,0 +1,92 @@
+"""Task generation throughput on a 100k-product catalog, validation through the env included.
+
+    python benchmarks/generate.py [--products 100000] [--per-scenario 550] [--mixed 9000]
+
+Prints two tables:
+* per scenario, one process: tasks/s of generation alone, of the verifier replay alone, and of
+  both (what `ecomrlve generate` does per task);
+* mixed (all nine scenarios, d 0-10, the `generate_tasks` path with its process pool): one
+  worker (the baseline) beside two workers, against the issue's 5,000 tasks/s target.
+
+The catalog is built once into a cache folder (`--data`, default a temp dir).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from ecomrlve.catalogs import build_catalog
+from ecomrlve.config import SCENARIOS
+from ecomrlve.generators import GenContext, generate_task, generate_tasks, validate
+from ecomrlve.store import DataPaths
+
+TARGET = 5_000.0
+
+
+def per_scenario(ctx: GenContext, n: int) -> list[tuple[str, float, float, float]]:
+    rows = []
+    for scenario in SCENARIOS:
+        started = time.perf_counter()
+        tasks = [generate_task(ctx, scenario, 1, i % 11, i // 11) for i in range(n)]
+        generated = time.perf_counter()
+        failures = sum(bool(validate(t, ctx)) for t in tasks)
+        validated = time.perf_counter()
+        if failures:
+            raise SystemExit(f"{scenario}: {failures} reference(s) failed validation")
+        gen_s, val_s = generated - started, validated - generated
+        rows.append((scenario, n / gen_s, n / val_s, n / (gen_s + val_s)))
+    return rows
+
+
+def mixed(data: Path, n: int, workers: int) -> tuple[float, int]:
+    df, report = generate_tasks(data, n, seed=2, workers=workers)
+    if report.invalid:
+        raise SystemExit(f"{report.invalid} task(s) failed validation")
+    return df.height / report.seconds, df.height
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--products", type=int, default=100_000)
+    parser.add_argument("--per-scenario", type=int, default=550)
+    parser.add_argument("--mixed", type=int, default=9_000)
+    parser.add_argument("--data", type=Path, default=None, help="catalog cache folder")
+    args = parser.parse_args()
+    data = args.data or Path(tempfile.gettempdir()) / f"ecomrlve-bench-{args.products}"
+    if not DataPaths.of(data).products.exists():
+        build_catalog(data, args.products, seed=0)
+    console = Console()
+    started = time.perf_counter()
+    ctx = GenContext.load(data)
+    console.print(
+        f"catalog: {ctx.size:,} products; context + search index load "
+        f"{time.perf_counter() - started:.2f} s"
+    )
+
+    table = Table(title=f"per scenario, 1 process ({args.per_scenario} tasks over d 0-10)")
+    for column in ("scenario", "generate tasks/s", "verify tasks/s", "generate+verify tasks/s"):
+        table.add_column(column, justify="left" if column == "scenario" else "right")
+    for scenario, gen, val, both in per_scenario(ctx, args.per_scenario):
+        table.add_row(scenario, f"{gen:,.0f}", f"{val:,.0f}", f"{both:,.0f}")
+    console.print(table)
+
+    table = Table(title=f"mixed: {args.mixed:,} tasks, nine scenarios, d 0-10, validated")
+    for column in ("workers", "tasks", "tasks/s", "vs 1 worker", "target"):
+        table.add_column(column, justify="right")
+    base, _ = mixed(data, args.mixed, 1)
+    for workers in (1, 2):
+        rate, count = (base, args.mixed) if workers == 1 else mixed(data, args.mixed, workers)
+        table.add_row(
+            str(workers), f"{count:,}", f"{rate:,.0f}", f"{rate / base:.2f}x", f"{TARGET:,.0f}"
+        )
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()
