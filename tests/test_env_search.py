@@ -180,7 +180,8 @@ def test_disk_index_is_built_once_and_agrees_with_ram(tmp_path):
         expected = ram.search_rows(query, {"in_stock": True}, 20)
         assert disk.search_rows(query, {"in_stock": True}, 20) == expected
         assert reopened.search_rows(query, {"in_stock": True}, 20) == expected
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert leftovers == [".idx.lock"]  # no temp folder left behind
 
 
 def test_unsorted_frames_are_sorted_by_item_id():
@@ -252,3 +253,17 @@ def test_overfetch_falls_back_to_the_full_query(catalog, monkeypatch):
     monkeypatch.setattr(module, "MAX_OVERFETCH", 16)
     tokens, f = ("cotton",), (("min_rating", 4.9),)
     assert catalog._run_search(tokens, f, 50) == catalog._index.search(tokens, f, 50)
+
+
+def test_concurrent_builders_build_once(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    products = build_products(800, 8)
+    ram = Catalog.from_frames(products, build_policies())
+    with ThreadPoolExecutor(3) as pool:
+        indexes = list(
+            pool.map(lambda _: SearchIndex.open_or_build(ram, tmp_path / "idx"), range(3))
+        )
+    for index in indexes:
+        assert index.search(("cotton",), (), 20) == ram._index.search(("cotton",), (), 20)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".idx.lock", "idx"]

@@ -14,11 +14,14 @@ temp folder, then renamed) and opened read-only afterwards; `from_frames` catalo
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,6 +80,23 @@ def _writer_heap(n_docs: int) -> int:
     return int(min(max(64_000_000, 700 * n_docs), 3_000_000_000))
 
 
+@contextlib.contextmanager
+def _build_lock(index_dir: Path) -> Iterator[None]:
+    """An exclusive flock next to `index_dir` (none if the folder cannot be written)."""
+    try:
+        index_dir.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(index_dir.with_name(f".{index_dir.name}.lock"), "a")  # noqa: SIM115
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
 class SearchIndex:
     """A tantivy index whose document ids equal catalog row numbers."""
 
@@ -99,12 +119,21 @@ class SearchIndex:
         """Open the cached index in `index_dir`, building it first if missing or stale.
 
         `None` (or a folder that cannot be written, e.g. a read-only data set) gives an index
-        in RAM. Concurrent builders are safe: each builds in its own temp folder, and a valid
-        index that appeared meanwhile is kept.
+        in RAM. Processes that load the same catalog at once build it once: the builder holds
+        an `flock` on a sibling lock file, the others wait and then open its index (the build
+        itself also goes through a temp folder + rename, so a killed builder leaves nothing).
         """
         if index_dir is None:
             return cls._in_memory(catalog)
         existing = cls._open_existing(index_dir, catalog)
+        if existing is not None:
+            return existing
+        with _build_lock(index_dir):
+            return cls._build(catalog, index_dir)
+
+    @classmethod
+    def _build(cls, catalog: Catalog, index_dir: Path) -> SearchIndex:
+        existing = cls._open_existing(index_dir, catalog)  # built while we waited?
         if existing is not None:
             return existing
         corrupt = cls._marker_ok(index_dir, catalog)  # marker fine, index unreadable
