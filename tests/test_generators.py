@@ -244,6 +244,11 @@ def test_write_tasks_replaces_own_files_and_refuses_clashes(data_dir):
     assert {p: p.stat().st_mtime_ns for p in _task_files(data_dir)} == before
     with pytest.raises(StoreError, match="run name"):
         write_tasks(data_dir, df, "../escape")
+    # prune: the run's partitions the new rows do not fill go, in the same publish
+    carts = df.filter(pl.col("scenario") == "cart")
+    write_tasks(data_dir, carts, "gen_s5", prune=True)
+    mine = [p for p in _task_files(data_dir) if p.name == "gen_s5.parquet"]
+    assert len(mine) == 3 and all("scenario=cart" in str(p) for p in mine)
 
 
 # ---- CLI ----------------------------------------------------------------------------------------

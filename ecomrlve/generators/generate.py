@@ -430,14 +430,24 @@ def run_name_for(seed: int) -> str:
     return f"gen_s{seed}"
 
 
-def write_tasks(data_dir: str | os.PathLike, df: pl.DataFrame, run_name: str) -> list[Path]:
+def write_tasks(
+    data_dir: str | os.PathLike, df: pl.DataFrame, run_name: str, *, prune: bool = False
+) -> list[Path]:
     """Write `df` as `tasks/scenario=S/difficulty=D/RUN.parquet`, all files or none, and refresh
-    the views. A rerun of the same run replaces its files in the partitions it writes; a task id
-    that another file of the store already holds is refused (StoreError, nothing written)."""
+    the views. A rerun of the same run replaces its files in the partitions it writes; with
+    `prune`, the run's files in partitions `df` does not fill are removed in the same publish.
+    A task id that another file of the store already holds is refused (StoreError, nothing
+    written)."""
     store.validate_identifier(run_name, "run name")
     paths = DataPaths.of(data_dir)
     if df.height == 0:
         raise StoreError("no valid tasks to write")
+    missing = [c for c in TASK_SCHEMA if c not in df.columns]
+    if missing:
+        raise StoreError(f"task rows lack column(s) {missing}")
+    unknown = set(df["scenario"].unique()) - set(SCENARIOS)
+    if unknown or df["difficulty"].min() < 0:
+        raise StoreError(f"task rows with unknown scenario(s) {sorted(unknown)} or difficulty < 0")
     dupes = df.filter(pl.col("task_id").is_duplicated())
     if dupes.height:
         raise StoreError(f"task_id {dupes['task_id'][0]!r} appears twice in this run")
@@ -461,8 +471,18 @@ def write_tasks(data_dir: str | os.PathLike, df: pl.DataFrame, run_name: str) ->
                         f"task {clash['task_id'][0]} is already in the store ({target.parent}); "
                         "use another --seed or --run"
                     )
+        stale = []
+        if prune:
+            keep = set(targets.values())
+            stale = [
+                p
+                for p in paths.tasks.glob(f"scenario=*/difficulty=*/{run_name}.parquet")
+                if p not in keep
+            ]
         with store.publish(paths.root) as tx:
             for key, target in targets.items():
                 tx.write_parquet(parts[key].sort("index", "task_id"), target)
                 written.append(target)
+            for path in stale:
+                tx.remove(path)
     return written
