@@ -267,3 +267,15 @@ def test_concurrent_builders_build_once(tmp_path):
     for index in indexes:
         assert index.search(("cotton",), (), 20) == ram._index.search(("cotton",), (), 20)
     assert sorted(p.name for p in tmp_path.iterdir()) == [".idx.lock", "idx"]
+
+
+def test_rebuilding_the_catalog_replaces_the_old_index(tmp_path):
+    from ecomrlve.catalogs import build_catalog
+
+    build_catalog(tmp_path, 300, 1)
+    first = Catalog.load(tmp_path)
+    build_catalog(tmp_path, 300, 2)
+    second = Catalog.load(tmp_path)
+    assert first.catalog_hash != second.catalog_hash
+    folders = sorted(p.name for p in (tmp_path / "catalog").glob("search-*"))
+    assert folders == [f"search-{second.catalog_hash}"]

@@ -97,6 +97,20 @@ def _build_lock(index_dir: Path) -> Iterator[None]:
         handle.close()
 
 
+def _remove_stale_siblings(index_dir: Path) -> None:
+    """Drop indexes of older catalogs (`search-<other hash>`) next to a freshly built one.
+
+    Processes still reading an old index keep working: their files stay mapped until closed.
+    """
+    if not index_dir.name.startswith("search-"):
+        return
+    for sibling in index_dir.parent.glob("search-*"):
+        if sibling != index_dir and sibling.is_dir():
+            log.info("removing the search index of an older catalog: %s", sibling)
+            shutil.rmtree(sibling, ignore_errors=True)
+            sibling.with_name(f".{sibling.name}.lock").unlink(missing_ok=True)
+
+
 class SearchIndex:
     """A tantivy index whose document ids equal catalog row numbers."""
 
@@ -160,6 +174,7 @@ class SearchIndex:
         opened = cls._open_existing(index_dir, catalog)
         if opened is None:
             raise StoreError(f"search index in {index_dir} could not be opened after building")
+        _remove_stale_siblings(index_dir)
         return opened
 
     @classmethod
