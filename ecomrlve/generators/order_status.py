@@ -46,6 +46,10 @@ TEMPLATES: tuple[str, ...] = (
     "Where is {orders}? I'd like the status and the delivery date.{question}",
     "Could you check on {orders} for me — status and when it arrives?{question}",
 )
+MANY_TEMPLATES: tuple[str, ...] = (
+    "Hi! Could you check {n} of my orders — status and delivery date of each? {orders}.{question}",
+    "Where are my orders? For each, the status and the delivery date: {orders}.{question}",
+)
 VAGUE_TEMPLATES: tuple[str, ...] = (
     "Hi, what's going on with {vague}? I'd like the status and the delivery date.{question}",
     "Can you check {vague} for me? Status and delivery date, please.{question}",
@@ -178,14 +182,17 @@ class OrderStatus(Scenario):
             reference.append(policy_call(ctx, query, policy_id))
             question = CANCEL_QUESTION.format(noun=ctx.noun(targets[0][1]))
             answer_facts.append(["return"])
-        orders_text = join_words(phrases)
+        if len(phrases) > 1:
+            orders_text = "; ".join(f"({k}) {p}" for k, p in enumerate(phrases, start=1))
+        else:
+            orders_text = phrases[0]
         if plan["vague"]:
             template = pick(rng, VAGUE_TEMPLATES)
             if detail_asks:
                 question = f" Also tell me {join_words(detail_asks)}." + question
         else:
-            template = pick(rng, TEMPLATES)
-        values = {"orders": orders_text, "question": question, "vague": "my order"}
+            template = pick(rng, TEMPLATES if n == 1 else MANY_TEMPLATES)
+        values = {"orders": orders_text, "question": question, "vague": "my order", "n": str(n)}
         prompt = render(template, values, rng, config.typo_rate)
         described = [f"{order_ref(o)}, with {line_phrase(ctx, r, rng)}" for o, r in targets]
         facts = {
