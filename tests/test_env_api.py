@@ -143,3 +143,20 @@ def test_episode_renders_with_the_real_qwen3_chat_template(catalog):
     text = tokenizer.apply_chat_template(env.messages, tools=tool_schemas(), tokenize=False)
     assert '"name": "set_quantity"' in text and "<tool_response>" in text
     assert text.count("<tool_response>") == task.min_steps
+
+
+def test_finish_judges_a_cut_episode_like_verify(catalog):
+    task = fx.cart_task(catalog)
+    turns = reference_turns(task)[:2]
+    env = EcomEnv(task, catalog)
+    env.reset()
+    for turn in turns:
+        env.step(turn)
+    verdict = env.finish()
+    assert env.done and not verdict.success
+    assert verdict.to_json() == verify(task, turns, catalog).to_json()
+    assert env.finish() is verdict
+    done = EcomEnv(task, catalog)
+    done.reset()
+    results = [done.step(t) for t in reference_turns(task)]
+    assert done.finish() is results[-1].info["verdict"]

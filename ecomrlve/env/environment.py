@@ -327,14 +327,32 @@ class EcomEnv:
             info["format_errors"] = [str(e) for e in errors]
         reward = 0.0
         if self.done:
-            from ecomrlve.env.verifier import judge
-
-            record.recommended = self.tools.recommended
-            self.verdict = judge(self.task, record, self.config)
-            reward = self.verdict.reward
-            info["verdict"] = self.verdict
+            verdict = self._judge()
+            reward = verdict.reward
+            info["verdict"] = verdict
             info["truncated"] = record.truncated
         return StepResult(observation, reward, self.done, info)
+
+    def finish(self) -> Any:
+        """End the episode now (e.g. a token budget cut it) and return its `Verdict`.
+
+        An episode that is already done returns the verdict it got; otherwise it is judged as
+        truncated, with no final answer — exactly what `verify` gives for the same turns.
+        """
+        if self.record is None:
+            self.reset()
+        if self.verdict is not None:
+            return self.verdict
+        self.record.truncated = True
+        self.done = True
+        return self._judge()
+
+    def _judge(self) -> Any:
+        from ecomrlve.env.verifier import judge  # the verifier imports this module
+
+        self.record.recommended = self.tools.recommended
+        self.verdict = judge(self.task, self.record, self.config)
+        return self.verdict
 
     # ---- internals ----------------------------------------------------------------------------
     def _run(self, turn: int, call: ParsedCall) -> dict[str, Any]:

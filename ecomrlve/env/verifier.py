@@ -244,21 +244,13 @@ def verify(
     env = EcomEnv(task, catalog, config)
     env.reset()
     played = assistant_turns(list(turns) if isinstance(turns, list | tuple) else [turns])
-    result = None
     extra = 0
     for k, turn in enumerate(played):
         if env.done:
             extra = len(played) - k
             break
-        result = env.step(turn)
-    if result is None or not result.done:
-        # the trajectory stopped before a final answer: judge what it did
-        record = env.record
-        record.truncated = True
-        record.recommended = env.tools.recommended
-        verdict = judge(task, record, config)
-    else:
-        verdict = result.info["verdict"]
+        env.step(turn)
+    verdict = env.finish()  # the verdict of the last turn, or judged as cut short
     if extra:
         verdict.violations.append(f"ignored {extra} turn(s) after the episode ended")
     return verdict
