@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ecomrlve.generators.base import GenerationError
-from ecomrlve.generators.context import TODAY, GenContext, days_ago, iso
+from ecomrlve.generators.context import TODAY, GenContext, iso
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import (
     FACT_KEY,
@@ -33,7 +33,6 @@ from ecomrlve.tasks import ToolCall
 # At most this many acceptable ids per need: a bigger set means the request was too vague to
 # be a good task (and the goal JSON would bloat). Builders draw another target instead.
 MAX_ACCEPTABLE = 1500
-MAX_QUANTITY = 10
 ATTRIBUTE_KEYS: tuple[str, ...] = (
     "brand",
     "color",
@@ -182,12 +181,6 @@ def query_for(ctx: GenContext, row: int, rng: np.random.Generator) -> str:
 
 
 # ---- orders ------------------------------------------------------------------------------------
-@dataclass
-class OrderLine:
-    order_id: str
-    row: int
-
-
 def filler_orders(
     ctx: GenContext,
     rng: np.random.Generator,
@@ -207,6 +200,21 @@ def filler_orders(
         placed = between(rng, 20, max_days_ago)
         orders.append(ctx.order(order_id, rows, [1] * len(rows), status, placed))
     return orders
+
+
+def look_alike(ctx: GenContext, rng: np.random.Generator, target: int) -> int | None:
+    """A trap for an order look-up: the same kind of product (the same noun when one turns
+    up) in another colour, so only the colour in the user's words tells them apart."""
+    rows = ctx.rows_by_category[ctx.category.value(target)]
+    fallback = None
+    for _ in range(8):
+        row = int(rows[below(rng, len(rows))])
+        if ctx.color.codes[row] == ctx.color.codes[target]:
+            continue
+        if ctx.noun(row) == ctx.noun(target):
+            return row
+        fallback = row if fallback is None else fallback
+    return fallback
 
 
 def delivered_days_ago(order: dict[str, Any]) -> int:
@@ -254,10 +262,6 @@ def placed_days_ago_for(status: str, rng: np.random.Generator) -> int:
     if status == "shipped":
         return between(rng, 2, 6)
     return between(rng, 8, 120)
-
-
-def today_minus(days: int) -> str:
-    return iso(days_ago(days))
 
 
 # ---- answers the final message must state --------------------------------------------------------

@@ -26,13 +26,14 @@ from ecomrlve.generators.blocks import (
     call,
     filler_orders,
     line_phrase,
+    look_alike,
     order_ref,
     order_when,
     placed_days_ago_for,
     policy_call,
 )
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.draws import below, between, pick
+from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.phrasing import join_words, render
 from ecomrlve.tasks import Goal
 
@@ -98,10 +99,8 @@ class Cancel(Scenario):
             targets.append((ctx.order(ids[k], [row], [1], status, placed, user=world.user), row))
         distractors = []
         for k in range(config.n_distractors):
-            _, row = targets[k % n]
-            rows = ctx.rows_by_category[ctx.category.value(row)]
-            other = int(rows[below(rng, len(rows))])
-            if ctx.color.codes[other] == ctx.color.codes[row]:
+            other = look_alike(ctx, rng, targets[k % n][1])
+            if other is None:
                 continue
             status = pick(rng, ("pending", "processing", "shipped"))
             placed = placed_days_ago_for(status, rng)

@@ -24,13 +24,14 @@ from ecomrlve.generators.blocks import (
     call,
     filler_orders,
     line_phrase,
+    look_alike,
     order_ref,
     order_when,
     placed_days_ago_for,
     policy_call,
 )
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.draws import below, between, pick
+from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.phrasing import date_facts, join_words, money, render
 from ecomrlve.tasks import Goal
 
@@ -131,10 +132,8 @@ class OrderStatus(Scenario):
         # look-alikes: same kind of product in another colour, another status and date
         distractors = []
         for k in range(config.n_distractors):
-            _, row = targets[k % n]
-            rows = ctx.rows_by_category[ctx.category.value(row)]
-            other = int(rows[below(rng, len(rows))])
-            if ctx.color.codes[other] == ctx.color.codes[row]:
+            other = look_alike(ctx, rng, targets[k % n][1])
+            if other is None:
                 continue
             status = pick(rng, STATUSES)
             distractors.append(

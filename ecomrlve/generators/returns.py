@@ -28,6 +28,7 @@ from ecomrlve.generators.blocks import (
     fee_facts,
     filler_orders,
     line_phrase,
+    look_alike,
     order_ref,
     order_when,
     returns_policy_call,
@@ -147,7 +148,7 @@ class Return(Scenario):
         distractors = []
         for k in range(n_distractors):
             target = items[k % len(items)]["row"]
-            row = self._look_alike(ctx, rng, target)
+            row = look_alike(ctx, rng, target)
             if row is not None:
                 distractors.append(
                     ctx.order(
@@ -327,15 +328,3 @@ class Return(Scenario):
             and ctx.size_col.codes[r] == ctx.size_col.codes[new]
         ]
         return new, words, np.array(acceptable)
-
-    @staticmethod
-    def _look_alike(ctx: GenContext, rng: np.random.Generator, target: int) -> int | None:
-        """The same kind of product in another colour (a trap order)."""
-        rows = ctx.rows_by_category[ctx.category.value(target)]
-        for _ in range(8):
-            row = int(rows[below(rng, len(rows))])
-            if ctx.color.codes[row] != ctx.color.codes[target] and ctx.noun(row) == ctx.noun(
-                target
-            ):
-                return row
-        return None
