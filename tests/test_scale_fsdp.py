@@ -40,14 +40,33 @@ def _free_port() -> int:
 # ---------------------------------------------------------------------------------------------
 
 
+def _tiny_qwen3():
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    config = Qwen3Config(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=32,
+        tie_word_embeddings=True,
+        pad_token_id=0,
+        eos_token_id=EOS,
+        bos_token_id=None,
+    )
+    return Qwen3ForCausalLM(config)
+
+
 def worker(out: Path) -> None:
     import numpy as np
     import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
 
     from ecomrlve.train import dapo
     from ecomrlve.train.batching import collate, forward_logprobs
     from ecomrlve.train.chat import TokenSequence
+    from ecomrlve.train.checkpoint import save_checkpoint
     from ecomrlve.train.distributed import (
         all_gather_objects,
         all_reduce_sum,
@@ -65,21 +84,8 @@ def worker(out: Path) -> None:
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
     ctx = init_distributed()
-    config = Qwen3Config(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=32,
-        tie_word_embeddings=True,
-        pad_token_id=0,
-        eos_token_id=EOS,
-        bos_token_id=None,
-    )
     torch.manual_seed(0)
-    policy = Qwen3ForCausalLM(config)
+    policy = _tiny_qwen3()
     enable_gradient_checkpointing(policy)
     if ctx.is_distributed:
         shard_model(policy, ctx)
@@ -150,6 +156,8 @@ def worker(out: Path) -> None:
             }
         )
 
+    # Sharded checkpoint: each rank writes its own shards (resumable on another world size).
+    save_checkpoint(out / "ckpt", STEPS, model=policy, optimizer=optimizer, state={"steps": STEPS})
     weights = {name: t.clone() for name, t in iter_full_weights(policy)}
     torch.save(weights, out / f"weights-rank{ctx.rank}.pt")
     (out / f"log-rank{ctx.rank}.json").write_text(
@@ -242,6 +250,30 @@ def test_fsdp_matches_single_process(runs) -> None:
     # And training moved the weights (a no-op run would pass the checks above trivially).
     initial_loss = log_single["steps"][0]["loss"]
     assert any(s["loss"] != initial_loss for s in log_single["steps"][1:])
+
+
+def test_sharded_checkpoint_resumes_in_one_process(runs) -> None:
+    """The 2-rank FSDP checkpoint loads into a plain model and optimizer (DCP reshards)."""
+    import torch
+
+    from ecomrlve.train.checkpoint import latest_checkpoint, load_checkpoint
+
+    _, fsdp = runs
+    gathered, _ = _load(fsdp, 0)
+    path = latest_checkpoint(fsdp / "ckpt")
+    assert path is not None and sorted(p.name for p in path.glob("rng-rank*.json")) == [
+        "rng-rank0.json",
+        "rng-rank1.json",
+    ]
+    model = _tiny_qwen3()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1)
+    with torch.random.fork_rng(devices=[]):
+        meta = load_checkpoint(path, model=model, optimizer=optimizer)
+    assert meta["world_size"] == 2 and meta["step"] == STEPS
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(tensor, gathered[name]), name
+    steps = {int(s["step"]) for s in optimizer.state_dict()["state"].values()}
+    assert steps == {STEPS}
 
 
 if __name__ == "__main__":

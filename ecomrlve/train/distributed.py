@@ -127,10 +127,13 @@ def enable_gradient_checkpointing(model: torch.nn.Module) -> None:
     """Recompute each layer's activations in backward: trades ~30% compute for memory that
     grows with the layer count, which is what lets 16k-token episodes fit next to an 8B model.
     Non-reentrant, so it composes with FSDP2 and frozen (LoRA) base weights."""
-    enable = getattr(model, "gradient_checkpointing_enable", None)
-    if enable is None:
+    kwargs = {"use_reentrant": False}
+    if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5.2x
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+    elif hasattr(model, "gradient_checkpointing_enable"):
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+    else:
         raise DistributedError(f"{type(model).__name__} does not support gradient checkpointing")
-    enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     config = getattr(model, "config", None)
     if config is not None and hasattr(config, "use_cache"):
         config.use_cache = False  # a KV cache is useless (and warned about) while training
