@@ -167,6 +167,16 @@ class TrainingConfig(StrictModel):
     sft_learning_rate: float = Field(1e-5, gt=0.0)
     seed: int = Field(0, ge=0)
     save_every: int = Field(50, ge=1)
+    # --- scale (ecomrlve/train/plan.py turns "auto" into engines for this machine)
+    rollout_engine: Literal["auto", "hf", "vllm"] = Field("auto", description="auto: vllm on CUDA")
+    distributed: Literal["auto", "none", "fsdp"] = Field("auto", description="auto: fsdp, >1 rank")
+    dtype: Literal["auto", "bf16", "fp32"] = Field("auto", description="auto: bf16 on CUDA")
+    gradient_checkpointing: bool = False
+    lora_rank: int = Field(0, ge=0, description="0: full fine-tune; > 0: LoRA adapters (1 GPU)")
+    lora_alpha: float | None = Field(None, gt=0.0, description="default 2 * lora_rank")
+    vllm_gpu_memory_utilization: float = Field(0.35, gt=0.0, le=1.0)
+    keep_checkpoints: int = Field(3, ge=1, description="newest kept under OUT/checkpoints")
+    resume: bool = Field(False, description="continue from the newest checkpoint in the run folder")
 
     @model_validator(mode="after")
     def _check(self) -> TrainingConfig:
@@ -177,6 +187,10 @@ class TrainingConfig(StrictModel):
             )
         if self.dynamic_sampling and self.group_size < 2:
             raise ValueError("dynamic_sampling needs group_size >= 2 to measure reward variance")
+        if self.lora_rank > 0 and self.distributed == "fsdp":
+            raise ValueError(
+                "lora_rank > 0 is the one-GPU mode; it does not combine with distributed: fsdp"
+            )
         return self
 
 

@@ -1,0 +1,216 @@
+"""Which engines a run uses on this machine: the `auto` settings of the config made concrete.
+
+`resolve_engines(cfg, cuda_available, world_size)` is pure (the machine is passed in), so both
+branches are tested anywhere. With CUDA, `auto` means vLLM rollouts, FSDP2 over the ranks
+torchrun started, bf16; without CUDA, the HF engine, one process, fp32, and a log line that
+says so. `apply_plan` and `build_rollout_engine` carry the plan out on a loaded policy.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ecomrlve.config import EcomConfig, TrainingConfig
+
+log = logging.getLogger(__name__)
+
+
+class PlanError(ValueError):
+    """Settings that cannot run on this machine; the message names the setting."""
+
+
+@dataclass(frozen=True)
+class EnginePlan:
+    """The concrete choices for one run, with one human-readable reason per `auto` decision."""
+
+    rollout_engine: Literal["hf", "vllm"]
+    distributed: Literal["none", "fsdp"]
+    dtype: Literal["bf16", "fp32"]
+    world_size: int
+    gradient_checkpointing: bool
+    lora_rank: int
+    lora_alpha: float | None = None
+    vllm_gpu_memory_utilization: float = 0.35
+    reasons: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def torch_dtype_name(self) -> str:
+        return "bfloat16" if self.dtype == "bf16" else "float32"
+
+    def log(self) -> None:
+        for reason in self.reasons:
+            log.info("engine plan: %s", reason)
+
+
+def resolve_engines(
+    cfg: EcomConfig | TrainingConfig,
+    cuda_available: bool,
+    world_size: int,
+    *,
+    gpu_count: int | None = None,
+    vllm_installed: bool = True,
+) -> EnginePlan:
+    """Turn `training.rollout_engine / distributed / dtype` into an `EnginePlan`.
+
+    Args:
+        cfg: the whole config or its training block.
+        cuda_available: `torch.cuda.is_available()` on this machine.
+        world_size: ranks in this launch (torchrun's WORLD_SIZE; 1 for a plain process).
+        gpu_count: visible GPUs, to point out unused ones (default: world_size).
+        vllm_installed: whether `import vllm` would work; `auto` falls back to HF without it.
+
+    Raises:
+        PlanError for a combination that cannot run (e.g. `distributed: none` under a
+        multi-rank launch, `rollout_engine: vllm` without vLLM, LoRA with FSDP).
+    """
+    t = cfg.training if isinstance(cfg, EcomConfig) else cfg
+    if world_size < 1:
+        raise PlanError(f"world_size must be >= 1, got {world_size}")
+    reasons: list[str] = []
+
+    # ---- rollout engine
+    if t.rollout_engine == "auto":
+        if cuda_available and vllm_installed:
+            engine = "vllm"
+            reasons.append("rollout_engine auto -> vllm (CUDA present)")
+        elif cuda_available:
+            engine = "hf"
+            reasons.append(
+                "rollout_engine auto -> hf: CUDA present but vllm is not installed "
+                "(pip install 'ecomrlve[gpu]' for fast rollouts)"
+            )
+        else:
+            engine = "hf"
+            reasons.append("rollout_engine auto -> hf: no CUDA, falling back to HF generate")
+    else:
+        engine = t.rollout_engine
+        if engine == "vllm" and not vllm_installed:
+            raise PlanError(
+                "training.rollout_engine is vllm but vllm is not installed: "
+                "pip install 'ecomrlve[gpu]' (on CPU: scripts/vllm_cpu_env.sh)"
+            )
+
+    # ---- data parallelism
+    if t.distributed == "auto":
+        distributed = "fsdp" if world_size > 1 else "none"
+        reasons.append(
+            f"distributed auto -> fsdp over {world_size} ranks"
+            if world_size > 1
+            else "distributed auto -> none (one process)"
+        )
+    else:
+        distributed = t.distributed
+        if distributed == "none" and world_size > 1:
+            raise PlanError(
+                f"launched with {world_size} ranks but training.distributed is none: "
+                "use fsdp (or auto), or launch one process"
+            )
+    visible = gpu_count if gpu_count is not None else world_size
+    if cuda_available and visible > world_size:
+        reasons.append(
+            f"{visible} GPUs visible but {world_size} rank(s) launched: "
+            f"torchrun --nproc_per_node {visible} -m ecomrlve train ... uses them all"
+        )
+
+    # ---- precision
+    if t.dtype == "auto":
+        dtype = "bf16" if cuda_available else "fp32"
+        reasons.append(
+            "dtype auto -> bf16 (CUDA)" if cuda_available else "dtype auto -> fp32 (no CUDA)"
+        )
+    else:
+        dtype = t.dtype
+        if dtype == "bf16" and not cuda_available:
+            reasons.append("dtype bf16 without CUDA: runs, but CPU bf16 matmuls are slow")
+
+    # ---- LoRA is the one-GPU mode
+    if t.lora_rank > 0 and distributed == "fsdp":
+        raise PlanError(
+            f"training.lora_rank {t.lora_rank} with FSDP over {world_size} ranks: LoRA is the "
+            "one-GPU mode; set lora_rank: 0 or launch one process"
+        )
+    if t.lora_rank > 0:
+        reasons.append(f"LoRA rank {t.lora_rank}: only adapters train")
+
+    return EnginePlan(
+        rollout_engine=engine,
+        distributed=distributed,
+        dtype=dtype,
+        world_size=world_size,
+        gradient_checkpointing=t.gradient_checkpointing,
+        lora_rank=t.lora_rank,
+        lora_alpha=t.lora_alpha,
+        vllm_gpu_memory_utilization=t.vllm_gpu_memory_utilization,
+        reasons=tuple(reasons),
+    )
+
+
+def plan_for_this_machine(cfg: EcomConfig) -> EnginePlan:
+    """`resolve_engines` with this machine's CUDA, GPU count, torchrun world and vLLM."""
+    import torch
+
+    from ecomrlve.train.distributed import launched_world_size
+    from ecomrlve.train.engines.vllm import vllm_available
+
+    cuda = torch.cuda.is_available()
+    plan = resolve_engines(
+        cfg,
+        cuda_available=cuda,
+        world_size=launched_world_size(),
+        gpu_count=torch.cuda.device_count() if cuda else 0,
+        vllm_installed=vllm_available(),
+    )
+    plan.log()
+    return plan
+
+
+def apply_plan(policy: Any, plan: EnginePlan, ctx: Any, *, seed: int = 0) -> Any:
+    """Ready a loaded policy for training as planned: gradient checkpointing, then LoRA or
+    FSDP2 (bf16 mixed precision on GPU). Returns the module to optimise (LoRA wraps it)."""
+    import torch
+
+    from ecomrlve.train.distributed import enable_gradient_checkpointing, shard_model
+    from ecomrlve.train.lora import apply_lora
+
+    if plan.gradient_checkpointing:
+        enable_gradient_checkpointing(policy)
+    if plan.lora_rank > 0:
+        policy = apply_lora(policy, plan.lora_rank, alpha=plan.lora_alpha, seed=seed)
+    if plan.distributed == "fsdp":
+        mixed = torch.bfloat16 if plan.dtype == "bf16" and ctx.device.type == "cuda" else None
+        shard_model(policy, ctx, param_dtype=mixed)
+    return policy
+
+
+def build_rollout_engine(
+    plan: EnginePlan,
+    policy: Any,
+    *,
+    model_dir: str | Path | None,
+    pad_token_id: int,
+    max_model_len: int,
+    seed: int = 0,
+) -> Any:
+    """The planned `RolloutEngine`. vLLM serves `model_dir` (the folder the policy came from)
+    and then receives the policy's weights in memory, so it starts from the trained state."""
+    if plan.rollout_engine == "hf":
+        from ecomrlve.train.engines.hf import HFEngine
+
+        return HFEngine(policy, pad_token_id)
+    if model_dir is None:
+        raise PlanError("the vLLM engine needs the policy's model folder to start from")
+    from ecomrlve.train.engines.vllm import VLLMEngine
+
+    engine = VLLMEngine(
+        model_dir,
+        dtype="bfloat16" if plan.dtype == "bf16" else "float32",
+        max_model_len=max_model_len,
+        gpu_memory_utilization=plan.vllm_gpu_memory_utilization,
+        distributed=plan.world_size > 1,
+        seed=seed,
+    )
+    engine.sync_weights(policy)
+    return engine
