@@ -134,9 +134,8 @@ class ProductDiscovery(Scenario):
         n_recommend = plan["n_recommend"]
         quantity = between(rng, 3, 9) if plan["bulk"] else 1
         target = ctx.pick_in_stock(rng, min_stock=quantity)
-        # the relaxed key joins the need only when the user states a fallback value for it
-        need_keys = keys
-        need = ProductNeed.build(ctx, target, need_keys, rng, quantity=quantity)
+        # a relaxed key that is not among `keys` is dropped by the fallback ("any colour")
+        need = ProductNeed.build(ctx, target, keys, rng, quantity=quantity)
         category = need.category
         world = World.new(ctx, rng)
         extra: list[str] = []
