@@ -425,3 +425,79 @@ def load_checkpoint(
         raise CheckpointError(f"{path} has no RNG state for rank {rank}")
     _barrier()
     return meta
+
+
+# ---------------------------------------------------------------------------------------------
+# The loop's view: save every N steps, resume from the newest
+# ---------------------------------------------------------------------------------------------
+
+
+class Checkpointer:
+    """What a training loop calls: `restore` once before its first step, `after_step` after
+    each one. Saves every `every` steps and at the last step, into `root`, keeping `keep_last`.
+
+    Example (loop.py):
+        start = checkpoints.restore(policy, optimizer, {"sampler": sampler}) if checkpoints else 0
+        for step in range(start + 1, total_steps + 1):
+            ...
+            if checkpoints:
+                checkpoints.after_step(step, total_steps, policy, optimizer, {"sampler": sampler})
+    """
+
+    def __init__(
+        self, root: str | Path, *, every: int, keep_last: int = 3, resume: bool = False
+    ) -> None:
+        if every < 1:
+            raise CheckpointError(f"checkpoint interval must be >= 1 step, got {every}")
+        if keep_last < 1:
+            raise CheckpointError(f"keep_last must be >= 1, got {keep_last}")
+        self.root = Path(root)
+        self.every = every
+        self.keep_last = keep_last
+        self.resume = resume
+        self.last_saved: Path | None = None
+
+    def restore(
+        self,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        stateful: Mapping[str, Stateful] | None = None,
+        generators: Mapping[str, GeneratorLike] | None = None,
+    ) -> int:
+        """Load the newest checkpoint when resuming; return the last completed step (0: none)."""
+        if not self.resume:
+            return 0
+        path = latest_checkpoint(self.root)
+        if path is None:
+            log.info("resume: no checkpoint under %s, starting at step 1", self.root)
+            return 0
+        meta = load_checkpoint(
+            path, model=model, optimizer=optimizer, stateful=stateful, generators=generators
+        )
+        log.info("resumed from %s (step %d)", path, meta["step"])
+        return int(meta["step"])
+
+    def after_step(
+        self,
+        step: int,
+        total_steps: int,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        stateful: Mapping[str, Stateful] | None = None,
+        generators: Mapping[str, GeneratorLike] | None = None,
+        state: Mapping[str, Any] | None = None,
+    ) -> Path | None:
+        """Save when `step` is a multiple of `every` or the last step; else do nothing."""
+        if step % self.every and step != total_steps:
+            return None
+        self.last_saved = save_checkpoint(
+            self.root,
+            step,
+            model=model,
+            optimizer=optimizer,
+            state={"total_steps": total_steps, **(state or {})},
+            stateful=stateful,
+            generators=generators,
+            keep_last=self.keep_last,
+        )
+        return self.last_saved
