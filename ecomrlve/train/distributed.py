@@ -134,9 +134,8 @@ def enable_gradient_checkpointing(model: torch.nn.Module) -> None:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
     else:
         raise DistributedError(f"{type(model).__name__} does not support gradient checkpointing")
-    config = getattr(model, "config", None)
-    if config is not None and hasattr(config, "use_cache"):
-        config.use_cache = False  # a KV cache is useless (and warned about) while training
+    # config.use_cache stays on: HF skips the cache itself while training with checkpointing,
+    # and rollouts through `generate` (in eval mode) need it.
     if hasattr(model, "enable_input_require_grads"):
         # With frozen embeddings (LoRA) the checkpointed blocks would see inputs without grad.
         model.enable_input_require_grads()
