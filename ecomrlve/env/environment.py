@@ -66,7 +66,7 @@ class StepResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class CallRecord:
     """One executed tool call and what the reward needs to know about it."""
 
@@ -366,8 +366,11 @@ class EcomEnv:
         write = spec.kind is ToolKind.WRITE
         repeat = previous is not None if write else previous == version
         ids = _call_ids(call.arguments)
-        unseen = tuple(i for i in ids if i not in self.seen_ids)
-        irrelevant = tuple(i for i in ids if i not in self._needed)
+        if ids:
+            unseen = tuple(i for i in ids if i not in self.seen_ids)
+            irrelevant = tuple(i for i in ids if i not in self._needed)
+        else:
+            unseen = irrelevant = ()
         ok, result = self.tools.call(call.name, call.arguments)
         self._done_keys[key] = version
         record.calls.append(

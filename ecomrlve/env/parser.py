@@ -116,19 +116,37 @@ def _call_from_object(obj: Any, where: str) -> ParsedCall | FormatError:
     return ParsedCall(name, checked, call_id)
 
 
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
+
+
+def _blocks(text: str) -> list[tuple[int, int]]:
+    """(start of `<tool_call>`, start of its `</tool_call>`) for every complete block; the same
+    spans as `TOOL_CALL.finditer`, found with `str.find` (several times faster)."""
+    spans = []
+    start = text.find(OPEN)
+    while start >= 0:
+        end = text.find(CLOSE, start + len(OPEN))
+        if end < 0:
+            break
+        spans.append((start, end))
+        start = text.find(OPEN, end + len(CLOSE))
+    return spans
+
+
 def _parse_text(text: str, turn: ParsedTurn) -> None:
     text, think_error = strip_think(text)
     if think_error is not None:
         turn.errors.append(think_error)
     pieces: list[str] = []
     last = 0
-    for k, match in enumerate(TOOL_CALL.finditer(text), start=1):
-        pieces.append(text[last : match.start()])
-        last = match.end()
-        body = match.group(1).strip()
-        fenced = _FENCE.match(body)
-        if fenced:
-            body = fenced.group(1)
+    for k, (start, end) in enumerate(_blocks(text), start=1):
+        pieces.append(text[last:start])
+        last = end + len(CLOSE)
+        body = text[start + len(OPEN) : end].strip()
+        if body.startswith("`"):
+            fenced = _FENCE.match(body)
+            if fenced:
+                body = fenced.group(1)
         where = f"<tool_call> #{k}"
         try:
             obj = _loads(body)
