@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import os
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -337,6 +338,13 @@ def plan_run(
     return chunks, skipped
 
 
+def _spawn_can_import_main() -> bool:
+    """A spawned worker re-imports `__main__`; that fails for `python -` or a REPL."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    return path is not None and os.path.exists(path)
+
+
 _WORKER_CTX: GenContext | None = None
 
 
@@ -386,23 +394,41 @@ def generate_tasks(
     started = time.perf_counter()
     parts: list[list[dict[str, Any]]] = []
     done = 0
+
+    def collect(chunk: Chunk, rows: list[dict[str, Any]], part: GenerationReport) -> None:
+        nonlocal done
+        parts.append(rows)
+        report.merge(part)
+        done += chunk.count
+        report_progress(f"{chunk.scenario} d{chunk.difficulty}", done / n)
+
+    if workers > 1 and isinstance(ctx_or_data, GenContext):
+        raise ValueError("workers > 1 needs the data directory (each worker loads it)")
+    if workers > 1 and not _spawn_can_import_main():
+        log.warning(
+            "workers=%d needs a __main__ that a new process can import; running serially", workers
+        )
+        workers = 1
     if workers == 1 or len(chunks) == 1:
         ctx = _context(ctx_or_data)
         for chunk in chunks:
-            rows, part = generate_cell(
-                ctx, seed, chunk.scenario, chunk.difficulty, chunk.start_index, chunk.count, band
+            collect(
+                chunk,
+                *generate_cell(
+                    ctx,
+                    seed,
+                    chunk.scenario,
+                    chunk.difficulty,
+                    chunk.start_index,
+                    chunk.count,
+                    band,
+                ),
             )
-            parts.append(rows)
-            report.merge(part)
-            done += chunk.count
-            report_progress(f"{chunk.scenario} d{chunk.difficulty}", done / n)
     else:
-        if isinstance(ctx_or_data, GenContext):
-            raise ValueError("workers > 1 needs the data directory (each worker loads it)")
         data_dir = str(DataPaths.of(ctx_or_data).root)
         GenContext.load(data_dir)  # fail fast (no catalog) and build the search index once
         # spawn, not fork: the parent holds tantivy and polars thread pools, and a child forked
-        # while one of their locks is held hangs for ever
+        # while one of their locks is held can hang for ever
         with ProcessPoolExecutor(
             max_workers=workers,
             mp_context=mp.get_context("spawn"),
@@ -411,12 +437,7 @@ def generate_tasks(
         ) as pool:
             futures = {pool.submit(_run_chunk, seed, c, band): c for c in chunks}
             for future in as_completed(futures):
-                chunk = futures[future]
-                rows, part = future.result()
-                parts.append(rows)
-                report.merge(part)
-                done += chunk.count
-                report_progress(f"{chunk.scenario} d{chunk.difficulty}", done / n)
+                collect(futures[future], *future.result())
     report.seconds = time.perf_counter() - started
     rows = [row for part in parts for row in part]
     df = rows_frame(rows)
