@@ -131,6 +131,17 @@ def _check_cron(expr: str) -> None:
         raise ValueError(f"schedule {expr!r} is not a cron expression: {err}") from None
 
 
+# `algorithm: grpo` switches DAPO's techniques off; keys the config sets itself still win (so an
+# ablation such as GRPO + clip-higher is one extra line).
+GRPO_PRESETS: dict[str, Any] = {
+    "clip_ratio_low": 0.2,
+    "clip_ratio_high": 0.2,
+    "dynamic_sampling": False,
+    "loss_agg_mode": "seq-mean-token-mean",
+    "overlong_shaping": False,
+}
+
+
 class TrainingConfig(StrictModel):
     """DAPO (arXiv 2503.14476). Each technique is one field; turning all four off gives GRPO."""
 
@@ -165,6 +176,10 @@ class TrainingConfig(StrictModel):
     # --- SFT warm-start
     sft_epochs: int = Field(1, ge=0)
     sft_learning_rate: float = Field(1e-5, gt=0.0)
+    sft_batch_size: int = Field(32, ge=1, description="reference episodes per SFT step")
+    # --- held-out evaluation before SFT, after SFT and after RL
+    eval_tasks: int = Field(64, ge=0, description="held-out tasks, never trained on")
+    eval_samples: int = Field(4, ge=1, description="samples per held-out task (pass@1, pass^k)")
     seed: int = Field(0, ge=0)
     save_every: int = Field(50, ge=1)
     # --- scale (ecomrlve/train/plan.py turns "auto" into engines for this machine)
@@ -177,6 +192,13 @@ class TrainingConfig(StrictModel):
     vllm_gpu_memory_utilization: float = Field(0.35, gt=0.0, le=1.0)
     keep_checkpoints: int = Field(3, ge=1, description="newest kept under OUT/checkpoints")
     resume: bool = Field(False, description="continue from the newest checkpoint in the run folder")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _algorithm_presets(cls, raw: Any) -> Any:
+        if isinstance(raw, dict) and raw.get("algorithm") == "grpo":
+            return {**GRPO_PRESETS, **raw}
+        return raw
 
     @model_validator(mode="after")
     def _check(self) -> TrainingConfig:
@@ -202,6 +224,17 @@ class EcomConfig(StrictModel):
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     data: DataConfig = Field(default_factory=DataConfig)
     ignored_keys: list[str] = Field(default_factory=list, exclude=True)
+
+    @model_validator(mode="after")
+    def _check(self) -> EcomConfig:
+        training, agent = self.training, self.agent
+        if training.overlong_shaping and training.overlong_buffer >= agent.max_episode_tokens:
+            raise ValueError(
+                f"training.overlong_buffer ({training.overlong_buffer}) must be smaller than "
+                f"agent.max_episode_tokens ({agent.max_episode_tokens}): the penalty ramps up "
+                "over the last overlong_buffer tokens of the episode budget"
+            )
+        return self
 
 
 def _pop_ignored(raw: dict[str, Any]) -> list[str]:

@@ -1,0 +1,1 @@
+"""Rollout engines (implementations of `ecomrlve.train.engine.RolloutEngine`)."""

@@ -1,0 +1,121 @@
+"""A `RolloutEngine` on Hugging Face `generate`: batched, left-padded, with per-token log-probs.
+
+On CPU the engine shares the policy module itself, so `sync_weights` has nothing to copy; given
+another module or a state dict, it loads those weights.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from transformers import LogitsProcessor, LogitsProcessorList
+
+from ecomrlve.train.engine import Completion, SamplingParams
+
+
+class _LogprobRecorder(LogitsProcessor):
+    """Records log p(sampled token) under softmax(raw logits / T), one step behind.
+
+    Custom processors run before HF's temperature/top-p warpers, so `scores` are the raw
+    logits. The token drawn from step t's distribution is visible at step t+1 as the last
+    input id; the final step is gathered by `finish`.
+    """
+
+    def __init__(self, temperature: float) -> None:
+        self.temperature = temperature if temperature > 0 else 1.0
+        self.previous: torch.Tensor | None = None
+        self.logprobs: list[torch.Tensor] = []
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.Tensor:
+        if self.previous is not None:
+            self._gather(input_ids[:, -1])
+        self.previous = torch.log_softmax(scores.float() / self.temperature, dim=-1)  # (B, V)
+        return scores
+
+    def _gather(self, tokens: torch.Tensor) -> None:
+        picked = self.previous.gather(1, tokens[:, None].to(self.previous.device))  # (B, 1)
+        self.logprobs.append(picked[:, 0])
+
+    def finish(self, last_tokens: torch.Tensor) -> torch.Tensor:
+        if self.previous is not None:
+            self._gather(last_tokens)
+            self.previous = None
+        return torch.stack(self.logprobs, dim=1)  # (B, T_new)
+
+
+class HFEngine:
+    """Samples with `model.generate`; prompts are chunked into batches of `max_batch_size`."""
+
+    def __init__(self, model: Any, pad_token_id: int, *, max_batch_size: int = 64) -> None:
+        if max_batch_size < 1:
+            raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
+        self.model = model
+        self.pad_token_id = pad_token_id
+        self.max_batch_size = max_batch_size
+
+    def sync_weights(self, policy: Any) -> None:
+        if policy is self.model:
+            return
+        state = policy.state_dict() if hasattr(policy, "state_dict") else policy
+        self.model.load_state_dict(state)
+
+    def generate(
+        self, prompts_token_ids: list[list[int]], sampling: SamplingParams
+    ) -> list[Completion]:
+        if any(len(p) == 0 for p in prompts_token_ids):
+            raise ValueError("every prompt needs at least one token")
+        out: list[Completion] = []
+        for start in range(0, len(prompts_token_ids), self.max_batch_size):
+            chunk = prompts_token_ids[start : start + self.max_batch_size]
+            seed = (sampling.seed * 1_000_003 + start) % (2**63 - 1)  # torch seeds are int64
+            out.extend(self._generate_batch(chunk, sampling, seed))
+        return out
+
+    @torch.inference_mode()
+    def _generate_batch(
+        self, prompts: list[list[int]], sampling: SamplingParams, seed: int
+    ) -> list[Completion]:
+        device = next(self.model.parameters()).device
+        width = max(len(p) for p in prompts)
+        input_ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, prompt in enumerate(prompts):  # left padding
+            input_ids[row, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+            attention_mask[row, width - len(prompt) :] = 1
+        recorder = _LogprobRecorder(sampling.temperature)
+        greedy = sampling.temperature == 0
+        stop = list(sampling.stop_token_ids) or None
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+                torch.manual_seed(seed)
+                result = self.model.generate(
+                    input_ids=input_ids.to(device),  # (B, P)
+                    attention_mask=attention_mask.to(device),  # (B, P)
+                    max_new_tokens=sampling.max_new_tokens,
+                    do_sample=not greedy,
+                    temperature=None if greedy else sampling.temperature,
+                    top_p=None if greedy else sampling.top_p,
+                    top_k=None,
+                    eos_token_id=stop,
+                    pad_token_id=self.pad_token_id,
+                    logits_processor=LogitsProcessorList([recorder]),
+                    return_dict_in_generate=True,
+                )
+        finally:
+            self.model.train(was_training)
+        new_tokens = result.sequences[:, width:].cpu()  # (B, T_new)
+        logprobs = recorder.finish(result.sequences[:, -1]).cpu()  # (B, T_new)
+        stops = set(sampling.stop_token_ids)
+        completions = []
+        for row in range(len(prompts)):
+            ids = new_tokens[row].tolist()
+            end = next((i + 1 for i, t in enumerate(ids) if t in stops), None)
+            finish = "stop" if end is not None else "length"
+            end = end if end is not None else min(len(ids), sampling.max_new_tokens)
+            completions.append(
+                Completion(ids[:end], logprobs[row, :end].tolist(), finish)  # type: ignore[arg-type]
+            )
+        return completions

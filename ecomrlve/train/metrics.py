@@ -1,0 +1,94 @@
+"""Evaluation metrics: unbiased pass@k and pass^k over n samples per task, and their tables.
+
+With n samples of a task of which c succeed:
+
+* pass@k = 1 - C(n-c, k) / C(n, k): the chance that at least one of k samples succeeds
+  (Chen et al. 2021); pass@1 = c / n.
+* pass^k = C(c, k) / C(n, k): the chance that all k samples succeed (tau-bench), an unbiased
+  estimate of p^k. It measures reliability: an agent that succeeds half the time has pass^4
+  of about 0.06.
+
+Tables average these over the tasks of each scenario x difficulty x step band.
+"""
+
+from __future__ import annotations
+
+from math import comb
+
+import polars as pl
+
+from ecomrlve.flows.params import step_band
+
+EPISODE_COLUMNS = ("task_id", "scenario", "difficulty", "min_steps", "success", "reward")
+
+
+def _check(n: int, c: int, k: int) -> None:
+    if not 0 <= c <= n:
+        raise ValueError(f"successes must be within 0..n, got c={c}, n={n}")
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be within 1..n (samples per task), got k={k}, n={n}")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from n samples with c successes."""
+    _check(n, c, k)
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass^k (all k succeed) from n samples with c successes."""
+    _check(n, c, k)
+    return comb(c, k) / comb(n, k)
+
+
+def per_task(episodes: pl.DataFrame, k: int) -> pl.DataFrame:
+    """One row per task: n, c, pass@1, pass^k, mean reward (and its scenario, difficulty, band)."""
+    missing = [c for c in EPISODE_COLUMNS if c not in episodes.columns]
+    if missing:
+        raise ValueError(f"episodes lack column(s) {missing}")
+    tasks = episodes.group_by("task_id", "scenario", "difficulty", "min_steps").agg(
+        n=pl.len(), c=pl.col("success").cast(pl.Int64).sum(), reward_mean=pl.col("reward").mean()
+    )
+    too_few = tasks.filter(pl.col("n") < k)
+    if too_few.height:
+        raise ValueError(
+            f"pass^{k} needs at least {k} samples per task; task "
+            f"{too_few['task_id'][0]!r} has {too_few['n'][0]}"
+        )
+    return tasks.with_columns(
+        pl.struct("n", "c")
+        .map_elements(lambda r: r["c"] / r["n"], return_dtype=pl.Float64)
+        .alias("pass_at_1"),
+        pl.struct("n", "c")
+        .map_elements(lambda r: pass_hat_k(r["n"], r["c"], k), return_dtype=pl.Float64)
+        .alias("pass_hat_k"),
+        pl.col("min_steps").map_elements(step_band, return_dtype=pl.String).alias("step_band"),
+    ).sort("task_id")
+
+
+def summarize(episodes: pl.DataFrame, k: int) -> pl.DataFrame:
+    """pass@1 and pass^k by scenario x difficulty x step band, with task and sample counts."""
+    tasks = per_task(episodes, k)
+    return (
+        tasks.group_by("scenario", "difficulty", "step_band")
+        .agg(
+            tasks=pl.len(),
+            samples=pl.col("n").sum(),
+            pass_at_1=pl.col("pass_at_1").mean(),
+            pass_hat_k=pl.col("pass_hat_k").mean(),
+            reward_mean=pl.col("reward_mean").mean(),
+        )
+        .with_columns(pl.lit(k, dtype=pl.Int64).alias("k"))
+        .sort("scenario", "difficulty", "step_band")
+    )
+
+
+def overall(episodes: pl.DataFrame, k: int) -> dict[str, float]:
+    """Task-averaged pass@1 and pass^k over everything in `episodes`."""
+    tasks = per_task(episodes, k)
+    return {
+        "tasks": float(tasks.height),
+        "pass_at_1": float(tasks["pass_at_1"].mean()),
+        "pass_hat_k": float(tasks["pass_hat_k"].mean()),
+        "reward_mean": float(tasks["reward_mean"].mean()),
+    }

@@ -1,0 +1,258 @@
+"""Run results: DuckDB tables in the data directory and PNG curves in the run folder.
+
+Tables (each row carries `run_id`; appended, so several runs share them):
+
+* `train_runs`      one row per run: config, model, stages, base/SFT/final held-out success
+* `train_steps`     one row per optimizer step: reward, success, entropy, clip fractions,
+                    response length, dropped groups, tokens/s, ...
+* `train_scenarios` one row per (step, scenario): episodes, success, reward, difficulty window
+* `train_rollouts`  one row per episode: task_id, scenario, difficulty, reward, success, steps
+* `eval_results`    pass@1 / pass^k by scenario x difficulty x step band
+* `eval_episodes`   one row per evaluation episode
+
+"Which axes does the model fail on" is then a join, e.g.::
+
+    SELECT t.n_constraints, avg(r.success::INT) FROM train_rollouts r JOIN tasks t USING (task_id)
+    WHERE r.run_id = '...' GROUP BY ALL ORDER BY 1
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from ecomrlve import store
+
+log = logging.getLogger(__name__)
+
+# Fixed schemas, so the first run creates the tables with the types every later run appends.
+STEP_SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.String,
+    "step": pl.Int64,
+    "reward_mean": pl.Float64,
+    "reward_std": pl.Float64,
+    "success_rate": pl.Float64,
+    "success_by_scenario": pl.String,
+    "entropy": pl.Float64,
+    "clip_fraction": pl.Float64,
+    "clip_fraction_low": pl.Float64,
+    "clip_fraction_high": pl.Float64,
+    "loss": pl.Float64,
+    "grad_norm": pl.Float64,
+    "kl": pl.Float64,
+    "response_length_mean": pl.Float64,
+    "response_length_max": pl.Int64,
+    "truncated_rate": pl.Float64,
+    "overlong_penalty_mean": pl.Float64,
+    "groups_sampled": pl.Int64,
+    "groups_dropped": pl.Int64,
+    "groups_trained": pl.Int64,
+    "gen_batches": pl.Int64,
+    "sequences_trained": pl.Int64,
+    "tokens_generated": pl.Int64,
+    "tokens_per_s": pl.Float64,
+    "rollout_s": pl.Float64,
+    "update_s": pl.Float64,
+    "logprob_mismatch": pl.Float64,
+}
+SCENARIO_SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.String,
+    "step": pl.Int64,
+    "scenario": pl.String,
+    "episodes": pl.Int64,
+    "success_rate": pl.Float64,
+    "reward_mean": pl.Float64,
+    "window_low": pl.Int64,
+    "window_high": pl.Int64,
+}
+ROLLOUT_SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.String,
+    "step": pl.Int64,
+    "gen_batch": pl.Int64,
+    "group": pl.Int64,
+    "task_id": pl.String,
+    "scenario": pl.String,
+    "difficulty": pl.Int64,
+    "min_steps": pl.Int64,
+    "reward": pl.Float64,
+    "env_reward": pl.Float64,
+    "success": pl.Boolean,
+    "steps": pl.Int64,
+    "finish": pl.String,
+    "truncated": pl.Boolean,
+    "response_tokens": pl.Int64,
+    "trained": pl.Boolean,
+}
+EVAL_SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.String,
+    "stage": pl.String,
+    "model": pl.String,
+    "scenario": pl.String,
+    "difficulty": pl.Int64,
+    "step_band": pl.String,
+    "tasks": pl.Int64,
+    "samples": pl.Int64,
+    "k": pl.Int64,
+    "pass_at_1": pl.Float64,
+    "pass_hat_k": pl.Float64,
+    "reward_mean": pl.Float64,
+    "where": pl.String,
+}
+EPISODE_SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.String,
+    "stage": pl.String,
+    "task_id": pl.String,
+    "scenario": pl.String,
+    "difficulty": pl.Int64,
+    "min_steps": pl.Int64,
+    "sample": pl.Int64,
+    "reward": pl.Float64,
+    "success": pl.Boolean,
+    "steps": pl.Int64,
+    "finish": pl.String,
+}
+RUN_SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.String,
+    "output": pl.String,
+    "model": pl.String,
+    "algorithm": pl.String,
+    "curriculum": pl.String,
+    "config": pl.String,
+    "steps": pl.Int64,
+    "base_success": pl.Float64,
+    "sft_success": pl.Float64,
+    "final_success": pl.Float64,
+    "wall_s": pl.Float64,
+    "finished_at": pl.String,
+}
+
+
+def frame(rows: list[dict[str, Any]], schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """Rows as a frame with exactly `schema`'s columns and types (missing values are null)."""
+    unknown = {k for row in rows for k in row} - set(schema)
+    if unknown:
+        raise ValueError(f"columns {sorted(unknown)} are not in the table schema")
+    return pl.DataFrame(
+        [{k: row.get(k) for k in schema} for row in rows], schema=schema, orient="row"
+    )
+
+
+def append(data: str | os.PathLike, table: str, rows: list[dict[str, Any]], schema) -> None:
+    if rows:
+        store.write_table(data, table, frame(rows, schema), append=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# PNG curves
+# ---------------------------------------------------------------------------------------------
+
+
+def plot_curves(
+    steps: pl.DataFrame, scenarios: pl.DataFrame, out_dir: Path, *, title: str = ""
+) -> list[Path]:
+    """reward.png, success_by_scenario.png, difficulty_frontier.png under `out_dir`."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+
+    def save(fig, name: str) -> None:
+        path = out_dir / name
+        tmp = store.temp_path_for(path).with_suffix(".png")
+        try:
+            fig.savefig(tmp, dpi=110, bbox_inches="tight")
+            os.replace(tmp, path)
+        finally:
+            plt.close(fig)
+            tmp.unlink(missing_ok=True)
+        written.append(path)
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if steps.height:
+        ax.plot(steps["step"], steps["reward_mean"], marker="o", ms=3, label="reward (mean)")
+        ax.plot(steps["step"], steps["success_rate"], marker="s", ms=3, label="success rate")
+    ax.set_xlabel("step")
+    ax.set_title(f"reward {title}".strip())
+    ax.grid(alpha=0.3)
+    ax.legend()
+    save(fig, "reward.png")
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for scenario in sorted(scenarios["scenario"].unique().to_list()) if scenarios.height else []:
+        part = scenarios.filter(pl.col("scenario") == scenario).sort("step")
+        ax.plot(part["step"], part["success_rate"], marker="o", ms=3, label=scenario)
+    ax.set_xlabel("step")
+    ax.set_ylabel("success rate")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title(f"success by scenario {title}".strip())
+    ax.grid(alpha=0.3)
+    if scenarios.height:
+        ax.legend(fontsize=7, ncol=2)
+    save(fig, "success_by_scenario.png")
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for scenario in sorted(scenarios["scenario"].unique().to_list()) if scenarios.height else []:
+        part = scenarios.filter(pl.col("scenario") == scenario).sort("step")
+        line = ax.step(part["step"], part["window_high"], where="post", label=f"{scenario} h")
+        ax.fill_between(
+            part["step"].to_numpy(),
+            part["window_low"].to_numpy(),
+            part["window_high"].to_numpy(),
+            step="post",
+            alpha=0.12,
+            color=line[0].get_color(),
+        )
+    ax.set_xlabel("step")
+    ax.set_ylabel("difficulty window [l, h]")
+    ax.set_title(f"difficulty frontier {title}".strip())
+    ax.grid(alpha=0.3)
+    if scenarios.height:
+        ax.legend(fontsize=7, ncol=2)
+    save(fig, "difficulty_frontier.png")
+    return written
+
+
+class RunLog:
+    """Appends each step's rows to DuckDB as it finishes, and keeps them for the plots."""
+
+    def __init__(self, data: str | os.PathLike, run_id: str) -> None:
+        self.data = data
+        self.run_id = run_id
+        self.steps: list[dict[str, Any]] = []
+        self.scenarios: list[dict[str, Any]] = []
+
+    def record_step(
+        self,
+        metrics: dict[str, Any],
+        scenario_rows: list[dict[str, Any]],
+        rollout_rows: list[dict[str, Any]],
+    ) -> None:
+        step = {**metrics, "run_id": self.run_id}
+        step["success_by_scenario"] = json.dumps(metrics.get("success_by_scenario", {}))
+        scenarios = [{**row, "run_id": self.run_id} for row in scenario_rows]
+        append(self.data, "train_steps", [step], STEP_SCHEMA)
+        append(self.data, "train_scenarios", scenarios, SCENARIO_SCHEMA)
+        append(
+            self.data,
+            "train_rollouts",
+            [{**r, "run_id": self.run_id} for r in rollout_rows],
+            ROLLOUT_SCHEMA,
+        )
+        self.steps.append(step)
+        self.scenarios.extend(scenarios)
+
+    def plot(self, out_dir: Path) -> list[Path]:
+        return plot_curves(
+            frame(self.steps, STEP_SCHEMA),
+            frame(self.scenarios, SCENARIO_SCHEMA),
+            out_dir,
+            title=f"({self.run_id})",
+        )
