@@ -14,6 +14,7 @@ import typer
 from ecomrlve import store
 from ecomrlve.cli_common import console, fail, frame_table, progress_bar, user_errors
 from ecomrlve.env import cli as env_cli
+from ecomrlve.flows import cli as flows_cli
 from ecomrlve.generators import cli as generators_cli
 from ecomrlve.train import cli as train_cli
 
@@ -94,6 +95,7 @@ def sql(
 
 
 env_cli.register(app)
+flows_cli.register(app)
 generators_cli.register(app)
 train_cli.register(app)
 

@@ -98,6 +98,9 @@ class DataConfig(StrictModel):
     curriculum: str = Field("default", description="curriculum the pipeline builds and trains on")
     curriculum_where: str | None = Field(None, description="SQL predicate over the tasks view")
     shard_size: int = Field(256, ge=1, description="tasks per curriculum shard")
+    train_where: str | None = Field(
+        None, description="train on CURRICULUM_train, the tasks of this SQL predicate"
+    )
     task_runner: Literal["threads", "processes", "dask"] = "threads"
     workers: int = Field(2, ge=1, description="parallel generation workers")
     dask_address: str | None = Field(None, description="scheduler of an existing Dask cluster")
@@ -113,6 +116,8 @@ class DataConfig(StrictModel):
         from ecomrlve.store import validate_identifier  # lazy: duckdb is not needed to parse
 
         validate_identifier(self.curriculum, "curriculum name")
+        if self.train_where is not None:
+            validate_identifier(f"{self.curriculum}_train", "training curriculum name")
         if self.dask_address and self.task_runner != "dask":
             raise ValueError("dask_address needs task_runner: dask")
         _check_cron(self.schedule)

@@ -3,10 +3,16 @@ where building data is costly."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from ecomrlve.flows import prefect_env
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -24,3 +30,22 @@ def small_catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data = tmp_path_factory.mktemp("catalog")
     build_catalog(data, SMALL_CATALOG, seed=7)
     return data
+
+
+# ---- flows (Prefect) ---------------------------------------------------------------------------
+# Prefect reads its settings when it is first imported, so the quiet offline defaults and a
+# private PREFECT_HOME are set here, before any test module imports prefect.
+_PREFECT_DIR = tempfile.mkdtemp(prefix="ecomrlve-prefect-")
+atexit.register(shutil.rmtree, _PREFECT_DIR, ignore_errors=True)
+prefect_env(_PREFECT_DIR)  # PREFECT_HOME under it, telemetry off, 120 s server start-up
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """One temporary Prefect server (SQLite) for the whole session, without flow heartbeats."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    from ecomrlve.flows import quiet_settings
+
+    with prefect_test_harness(server_startup_timeout=120), quiet_settings():
+        yield

@@ -43,8 +43,8 @@ def prefect_env(data_dir: str | os.PathLike, *, console_log_level: str | None = 
     PREFECT_HOME defaults to `DATA_DIR/.prefect` (the temporary server's database, memo store)
     so nothing is written to `~/.prefect`; a PREFECT_HOME the user set wins. Call it before
     prefect is imported: afterwards the settings are frozen and only a warning is logged.
-    `console_log_level` (e.g. "WARNING") quiets Prefect's console handler only; the logs still
-    reach the Prefect API and UI.
+    `console_log_level` (e.g. "WARNING") quiets Prefect's console handler and the temporary
+    server's own log; flow and task logs still reach the Prefect API and UI.
     """
     for key, value in QUIET_DEFAULTS.items():
         os.environ.setdefault(key, value)
@@ -53,6 +53,11 @@ def prefect_env(data_dir: str | os.PathLike, *, console_log_level: str | None = 
     )
     if console_log_level:
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", console_log_level)
+        # the temporary server logs its own shutdown races (events still being recorded as
+        # it stops) as tracebacks; keep them off a quiet terminal
+        os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
+    # prefect creates PREFECT_HOME itself but not its parents (a fresh --data directory)
+    Path(home).mkdir(parents=True, exist_ok=True)
     if "prefect" in sys.modules:
         log.warning("prefect was imported before prefect_env(); its settings may not apply")
     return Path(home)

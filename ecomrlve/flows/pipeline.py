@@ -1,0 +1,538 @@
+"""The flows: `pipeline`, `generate_tasks`, `curriculum` and `regenerate_curriculum`.
+
+Each flow only sequences the typed stages of `ecomrlve.flows.stages`; the work and the checks
+live there and in the plain modules they call. Every stage that writes takes the data
+directory's writer lock for its own write (one writer at a time).
+
+Progress: a CLI registers a listener with `progress.progress_listener(fn)`; the flows report
+(stage, fraction) as stages and generation chunks finish.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from prefect import flow, get_run_logger
+from prefect.futures import as_completed
+from pydantic import BaseModel, Field
+
+from ecomrlve import store
+from ecomrlve.config import SCENARIOS
+from ecomrlve.flows.curriculum import catalog_predicate
+from ecomrlve.flows.params import CurriculumParams, PipelineParams, RegenerateParams
+from ecomrlve.flows.progress import report
+from ecomrlve.flows.publishing import PublishResult, existing_task_ids, store_seeds, tasks_version
+from ecomrlve.flows.regenerate import (
+    RegenerationError,
+    allocate,
+    curriculum_where,
+    failure_weights,
+    fresh_seeds,
+    preflight,
+    resolve_run_id,
+    run_success,
+    weakest_axes,
+)
+from ecomrlve.flows.runners import make_task_runner
+from ecomrlve.flows.stages import (
+    CurriculumSummary,
+    PackedRows,
+    ValidatedChunk,
+    build_catalog_stage,
+    build_curriculum_stage,
+    catalog_intact,
+    chunk_label,
+    curriculum_intact,
+    generate_chunk_stage,
+    plot_stage,
+    publish_stage,
+    results_dir,
+    source_fingerprint,
+    train_stage,
+    training_intact,
+    validate_tasks_stage,
+)
+from ecomrlve.generators.generate import Chunk, check_band, feasible_cells, plan_run
+
+PIPELINE_RUN = "pipeline"
+GENERATOR_CODE = ("ecomrlve.generators", "ecomrlve.env", "ecomrlve.tasks")
+VALIDATOR_CODE = ("ecomrlve.tasks", "ecomrlve.flows.validation")
+CURRICULUM_CODE = ("ecomrlve.env", "ecomrlve.flows.curriculum")
+PLOT_CODE = ("ecomrlve.flows.plots",)
+TRAIN_CODE = ("ecomrlve.train", "ecomrlve.env")
+
+
+class StageRecord(BaseModel):
+    """One row of the run summary table."""
+
+    stage: str
+    status: str = Field(description="ran, cached, partly cached or skipped")
+    seconds: float
+    detail: str = ""
+
+
+class GenerationStats(BaseModel):
+    chunks: int
+    chunks_cached: int
+    generated: int
+    valid: int
+    rejected: dict[str, int]
+    skipped_cells: list[str] = Field(default_factory=list)
+    generation_s: float = Field(description="sum of the chunks' own generation time")
+
+
+class PipelineSummary(BaseModel):
+    data_dir: str
+    db: str
+    tasks: int
+    curriculum: str
+    shards: int
+    plots: list[str]
+    stages: list[StageRecord]
+    generation: GenerationStats
+    train: dict[str, Any] | None = None
+
+
+class RegenerateSummary(BaseModel):
+    data_dir: str
+    curriculum: str
+    shards: int
+    tasks: int
+    seeds: list[int]
+    per_scenario: dict[str, int]
+    rounds: int
+    run: str
+    from_run: str | None = None
+    weights: dict[str, float] = Field(default_factory=dict)
+    weakest_axes: list[dict[str, Any]] = Field(default_factory=list)
+    stages: list[StageRecord] = Field(default_factory=list)
+
+
+def _bound(stage: Any, data_dir: str) -> Any:
+    """`stage` persisting its results (and cache keys) under the data directory."""
+    return stage.with_options(result_storage=results_dir(data_dir))
+
+
+def _run_verified(
+    stage: Any, results_in: str, intact: Callable[[Any], bool], /, **kwargs: Any
+) -> tuple[Any, bool]:
+    """Run a cached stage (results under `results_in`); if the cache hit describes files that
+    are gone or changed, recompute it."""
+    bound = _bound(stage, results_in)
+    state = bound(**kwargs, return_state=True)
+    result = state.result()
+    if state.name == "Cached" and not intact(result):
+        get_run_logger().warning("%s: cached result no longer matches disk; rerunning", stage.name)
+        state = bound.with_options(refresh_cache=True)(**kwargs, return_state=True)
+        result = state.result()
+    return result, state.name == "Cached"
+
+
+class _Clock:
+    """Times stages and collects the rows of the run summary."""
+
+    def __init__(self) -> None:
+        self.records: list[StageRecord] = []
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[StageRecord]:
+        record = StageRecord(stage=name, status="ran", seconds=0.0)
+        started = time.perf_counter()
+        report(name, 0.0)
+        yield record
+        record.seconds = round(time.perf_counter() - started, 3)
+        self.records.append(record)
+        report(name, 1.0)
+
+
+def _status(cached: bool) -> str:
+    return "cached" if cached else "ran"
+
+
+# ---- generation -------------------------------------------------------------------------------
+
+
+@flow(name="generate_tasks", persist_result=False)
+def generate_tasks(
+    data_dir: str,
+    seed: int,
+    chunks: list[Chunk],
+    min_steps: int | None,
+    max_steps: int | None,
+    catalog_hash: str,
+) -> tuple[list[ValidatedChunk], GenerationStats]:
+    """Fan out one generate → validate pair per chunk on this flow's task runner."""
+    logger = get_run_logger()
+    generator_code = source_fingerprint(*GENERATOR_CODE)
+    validator_code = source_fingerprint(*VALIDATOR_CODE)
+    generate = _bound(generate_chunk_stage, data_dir)
+    validate = _bound(validate_tasks_stage, data_dir)
+    generated = [
+        generate.with_options(task_run_name=f"generate-{chunk_label(c)}").submit(
+            data_dir=data_dir,
+            seed=seed,
+            chunk=c,
+            min_steps=min_steps,
+            max_steps=max_steps,
+            catalog_hash=catalog_hash,
+            code_version=generator_code,
+        )
+        for c in chunks
+    ]
+    validated = [
+        validate.with_options(task_run_name=f"validate-{chunk_label(c)}").submit(
+            generated=g,
+            min_steps=min_steps,
+            max_steps=max_steps,
+            catalog_hash=catalog_hash,
+            code_version=validator_code,
+        )
+        for c, g in zip(chunks, generated, strict=True)
+    ]
+    for done, _ in enumerate(as_completed(validated), start=1):
+        report("generate", done / len(validated))
+    raw = [f.result() for f in generated]  # a failed chunk raises its own error here
+    results = [f.result() for f in validated]
+    rejected: dict[str, int] = {}
+    for chunk in results:
+        for reason, n in chunk.rejected.items():
+            rejected[reason] = rejected.get(reason, 0) + n
+    stats = GenerationStats(
+        chunks=len(chunks),
+        chunks_cached=sum(f.state.name == "Cached" for f in generated),
+        generated=sum(c.rows for c in raw),
+        valid=sum(c.rows for c in results),
+        rejected=rejected,
+        skipped_cells=sorted({s for c in raw for s in c.report.get("skipped_cells", [])}),
+        generation_s=round(sum(c.seconds for c in raw), 3),
+    )
+    logger.info(
+        "generated %d tasks in %d chunks (%d cached), %d valid, rejected %s",
+        stats.generated,
+        stats.chunks,
+        stats.chunks_cached,
+        stats.valid,
+        rejected or "none",
+    )
+    return results, stats
+
+
+def _generation(kind: str, workers: int, dask_address: str | None) -> Any:
+    """The `generate_tasks` subflow on the configured task runner."""
+    return generate_tasks.with_options(task_runner=make_task_runner(kind, workers, dask_address))
+
+
+# ---- pipeline ---------------------------------------------------------------------------------
+
+
+@flow(name="ecomrlve-pipeline", persist_result=False)
+def pipeline(params: PipelineParams) -> PipelineSummary:
+    """catalog → tasks (fanned out) → validate → publish → curriculum shards → plots → train."""
+    logger = get_run_logger()
+    data_dir, cfg = params.data_dir, params.config
+    clock = _Clock()
+    logger.info("pipeline on %s with %s", data_dir, params.config_source)
+
+    with clock.stage("catalog") as rec:
+        catalog, cached = _run_verified(
+            build_catalog_stage,
+            data_dir,
+            lambda r: catalog_intact(data_dir, r),
+            data_dir=data_dir,
+            products=cfg.data.products,
+            seed=cfg.data.seed,
+        )
+        rec.status = _status(cached)
+        rec.detail = f"{catalog.products:,} products, catalog_hash {catalog.catalog_hash}"
+
+    with clock.stage("generate") as rec:
+        band = check_band(cfg.data.min_steps, cfg.data.max_steps)
+        chunks, _ = plan_run(
+            cfg.data.tasks, params.scenarios, cfg.data.difficulty, band, cfg.data.chunk_size
+        )
+        validated, stats = _generation(
+            cfg.data.task_runner, cfg.data.workers, cfg.data.dask_address
+        )(
+            data_dir=data_dir,
+            seed=cfg.data.seed,
+            chunks=chunks,
+            min_steps=cfg.data.min_steps,
+            max_steps=cfg.data.max_steps,
+            catalog_hash=catalog.catalog_hash,
+        )
+        if stats.chunks_cached == stats.chunks:
+            rec.status = "cached"
+        elif stats.chunks_cached:
+            rec.status = f"{stats.chunks_cached}/{stats.chunks} cached"
+        rec.detail = (
+            f"{stats.valid:,} valid of {stats.generated:,} in {stats.chunks} chunks "
+            f"({cfg.data.task_runner} × {cfg.data.workers})"
+        )
+        if stats.rejected:
+            rec.detail += f"; rejected {stats.rejected}"
+
+    with clock.stage("publish") as rec:
+        published, cached = _run_verified(
+            publish_stage,
+            data_dir,
+            PublishResult.intact,
+            data_dir=data_dir,
+            run=PIPELINE_RUN,
+            chunks=validated,
+        )
+        rec.status = _status(cached)
+        rec.detail = f"{published.tasks:,} tasks in {len(published.files)} files"
+        version = tasks_version(data_dir)
+
+    with clock.stage("curriculum") as rec:
+        current = catalog_predicate(catalog.catalog_hash)
+
+        def shards(name: str, where: str) -> tuple[CurriculumSummary, bool]:
+            return _run_verified(
+                build_curriculum_stage,
+                data_dir,
+                lambda r: curriculum_intact(data_dir, r),
+                data_dir=data_dir,
+                name=name,
+                where=where,
+                order=None,
+                shard_size=cfg.data.shard_size,
+                interleave=True,
+                tasks_version=version,
+                code_version=source_fingerprint(*CURRICULUM_CODE),
+            )
+
+        curriculum, cached = shards(cfg.data.curriculum, cfg.data.curriculum_where or current)
+        rec.detail = f"{curriculum.tasks:,} tasks in {curriculum.shards} shards"
+        training_shards = curriculum
+        if cfg.data.train_where:
+            training_shards, cached_too = shards(
+                f"{cfg.data.curriculum}_train", f"({cfg.data.train_where}) AND {current}"
+            )
+            cached = cached and cached_too
+            rec.detail += (
+                f"; {training_shards.name}: {training_shards.tasks:,} tasks "
+                f"({cfg.data.train_where})"
+            )
+        rec.status = _status(cached)
+
+    with clock.stage("plots") as rec:
+        plots, cached = _run_verified(
+            plot_stage,
+            data_dir,
+            lambda paths: all(Path(p).exists() for p in paths),
+            data_dir=data_dir,
+            tasks_version=version,
+            code_version=source_fingerprint(*PLOT_CODE),
+        )
+        rec.status = _status(cached)
+        rec.detail = ", ".join(Path(p).name for p in plots)
+
+    train: dict[str, Any] | None = None
+    with clock.stage("train") as rec:
+        if params.skip_train:
+            rec.status, rec.detail = "skipped", "--skip-train"
+        else:
+            train, cached = _run_verified(
+                train_stage,
+                data_dir,
+                training_intact,
+                config=cfg,
+                data_dir=data_dir,
+                output=str(params.training_output()),
+                curriculum=training_shards.name,
+                curriculum_hash=training_shards.manifest_hash,
+                code_version=source_fingerprint(*TRAIN_CODE),
+            )
+            rec.status = _status(cached)
+            held_out = train.get("held_out", {})
+            rec.detail = f"run {train['run_id']}: " + ", ".join(
+                f"{stage} pass@1 {m.get('pass_at_1', 0.0):.2f}" for stage, m in held_out.items()
+            )
+
+    logger.info("pipeline finished: %s", {r.stage: r.status for r in clock.records})
+    return PipelineSummary(
+        data_dir=data_dir,
+        db=str(store.DataPaths.of(data_dir).db),
+        tasks=published.tasks,
+        curriculum=curriculum.path,
+        shards=curriculum.shards,
+        plots=plots,
+        stages=clock.records,
+        generation=stats,
+        train=train,
+    )
+
+
+# ---- curriculum -------------------------------------------------------------------------------
+
+
+@flow(name="ecomrlve-curriculum", persist_result=False)
+def curriculum(params: CurriculumParams) -> CurriculumSummary:
+    """Build shards for one curriculum from a SQL selection of the store's tasks."""
+    report("curriculum", 0.0)
+    result, _ = _run_verified(
+        build_curriculum_stage,
+        params.data_dir,
+        lambda r: curriculum_intact(params.data_dir, r),
+        data_dir=params.data_dir,
+        name=params.name,
+        where=params.where,
+        order=params.order,
+        shard_size=params.shard_size,
+        interleave=params.interleave,
+        tasks_version=tasks_version(params.data_dir),
+        code_version=source_fingerprint(*CURRICULUM_CODE),
+    )
+    report("curriculum", 1.0)
+    return result
+
+
+# ---- regeneration -----------------------------------------------------------------------------
+
+
+def _chunks_for(need: dict[tuple[str, int], int], chunk_size: int) -> list[Chunk]:
+    return [
+        Chunk(scenario, difficulty, start, min(chunk_size, n - start))
+        for (scenario, difficulty), n in need.items()
+        for start in range(0, n, chunk_size)
+    ]
+
+
+@flow(name="ecomrlve-regenerate-curriculum", persist_result=False)
+def regenerate_curriculum(params: RegenerateParams) -> RegenerateSummary:
+    """Generate fresh tasks in a step band until `tasks` valid new ones exist; publish; shard.
+
+    Round r generates each cell's missing count with a fresh seed. A cell whose chunk yields
+    nothing is dropped and its share moves to the others; after `max_rounds` rounds short of the
+    target the flow fails and publishes nothing.
+    """
+    from ecomrlve.catalogs import catalog_hash as current_catalog_hash
+
+    logger = get_run_logger()
+    data_dir = params.data_dir
+    clock = _Clock()
+    band = (params.min_steps, params.max_steps)
+    scenarios = params.scenarios or list(SCENARIOS)
+
+    with clock.stage("plan") as rec:
+        chash = current_catalog_hash(data_dir)
+        preflight(params)
+        cells, skipped = feasible_cells(scenarios, params.difficulty, band)
+        run_id = None
+        weakest: list[dict[str, Any]] = []
+        if params.from_run:
+            run_id = resolve_run_id(data_dir, params.from_run)
+            results = run_success(data_dir, run_id)
+            weights = failure_weights(results, cells)
+            weakest = weakest_axes(results)
+        else:
+            weights = dict.fromkeys(cells, 1.0)
+        need = allocate(params.tasks, weights)
+        seeds = fresh_seeds(params.seed, params.name, params.max_rounds, store_seeds(data_dir))
+        rec.detail = f"{len(cells)} cells, skipped {len(skipped)}" + (
+            f", weighted by run {run_id}" if run_id else ""
+        )
+        logger.info("regenerate %s: %s", params.name, rec.detail)
+
+    collected: list[ValidatedChunk] = []
+    used_seeds: list[int] = []
+    generation = _generation(params.task_runner, params.workers, params.dask_address)
+    with clock.stage("generate") as rec:
+        for round_seed in seeds:
+            chunks = _chunks_for({c: n for c, n in need.items() if n > 0}, params.chunk_size)
+            if not chunks:
+                break
+            used_seeds.append(round_seed)
+            validated, _ = generation(
+                data_dir=data_dir,
+                seed=round_seed,
+                chunks=chunks,
+                min_steps=params.min_steps,
+                max_steps=params.max_steps,
+                catalog_hash=chash,
+            )
+            frames = [part.frame() for part in validated]
+            taken = existing_task_ids(data_dir, [t for f in frames for t in f["task_id"]])
+            got: dict[tuple[str, int], int] = {}
+            for part, df in zip(validated, frames, strict=True):
+                cell = (part.chunk.scenario, part.chunk.difficulty)
+                df = df.filter(~pl.col("task_id").is_in(list(taken)))
+                df = df.head(need[cell] - got.get(cell, 0))
+                got[cell] = got.get(cell, 0) + df.height
+                if df.height:
+                    collected.append(ValidatedChunk(part.chunk, PackedRows.of(df)))
+            exhausted = [c for c in need if need[c] > 0 and got.get(c, 0) == 0]
+            need = {c: need[c] - got.get(c, 0) for c in need}
+            missing = sum(need.values())
+            logger.info(
+                "round seed %d: %d new tasks, %d to go", round_seed, sum(got.values()), missing
+            )
+            if missing and exhausted:
+                alive = {c: weights[c] for c in need if c not in exhausted}
+                if not alive:
+                    break
+                for c in exhausted:
+                    need[c] = 0
+                for c, n in allocate(missing, alive).items():
+                    need[c] += n
+        total = sum(part.rows for part in collected)
+        if total < params.tasks:
+            raise RegenerationError(
+                f"only {total} of {params.tasks} valid new tasks with {params.min_steps}-"
+                f"{params.max_steps} steps after {len(used_seeds)} rounds; nothing published"
+            )
+        rec.detail = f"{total} tasks from {len(used_seeds)} rounds"
+
+    run = f"regen_{params.name}_s{used_seeds[0]}"
+    with clock.stage("publish") as rec:
+        published, cached = _run_verified(
+            publish_stage,
+            data_dir,
+            PublishResult.intact,
+            data_dir=data_dir,
+            run=run,
+            chunks=collected,
+        )
+        rec.status = _status(cached)
+        rec.detail = f"{published.tasks} tasks as run {run}"
+
+    with clock.stage("curriculum") as rec:
+        shards, cached = _run_verified(
+            build_curriculum_stage,
+            data_dir,
+            lambda r: curriculum_intact(data_dir, r),
+            data_dir=data_dir,
+            name=params.name,
+            where=curriculum_where(used_seeds, params.min_steps, params.max_steps, chash),
+            order=None,
+            shard_size=params.shard_size,
+            interleave=True,
+            tasks_version=tasks_version(data_dir),
+            code_version=source_fingerprint(*CURRICULUM_CODE),
+        )
+        rec.status = _status(cached)
+        rec.detail = f"{shards.tasks} tasks in {shards.shards} shards"
+
+    per_scenario: dict[str, int] = {}
+    for part in collected:
+        per_scenario[part.chunk.scenario] = per_scenario.get(part.chunk.scenario, 0) + part.rows
+    return RegenerateSummary(
+        data_dir=data_dir,
+        curriculum=shards.path,
+        shards=shards.shards,
+        tasks=published.tasks,
+        seeds=used_seeds,
+        per_scenario=dict(sorted(per_scenario.items())),
+        rounds=len(used_seeds),
+        run=run,
+        from_run=run_id,
+        weights={f"{s}/d{d}": round(w, 4) for (s, d), w in weights.items()},
+        weakest_axes=weakest,
+        stages=clock.records,
+    )

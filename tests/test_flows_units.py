@@ -1,0 +1,161 @@
+"""The flows' plain parts, without a Prefect server: settings, parameters, planning helpers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ecomrlve.config import ConfigError
+from ecomrlve.flows import QUIET_DEFAULTS, prefect_env
+from ecomrlve.flows.cli import band_predicate, resolve_config
+from ecomrlve.flows.params import CurriculumParams, PipelineParams, RegenerateParams
+from ecomrlve.flows.regenerate import (
+    allocate,
+    curriculum_where,
+    failure_weights,
+    fresh_seeds,
+    weakest_axes,
+)
+from ecomrlve.flows.runners import TaskRunnerError, make_task_runner
+
+
+def test_prefect_env_is_private_quiet_and_respects_the_user(tmp_path, monkeypatch) -> None:
+    for key in (*QUIET_DEFAULTS, "PREFECT_HOME", "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"):
+        monkeypatch.delenv(key, raising=False)
+    home = prefect_env(tmp_path / "data", console_log_level="WARNING")
+    assert home == (tmp_path / "data" / ".prefect").resolve() and home.is_dir()
+    assert os.environ["DO_NOT_TRACK"] == "1"
+    assert os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] == "false"
+    assert int(os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]) >= 90
+    assert os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] == "WARNING"
+    mine = tmp_path / "my-prefect"
+    monkeypatch.setenv("PREFECT_HOME", str(mine))
+    monkeypatch.setenv("DO_NOT_TRACK", "0")
+    assert prefect_env(tmp_path / "other") == mine
+    assert os.environ["DO_NOT_TRACK"] == "0"
+
+
+def test_default_config_pairs_data_defaults_with_the_tiny_trainer() -> None:
+    cfg, source = resolve_config(None, {})
+    assert (cfg.data.products, cfg.data.tasks) == (20_000, 2_700)
+    assert cfg.agent.model == "tiny-qwen3" and "tiny_cpu.yaml" in source
+    assert cfg.data.train_where == "difficulty BETWEEN 0 AND 1 AND min_steps <= 3"
+
+
+def test_flags_override_the_config_file() -> None:
+    path = Path(__file__).resolve().parents[1] / "configs" / "ecom_rlve.yaml"
+    with pytest.warns(UserWarning, match="ignored"):
+        cfg, source = resolve_config(path, {"tasks": 50, "task_runner": "processes"})
+    assert cfg.data.tasks == 50 and cfg.data.task_runner == "processes"
+    assert cfg.data.products == 1_000_000 and "--tasks" in source
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"tasks": -1}, "data.tasks"),
+        ({"products": 0}, "data.products"),
+        ({"task_runner": "gpu"}, "data.task_runner"),
+        ({"dask_address": "tcp://127.0.0.1:8786"}, "dask_address needs task_runner: dask"),
+        ({"schedule": "every day"}, "not a cron expression"),
+    ],
+)
+def test_bad_overrides_are_config_errors(overrides, message) -> None:
+    with pytest.raises(ConfigError, match=message):
+        resolve_config(None, overrides)
+
+
+def test_band_predicate() -> None:
+    cfg, _ = resolve_config(None, {"min_steps": 2, "max_steps": 5})
+    assert band_predicate(cfg.data) == (
+        "difficulty BETWEEN 0 AND 10 AND min_steps >= 2 AND min_steps <= 5"
+    )
+
+
+def test_params_pin_absolute_paths_and_validate_names(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    params = PipelineParams(data_dir="data")
+    assert params.data_dir == str(tmp_path / "data")
+    assert params.training_output() == tmp_path / "data" / "runs" / "default"
+    assert PipelineParams.model_validate(params.model_dump(mode="json")) == params
+    with pytest.raises(ValueError, match="invalid curriculum name"):
+        CurriculumParams(data_dir="d", name="drop table")
+    with pytest.raises(ValueError, match="--min-steps 8 > --max-steps 6"):
+        RegenerateParams(data_dir="d", name="hard", min_steps=8, max_steps=6, tasks=3)
+    with pytest.raises(ValueError, match="unknown scenario"):
+        RegenerateParams(
+            data_dir="d", name="h", min_steps=1, max_steps=2, tasks=1, scenarios=["nope"]
+        )
+
+
+def test_task_runners() -> None:
+    from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
+    from prefect_dask import DaskTaskRunner
+
+    assert isinstance(make_task_runner("threads", 3), ThreadPoolTaskRunner)
+    assert isinstance(make_task_runner("processes", 2), ProcessPoolTaskRunner)
+    assert isinstance(make_task_runner("dask", 2, "tcp://127.0.0.1:8786"), DaskTaskRunner)
+    with pytest.raises(TaskRunnerError, match="unknown task runner"):
+        make_task_runner("rockets", 1)  # type: ignore[arg-type]
+    with pytest.raises(TaskRunnerError, match="workers"):
+        make_task_runner("threads", 0)
+
+
+# ---- regeneration planning ----------------------------------------------------------------------
+
+
+def test_fresh_seeds_are_deterministic_and_skip_used_ones() -> None:
+    seeds = fresh_seeds(0, "hard", 4, set())
+    assert seeds == fresh_seeds(0, "hard", 4, set()) and len(set(seeds)) == 4
+    assert fresh_seeds(0, "hard", 4, {seeds[0]})[:3] == seeds[1:]
+    assert fresh_seeds(0, "other", 4, set()) != seeds
+    assert all(0 <= s < 2**31 for s in seeds)
+
+
+@given(
+    total=st.integers(0, 500),
+    weights=st.lists(st.floats(0.01, 5.0), min_size=1, max_size=12),
+)
+def test_allocate_splits_exactly_and_proportionally(total: int, weights: list[float]) -> None:
+    cells = {("cart", d): w for d, w in enumerate(weights)}
+    out = allocate(total, cells)
+    assert sum(out.values()) == total
+    mass = sum(weights)
+    for cell, n in out.items():
+        assert abs(n - total * cells[cell] / mass) < 1.0 + 1e-9
+
+
+def test_failure_weights_and_weakest_axes() -> None:
+    results = pl.DataFrame(
+        {
+            "scenario": ["cart", "cart", "policy"],
+            "difficulty": [0, 1, 0],
+            "n_constraints": [2.0, 3.0, 2.0],
+            **{a: [0.0, 0.0, 0.0] for a in ("n_items", "n_orders")},
+            "episodes": [10, 10, 10],
+            "successes": [0, 2, 10],
+        }
+    )
+    weights = failure_weights(results, [("cart", 0), ("cart", 1), ("policy", 0), ("policy", 1)])
+    assert weights[("cart", 0)] > weights[("cart", 1)] > weights[("policy", 0)]
+    assert weights[("policy", 1)] == 0.5  # never seen
+    axes = weakest_axes(results.with_columns(*(pl.lit(0.0).alias(a) for a in _other_axes())))
+    assert axes[0]["axis"] == "n_constraints" and axes[0]["value"] == 3.0
+
+
+def _other_axes() -> list[str]:
+    from ecomrlve.tasks import DIFFICULTY_AXES
+
+    return [a for a in DIFFICULTY_AXES if a not in ("n_constraints", "n_items", "n_orders")]
+
+
+def test_curriculum_where_selects_only_the_regenerated_seeds() -> None:
+    where = curriculum_where([11, 12], 6, 8, "ab12")
+    assert where == "seed IN (11, 12) AND min_steps BETWEEN 6 AND 8 AND catalog_hash = 'ab12'"
+    with pytest.raises(ValueError, match="not a hex digest"):
+        curriculum_where([1], 6, 8, "x' OR 1=1 --")
