@@ -7,7 +7,10 @@ One step:
   2. rewards     env reward + overlong shaping, then group-normalised advantages
   3. old policy  log-probs of the sampled tokens before the update (no grad)
   4. update      `ppo_epochs` optimizer steps; each accumulates the clipped-surrogate loss over
-                 micro-batches of `mini_batch_size` sequences, normalised by the whole batch
+                 micro-batches of `mini_batch_size` sequences, normalised by the whole batch.
+                 A step with a non-finite reward, no trainable token, or a non-finite loss or
+                 gradient norm is skipped (weights and optimizer untouched), logged with its
+                 reason and recorded in the step's `skipped` / `skip_reason` metrics
   5. sync        push the new weights into the rollout engine
   6. record      metrics, per-scenario success and difficulty windows, rollouts
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -159,8 +163,10 @@ def train_dapo(
             "overlong_penalty_mean": float(np.mean(penalties)) if penalties else 0.0,
         }
         metrics.update(_rollout_metrics(sampled, shaped, rollout_s))
+        skip_reason = _unusable_batch(trained, shaped)
+        metrics.update(skipped=skip_reason is not None, skip_reason=skip_reason)
 
-        if trained:
+        if trained and skip_reason is None:
             update_started = time.perf_counter()
             # ==================================================================================
             # 2. Advantages: group-normalised shaped rewards
@@ -230,10 +236,21 @@ def train_dapo(
                 grad_norm = torch.nn.utils.clip_grad_norm_(
                     policy.parameters(), training.max_grad_norm
                 )
+                if not (math.isfinite(epoch_loss) and math.isfinite(float(grad_norm))):
+                    # one NaN/inf poisons AdamW's moments for good: drop this update instead
+                    optimizer.zero_grad(set_to_none=True)
+                    skip_reason = (
+                        f"non-finite loss {epoch_loss}"
+                        if not math.isfinite(epoch_loss)
+                        else f"non-finite gradient norm {float(grad_norm)}"
+                    )
+                    log.warning("step %d epoch %d: %s; update skipped", step, epoch, skip_reason)
+                    metrics.update(skipped=True, skip_reason=skip_reason)
+                    break
                 optimizer.step()
+                result.updates += 1
                 losses.append(epoch_loss)
                 grad_norms.append(float(grad_norm))
-            result.updates += training.ppo_epochs
 
             # ==================================================================================
             # 5. Sync: the engine samples the next step from the updated policy
@@ -242,8 +259,8 @@ def train_dapo(
 
             tokens = max(stats.tokens, 1.0)
             metrics.update(
-                loss=float(np.mean(losses)),
-                grad_norm=float(np.mean(grad_norms)),
+                loss=float(np.mean(losses)) if losses else None,
+                grad_norm=float(np.mean(grad_norms)) if grad_norms else None,
                 entropy=sum(entropies) / max(total_tokens, 1.0),
                 clip_fraction=stats.clipped / tokens,
                 clip_fraction_low=stats.clipped_low / tokens,
@@ -252,6 +269,8 @@ def train_dapo(
                 logprob_mismatch=mismatch_sum / max(total_tokens, 1.0),
                 update_s=time.perf_counter() - update_started,
             )
+        elif skip_reason is not None:
+            log.warning("step %d: %s; update skipped", step, skip_reason)
         else:
             log.info("step %d: every group had equal rewards; no update", step)
 
@@ -298,6 +317,22 @@ def train_dapo(
         if progress:
             progress("dapo", step / max(training.total_steps, 1))
     return result
+
+
+def _unusable_batch(trained: list[Episode], shaped: dict[int, float]) -> str | None:
+    """Why the kept episodes cannot be trained on (None when they can).
+
+    A NaN/inf reward would turn every advantage of its group into NaN; a batch without a single
+    generated token (every token masked) would divide the token-mean loss by zero.
+    """
+    if not trained:
+        return None  # nothing kept: the plain "no update" path
+    bad = [e.task.task_id for e in trained if not math.isfinite(shaped[id(e)])]
+    if bad:
+        return f"non-finite reward in {len(bad)} episode(s), e.g. {bad[0]}"
+    if sum(e.sequence.generated_tokens for e in trained) == 0:
+        return "no trainable tokens (every generated token is masked)"
+    return None
 
 
 def _rollout_metrics(

@@ -59,6 +59,8 @@ STEP_SCHEMA: dict[str, pl.DataType] = {
     "rollout_s": pl.Float64,
     "update_s": pl.Float64,
     "logprob_mismatch": pl.Float64,
+    "skipped": pl.Boolean,  # the update was skipped (non-finite reward/loss, no tokens)
+    "skip_reason": pl.String,
 }
 SCENARIO_SCHEMA: dict[str, pl.DataType] = {
     "run_id": pl.String,
