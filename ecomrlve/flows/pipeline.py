@@ -57,7 +57,8 @@ from ecomrlve.flows.stages import (
     training_intact,
     validate_tasks_stage,
 )
-from ecomrlve.generators.generate import Chunk, check_band, feasible_cells, plan_run
+from ecomrlve.generators import feasible_cells
+from ecomrlve.generators.generate import Chunk, check_band, plan_run
 
 PIPELINE_RUN = "pipeline"
 GENERATOR_CODE = ("ecomrlve.generators", "ecomrlve.env", "ecomrlve.tasks")

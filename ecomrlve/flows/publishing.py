@@ -49,7 +49,7 @@ def publish_run(data: str | os.PathLike, run: str, df: pl.DataFrame) -> PublishR
 
     Takes the writer lock itself (through `write_tasks` and for the clean-up).
     """
-    from ecomrlve.generators.generate import write_tasks
+    from ecomrlve.generators import write_tasks
 
     paths = DataPaths.of(data)
     written = write_tasks(paths.root, df, run)

@@ -168,7 +168,7 @@ def preflight(params) -> None:
     """
     from ecomrlve.catalogs import catalog_hash
     from ecomrlve.config import SCENARIOS
-    from ecomrlve.generators.generate import feasible_cells
+    from ecomrlve.generators import feasible_cells
 
     catalog_hash(params.data_dir)  # raises when there is no catalog
     scenarios = params.scenarios or list(SCENARIOS)

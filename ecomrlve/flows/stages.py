@@ -233,7 +233,7 @@ def generate_chunk_stage(
     `catalog_hash` and `code_version` are not used here but are cache inputs: a new catalog or
     edited generator code makes these rows stale.
     """
-    from ecomrlve.generators.generate import generate_chunk
+    from ecomrlve.generators import generate_chunk
 
     started = time.perf_counter()
     df, report = generate_chunk(
