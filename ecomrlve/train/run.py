@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[str, float], None]
 
-TINY_CORPUS_EPISODES = 512
+TINY_CORPUS_EPISODES = 256
 TINY_CORPUS_TITLES = 5000
 
 # Share of the progress bar each stage takes.

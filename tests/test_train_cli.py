@@ -1,0 +1,180 @@
+"""End to end through the CLI: a tiny SFT + DAPO run, its tables and plots, `ecomrlve eval`,
+and the article's config stopping with a clear error when Qwen3-8B is not on the machine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from train_fixtures import train_store_dir
+from typer.testing import CliRunner
+
+from ecomrlve import store
+from ecomrlve.cli import app
+
+TINY_RUN = {
+    "env": {"max_steps": 4},
+    "agent": {"model": "tiny-qwen3", "max_new_tokens": 24, "max_episode_tokens": 1024},
+    "training": {
+        "total_steps": 2,
+        "prompts_per_step": 2,
+        "group_size": 2,
+        "mini_batch_size": 4,
+        "max_num_gen_batches": 2,
+        "overlong_buffer": 128,
+        "learning_rate": 1.0e-4,
+        "sft_epochs": 1,
+        "sft_batch_size": 16,
+        "sft_learning_rate": 3.0e-3,
+        "eval_tasks": 4,
+        "eval_samples": 2,
+        "adaptive_episodes": 4,
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, runner):
+    data = train_store_dir()
+    folder = tmp_path_factory.mktemp("tiny_run")
+    config = folder / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY_RUN))
+    output = folder / "run"
+    result = runner.invoke(
+        app, ["train", "--config", str(config), "--output", str(output), "--data", str(data)]
+    )
+    return data, output, result
+
+
+def _sql(data: Path, query: str, params=None):
+    con = store.connect(data, read_only=True)
+    try:
+        return con.execute(query, params or []).fetchall()
+    finally:
+        con.close()
+
+
+def test_tiny_run_writes_model_tables_and_plots(tiny_run):
+    data, output, result = tiny_run
+    assert result.exit_code == 0, result.output
+    assert "held-out success" in result.output
+    summary = json.loads((output / "summary.json").read_text())
+    assert summary["rl_steps"] == 2 and summary["sft_steps"] >= 1
+    assert set(summary["held_out"]) == {"base", "sft", "final"}
+    run_id = summary["run_id"]
+    for name in ("reward.png", "success_by_scenario.png", "difficulty_frontier.png"):
+        assert (output / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (output / "model" / "config.json").exists()
+    state = json.loads((output / "curriculum_state.json").read_text())
+    assert state["cursor"] >= 2 and state["adaptive"]["windows"]
+    assert yaml.safe_load((output / "config.yaml").read_text())["agent"]["model"] == "tiny-qwen3"
+
+    steps = _sql(
+        data,
+        "SELECT step, groups_sampled, groups_dropped, groups_trained, tokens_per_s, "
+        "success_by_scenario FROM train_steps WHERE run_id = ? ORDER BY step",
+        [run_id],
+    )
+    assert [s[0] for s in steps] == [1, 2]
+    for _, sampled, dropped, trained, tokens_per_s, by_scenario in steps:
+        assert sampled == dropped + trained or trained == 2
+        assert tokens_per_s > 0 and isinstance(json.loads(by_scenario), dict)
+    rollouts = _sql(
+        data,
+        "SELECT count(*), count(DISTINCT task_id) FROM train_rollouts WHERE run_id = ?",
+        [run_id],
+    )[0]
+    assert rollouts[0] >= 8  # 2 steps x 2 prompts x 2 samples, more with dynamic sampling
+    # "which axes does the model fail on": rollouts joined with the tasks view
+    by_axis = _sql(
+        data,
+        "SELECT t.n_constraints, avg(r.success::INT) FROM train_rollouts r "
+        "JOIN tasks t USING (task_id) WHERE r.run_id = ? GROUP BY ALL",
+        [run_id],
+    )
+    assert by_axis
+    stages = _sql(
+        data, "SELECT DISTINCT stage FROM eval_results WHERE run_id = ? ORDER BY 1", [run_id]
+    )
+    assert [s[0] for s in stages] == ["base", "final", "sft"]
+    runs = _sql(data, "SELECT algorithm, steps FROM train_runs WHERE run_id = ?", [run_id])
+    assert runs == [("dapo", 2)]
+
+
+def test_eval_command_reports_and_stores(tiny_run, runner):
+    data, output, _ = tiny_run
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            "--model",
+            str(output / "model"),
+            "--where",
+            "difficulty = 0",
+            "--k",
+            "2",
+            "--limit",
+            "3",
+            "--data",
+            str(data),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "pass^2" in result.output
+    rows = _sql(
+        data,
+        "SELECT sum(tasks), max(k), sum(samples) FROM eval_results "
+        "WHERE stage = 'eval' AND \"where\" = 'difficulty = 0'",
+    )
+    assert rows == [(3, 2, 6)]  # samples: episodes in the cell (3 tasks x 2)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--where", "no_such_column = 1"], "cannot select tasks"),
+        (["--k", "3", "--samples", "2"], "--k must be"),
+        (["--model", "/no/such/folder"], "does not exist"),
+    ],
+)
+def test_eval_bad_input_exits_2(tiny_run, runner, args, message):
+    data, output, _ = tiny_run
+    base = ["eval", "--model", str(output / "model"), "--data", str(data), "--limit", "1"]
+    result = runner.invoke(app, base + args)
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_article_config_without_weights_stops_with_a_clear_error(tmp_path, runner):
+    from ecomrlve.train.model import ModelNotFoundError, resolve_model_path
+
+    try:
+        resolve_model_path("Qwen/Qwen3-8B")
+    except ModelNotFoundError:
+        pass
+    else:
+        pytest.skip("Qwen3-8B is in the local cache here")
+    output = tmp_path / "ecom_dapo_v1"
+    root = Path(__file__).resolve().parents[1]
+    result = runner.invoke(
+        app,
+        [
+            "train",
+            "--config",
+            str(root / "configs" / "ecom_rlve.yaml"),
+            "--output",
+            str(output),
+            "--data",
+            str(train_store_dir()),
+        ],
+    )
+    assert result.exit_code == 2
+    assert "huggingface-cli download Qwen/Qwen3-8B" in result.output
+    assert not output.exists()  # nothing written

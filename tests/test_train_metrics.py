@@ -1,0 +1,91 @@
+"""pass@k / pass^k estimators on constructed outcomes, and the eval table."""
+
+from __future__ import annotations
+
+import itertools
+from math import comb
+
+import polars as pl
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ecomrlve.train.metrics import overall, pass_at_k, pass_hat_k, summarize
+
+
+def test_hand_computed_values():
+    assert pass_at_k(4, 2, 1) == pytest.approx(0.5)
+    assert pass_hat_k(4, 2, 1) == pytest.approx(0.5)
+    # 4 samples, 2 successes: all 2 drawn succeed in 1 of C(4,2)=6 pairs; at least one in 5
+    assert pass_hat_k(4, 2, 2) == pytest.approx(1 / 6)
+    assert pass_at_k(4, 2, 2) == pytest.approx(5 / 6)
+    assert pass_hat_k(4, 3, 4) == 0.0 and pass_hat_k(4, 4, 4) == 1.0
+    assert pass_at_k(4, 0, 4) == 0.0 and pass_at_k(4, 1, 4) == 1.0
+    assert pass_hat_k(8, 6, 3) == pytest.approx(20 / 56)
+
+
+@given(n=st.integers(1, 10), data=st.data())
+def test_estimators_equal_exhaustive_subset_average(n, data):
+    """Unbiased: the average over all k-subsets of the n outcomes."""
+    c = data.draw(st.integers(0, n))
+    k = data.draw(st.integers(1, n))
+    outcomes = [True] * c + [False] * (n - c)
+    subsets = list(itertools.combinations(outcomes, k))
+    assert pass_hat_k(n, c, k) == pytest.approx(sum(all(s) for s in subsets) / len(subsets))
+    assert pass_at_k(n, c, k) == pytest.approx(sum(any(s) for s in subsets) / len(subsets))
+    assert len(subsets) == comb(n, k)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="k must be"):
+        pass_hat_k(3, 1, 4)
+    with pytest.raises(ValueError, match="successes"):
+        pass_at_k(3, 4, 1)
+
+
+def _episodes(outcomes: dict[tuple[str, str, int, int], list[bool]]) -> pl.DataFrame:
+    rows = []
+    for (task_id, scenario, difficulty, min_steps), results in outcomes.items():
+        for sample, success in enumerate(results):
+            rows.append(
+                {
+                    "task_id": task_id,
+                    "scenario": scenario,
+                    "difficulty": difficulty,
+                    "min_steps": min_steps,
+                    "sample": sample,
+                    "success": success,
+                    "reward": 1.0 if success else 0.0,
+                }
+            )
+    return pl.DataFrame(rows)
+
+
+def test_table_by_scenario_difficulty_and_step_band():
+    episodes = _episodes(
+        {
+            ("a", "cart", 1, 3): [True, True, True, True],  # pass^4 = 1
+            ("b", "cart", 1, 4): [True, True, False, False],  # pass^4 = 0, pass@1 = .5
+            ("c", "cart", 1, 7): [True, False, False, False],
+            ("d", "policy", 0, 1): [False, False, False, False],
+        }
+    )
+    table = summarize(episodes, k=4)
+    rows = {(r["scenario"], r["difficulty"], r["step_band"]): r for r in table.to_dicts()}
+    assert set(rows) == {("cart", 1, "3-5"), ("cart", 1, "6-8"), ("policy", 0, "0-2")}
+    band = rows[("cart", 1, "3-5")]
+    assert band["tasks"] == 2 and band["samples"] == 8
+    assert band["pass_at_1"] == pytest.approx(0.75)
+    assert band["pass_hat_k"] == pytest.approx(0.5)
+    assert rows[("cart", 1, "6-8")]["pass_at_1"] == pytest.approx(0.25)
+    assert rows[("policy", 0, "0-2")]["pass_hat_k"] == 0.0
+    total = overall(episodes, k=2)
+    # task means: pass@1 (1 + .5 + .25 + 0)/4; pass^2 (1 + 1/6 + 0 + 0)/4
+    assert total["pass_at_1"] == pytest.approx(0.4375)
+    assert total["pass_hat_k"] == pytest.approx((1 + 1 / 6) / 4)
+
+
+def test_too_few_samples_for_k():
+    episodes = _episodes({("a", "cart", 1, 3): [True, False]})
+    with pytest.raises(ValueError, match="at least 3 samples"):
+        summarize(episodes, k=3)

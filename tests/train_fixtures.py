@@ -1,0 +1,54 @@
+"""Shared builders of the training tests: a one-layer tiny Qwen3, a small generated store.
+
+Plain cached functions (not fixtures), so each test module wraps what it needs in a fixture
+and every module shares one build per session."""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import shutil
+import tempfile
+from pathlib import Path
+
+TRAIN_PRODUCTS = 2000
+TRAIN_TASKS = 72
+
+
+@functools.lru_cache(maxsize=1)
+def tiny_lm_pair():
+    """(model, tokenizer): a 1-layer Qwen3 (head_dim 32) over a small byte-level BPE.
+    Shared: copy the model before changing its weights."""
+    from ecomrlve.train.model import TinySpec, build_tiny_qwen3, build_tiny_tokenizer
+
+    corpus = [
+        '<tool_call>\n{"name": "search", "arguments": {"query": "red running shoes"}}\n'
+        "</tool_call>",
+        "Your order O1001 shipped on 2025-03-02 and arrives in 3 days.",
+    ] * 20
+    tokenizer = build_tiny_tokenizer(corpus, 400)
+    spec = TinySpec(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=32,
+        max_position_embeddings=512,
+    )
+    return build_tiny_qwen3(tokenizer, spec), tokenizer
+
+
+@functools.lru_cache(maxsize=1)
+def train_store_dir() -> Path:
+    """A data directory: 2k-product catalog and 72 easy generated tasks (<= 3 steps).
+    Treat it as read-only apart from result tables."""
+    from ecomrlve.catalogs import build_catalog
+    from ecomrlve.generators import generate_tasks, write_tasks
+
+    data = Path(tempfile.mkdtemp(prefix="ecomrlve-train-store-"))
+    atexit.register(shutil.rmtree, data, ignore_errors=True)
+    build_catalog(data, TRAIN_PRODUCTS, seed=3)
+    tasks, _ = generate_tasks(data, TRAIN_TASKS, seed=5, difficulty=(0, 1), max_steps=3)
+    write_tasks(data, tasks, "gen_s5")
+    return data
