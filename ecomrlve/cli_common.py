@@ -9,9 +9,12 @@ from typing import NoReturn
 
 import polars as pl
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+from ecomrlve.config import format_validation_error
 
 console = Console()
 err_console = Console(stderr=True)
@@ -32,6 +35,8 @@ def user_errors(*extra: type[BaseException]) -> Iterator[None]:
         yield
     except typer.Exit:
         raise
+    except ValidationError as err:
+        fail(format_validation_error(err))
     except (ValueError, FileNotFoundError, *extra) as err:
         fail(str(err).splitlines()[0] if str(err) else type(err).__name__)
 

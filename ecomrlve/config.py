@@ -252,12 +252,15 @@ def _pop_ignored(raw: dict[str, Any]) -> list[str]:
     return ignored
 
 
-def _format_error(err: ValidationError, source: str) -> str:
+def format_validation_error(err: ValidationError, source: str | None = None) -> str:
+    """One line naming the first bad field: `source: loc: message`."""
     first = err.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "(root)"
+    where = ".".join(str(p) for p in first["loc"])
+    prefix = f"{source}: " if source else ""
     if first["type"] == "extra_forbidden":
-        return f"{source}: unknown key '{where}'"
-    return f"{source}: {where}: {first['msg']}"
+        return f"{prefix}unknown key '{where}'"
+    message = first["msg"].removeprefix("Value error, ")
+    return f"{prefix}{where}: {message}" if where else f"{prefix}{message}"
 
 
 def config_from_dict(raw: dict[str, Any], source: str = "config") -> EcomConfig:
@@ -275,7 +278,7 @@ def config_from_dict(raw: dict[str, Any], source: str = "config") -> EcomConfig:
     try:
         cfg = EcomConfig.model_validate(raw)
     except ValidationError as err:
-        raise ConfigError(_format_error(err, source)) from None
+        raise ConfigError(format_validation_error(err, source)) from None
     cfg.ignored_keys = [f"training.{k}" for k in ignored]
     return cfg
 
