@@ -18,8 +18,8 @@ $(BIN)/.installed: pyproject.toml
 env: $(BIN)/.installed
 
 run: env
-	$(BIN)/ecomrlve catalog --data $(DATA)
-	$(BIN)/ecomrlve sql "SELECT category, count(*) AS items, round(avg(price), 2) AS avg_price FROM products GROUP BY ALL ORDER BY items DESC" --data $(DATA)
+	$(BIN)/ecomrlve pipeline --data $(DATA)
+	$(BIN)/ecomrlve sql "SELECT scenario, min_steps, count(*) AS tasks FROM tasks GROUP BY ALL ORDER BY ALL" --data $(DATA)
 
 test: env
 	$(BIN)/ruff check ecomrlve tests benchmarks
