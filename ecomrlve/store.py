@@ -180,7 +180,7 @@ def refresh_views(data: str | os.PathLike) -> list[str]:
     paths = DataPaths.of(data)
     ensure_writable(paths.root)
     views = _view_sources(paths)
-    with duckdb.connect(str(paths.db)) as con:
+    with writer(paths.root) as con:  # waits while a reader has the file open
         for name, select in views.items():
             con.execute(f"CREATE OR REPLACE VIEW {name} AS {select}")
     return sorted(views)
@@ -338,6 +338,11 @@ class Publish:
 
 
 def _apply_journal(journal: Path) -> None:
+    """Run the journal's renames and removals (idempotent), refresh the views, drop the journal.
+
+    The journal goes last: while it exists, `recover` redoes all of this, so a crash between
+    the renames and the view refresh cannot leave new files without a view over them.
+    """
     entries = json.loads(journal.read_text())
     for staged, final in entries["moves"]:
         if Path(staged).exists():
@@ -345,7 +350,33 @@ def _apply_journal(journal: Path) -> None:
             _fsync_dir(Path(final).parent)
     for final in entries["removals"]:
         Path(final).unlink(missing_ok=True)
+    refresh_views(journal.parent)
     journal.unlink()
+    _fsync_dir(journal.parent)
+
+
+_TEMP_OWNER = re.compile(r"\.tmp-(\d+)-")
+
+
+def _owner_alive(temp: Path) -> bool:
+    """True when the process that named `temp` (see `temp_path_for`) is another live process.
+
+    Temp files of readers' caches (the search index) are written without the writer lock, so
+    a writer's `recover` must not sweep one that is still being built.
+    """
+    match = _TEMP_OWNER.search(temp.name)
+    if match is None:
+        return False
+    pid = int(match.group(1))
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def recover(data: str | os.PathLike) -> bool:
@@ -366,6 +397,8 @@ def recover(data: str | os.PathLike) -> bool:
     for folder in (paths.catalog, paths.tasks, paths.curricula):
         if folder.exists():
             for stale in folder.rglob(".*.tmp-*"):
+                if _owner_alive(stale):  # e.g. a search index another process is building
+                    continue
                 with contextlib.suppress(OSError):
                     if stale.is_dir():
                         shutil.rmtree(stale)
@@ -399,4 +432,3 @@ def publish(data: str | os.PathLike) -> Iterator[Publish]:
     }
     atomic_write_bytes(json.dumps(entries).encode(), journal)
     _apply_journal(journal)
-    refresh_views(paths.root)
