@@ -40,6 +40,7 @@ TEXT_FILTERS: tuple[str, ...] = ("category", "brand", "color", "size")
 NUMERIC_FILTERS: tuple[str, ...] = ("min_price", "max_price", "min_rating", "max_ship_days")
 FILTER_KEYS: tuple[str, ...] = (*TEXT_FILTERS, *NUMERIC_FILTERS, "in_stock")
 MAX_TOP_K = 50
+MAX_FILTER_TEXT = 500  # characters of a text filter value (catalog values are far shorter)
 SEARCH_CACHE_SIZE = 8192
 MAX_OVERFETCH = 4096  # deepest tantivy fetch before the full filtered query is run
 MIN_POSTFILTER_SHARE = 0.02  # below this share of survivors, one full query is cheaper
@@ -80,6 +81,18 @@ class FilterError(ValueError):
     """A search filter the agent passed cannot be used (unknown key, wrong type, bad value)."""
 
 
+def brief(value: Any, limit: int = 60) -> str:
+    """`repr(value)` cut to about `limit` characters, for echoing agent input in messages.
+
+    Never raises: ints too long for `str()` (over 4,300 digits) are described by their size.
+    """
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"<an integer of {value.bit_length():,} bits>"
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
 def normalise_text(value: str) -> str:
     """The form text filters are compared in: lower case, single spaces, no padding."""
     return " ".join(valid_utf8(value).split()).lower()
@@ -91,7 +104,7 @@ def _number(key: str, value: Any) -> float:
     try:
         number = float(value)
     except OverflowError:
-        raise FilterError(f"filter {key!r} is out of range: {value!r}") from None
+        raise FilterError(f"filter {key!r} is out of range: {brief(value)}") from None
     if not math.isfinite(number):
         raise FilterError(f"filter {key!r} must be a finite number, got {value!r}")
     return number
@@ -109,19 +122,23 @@ def normalise_filters(filters: dict[str, Any] | None) -> tuple[tuple[str, Any], 
     out: list[tuple[str, Any]] = []
     for key, value in filters.items():
         if key not in FILTER_KEYS:
-            raise FilterError(f"unknown filter {key!r}; allowed: {', '.join(FILTER_KEYS)}")
+            raise FilterError(f"unknown filter {brief(key)}; allowed: {', '.join(FILTER_KEYS)}")
         if value is None:
             continue
         if key in TEXT_FILTERS:
             if not isinstance(value, str):
                 raise FilterError(f"filter {key!r} must be a string, got {type(value).__name__}")
+            if len(value) > MAX_FILTER_TEXT:
+                raise FilterError(
+                    f"filter {key!r} is too long (at most {MAX_FILTER_TEXT} characters)"
+                )
             text = normalise_text(value)
             if not text:
                 raise FilterError(f"filter {key!r} must not be empty")
             out.append((key, text))
         elif key == "in_stock":
             if not isinstance(value, bool):
-                raise FilterError(f"filter 'in_stock' must be true or false, got {value!r}")
+                raise FilterError(f"filter 'in_stock' must be true or false, got {brief(value)}")
             out.append((key, value))
         elif key == "max_ship_days":
             number = _number(key, value)
@@ -451,7 +468,7 @@ class Catalog:
         if not isinstance(query, str):
             raise FilterError(f"query must be a string, got {type(query).__name__}")
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-            raise FilterError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {top_k!r}")
+            raise FilterError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {brief(top_k)}")
         return tuple(dict.fromkeys(analyzer_tokens(query))), normalise_filters(filters), top_k
 
     def search_rows(

@@ -22,16 +22,23 @@ from typing import Any
 
 import orjson
 
-from ecomrlve.env.tools import check_arguments
+from ecomrlve.env.catalog import brief
+from ecomrlve.env.tools import TOOL_SPECS, check_arguments
 
 
 def _loads(text: str) -> Any:
     """orjson for speed; the json module for what orjson refuses (NaN, huge ints) and for its
-    error messages."""
+    error messages. Raises `json.JSONDecodeError` only (also for an int over 4,300 digits,
+    which `json` refuses with a bare ValueError)."""
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
-        return json.loads(text)
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            raise
+        except ValueError:
+            raise json.JSONDecodeError("a number is too long", text, 0) from None
 
 
 TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
@@ -93,6 +100,8 @@ def _call_from_object(obj: Any, where: str) -> ParsedCall | FormatError:
     name = obj.get("name")
     if not isinstance(name, str) or not name:
         return FormatError(f'{where}: the tool call has no "name"')
+    if name not in TOOL_SPECS:  # before parsing its arguments, and with the name clipped
+        return FormatError(f"{where}: unknown tool {brief(name)}; tools: {', '.join(TOOL_SPECS)}")
     arguments = obj.get("arguments", {})
     if arguments is None:
         arguments = {}
@@ -189,16 +198,20 @@ def parse_turn(turn: Any) -> ParsedTurn:
                 return parsed
             content = turn.get("content")
             if isinstance(content, list):  # content parts: keep the text ones
-                content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+                content = "".join(
+                    p["text"]
+                    for p in content
+                    if isinstance(p, dict) and isinstance(p.get("text"), str)
+                )
             if content is not None and not isinstance(content, str):
                 parsed.errors.append(FormatError("message content must be a string or null"))
                 content = None
             _parse_text(content or "", parsed)
             calls = turn.get("tool_calls") or []
+            parsed.attempted = parsed.attempted or bool(calls)
             if not isinstance(calls, list):
                 parsed.errors.append(FormatError("tool_calls must be a list"))
                 calls = []
-            parsed.attempted = parsed.attempted or bool(calls)
             for k, call in enumerate(calls, start=1):
                 add(parsed, _call_from_object(call, f"tool_calls[{k - 1}]"))
         elif turn is None:
@@ -212,6 +225,7 @@ def parse_turn(turn: Any) -> ParsedTurn:
             )
     except RecursionError:
         parsed.errors.append(FormatError("turn is nested too deeply to parse", "turn"))
+        parsed.attempted = True  # only tool-call JSON nests: never a final answer
     return parsed
 
 

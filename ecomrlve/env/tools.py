@@ -22,11 +22,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from ecomrlve.env.catalog import MAX_TOP_K, Catalog, FilterError, normalise_filters
+from ecomrlve.env.catalog import MAX_TOP_K, Catalog, FilterError, brief, normalise_filters
 from ecomrlve.env.search import analyzer_tokens
 from ecomrlve.env.state import WorldState
 
 MAX_RECOMMEND = 10
+# Bounds on agent values, checked before any tool runs: a 10 MB query or an id echoed back in
+# an error would otherwise cost seconds and flood the agent's context; ints beyond 64 bits
+# cannot be quantities and break str() past 4,300 digits.
+MAX_TEXT_ARGUMENT = 2_000
+MAX_LIST_ARGUMENT = 50
+MAX_INT_ARGUMENT = 2**63 - 1
 MAX_VARIANTS_SHOWN = 30
 POLICY_RESULTS = 3
 # The order of CONTRACT.md's tool table (the order schemas are listed in).
@@ -143,13 +149,13 @@ class ShopTools:
     def _row(self, item_id: str) -> int:
         row = self.catalog.row_of(item_id)
         if row is None:
-            raise NotFoundError(f"no product with item_id {item_id!r}")
+            raise NotFoundError(f"no product with item_id {brief(item_id)}")
         return row
 
     def _order(self, order_id: str) -> dict[str, Any]:
         order = self.state.orders.get(order_id)
         if order is None:
-            raise NotFoundError(f"no order with order_id {order_id!r} for this customer")
+            raise NotFoundError(f"no order with order_id {brief(order_id)} for this customer")
         return order
 
     def _available(self, item_id: str, row: int) -> int:
@@ -198,7 +204,7 @@ class ShopTools:
         for line in order["items"]:
             if line["item_id"] == item_id:
                 return line
-        raise NotFoundError(f"item {item_id!r} is not part of order {order['order_id']!r}")
+        raise NotFoundError(f"item {brief(item_id)} is not part of order {order['order_id']!r}")
 
     def _check_returnable(self, order: dict[str, Any], item_id: str, action: str) -> int:
         if order["status"] != "delivered":
@@ -303,7 +309,7 @@ class ShopTools:
             item_id: the product's id.
         """
         if item_id not in self.state.cart:
-            raise NotFoundError(f"{item_id!r} is not in the cart")
+            raise NotFoundError(f"{brief(item_id)} is not in the cart")
         del self.state.cart[item_id]
         self.state.version += 1
         return {"ok": True, "removed": item_id, **self._totals()}
@@ -317,7 +323,7 @@ class ShopTools:
             quantity: the new number of units, 0 or more.
         """
         if item_id not in self.state.cart:
-            raise NotFoundError(f"{item_id!r} is not in the cart; use add_to_cart")
+            raise NotFoundError(f"{brief(item_id)} is not in the cart; use add_to_cart")
         if quantity < 0:
             raise ArgumentError(f"quantity must be 0 or more, got {quantity}")
         if quantity == 0:
@@ -361,7 +367,8 @@ class ShopTools:
             payment_method = methods[0]
         elif payment_method not in methods:
             raise RuleError(
-                f"unknown payment method {payment_method!r}; saved: {', '.join(methods) or 'none'}"
+                f"unknown payment method {brief(payment_method)}; saved: "
+                f"{', '.join(methods) or 'none'}"
             )
         address = state.user["address"] if shipping_address is None else shipping_address
         if not address.strip():
@@ -729,6 +736,10 @@ def _checker(param: str, annotation: Any) -> Callable[[Any], Any]:
         def check_str(v: Any) -> str:
             if not isinstance(v, str):
                 raise TypeError(f"'{param}' must be a string, got {_type_name(v)}")
+            if len(v) > MAX_TEXT_ARGUMENT:
+                raise TypeError(
+                    f"'{param}' is too long ({len(v):,} characters; at most {MAX_TEXT_ARGUMENT:,})"
+                )
             return v
 
         return none_or(check_str)
@@ -741,6 +752,8 @@ def _checker(param: str, annotation: Any) -> Callable[[Any], Any]:
                 if not v.is_integer():
                     raise TypeError(f"'{param}' must be an integer, got {v!r}")
                 v = int(v)
+            if abs(v) > MAX_INT_ARGUMENT:
+                raise TypeError(f"'{param}' is out of range (more than 64 bits)")
             return v
 
         return none_or(check_int)
@@ -749,6 +762,11 @@ def _checker(param: str, annotation: Any) -> Callable[[Any], Any]:
         def check_list(v: Any) -> list[str]:
             if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
                 raise TypeError(f"'{param}' must be a list of strings")
+            if len(v) > MAX_LIST_ARGUMENT or any(len(x) > MAX_TEXT_ARGUMENT for x in v):
+                raise TypeError(
+                    f"'{param}' is too long (at most {MAX_LIST_ARGUMENT} strings of "
+                    f"{MAX_TEXT_ARGUMENT:,} characters)"
+                )
             return v
 
         return none_or(check_list)
@@ -840,13 +858,13 @@ def check_arguments(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """
     spec = TOOL_SPECS.get(name)
     if spec is None:
-        raise TypeError(f"unknown tool {name!r}; tools: {', '.join(TOOL_NAMES)}")
+        raise TypeError(f"unknown tool {brief(name)}; tools: {', '.join(TOOL_NAMES)}")
     out: dict[str, Any] = {}
     for key, value in arguments.items():
         check = spec.checks.get(key)
         if check is None:
             allowed = ", ".join(spec.params) or "none"
-            raise TypeError(f"{name}: unknown argument {key!r} (arguments: {allowed})")
+            raise TypeError(f"{name}: unknown argument {brief(key)} (arguments: {allowed})")
         try:
             out[key] = check(value)
         except TypeError as err:

@@ -226,11 +226,18 @@ def judge(task: Task, record: EpisodeRecord, config: EnvConfig) -> Verdict:
 # --------------------------------------------------------------------------------------------
 
 
+SKIPPED_ROLES = frozenset({"tool", "user", "system"})
+
+
 def assistant_turns(turns: list[Any]) -> list[Any]:
-    """The turns the verifier plays: drops tool/user/system messages of a trajectory file."""
+    """The turns the verifier plays: drops tool/user/system messages of a trajectory file.
+
+    Any other role (None, a typo, a number) is played, so the env answers it with the same
+    format error as in the live episode.
+    """
     out = []
     for turn in turns:
-        if isinstance(turn, dict) and turn.get("role", "assistant") != "assistant":
+        if isinstance(turn, dict) and turn.get("role") in SKIPPED_ROLES:
             continue
         out.append(turn)
     return out
