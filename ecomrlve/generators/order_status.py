@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
+from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
     STATUS_FACTS,
     World,
@@ -57,6 +57,18 @@ VAGUE_TEMPLATES: tuple[str, ...] = (
 )
 CANCEL_QUESTION = " If the one with the {noun} has already shipped, can I still cancel it?"
 CANCELLATION_POLICY = ("cancellation", "", "any")
+
+
+def paid_with(rng: np.random.Generator, saved: list[str], order_id: str) -> str:
+    """The card an order was paid with. With one saved card it is an older, no longer saved
+    one: the system prompt lists the saved cards, and the answer must need `get_order`."""
+    if len(saved) > 1:
+        return pick(rng, saved)
+    for brand in ("visa", "mastercard", "amex"):
+        card = f"{brand}-{order_id[-4:]}"
+        if card not in saved:
+            return card
+    raise GenerationError(f"no retired card for {order_id}")
 
 
 class OrderStatusConfig(ScenarioConfig):
@@ -126,8 +138,8 @@ class OrderStatus(Scenario):
             order = ctx.order(ids[k], [row], [quantity], status, placed, user=world.user)
             if details[k] == "address" and rng.random() < 0.7:
                 order["shipping_address"] = ctx.make_user(rng)["address"]  # a gift
-            if details[k] == "payment" and len(world.user["payment_methods"]) > 1:
-                order["payment_method"] = pick(rng, world.user["payment_methods"])
+            if details[k] == "payment":
+                order["payment_method"] = paid_with(rng, world.user["payment_methods"], ids[k])
             targets.append((order, row))
         # look-alikes: same kind of product in another colour, another status and date
         distractors = []

@@ -56,6 +56,13 @@ EXCHANGE_FACTS = [
     "size or colour",
     "size or color",
 ]
+CANCELLABLE_FACTS = [
+    "pending or processing",
+    "can be cancelled",
+    "can be canceled",
+    "can still be cancelled",
+    "can still be canceled",
+]
 TEMPLATES: tuple[str, ...] = (
     "Hi, I have a few questions. {questions}",
     "Quick policy questions: {questions}",
@@ -187,7 +194,8 @@ class Policy(Scenario):
                 )
             elif topic == "exchange":
                 it = "it" if len(questions) else subject
-                questions.append(f"Could I exchange {it} for another size or colour instead?")
+                # not "for another size or colour": the question must not state the answer
+                questions.append(f"Could I exchange {it} for a different one instead?")
                 if rule.returnable:
                     policy_id = ctx.policy_ids[("exchanges", category, "any")]
                     answer_facts.append(EXCHANGE_FACTS)
@@ -221,7 +229,8 @@ class Policy(Scenario):
                 if status == "shipped":
                     answer_facts.append(["return"])
                 else:
-                    answer_facts.append(["pending or processing", "processing"])
+                    # not a bare "processing": the question says it, so echoing would pass
+                    answer_facts.append(CANCELLABLE_FACTS)
         prompt = render(
             pick(rng, TEMPLATES), {"questions": " ".join(questions)}, rng, config.typo_rate
         )
