@@ -16,6 +16,7 @@ from ecomrlve.cli_common import console, fail, frame_table, progress_bar, user_e
 from ecomrlve.env import cli as env_cli
 from ecomrlve.flows import cli as flows_cli
 from ecomrlve.generators import cli as generators_cli
+from ecomrlve.read_sql import check_read_query
 from ecomrlve.train import cli as train_cli
 
 app = typer.Typer(
@@ -75,11 +76,14 @@ def sql(
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="table, csv or json"),
     max_rows: int = typer.Option(200, "--max-rows", help="rows shown in table format"),
 ) -> None:
-    """Run a read-only SQL query against the store."""
+    """Run a read-only SQL query against the store (one SELECT statement; nothing that writes)."""
     with user_errors():
+        if not query.strip():
+            fail("empty query")
+        check_read_query(query)
         con = store.connect(data, read_only=True)
     try:
-        df = con.sql(query).pl() if query.strip() else fail("empty query")
+        df = con.sql(query).pl()
     except duckdb.Error as err:
         fail(f"SQL error: {str(err).splitlines()[0]}")
     finally:

@@ -16,6 +16,7 @@ from rich.markup import escape
 from ecomrlve import store
 from ecomrlve.cli_common import console, err_console, fail, frame_table, user_errors
 from ecomrlve.config import EnvConfig, load_config
+from ecomrlve.read_sql import check_read_query
 from ecomrlve.tasks import Task
 
 DataOpt = typer.Option(Path("data"), "--data", help="data directory")
@@ -27,7 +28,8 @@ def _env_config(path: Path | None) -> EnvConfig:
 
 
 def _tasks_query(data: Path, where: str | None, params: list[Any] | None = None) -> list[Task]:
-    """Tasks from the store's `tasks` view; `where` is trusted SQL on a read-only connection."""
+    """Tasks from the store's `tasks` view; `where` is trusted SQL, run as one SELECT
+    (`check_read_query`) on a read-only connection, so it cannot write."""
     con = store.connect(data, read_only=True)
     try:
         views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
@@ -37,6 +39,7 @@ def _tasks_query(data: Path, where: str | None, params: list[Any] | None = None)
         if where:
             sql += f" WHERE ({where})"
         sql += " ORDER BY task_id"
+        check_read_query(sql)
         try:
             table = con.sql(sql, params=params or None).to_arrow_table()
             frame = pl.from_arrow(table)
@@ -159,7 +162,12 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def solve(
         out: Path = typer.Option(..., "--out", help="trajectory JSONL to write"),
-        where: str | None = typer.Option(None, "--where", help="SQL predicate on tasks"),
+        where: str | None = typer.Option(
+            None,
+            "--where",
+            help="trusted SQL predicate on the tasks view, e.g. \"scenario = 'cart'\" "
+            "(read-only: it runs inside one SELECT)",
+        ),
         data: Path = DataOpt,
     ) -> None:
         """Write the reference solution of every (selected) task as a trajectory."""
