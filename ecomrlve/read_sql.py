@@ -6,7 +6,7 @@ DDL/DML on the store file, yet still runs `COPY … TO`, `EXPORT DATABASE`, `EXP
 COPY …` and `SET` — and a `--where` such as `1=1); COPY … TO 'x'; --` turns one query into
 several statements, all of which `con.sql` runs. So a query is accepted only if DuckDB's own
 parser splits it into exactly one statement of type SELECT (which covers WITH, FROM-first,
-DESCRIBE, SHOW, SUMMARIZE and PIVOT).
+DESCRIBE, SHOW and SUMMARIZE; PIVOT, which DuckDB plans as several statements, is refused).
 
     check_read_query("SELECT count(*) FROM tasks")        # returns the query
     check_read_query("COPY tasks TO 'x.csv'")               # raises ReadOnlySQLError
