@@ -264,14 +264,34 @@ def test_solve_where_still_selects(store_root):
     target.unlink()
 
 
-def test_curriculum_where_cannot_drop_views(store_root):
+CURRICULUM_WRITES = [
+    "1=1); DROP VIEW tasks; --",
+    "1=1)) GROUP BY ALL; COPY (SELECT 1) TO '{out}'; --",
+    "1=1) ORDER BY 1; COPY tasks TO '{out}'; --",
+]
+
+
+@pytest.mark.parametrize("where", CURRICULUM_WRITES)
+def test_curriculum_where_cannot_write(store_root, tmp_path, where):
     data = store_root / "data"
+    out = tmp_path / "pwn.csv"
     before = _snapshot(store_root)
     result = runner.invoke(
         app,
-        ["curriculum", "build", "--name", "x", "--where", "1=1); DROP VIEW tasks; --",
+        ["curriculum", "build", "--name", "x", "--where", where.format(out=out),
          "--data", str(data)],
     )  # fmt: skip
     assert result.exit_code == 2, result.output
     assert len(result.stderr.strip().splitlines()) == 1
+    assert not out.exists()
     assert _snapshot(store_root) == before
+
+
+def test_training_where_cannot_write(store_root, tmp_path):
+    from ecomrlve.train.curriculum import CurriculumError, read_store_tasks
+
+    out = tmp_path / "pwn.csv"
+    for where in (f"1=1; COPY (SELECT 1) TO '{out}'", f"1=1 ORDER BY 1); COPY tasks TO '{out}"):
+        with pytest.raises(CurriculumError, match=r"one SQL predicate|read-only SELECT"):
+            read_store_tasks(store_root / "data", where)
+    assert not out.exists()

@@ -35,6 +35,7 @@ import polars as pl
 from ecomrlve import store
 from ecomrlve.catalogs import catalog_hash as current_catalog_hash
 from ecomrlve.flows.params import step_band
+from ecomrlve.read_sql import ReadOnlySQLError, check_read_query
 from ecomrlve.tasks import DIFFICULTY_AXES, Task
 
 log = logging.getLogger(__name__)
@@ -123,8 +124,8 @@ def select_tasks(
     con = store.connect(data, read_only=True)
     try:
         _require_tasks_view(con, data)
-        df = con.sql(query).pl()
-    except duckdb.Error as err:
+        df = con.sql(check_read_query(query)).pl()
+    except (duckdb.Error, ReadOnlySQLError) as err:
         raise CurriculumError(_sql_message(where, order, err)) from None
     finally:
         con.close()
@@ -247,10 +248,9 @@ def preflight(data: str | os.PathLike, where: str | None, order: str | None) -> 
     try:
         _require_tasks_view(con, data)
         query = selection_sql(where, order, interleave=False)
-        per_hash = dict(
-            con.sql(f"SELECT catalog_hash, count(*) FROM ({query}) GROUP BY ALL").fetchall()
-        )
-    except duckdb.Error as err:
+        counts = check_read_query(f"SELECT catalog_hash, count(*) FROM ({query}) GROUP BY ALL")
+        per_hash = dict(con.sql(counts).fetchall())
+    except (duckdb.Error, ReadOnlySQLError) as err:
         raise CurriculumError(_sql_message(where, order, err)) from None
     finally:
         con.close()

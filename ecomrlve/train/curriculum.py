@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from ecomrlve import store
+from ecomrlve.read_sql import check_read_query
 from ecomrlve.store import DataPaths, StoreError
 from ecomrlve.tasks import Task
 
@@ -99,7 +100,7 @@ def read_store_tasks(data: str | os.PathLike, where: str | None = None) -> pl.Da
     except StoreError:
         raise
     try:
-        tasks = con.sql(query).pl()
+        tasks = con.sql(check_read_query(query)).pl()
     except Exception as err:  # duckdb raises several error types; all mean a bad query/store
         first = str(err).splitlines()[0]
         if "tasks" in first and ("does not exist" in first or "not found" in first):
