@@ -11,3 +11,5 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Our rich progress bar covers loading and saving; tqdm bars per shard only clutter the terminal.
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
