@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 DB_NAME = "ecomrlve.duckdb"
 LOCK_NAME = ".ecomrlve.lock"
+GATE_NAME = ".ecomrlve.gate"
 JOURNAL_NAME = ".publish-journal.json"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
@@ -175,15 +176,51 @@ def _view_sources(paths: DataPaths) -> dict[str, str]:
     return views
 
 
+def _create_views(con: duckdb.DuckDBPyConnection, paths: DataPaths) -> list[str]:
+    views = _view_sources(paths)
+    for name, select in views.items():
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS {select}")
+    return sorted(views)
+
+
 def refresh_views(data: str | os.PathLike) -> list[str]:
     """(Re)create the views over whatever Parquet exists; return the view names."""
     paths = DataPaths.of(data)
     ensure_writable(paths.root)
-    views = _view_sources(paths)
     with writer(paths.root) as con:  # waits while a reader has the file open
-        for name, select in views.items():
-            con.execute(f"CREATE OR REPLACE VIEW {name} AS {select}")
-    return sorted(views)
+        return _create_views(con, paths)
+
+
+@contextlib.contextmanager
+def _gate(paths: DataPaths, *, exclusive: bool, deadline: float) -> Iterator[None]:
+    """Hold the data directory's connection gate (shared for readers, exclusive for writers).
+
+    DuckDB has no queue: a writer polling for the file while readers keep opening it can wait
+    for ever. A writer holds the gate exclusively from its first try until it has the file, so
+    new readers wait behind it instead of overtaking it. Held only while opening, never while a
+    connection is in use. A directory this process cannot write to has no gate (and no writer).
+    """
+    try:
+        fh = open(paths.root / GATE_NAME, "a+")  # noqa: SIM115 - closed below
+    except OSError:
+        yield
+        return
+    try:
+        delay = 0.002
+        while True:
+            try:
+                fcntl.flock(fh, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"timed out waiting for a writer to open {paths.db}; try again"
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        yield
+    finally:
+        fh.close()  # drops the flock
 
 
 def connect(
@@ -192,7 +229,9 @@ def connect(
     """Open the store's DuckDB file. Read-only by default: `ecomrlve sql` cannot write.
 
     DuckDB lets one process write at a time; writers here hold the file for milliseconds
-    (view refresh, result tables), so a connection that finds it locked retries for `wait_s`.
+    (a publish's renames + view refresh, result tables), so a connection that finds it locked
+    retries for `wait_s`. Writers go through the gate first (`_gate`), so readers cannot
+    starve them.
     """
     paths = DataPaths.of(data)
     if not paths.db.exists():
@@ -203,14 +242,16 @@ def connect(
         ensure_writable(paths.root)
     deadline = time.monotonic() + wait_s
     delay = 0.01
-    while True:
-        try:
-            return duckdb.connect(str(paths.db), read_only=read_only)
-        except duckdb.Error as err:
-            if "lock" not in str(err).lower() or time.monotonic() > deadline:
-                raise StoreError(f"cannot open {paths.db}: {str(err).splitlines()[0]}") from None
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)
+    with _gate(paths, exclusive=not read_only, deadline=deadline):
+        while True:
+            try:
+                return duckdb.connect(str(paths.db), read_only=read_only)
+            except duckdb.Error as err:
+                if "lock" not in str(err).lower() or time.monotonic() > deadline:
+                    first = str(err).splitlines()[0]
+                    raise StoreError(f"cannot open {paths.db}: {first}") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1 if read_only else 0.02)
 
 
 @contextlib.contextmanager
@@ -278,6 +319,9 @@ def exclusive_lock(data: str | os.PathLike, *, wait: bool = False) -> Iterator[N
     is an `flock`, so it is released by the kernel when a holder is killed.
     """
     paths = DataPaths.of(data)
+    if paths.root in _RUN_LOCKS:  # this process runs a whole flow under the lock (`run_lock`)
+        yield
+        return
     ensure_writable(paths.root)
     lock_path = paths.root / LOCK_NAME
     fh = open(lock_path, "a+")  # noqa: SIM115 - held for the duration of the context
@@ -303,6 +347,25 @@ def exclusive_lock(data: str | os.PathLike, *, wait: bool = False) -> Iterator[N
         with contextlib.suppress(OSError):
             fcntl.flock(fh, fcntl.LOCK_UN)
         fh.close()
+
+
+_RUN_LOCKS: set[Path] = set()
+
+
+@contextlib.contextmanager
+def run_lock(data: str | os.PathLike) -> Iterator[None]:
+    """Hold the writer lock for a whole multi-stage run (the pipeline flow).
+
+    Another process is refused at once, before any work starts, and cannot write between the
+    run's stages; the run's own stages take `exclusive_lock` themselves and re-enter it.
+    """
+    paths = DataPaths.of(data)
+    with exclusive_lock(paths.root):
+        _RUN_LOCKS.add(paths.root)
+        try:
+            yield
+        finally:
+            _RUN_LOCKS.discard(paths.root)
 
 
 class Publish:
@@ -340,17 +403,21 @@ class Publish:
 def _apply_journal(journal: Path) -> None:
     """Run the journal's renames and removals (idempotent), refresh the views, drop the journal.
 
-    The journal goes last: while it exists, `recover` redoes all of this, so a crash between
-    the renames and the view refresh cannot leave new files without a view over them.
+    All of it happens while this process holds the DuckDB file read-write, so no reader
+    (`connect`) is between two renames: each sees the whole publish or none of it. The journal
+    goes last: while it exists, `recover` redoes all of this, so a crash between the renames
+    and the view refresh cannot leave new files without a view over them.
     """
     entries = json.loads(journal.read_text())
-    for staged, final in entries["moves"]:
-        if Path(staged).exists():
-            os.replace(staged, final)
-            _fsync_dir(Path(final).parent)
-    for final in entries["removals"]:
-        Path(final).unlink(missing_ok=True)
-    refresh_views(journal.parent)
+    paths = DataPaths.of(journal.parent)
+    with writer(paths.root) as con:
+        for staged, final in entries["moves"]:
+            if Path(staged).exists():
+                os.replace(staged, final)
+                _fsync_dir(Path(final).parent)
+        for final in entries["removals"]:
+            Path(final).unlink(missing_ok=True)
+        _create_views(con, paths)
     journal.unlink()
     _fsync_dir(journal.parent)
 
@@ -359,17 +426,18 @@ _TEMP_OWNER = re.compile(r"\.tmp-(\d+)-")
 
 
 def _owner_alive(temp: Path) -> bool:
-    """True when the process that named `temp` (see `temp_path_for`) is another live process.
+    """True when the process that named `temp` (see `temp_path_for`) is alive (this one too).
 
-    Temp files of readers' caches (the search index) are written without the writer lock, so
-    a writer's `recover` must not sweep one that is still being built.
+    Some temp files are written without the writer lock (a search index being built, the
+    chunks `generate_to_store` spills before it publishes), so a writer's `recover` must not
+    sweep one whose owner is still at work.
     """
     match = _TEMP_OWNER.search(temp.name)
     if match is None:
         return False
     pid = int(match.group(1))
     if pid == os.getpid():
-        return False
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

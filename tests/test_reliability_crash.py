@@ -331,10 +331,10 @@ def test_a_crash_between_the_renames_and_the_view_refresh_is_rolled_forward(
     frame = pl.DataFrame([row], schema=TASK_SCHEMA)
     target = data / "tasks" / "scenario=cart" / "difficulty=1" / "run.parquet"
 
-    def crash(_data):
+    def crash(*args):
         raise KeyboardInterrupt("killed")
 
-    monkeypatch.setattr(store, "refresh_views", crash)
+    monkeypatch.setattr(store, "_create_views", crash)
     with pytest.raises(KeyboardInterrupt), store.publish(data) as tx:
         tx.write_parquet(frame, target)
     monkeypatch.undo()

@@ -152,6 +152,7 @@ def pipeline_command(
 
     Stages already done with the same inputs are skipped; a killed run resumes.
     """
+    from ecomrlve import store
     from ecomrlve.flows.params import PipelineParams
 
     with user_errors():
@@ -173,10 +174,13 @@ def pipeline_command(
             skip_train=skip_train,
             train_output=str(train_output) if train_output else None,
         )
-    with prefect_session(data, _verbose()):
-        from ecomrlve.flows.pipeline import pipeline
+    with contextlib.ExitStack() as held:
+        with user_errors():  # a second writer is refused here, before Prefect starts
+            held.enter_context(store.run_lock(data))
+        with prefect_session(data, _verbose()):
+            from ecomrlve.flows.pipeline import pipeline
 
-        summary = _run_with_progress("pipeline", PIPELINE_STAGES, lambda: pipeline(params))
+            summary = _run_with_progress("pipeline", PIPELINE_STAGES, lambda: pipeline(params))
     console.print(_stage_table(summary.stages, f"pipeline ({source})"))
     console.print(f"tasks      {summary.tasks:,} in the store")
     console.print(f"DuckDB     {summary.db}   (try: ecomrlve sql --data {data} 'FROM tasks')")
