@@ -5,6 +5,8 @@ Public API:
 * `generate_chunk(data_dir, seed, scenario, difficulty, start_index, count, min_steps,
   max_steps)` -> the same for one scenario x difficulty index range (what flows fan out);
 * `write_tasks(data_dir, df, run_name)` -> Parquet files under `tasks/`, views refreshed;
+* `generate_to_store(data_dir, n, seed, run_name, ...)` -> both in bounded memory (chunks
+  spilled to disk, published together): what `ecomrlve generate` runs;
 * `regenerate(task_id, data_or_ctx)` -> the same `Task` again, from its id alone;
 * `axes_for(d)`, `REGISTRY`, `get_scenario(name)`, `GenContext`.
 """
@@ -18,6 +20,7 @@ from ecomrlve.generators.generate import (
     generate_chunk,
     generate_task,
     generate_tasks,
+    generate_to_store,
     regenerate,
     run_name_for,
     validate,
@@ -40,6 +43,7 @@ __all__ = [
     "generate_chunk",
     "generate_task",
     "generate_tasks",
+    "generate_to_store",
     "get_scenario",
     "parse_difficulty_range",
     "parse_scenarios",

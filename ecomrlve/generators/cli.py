@@ -87,14 +87,8 @@ def register(app: typer.Typer) -> None:
         own files; another seed adds files.
         """
         from ecomrlve import store
-        from ecomrlve.generators import (
-            generate_tasks,
-            parse_difficulty_range,
-            parse_scenarios,
-            run_name_for,
-            write_tasks,
-        )
-        from ecomrlve.generators.generate import check_band
+        from ecomrlve.generators import parse_difficulty_range, parse_scenarios, run_name_for
+        from ecomrlve.generators.generate import check_band, generate_to_store
 
         if tasks <= 0:
             fail(f"--tasks must be a positive number, got {tasks}")
@@ -115,10 +109,13 @@ def register(app: typer.Typer) -> None:
         if workers is None:
             workers = min(2, os.cpu_count() or 1) if tasks >= AUTO_WORKERS_FROM else 1
         with user_errors(), progress_bar("generate") as update:
-            df, report = generate_tasks(
+            # chunks are spilled to disk as they finish and published together at the end:
+            # memory stays bounded by a chunk and a partition, whatever --tasks is
+            df, report, written = generate_to_store(
                 data,
                 tasks,
                 seed,
+                run_name,
                 scenarios=names,
                 difficulty=band_range,
                 min_steps=min_steps,
@@ -126,12 +123,6 @@ def register(app: typer.Typer) -> None:
                 workers=workers,
                 progress=update,
             )
-            if df.height == 0:
-                raise store.StoreError(
-                    f"no valid task was generated ({report.invalid} failed validation, "
-                    f"{report.gave_up} found no plan in the step band); nothing written"
-                )
-            written = write_tasks(data, df, run_name)
         console.print(frame_table(counts_table(df), title="tasks by scenario x difficulty"))
         console.print(frame_table(steps_histogram(df), title="min_steps histogram"))
         console.print(frame_table(band_counts(df), title="step bands by scenario"))

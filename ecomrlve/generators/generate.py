@@ -16,10 +16,11 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import os
+import shutil
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from functools import cache
@@ -364,6 +365,54 @@ def _run_chunk(
     )
 
 
+def _check_run_inputs(n: int, workers: int, seed: int, scenarios: list[str], difficulty) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+        raise ValueError(f"the number of tasks must be positive, got {n!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers!r}")
+    _check_common(seed, scenarios, difficulty)
+
+
+def _completed_chunks(
+    ctx_or_data: GenContext | str | os.PathLike,
+    chunks: list[Chunk],
+    seed: int,
+    band: tuple[int, int] | None,
+    workers: int,
+) -> Iterator[tuple[Chunk, list[dict[str, Any]], GenerationReport]]:
+    """(chunk, validated rows, report) for each chunk as it finishes (in a process pool when
+    `workers > 1`); the caller keeps or spills the rows, so memory is one chunk at a time."""
+    if workers > 1 and isinstance(ctx_or_data, GenContext):
+        raise ValueError("workers > 1 needs the data directory (each worker loads it)")
+    if workers > 1 and not _spawn_can_import_main():
+        log.warning(
+            "workers=%d needs a __main__ that a new process can import; running serially", workers
+        )
+        workers = 1
+    if workers == 1 or len(chunks) == 1:
+        ctx = _context(ctx_or_data)
+        for chunk in chunks:
+            rows, part = generate_cell(
+                ctx, seed, chunk.scenario, chunk.difficulty, chunk.start_index, chunk.count, band
+            )
+            yield chunk, rows, part
+        return
+    data_dir = str(DataPaths.of(ctx_or_data).root)
+    GenContext.load(data_dir)  # fail fast (no catalog) and build the search index once
+    # spawn, not fork: the parent holds tantivy and polars thread pools, and a child forked
+    # while one of their locks is held can hang for ever
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=mp.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(data_dir,),
+    ) as pool:
+        futures = {pool.submit(_run_chunk, seed, c, band): c for c in chunks}
+        for future in as_completed(futures):
+            rows, part = future.result()
+            yield futures.pop(future), rows, part  # pop: the rows are not kept by the dict
+
+
 def generate_tasks(
     ctx_or_data: GenContext | str | os.PathLike,
     n: int,
@@ -380,13 +429,10 @@ def generate_tasks(
     band are skipped and reported), validated through the env's verifier.
 
     `workers > 1` runs chunks in a process pool (needs a data directory, not a context).
+    Every row is held in memory: for large runs straight into the store, `generate_to_store`.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
-        raise ValueError(f"the number of tasks must be positive, got {n!r}")
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers!r}")
     scenarios = list(scenarios) if scenarios else list(SCENARIOS)
-    _check_common(seed, scenarios, difficulty)
+    _check_run_inputs(n, workers, seed, scenarios, difficulty)
     band = check_band(min_steps, max_steps)
     chunks, skipped = plan_run(n, scenarios, difficulty, band, chunk_size)
     report = GenerationReport(skipped_cells=skipped)
@@ -394,56 +440,85 @@ def generate_tasks(
     started = time.perf_counter()
     parts: list[list[dict[str, Any]]] = []
     done = 0
-
-    def collect(chunk: Chunk, rows: list[dict[str, Any]], part: GenerationReport) -> None:
-        nonlocal done
+    for chunk, rows, part in _completed_chunks(ctx_or_data, chunks, seed, band, workers):
         parts.append(rows)
         report.merge(part)
         done += chunk.count
         report_progress(f"{chunk.scenario} d{chunk.difficulty}", done / n)
-
-    if workers > 1 and isinstance(ctx_or_data, GenContext):
-        raise ValueError("workers > 1 needs the data directory (each worker loads it)")
-    if workers > 1 and not _spawn_can_import_main():
-        log.warning(
-            "workers=%d needs a __main__ that a new process can import; running serially", workers
-        )
-        workers = 1
-    if workers == 1 or len(chunks) == 1:
-        ctx = _context(ctx_or_data)
-        for chunk in chunks:
-            collect(
-                chunk,
-                *generate_cell(
-                    ctx,
-                    seed,
-                    chunk.scenario,
-                    chunk.difficulty,
-                    chunk.start_index,
-                    chunk.count,
-                    band,
-                ),
-            )
-    else:
-        data_dir = str(DataPaths.of(ctx_or_data).root)
-        GenContext.load(data_dir)  # fail fast (no catalog) and build the search index once
-        # spawn, not fork: the parent holds tantivy and polars thread pools, and a child forked
-        # while one of their locks is held can hang for ever
-        with ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=mp.get_context("spawn"),
-            initializer=_init_worker,
-            initargs=(data_dir,),
-        ) as pool:
-            futures = {pool.submit(_run_chunk, seed, c, band): c for c in chunks}
-            for future in as_completed(futures):
-                collect(futures[future], *future.result())
     report.seconds = time.perf_counter() - started
     rows = [row for part in parts for row in part]
     df = rows_frame(rows)
     if df.height:
         df = df.sort("scenario", "difficulty", "index")
     return df, report
+
+
+SUMMARY_COLUMNS = ("task_id", "scenario", "difficulty", "min_steps")
+
+
+def generate_to_store(
+    data_dir: str | os.PathLike,
+    n: int,
+    seed: int,
+    run_name: str,
+    scenarios: list[str] | None = None,
+    difficulty: tuple[int, int] = (0, 10),
+    min_steps: int | None = None,
+    max_steps: int | None = None,
+    workers: int = 1,
+    progress: ProgressFn | None = None,
+    chunk_size: int = CHUNK_SIZE,
+) -> tuple[pl.DataFrame, GenerationReport, list[Path]]:
+    """`generate_tasks` + `write_tasks` in memory bounded by one chunk and one partition.
+
+    Each finished chunk is spilled as Parquet into a hidden folder under `tasks/` (invisible to
+    the views, swept by `store.recover` if this process dies); at the end the partitions are
+    read back one at a time and published all-or-nothing exactly as `write_tasks` would write
+    them (same bytes). Returns the `SUMMARY_COLUMNS` of every task written, the report and
+    the files. Raises StoreError (nothing written) when no task is valid.
+    """
+    store.validate_identifier(run_name, "run name")
+    scenarios = list(scenarios) if scenarios else list(SCENARIOS)
+    _check_run_inputs(n, workers, seed, scenarios, difficulty)
+    band = check_band(min_steps, max_steps)
+    chunks, skipped = plan_run(n, scenarios, difficulty, band, chunk_size)
+    paths = DataPaths.of(data_dir)
+    if not paths.products.exists():
+        raise StoreError(f"no catalog at {paths.catalog}: run `ecomrlve catalog` first")
+    report = GenerationReport(skipped_cells=skipped)
+    report_progress = progress or (lambda stage, fraction: None)
+    started = time.perf_counter()
+    spill = store.temp_path_for(paths.tasks / f"spill-{run_name}")
+    spilled: dict[tuple[str, int], list[Path]] = {}
+    summaries: list[pl.DataFrame] = []
+    done = 0
+    try:
+        spill.mkdir(parents=True)
+        for chunk, rows, part in _completed_chunks(paths.root, chunks, seed, band, workers):
+            report.merge(part)
+            done += chunk.count
+            if rows:
+                frame = rows_frame(rows)
+                path = spill / f"{chunk.scenario}-d{chunk.difficulty}-i{chunk.start_index}.parquet"
+                frame.write_parquet(path, compression="zstd", statistics=False)
+                spilled.setdefault((chunk.scenario, chunk.difficulty), []).append(path)
+                summaries.append(frame.select(SUMMARY_COLUMNS))
+            report_progress(f"{chunk.scenario} d{chunk.difficulty}", done / n)
+        report.seconds = time.perf_counter() - started
+        if not spilled:
+            raise StoreError(
+                f"no valid task was generated ({report.invalid} failed validation, "
+                f"{report.gave_up} found no plan in the step band); nothing written"
+            )
+        loaders = {
+            key: (lambda files=files: pl.read_parquet(files))  # one partition in memory
+            for key, files in sorted(spilled.items())
+        }
+        written = _publish_partitions(paths, run_name, loaders, prune=False)
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
+    summary = pl.concat(summaries).sort("scenario", "difficulty", "task_id")
+    return summary, report, written
 
 
 # ---- the store -----------------------------------------------------------------------------------
@@ -473,25 +548,25 @@ def write_tasks(
     if dupes.height:
         raise StoreError(f"task_id {dupes['task_id'][0]!r} appears twice in this run")
     parts = df.partition_by("scenario", "difficulty", as_dict=True, maintain_order=True)
+    loaders = {(key[0], int(key[1])): (lambda part=part: part) for key, part in parts.items()}
+    return _publish_partitions(paths, run_name, loaders, prune=prune)
+
+
+def _publish_partitions(
+    paths: DataPaths,
+    run_name: str,
+    loaders: dict[tuple[str, int], Callable[[], pl.DataFrame]],
+    *,
+    prune: bool,
+) -> list[Path]:
+    """Publish each (scenario, difficulty) frame as `RUN.parquet` of its partition, all files
+    or none, loading one partition at a time; refuse task ids another file already holds."""
     targets = {
-        key: paths.tasks
-        / f"scenario={key[0]}"
-        / f"difficulty={int(key[1])}"
-        / f"{run_name}.parquet"
-        for key in parts
+        key: paths.tasks / f"scenario={key[0]}" / f"difficulty={key[1]}" / f"{run_name}.parquet"
+        for key in loaders
     }
     written: list[Path] = []
     with store.exclusive_lock(paths.root):
-        for key, target in targets.items():
-            others = [p for p in target.parent.glob("*.parquet") if p != target]
-            if others:
-                held = pl.scan_parquet(others).select("task_id").collect()["task_id"]
-                clash = parts[key].filter(pl.col("task_id").is_in(held.implode()))
-                if clash.height:
-                    raise StoreError(
-                        f"task {clash['task_id'][0]} is already in the store ({target.parent}); "
-                        "use another --seed or --run"
-                    )
         stale = []
         if prune:
             keep = set(targets.values())
@@ -500,10 +575,21 @@ def write_tasks(
                 for p in paths.tasks.glob(f"scenario=*/difficulty=*/{run_name}.parquet")
                 if p not in keep
             ]
-        with store.publish(paths.root) as tx:
+        with store.publish(paths.root) as tx:  # a clash raises here: nothing is published
             for key, target in targets.items():
-                tx.write_parquet(parts[key].sort("index", "task_id"), target)
+                part = loaders[key]()
+                others = [p for p in target.parent.glob("*.parquet") if p != target]
+                if others:
+                    held = pl.scan_parquet(others).select("task_id").collect()["task_id"]
+                    clash = part.filter(pl.col("task_id").is_in(held.implode()))
+                    if clash.height:
+                        raise StoreError(
+                            f"task {clash['task_id'][0]} is already in the store "
+                            f"({target.parent}); use another --seed or --run"
+                        )
+                tx.write_parquet(part.sort("index", "task_id"), target)
                 written.append(target)
+                del part
             for path in stale:
                 tx.remove(path)
     return written
