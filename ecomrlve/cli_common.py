@@ -42,6 +42,21 @@ def user_errors(*extra: type[BaseException]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def writer_lock(data) -> Iterator[None]:
+    """Hold the data directory's writer lock for a whole command (`store.run_lock`).
+
+    A second writer is refused here, with one line and exit 2, before it does any work; the
+    command's own writes re-enter the lock.
+    """
+    from ecomrlve import store
+
+    with contextlib.ExitStack() as held:
+        with user_errors():
+            held.enter_context(store.run_lock(data))
+        yield
+
+
+@contextlib.contextmanager
 def progress_bar(description: str, total: float = 1.0) -> Iterator[callable]:
     """A rich progress bar; yields `update(stage, fraction)`. Quiet when not a terminal."""
     progress = Progress(

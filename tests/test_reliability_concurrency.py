@@ -118,8 +118,9 @@ def _count(data: Path) -> tuple[int, int]:
     [
         ["catalog", "--products", "500", "--seed", "5"],
         ["generate", "--tasks", "20", "--seed", "9", "--workers", "1"],
+        ["curriculum", "build", "--name", "locked"],
     ],
-    ids=["catalog", "generate"],
+    ids=["catalog", "generate", "curriculum"],
 )
 def test_a_second_writer_is_refused_with_one_clear_line(base, tmp_path, command) -> None:
     data = _copy(base[0], tmp_path / "data")

@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from ecomrlve.cli_common import console, frame_table, progress_bar, user_errors
+from ecomrlve.cli_common import console, frame_table, progress_bar, user_errors, writer_lock
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +152,6 @@ def pipeline_command(
 
     Stages already done with the same inputs are skipped; a killed run resumes.
     """
-    from ecomrlve import store
     from ecomrlve.flows.params import PipelineParams
 
     with user_errors():
@@ -174,13 +173,10 @@ def pipeline_command(
             skip_train=skip_train,
             train_output=str(train_output) if train_output else None,
         )
-    with contextlib.ExitStack() as held:
-        with user_errors():  # a second writer is refused here, before Prefect starts
-            held.enter_context(store.run_lock(data))
-        with prefect_session(data, _verbose()):
-            from ecomrlve.flows.pipeline import pipeline
+    with writer_lock(data), prefect_session(data, _verbose()):  # a second writer: refused here
+        from ecomrlve.flows.pipeline import pipeline
 
-            summary = _run_with_progress("pipeline", PIPELINE_STAGES, lambda: pipeline(params))
+        summary = _run_with_progress("pipeline", PIPELINE_STAGES, lambda: pipeline(params))
     console.print(_stage_table(summary.stages, f"pipeline ({source})"))
     console.print(f"tasks      {summary.tasks:,} in the store")
     console.print(f"DuckDB     {summary.db}   (try: ecomrlve sql --data {data} 'FROM tasks')")
@@ -223,7 +219,7 @@ def curriculum_build(
             interleave=not no_interleave,
         )
         selected = preflight(params.data_dir, where, order)
-    with prefect_session(data, _verbose()):
+    with writer_lock(data), prefect_session(data, _verbose()):
         from ecomrlve.flows.pipeline import curriculum
 
         result = _run_with_progress("curriculum", ("curriculum",), lambda: curriculum(params))
@@ -274,7 +270,7 @@ def curriculum_regenerate(
             dask_address=dask_address,
         )
         preflight(params)
-    with prefect_session(data, _verbose()):
+    with writer_lock(data), prefect_session(data, _verbose()):
         from ecomrlve.flows.pipeline import regenerate_curriculum
 
         summary = _run_with_progress(

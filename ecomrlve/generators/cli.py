@@ -8,7 +8,15 @@ from pathlib import Path
 import polars as pl
 import typer
 
-from ecomrlve.cli_common import console, err_console, fail, frame_table, progress_bar, user_errors
+from ecomrlve.cli_common import (
+    console,
+    err_console,
+    fail,
+    frame_table,
+    progress_bar,
+    user_errors,
+    writer_lock,
+)
 
 DataOpt = typer.Option(Path("data"), "--data", help="data directory (holds the catalog)")
 AUTO_WORKERS_FROM = 2000  # below this many tasks a process pool costs more than it saves
@@ -108,7 +116,7 @@ def register(app: typer.Typer) -> None:
                 )
         if workers is None:
             workers = min(2, os.cpu_count() or 1) if tasks >= AUTO_WORKERS_FROM else 1
-        with user_errors(), progress_bar("generate") as update:
+        with writer_lock(data), user_errors(), progress_bar("generate") as update:
             # chunks are spilled to disk as they finish and published together at the end:
             # memory stays bounded by a chunk and a partition, whatever --tasks is
             df, report, written = generate_to_store(
