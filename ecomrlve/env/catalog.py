@@ -24,6 +24,7 @@ import math
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -45,6 +46,7 @@ SEARCH_CACHE_SIZE = 8192
 MAX_OVERFETCH = 4096  # deepest tantivy fetch before the full filtered query is run
 MIN_POSTFILTER_SHARE = 0.02  # below this share of survivors, one full query is cheaper
 SHARE_SAMPLE = 4096
+POSTING_SAMPLES = 1024  # exact-filter postings whose sampled columns are kept
 RESULT_FIELDS: tuple[str, ...] = (
     "item_id",
     "title",
@@ -238,6 +240,13 @@ class Catalog:
         self.stock = products["stock"].cast(pl.Int64).to_numpy()
         self.in_stock = products["in_stock"].cast(pl.Boolean).to_numpy()
         self._text = {name: _LowCardinality(products[name]) for name in TEXT_FILTERS}
+        self._numeric = {
+            "price": self.price,
+            "rating": self.rating,
+            "ship_days": self.ship_days,
+            "in_stock": self.in_stock,
+        }
+        self._posting_samples: dict[tuple[str, str], tuple[int, dict[str, np.ndarray]]] = {}
         family_codes, family_vocab = _codes(products["family_id"])
         self._family_codes = family_codes
         self._family_order = np.argsort(family_codes, kind="stable")
@@ -371,24 +380,54 @@ class Catalog:
             size = len(range(*rows.indices(self.size)))
         else:
             size = len(rows)
+        return self._mask_columns(lambda name: self._column(name)[pick], size, normalised)
+
+    def _column(self, name: str) -> np.ndarray:
+        """A filterable column by name: normalised codes of a text column, or the numbers."""
+        text = self._text.get(name)
+        return text.codes if text is not None else self._numeric[name]
+
+    def _mask_columns(
+        self,
+        column: Callable[[str], np.ndarray],
+        size: int,
+        normalised: tuple[tuple[str, Any], ...],
+    ) -> np.ndarray:
+        """The filter mask over `size` rows whose columns `column(name)` returns."""
         mask = np.ones(size, dtype=bool)
         for key, value in normalised:
             if key in TEXT_FILTERS:
                 code = self._text[key].code_of.get(value)
                 if code is None:
                     return np.zeros(size, dtype=bool)
-                mask &= self._text[key].codes[pick] == code
+                mask &= column(key) == code
             elif key == "min_price":
-                mask &= self.price[pick] >= value
+                mask &= column("price") >= value
             elif key == "max_price":
-                mask &= self.price[pick] <= value
+                mask &= column("price") <= value
             elif key == "min_rating":
-                mask &= self.rating[pick] >= value
+                mask &= column("rating") >= value
             elif key == "max_ship_days":
-                mask &= self.ship_days[pick] <= value
+                mask &= column("ship_days") <= value
             elif key == "in_stock":
-                mask &= self.in_stock[pick] == value
+                mask &= column("in_stock") == value
         return mask
+
+    def _posting_sample(self, key: str, value: str) -> tuple[int, dict[str, np.ndarray]]:
+        """The rows `_pass_share` samples from one exact-filter posting, with every filterable
+        column gathered at them once (a posting is asked about again and again)."""
+        memo_key = (key, value)
+        sample = self._posting_samples.get(memo_key)
+        if sample is None:
+            rows = self._text[key].rows(value)
+            if len(rows) > SHARE_SAMPLE:
+                rows = rows[:: len(rows) // SHARE_SAMPLE]
+            columns = {name: self._column(name)[rows] for name in (*TEXT_FILTERS, *self._numeric)}
+            sample = (len(rows), columns)
+            if len(self._posting_samples) >= POSTING_SAMPLES:
+                self._posting_samples.clear()
+            self._posting_samples[memo_key] = sample
+        return sample
 
     # ---- the query plan -----------------------------------------------------------------------
     def _run_search(
@@ -430,12 +469,11 @@ class Catalog:
         """Share of the string-filter matches that also pass the other filters: exact on the
         smallest string posting, else estimated on a fixed sample of rows."""
         if strings:
-            rows = min((self._text[k].rows(v) for k, v in strings), key=len)
-            if len(rows) == 0:
+            key, value = min(strings, key=lambda f: len(self._text[f[0]].rows(f[1])))
+            size, columns = self._posting_sample(key, value)
+            if size == 0:
                 return 1.0
-            if len(rows) > SHARE_SAMPLE:
-                rows = rows[:: len(rows) // SHARE_SAMPLE]
-            return float(self._mask_rows(rows, strings + others).mean())
+            return float(self._mask_columns(columns.__getitem__, size, strings + others).mean())
         return float(self._mask_rows(self._sample_rows, others).mean())
 
     def _scan(self, normalised: tuple[tuple[str, Any], ...], top_k: int) -> tuple[int, ...]:

@@ -621,6 +621,8 @@ class ShopTools:
 # --------------------------------------------------------------------------------------------
 
 _POLICY_TOKENS: dict[int, list[tuple[str, str, str, frozenset[str]]]] = {}
+_POLICY_RANKINGS: dict[tuple[int, frozenset[str], int], tuple[tuple[str, str, str], ...]] = {}
+POLICY_MEMO_SIZE = 8192
 
 
 def policy_search(catalog: Catalog, query: str, limit: int = POLICY_RESULTS) -> list[dict]:
@@ -635,13 +637,20 @@ def policy_search(catalog: Catalog, query: str, limit: int = POLICY_RESULTS) -> 
                 (row["policy_id"], row["topic"], row["text"], frozenset(analyzer_tokens(words)))
             )
         _POLICY_TOKENS[key] = docs
-    wanted = set(analyzer_tokens(query))
-    scored = [(len(wanted & tokens), pid, topic, text) for pid, topic, text, tokens in docs]
-    scored = [s for s in scored if s[0] > 0]
-    scored.sort(key=lambda s: (-s[0], s[1]))
-    return [{"policy_id": pid, "topic": topic, "text": text} for _, pid, topic, text in scored][
-        :limit
-    ]
+    wanted = frozenset(analyzer_tokens(query))
+    # the ranking depends only on the query's word set: generators and replays ask the same
+    # few hundred questions over and over (fresh dicts each time: callers may mutate them)
+    memo_key = (key, wanted, limit)
+    ranked = _POLICY_RANKINGS.get(memo_key)
+    if ranked is None:
+        scored = [(len(wanted & tokens), pid, topic, text) for pid, topic, text, tokens in docs]
+        scored = [s for s in scored if s[0] > 0]
+        scored.sort(key=lambda s: (-s[0], s[1]))
+        ranked = tuple((pid, topic, text) for _, pid, topic, text in scored[:limit])
+        if len(_POLICY_RANKINGS) >= POLICY_MEMO_SIZE:
+            _POLICY_RANKINGS.clear()
+        _POLICY_RANKINGS[memo_key] = ranked
+    return [{"policy_id": pid, "topic": topic, "text": text} for pid, topic, text in ranked]
 
 
 # --------------------------------------------------------------------------------------------
