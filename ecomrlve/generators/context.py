@@ -142,6 +142,18 @@ class GenContext:
             for code, value in enumerate(column.vocab):
                 codes.setdefault(normalise_text(value), []).append(code)
             self._norm_codes[key] = codes
+        # memo of `noun(row)` (a pure function of the row; a task asks for dozens)
+        self._nouns: dict[int, str] = {}
+        self._nouns_longest_first: dict[str, list[str]] = {
+            name: sorted(CATEGORY_BY_NAME[name].nouns, key=len, reverse=True)
+            if name in CATEGORY_BY_NAME
+            else []
+            for name in self.category.vocab
+        }
+        # Python floats / ints for the scalar look-ups of `order` (numpy scalar indexing costs
+        # several times more per element)
+        self._price_list: list[float] = self.price.tolist()
+        self._ship_days_list: list[int] = self.ship_days.tolist()
         self.categories: list[str] = [
             c.name for c in CATEGORIES if len(self.in_stock_by_category.get(c.name, ())) >= 4
         ]
@@ -193,12 +205,19 @@ class GenContext:
 
     def noun(self, row: int) -> str:
         """The product noun of a row ("running shoes"), the last words of its title body."""
+        row = int(row)
+        noun = self._nouns.get(row)
+        if noun is None:
+            noun = self._nouns[row] = self._find_noun(row)
+        return noun
+
+    def _find_noun(self, row: int) -> str:
         name = self.titles[row].split(" - ")[0]
-        nouns = CATEGORY_BY_NAME[self.category.value(row)].nouns
-        for noun in sorted(nouns, key=len, reverse=True):
+        category = self.category.value(row)
+        for noun in self._nouns_longest_first[category]:
             if name.endswith(noun):
                 return noun
-        return self.category.value(row)
+        return category
 
     def rows_where(self, filters: dict[str, Any]) -> np.ndarray:
         """Rows of the whole catalog that satisfy `filters`, with the env's exact semantics.
@@ -315,9 +334,9 @@ class GenContext:
         `eta` after today, cancelled ones neither."""
         placed = int(placed_days_ago)
         if transit_days is None:
-            transit_days = max(max(int(self.ship_days[r]) for r in rows), 1)
+            transit_days = max(max(self._ship_days_list[r] for r in rows), 1)
         lines = [
-            {"item_id": self.item_ids[r], "quantity": int(q), "price": float(self.price[r])}
+            {"item_id": self.item_ids[r], "quantity": int(q), "price": self._price_list[r]}
             for r, q in zip(rows, quantities, strict=True)
         ]
         subtotal = sum(line["price"] * line["quantity"] for line in lines)
