@@ -24,7 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from ecomrlve.config import SCENARIOS, DataConfig
 from ecomrlve.flows import prefect_env, quiet_settings
+from ecomrlve.generators.generate import plan_run
+
+CHUNK_SIZE = DataConfig().chunk_size  # the pipeline's default
 
 _ROOT = Path(tempfile.mkdtemp(prefix="ecomrlve-bench-pipeline-"))
 atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)  # after prefect stops its server
@@ -55,12 +59,11 @@ def baseline(data: Path, products: int, seed: int, tasks: int) -> dict[str, floa
 
     from ecomrlve import store
     from ecomrlve.catalogs import build_catalog
-    from ecomrlve.config import SCENARIOS
     from ecomrlve.flows.curriculum import build_curriculum, catalog_predicate
     from ecomrlve.flows.plots import plot_dataset
     from ecomrlve.flows.publishing import publish_run
     from ecomrlve.flows.validation import validate_frame
-    from ecomrlve.generators.generate import generate_chunk, plan_run
+    from ecomrlve.generators.generate import generate_chunk
 
     stages: dict[str, float] = {}
     started = time.perf_counter()
@@ -69,7 +72,7 @@ def baseline(data: Path, products: int, seed: int, tasks: int) -> dict[str, floa
     stages["catalog"] = time.perf_counter() - started
 
     started = time.perf_counter()
-    chunks, _ = plan_run(tasks, list(SCENARIOS), (0, 10), None, 500)
+    chunks, _ = plan_run(tasks, list(SCENARIOS), (0, 10), None, CHUNK_SIZE)
     frames = []
     for c in chunks:
         df, _ = generate_chunk(data, seed, c.scenario, c.difficulty, c.start_index, c.count)
@@ -101,11 +104,9 @@ def baseline(data: Path, products: int, seed: int, tasks: int) -> dict[str, floa
 
 def generation_throughput(data: Path, tasks: int, workers: int, seed: int) -> tuple[int, float]:
     from ecomrlve.catalogs import catalog_hash
-    from ecomrlve.config import SCENARIOS
     from ecomrlve.flows.pipeline import _generation
-    from ecomrlve.generators.generate import plan_run
 
-    chunks, _ = plan_run(tasks, list(SCENARIOS), (0, 10), None, 500)
+    chunks, _ = plan_run(tasks, list(SCENARIOS), (0, 10), None, CHUNK_SIZE)
     (_, stats), seconds = timed(
         lambda: _generation("processes", workers, None)(
             data_dir=str(data),
@@ -169,7 +170,7 @@ def main() -> None:
     overhead = flow_wall - base_wall
     per_task = base["generate"] / max(summary.tasks, 1)
     per_chunk = max(overhead, 0.0) / max(chunks, 1)
-    chunks_100k = 100_000 // 500 + 99  # 99 cells, chunks of <= 500
+    chunks_100k = len(plan_run(100_000, list(SCENARIOS), (0, 10), None, CHUNK_SIZE)[0])
     work_100k = per_task * 100_000 + base_wall - base["generate"]
     print(f"\npipeline: {args.products:,} products, {summary.tasks:,} tasks, {chunks} chunks")
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}\n")

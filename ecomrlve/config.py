@@ -94,7 +94,7 @@ class DataConfig(StrictModel):
     min_steps: int | None = Field(None, ge=1)
     max_steps: int | None = Field(None, ge=1)
     # --- pipeline: generation fan-out, curriculum shards, scale-out, schedule
-    chunk_size: int = Field(500, ge=1, description="tasks per generation chunk (one flow task)")
+    chunk_size: int = Field(2000, ge=1, description="tasks per generation chunk (one flow task)")
     curriculum: str = Field("default", description="curriculum the pipeline builds and trains on")
     curriculum_where: str | None = Field(None, description="SQL predicate over the tasks view")
     shard_size: int = Field(256, ge=1, description="tasks per curriculum shard")

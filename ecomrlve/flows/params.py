@@ -59,7 +59,7 @@ class RegenerateParams(FlowParams):
     from_run: str | None = Field(None, description="target weak spots of this training run")
     seed: int = Field(0, ge=0, description="mixed into the fresh seeds")
     shard_size: int = Field(256, ge=1)
-    chunk_size: int = Field(500, ge=1)
+    chunk_size: int = Field(2000, ge=1, description="tasks per generation chunk")
     max_rounds: int = Field(6, ge=1, description="generation rounds before giving up")
     task_runner: TaskRunnerKind = "threads"
     workers: int = Field(2, ge=1)
