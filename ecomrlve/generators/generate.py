@@ -13,15 +13,16 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import multiprocessing as mp
 import os
 import shutil
 import sys
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -48,6 +49,7 @@ FEASIBILITY_SAMPLES = 400
 MIN_BAND_PROBABILITY = 0.02  # a cell below this share of in-band plans is skipped for the band
 FEASIBILITY_STREAM = 97
 CHUNK_SIZE = 250
+IN_FLIGHT_PER_WORKER = 3  # chunks queued per pool process (one running, two ready)
 
 ProgressFn = Callable[[str, float], None]
 
@@ -353,6 +355,9 @@ def _init_worker(data_dir: str) -> None:
     global _WORKER_CTX
     logging.getLogger("ecomrlve").setLevel(logging.WARNING)
     _WORKER_CTX = GenContext.load(data_dir)
+    # the catalog (~10^5 strings and lists) lives as long as the worker: keep the cyclic GC
+    # from re-walking it on every full collection
+    gc.freeze()
 
 
 def _run_chunk(
@@ -360,8 +365,14 @@ def _run_chunk(
 ) -> tuple[list[dict[str, Any]], GenerationReport]:
     if _WORKER_CTX is None:
         raise RuntimeError("worker context not initialised")
+    return _chunk_rows(_WORKER_CTX, seed, chunk, band)
+
+
+def _chunk_rows(
+    ctx: GenContext, seed: int, chunk: Chunk, band: tuple[int, int] | None
+) -> tuple[list[dict[str, Any]], GenerationReport]:
     return generate_cell(
-        _WORKER_CTX, seed, chunk.scenario, chunk.difficulty, chunk.start_index, chunk.count, band
+        ctx, seed, chunk.scenario, chunk.difficulty, chunk.start_index, chunk.count, band
     )
 
 
@@ -392,25 +403,37 @@ def _completed_chunks(
     if workers == 1 or len(chunks) == 1:
         ctx = _context(ctx_or_data)
         for chunk in chunks:
-            rows, part = generate_cell(
-                ctx, seed, chunk.scenario, chunk.difficulty, chunk.start_index, chunk.count, band
-            )
-            yield chunk, rows, part
+            yield chunk, *_chunk_rows(ctx, seed, chunk, band)
         return
     data_dir = str(DataPaths.of(ctx_or_data).root)
-    GenContext.load(data_dir)  # fail fast (no catalog) and build the search index once
+    ctx = GenContext.load(data_dir)  # fail fast (no catalog) and build the search index once
+    # This process is one of the `workers`: it runs chunks from the back of the queue while
+    # `workers - 1` pool processes start (a spawned worker takes ~1 s to import and load the
+    # catalog) and take chunks from the front, a few at a time.
+    pending = deque(chunks)
+    pool_size = workers - 1
     # spawn, not fork: the parent holds tantivy and polars thread pools, and a child forked
     # while one of their locks is held can hang for ever
     with ProcessPoolExecutor(
-        max_workers=workers,
+        max_workers=pool_size,
         mp_context=mp.get_context("spawn"),
         initializer=_init_worker,
         initargs=(data_dir,),
     ) as pool:
-        futures = {pool.submit(_run_chunk, seed, c, band): c for c in chunks}
-        for future in as_completed(futures):
-            rows, part = future.result()
-            yield futures.pop(future), rows, part  # pop: the rows are not kept by the dict
+        running: dict[Future, Chunk] = {}
+        while pending or running:
+            while pending and len(running) < IN_FLIGHT_PER_WORKER * pool_size:
+                chunk = pending.popleft()
+                running[pool.submit(_run_chunk, seed, chunk, band)] = chunk
+            finished = [future for future in running if future.done()]
+            for future in finished:
+                rows, part = future.result()
+                yield running.pop(future), rows, part  # pop: the rows are not kept by the dict
+            if pending:
+                chunk = pending.pop()
+                yield chunk, *_chunk_rows(ctx, seed, chunk, band)
+            elif running and not finished:
+                wait(running, return_when=FIRST_COMPLETED)
 
 
 def generate_tasks(
