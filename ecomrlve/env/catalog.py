@@ -46,7 +46,7 @@ SEARCH_CACHE_SIZE = 8192
 MAX_OVERFETCH = 4096  # deepest tantivy fetch before the full filtered query is run
 MIN_POSTFILTER_SHARE = 0.02  # below this share of survivors, one full query is cheaper
 SHARE_SAMPLE = 4096
-POSTING_SAMPLES = 1024  # exact-filter postings whose sampled columns are kept
+POSTING_SAMPLES = 2048  # exact-filter postings whose sampled columns are kept
 RESULT_FIELDS: tuple[str, ...] = (
     "item_id",
     "title",

@@ -42,6 +42,8 @@ def _loads(text: str) -> Any:
 
 
 TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+# one encoder for every call: `json.dumps(..., ensure_ascii=False)` builds a new one each time
+_CALL_JSON = json.JSONEncoder(ensure_ascii=False).encode
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
@@ -231,5 +233,5 @@ def parse_turn(turn: Any) -> ParsedTurn:
 
 def format_call(name: str, arguments: dict[str, Any]) -> str:
     """One tool call in Qwen3's raw format (what `reference_turns` emits)."""
-    payload = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+    payload = _CALL_JSON({"name": name, "arguments": arguments})
     return f"<tool_call>\n{payload}\n</tool_call>"
