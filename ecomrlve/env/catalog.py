@@ -44,6 +44,7 @@ MAX_TOP_K = 50
 MAX_FILTER_TEXT = 500  # characters of a text filter value (catalog values are far shorter)
 SEARCH_CACHE_SIZE = 8192
 MAX_OVERFETCH = 4096  # deepest tantivy fetch before the full filtered query is run
+DIRECT_QUERY_ROWS = 8192  # an exact-filter posting this small: one full tantivy query
 MIN_POSTFILTER_SHARE = 0.02  # below this share of survivors, one full query is cheaper
 SHARE_SAMPLE = 4096
 POSTING_SAMPLES = 2048  # exact-filter postings whose sampled columns are kept
@@ -438,7 +439,9 @@ class Catalog:
         * no query words: every score ties, so the answer is the first `top_k` rows of the
           filter mask; scan the smallest exact-filter posting (or the catalog) in growing
           chunks and stop as soon as `top_k` rows pass;
-        * words + only exact string filters: one tantivy query;
+        * words + only exact string filters, or an exact string filter that matches at most
+          `DIRECT_QUERY_ROWS` rows: one tantivy query (that posting drives its intersection;
+          on the 100k catalog this is ~2x faster than over-fetching and post-filtering);
         * words + numeric / in_stock filters: when a fair share of the string-filter matches
           pass them, tantivy ranks the words under the string filters alone, fetched deep
           enough, and the numeric filters are checked on its hits (order is kept, so the
@@ -450,7 +453,9 @@ class Catalog:
             return self._scan(normalised, top_k)
         strings = tuple(f for f in normalised if f[0] in TEXT_FILTERS)
         others = tuple(f for f in normalised if f[0] not in TEXT_FILTERS)
-        if not others:
+        if not others or (
+            strings and min(len(self._text[k].rows(v)) for k, v in strings) <= DIRECT_QUERY_ROWS
+        ):
             return self._index.search(tokens, normalised, top_k)
         share = self._pass_share(strings, others)
         if share >= MIN_POSTFILTER_SHARE:
