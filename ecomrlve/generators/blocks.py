@@ -113,7 +113,7 @@ class ProductNeed:
     category: str
     values: dict[str, Any]  # attribute key -> value (filters, without category / in_stock)
     quantity: int
-    acceptable: np.ndarray  # rows over the whole catalog
+    acceptable: np.ndarray  # rows over the whole catalog, ascending
 
     @property
     def filters(self) -> dict[str, Any]:
@@ -168,8 +168,19 @@ class ProductNeed:
         """
         filters = self.filters
         rows = ctx.search_rows(query, filters, top_k)
-        accepted = set(self.acceptable.tolist())
-        good = [r for r in rows if r in accepted and ctx.stock[r] >= max(min_stock, 1)]
+        # membership of <= 50 hits in the (ascending) acceptable rows: a binary search each,
+        # not a set of up to MAX_ACCEPTABLE ints per search
+        found = np.asarray(rows, dtype=np.int64)
+        if len(self.acceptable):
+            at = np.minimum(np.searchsorted(self.acceptable, found), len(self.acceptable) - 1)
+            accepted = (self.acceptable[at] == found).tolist()
+        else:
+            accepted = [False] * len(rows)
+        good = [
+            r
+            for r, ok in zip(rows, accepted, strict=True)
+            if ok and ctx.stock[r] >= max(min_stock, 1)
+        ]
         if not good:
             raise GenerationError("the reference search does not surface an acceptable item")
         return call("search", query=query, filters=filters, top_k=top_k), good

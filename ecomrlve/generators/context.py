@@ -220,7 +220,8 @@ class GenContext:
         return category
 
     def rows_where(self, filters: dict[str, Any]) -> np.ndarray:
-        """Rows of the whole catalog that satisfy `filters`, with the env's exact semantics.
+        """Rows of the whole catalog that satisfy `filters`, ascending, with the env's exact
+        semantics (`ProductNeed.search` relies on the order).
 
         With a category filter (every product need has one) only that category's rows are
         tested, ~20x faster than a full `Catalog.filter_mask` on 100k products; the tests check
