@@ -122,6 +122,8 @@ def test_eval_command_reports_and_stores(tiny_run, runner):
             "2",
             "--limit",
             "3",
+            "--config",  # the run's own settings: short turns keep the test fast
+            str(output / "config.yaml"),
             "--data",
             str(data),
         ],
