@@ -25,42 +25,9 @@ def _deterministic():
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory):
-    import polars as pl
-    from env_fixtures import all_tasks, small_catalog
+    from train_fixtures import dapo_world
 
-    from ecomrlve.config import EnvConfig, config_from_dict
-    from ecomrlve.env import EcomEnv, tool_schemas
-    from ecomrlve.train.model import TinySpec, ensure_tiny_model, render_chat_text
-
-    catalog = small_catalog()
-    tasks = all_tasks(catalog)
-    frame = pl.DataFrame([t.to_row() for t in tasks])
-    corpus = []
-    for task in tasks:  # the rendered prompts, so the tiny tokenizer compresses them well
-        env = EcomEnv(task, catalog, EnvConfig())
-        env.reset(include_tools=False)
-        corpus.append(render_chat_text(env.messages, tool_schemas(), enable_thinking=False))
-    spec = TinySpec(vocab_size=2048, hidden_size=64, intermediate_size=128, num_hidden_layers=2)
-    model_dir = ensure_tiny_model(tmp_path_factory.mktemp("models"), corpus, spec)
-    cfg = config_from_dict(
-        {
-            "env": {"max_steps": 2},
-            "agent": {"model": str(model_dir), "max_new_tokens": 12, "max_episode_tokens": 1024},
-            "training": {
-                "total_steps": N_STEPS,
-                "prompts_per_step": 2,
-                "group_size": 2,
-                "mini_batch_size": 2,
-                "learning_rate": 1e-3,
-                "dynamic_sampling": False,
-                "overlong_buffer": 256,
-                "adaptive_episodes": 2,
-                "sft_epochs": 0,
-                "seed": 3,
-            },
-        }
-    )
-    return catalog, frame, model_dir, cfg
+    return dapo_world(tmp_path_factory.mktemp("models"), N_STEPS, max_new_tokens=12)
 
 
 def _run(world, *, total_steps: int, checkpoints=None):

@@ -52,3 +52,49 @@ def train_store_dir() -> Path:
     tasks, _ = generate_tasks(data, TRAIN_TASKS, seed=5, difficulty=(0, 1), max_steps=3)
     write_tasks(data, tasks, "gen_s5")
     return data
+
+
+def dapo_world(models_dir: Path, total_steps: int, max_new_tokens: int):
+    """(catalog, task frame, tiny model folder, config) for runs of the real DAPO loop: the
+    env fixtures' tasks, a 2-layer tiny Qwen3 whose tokenizer is trained on their rendered
+    prompts, and a config small enough for a few CPU steps (no SFT, no dynamic sampling)."""
+    import polars as pl
+    from env_fixtures import all_tasks, small_catalog
+
+    from ecomrlve.config import EnvConfig, config_from_dict
+    from ecomrlve.env import EcomEnv, tool_schemas
+    from ecomrlve.train.model import TinySpec, ensure_tiny_model, render_chat_text
+
+    catalog = small_catalog()
+    tasks = all_tasks(catalog)
+    frame = pl.DataFrame([t.to_row() for t in tasks])
+    corpus = []
+    for task in tasks:  # the rendered prompts, so the tiny tokenizer compresses them well
+        env = EcomEnv(task, catalog, EnvConfig())
+        env.reset(include_tools=False)
+        corpus.append(render_chat_text(env.messages, tool_schemas(), enable_thinking=False))
+    spec = TinySpec(vocab_size=2048, hidden_size=64, intermediate_size=128, num_hidden_layers=2)
+    model_dir = ensure_tiny_model(models_dir, corpus, spec)
+    cfg = config_from_dict(
+        {
+            "env": {"max_steps": 2},
+            "agent": {
+                "model": str(model_dir),
+                "max_new_tokens": max_new_tokens,
+                "max_episode_tokens": 1024,
+            },
+            "training": {
+                "total_steps": total_steps,
+                "prompts_per_step": 2,
+                "group_size": 2,
+                "mini_batch_size": 2,
+                "learning_rate": 1e-3,
+                "dynamic_sampling": False,
+                "overlong_buffer": 256,
+                "adaptive_episodes": 2,
+                "sft_epochs": 0,
+                "seed": 3,
+            },
+        }
+    )
+    return catalog, frame, model_dir, cfg
