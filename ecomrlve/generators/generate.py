@@ -376,12 +376,26 @@ def _chunk_rows(
     )
 
 
-def _check_run_inputs(n: int, workers: int, seed: int, scenarios: list[str], difficulty) -> None:
+def _plan_checked_run(
+    n: int,
+    seed: int,
+    scenarios: list[str] | None,
+    difficulty: tuple[int, int],
+    min_steps: int | None,
+    max_steps: int | None,
+    workers: int,
+    chunk_size: int,
+) -> tuple[tuple[int, int] | None, list[Chunk], GenerationReport]:
+    """Check a run's inputs; return its step band, its chunks and a report of skipped cells."""
     if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
         raise ValueError(f"the number of tasks must be positive, got {n!r}")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers!r}")
+    scenarios = list(scenarios) if scenarios else list(SCENARIOS)
     _check_common(seed, scenarios, difficulty)
+    band = check_band(min_steps, max_steps)
+    chunks, skipped = plan_run(n, scenarios, difficulty, band, chunk_size)
+    return band, chunks, GenerationReport(skipped_cells=skipped)
 
 
 def _completed_chunks(
@@ -454,11 +468,9 @@ def generate_tasks(
     `workers > 1` runs chunks in a process pool (needs a data directory, not a context).
     Every row is held in memory: for large runs straight into the store, `generate_to_store`.
     """
-    scenarios = list(scenarios) if scenarios else list(SCENARIOS)
-    _check_run_inputs(n, workers, seed, scenarios, difficulty)
-    band = check_band(min_steps, max_steps)
-    chunks, skipped = plan_run(n, scenarios, difficulty, band, chunk_size)
-    report = GenerationReport(skipped_cells=skipped)
+    band, chunks, report = _plan_checked_run(
+        n, seed, scenarios, difficulty, min_steps, max_steps, workers, chunk_size
+    )
     report_progress = progress or (lambda stage, fraction: None)
     started = time.perf_counter()
     parts: list[list[dict[str, Any]]] = []
@@ -501,14 +513,12 @@ def generate_to_store(
     the files. Raises StoreError (nothing written) when no task is valid.
     """
     store.validate_identifier(run_name, "run name")
-    scenarios = list(scenarios) if scenarios else list(SCENARIOS)
-    _check_run_inputs(n, workers, seed, scenarios, difficulty)
-    band = check_band(min_steps, max_steps)
-    chunks, skipped = plan_run(n, scenarios, difficulty, band, chunk_size)
+    band, chunks, report = _plan_checked_run(
+        n, seed, scenarios, difficulty, min_steps, max_steps, workers, chunk_size
+    )
     paths = DataPaths.of(data_dir)
     if not paths.products.exists():
         raise StoreError(f"no catalog at {paths.catalog}: run `ecomrlve catalog` first")
-    report = GenerationReport(skipped_cells=skipped)
     report_progress = progress or (lambda stage, fraction: None)
     started = time.perf_counter()
     spill = store.temp_path_for(paths.tasks / f"spill-{run_name}")
