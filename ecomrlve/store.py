@@ -38,6 +38,8 @@ DB_NAME = "ecomrlve.duckdb"
 LOCK_NAME = ".ecomrlve.lock"
 GATE_NAME = ".ecomrlve.gate"
 JOURNAL_NAME = ".publish-journal.json"
+# Storage format of a new DuckDB file: DuckDB >= 1.2 clients open it (2.x's default does not).
+STORAGE_VERSION = "v1.2.0"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
@@ -161,14 +163,24 @@ def _sql_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _relative(paths: DataPaths, path: Path) -> str:
+    """`path` relative to the data folder, in forward slashes (what the views store)."""
+    return path.relative_to(paths.root).as_posix()
+
+
 def _view_sources(paths: DataPaths) -> dict[str, str]:
+    """The views' SELECTs, with paths relative to the data folder (see `connect`)."""
     views: dict[str, str] = {}
     if paths.products.exists():
-        views["products"] = f"SELECT * FROM read_parquet({_sql_literal(str(paths.products))})"
+        views["products"] = (
+            f"SELECT * FROM read_parquet({_sql_literal(_relative(paths, paths.products))})"
+        )
     if paths.policies.exists():
-        views["policies"] = f"SELECT * FROM read_parquet({_sql_literal(str(paths.policies))})"
+        views["policies"] = (
+            f"SELECT * FROM read_parquet({_sql_literal(_relative(paths, paths.policies))})"
+        )
     if paths.tasks.exists() and any(paths.tasks.glob("scenario=*/difficulty=*/*.parquet")):
-        pattern = str(paths.tasks / "scenario=*" / "difficulty=*" / "*.parquet")
+        pattern = _relative(paths, paths.tasks) + "/scenario=*/difficulty=*/*.parquet"
         views["tasks"] = (
             f"SELECT * FROM read_parquet({_sql_literal(pattern)}, hive_partitioning=true, "
             "union_by_name=true)"
@@ -228,12 +240,19 @@ def connect(
 ) -> duckdb.DuckDBPyConnection:
     """Open the store's DuckDB file. Read-only by default: `ecomrlve sql` cannot write.
 
+    The views name their Parquet files relative to the data folder, and every connection sets
+    DuckDB's `file_search_path` to that folder, so a moved or copied folder reads its own
+    files. A new file is written in storage version `STORAGE_VERSION`, which DuckDB 1.2 and
+    later open (a plain client opens it too: `cd DIR && duckdb ecomrlve.duckdb`).
+
     DuckDB lets one process write at a time; writers here hold the file for milliseconds
     (a publish's renames + view refresh, result tables), so a connection that finds it locked
     retries for `wait_s`. Writers go through the gate first (`_gate`), so readers cannot
     starve them.
     """
     paths = DataPaths.of(data)
+    # the same config on every connection: DuckDB refuses a second one that differs
+    config = {"file_search_path": str(paths.root), "storage_compatibility_version": STORAGE_VERSION}
     if not paths.db.exists():
         if read_only:
             raise StoreError(
@@ -245,7 +264,7 @@ def connect(
     with _gate(paths, exclusive=not read_only, deadline=deadline):
         while True:
             try:
-                return duckdb.connect(str(paths.db), read_only=read_only)
+                return duckdb.connect(str(paths.db), read_only=read_only, config=config)
             except duckdb.Error as err:
                 if "lock" not in str(err).lower() or time.monotonic() > deadline:
                     first = str(err).splitlines()[0]
