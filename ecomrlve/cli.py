@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 import typer
 
-from ecomrlve import store
+from ecomrlve import __version__, store
 from ecomrlve.cli_common import console, fail, frame_table, progress_bar, user_errors
 from ecomrlve.env import cli as env_cli
 from ecomrlve.flows import cli as flows_cli
@@ -30,8 +30,23 @@ app = typer.Typer(
 DataOpt = typer.Option(Path("data"), "--data", help="data directory")
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(f"ecomrlve {__version__}", highlight=False)
+        raise typer.Exit()
+
+
 @app.callback()
-def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="debug logging")) -> None:
+def _main(
+    verbose: bool = typer.Option(False, "--verbose/--quiet", "-v", help="debug logging"),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="print the version and exit",
+    ),
+) -> None:
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

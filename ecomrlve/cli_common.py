@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from typing import NoReturn
 
@@ -56,9 +58,24 @@ def writer_lock(data) -> Iterator[None]:
         yield
 
 
+# With stderr redirected (a log file, CI), long stages print one plain line at least this often.
+PROGRESS_LINE_EVERY_S = 20.0
+
+
 @contextlib.contextmanager
-def progress_bar(description: str, total: float = 1.0) -> Iterator[callable]:
-    """A rich progress bar; yields `update(stage, fraction)`. Quiet when not a terminal."""
+def progress_bar(
+    description: str, total: float = 1.0, *, line_every_s: float = PROGRESS_LINE_EVERY_S
+) -> Iterator[callable]:
+    """A rich progress bar; yields `update(stage, fraction)`.
+
+    When stderr is not a terminal, the bar becomes one plain line (stage, percent, elapsed)
+    every `line_every_s` seconds while the command runs, so a redirected run (`make run > log`)
+    shows it is alive; a short command prints none (its stderr stays one error line or empty).
+    """
+    if not sys.stderr.isatty():
+        with _progress_lines(description, line_every_s) as update:
+            yield update
+        return
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -66,7 +83,6 @@ def progress_bar(description: str, total: float = 1.0) -> Iterator[callable]:
         TimeElapsedColumn(),
         console=err_console,
         transient=False,
-        disable=not sys.stderr.isatty(),
     )
     with progress:
         task = progress.add_task(description, total=total)
@@ -75,6 +91,42 @@ def progress_bar(description: str, total: float = 1.0) -> Iterator[callable]:
             progress.update(task, completed=fraction * total, description=f"{description}: {stage}")
 
         yield update
+
+
+@contextlib.contextmanager
+def _progress_lines(description: str, every_s: float) -> Iterator[callable]:
+    """`progress_bar` for a non-terminal: a heartbeat line every `every_s` seconds."""
+    started = time.monotonic()
+    state = {"stage": "starting", "fraction": 0.0}
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def line() -> None:
+        with lock:
+            stage, fraction = state["stage"], state["fraction"]
+        elapsed = time.monotonic() - started
+        err_console.print(
+            f"{description}: {stage} {fraction:4.0%} ({elapsed:.0f} s)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    def heartbeat() -> None:
+        while not stop.wait(every_s):
+            line()
+
+    def update(stage: str, fraction: float) -> None:
+        with lock:
+            state["stage"], state["fraction"] = stage, min(max(fraction, 0.0), 1.0)
+
+    thread = threading.Thread(target=heartbeat, name=f"progress-{description}", daemon=True)
+    thread.start()
+    try:
+        yield update
+    finally:
+        stop.set()
+        thread.join()
 
 
 def frame_table(df: pl.DataFrame, title: str | None = None, max_rows: int = 200) -> Table:

@@ -178,5 +178,5 @@ def test_article_config_without_weights_stops_with_a_clear_error(tmp_path, runne
         ],
     )
     assert result.exit_code == 2
-    assert "huggingface-cli download Qwen/Qwen3-8B" in result.output
+    assert "hf download Qwen/Qwen3-8B" in result.output
     assert not output.exists()  # nothing written

@@ -175,6 +175,8 @@ def register(app: typer.Typer) -> None:
 
         with user_errors():
             tasks = _tasks_query(data, where)
+        if not tasks:
+            fail(f"no tasks match --where {where!r}: nothing written" if where else "no tasks")
         rows = ({"task_id": t.task_id, "turns": reference_turns(t)} for t in tasks)
         with user_errors(OSError):
             store.atomic_write_bytes(_jsonl(rows), out)
@@ -185,7 +187,9 @@ def register(app: typer.Typer) -> None:
         task: str = typer.Option(..., "--task", help="task_id to play"),
         data: Path = DataOpt,
         config: Path | None = ConfigOpt,
-        show_system: bool = typer.Option(False, "--show-system", help="print the system prompt"),
+        show_system: bool = typer.Option(
+            False, "--show-system/--no-show-system", help="print the system prompt"
+        ),
     ) -> None:
         """Play a task by hand: type tool calls, see the env answer; plain text ends it.
 

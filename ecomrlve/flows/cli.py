@@ -143,7 +143,9 @@ def pipeline_command(
     task_runner: str | None = RunnerOpt,
     workers: int | None = WorkersOpt,
     dask_address: str | None = DaskOpt,
-    skip_train: bool = typer.Option(False, "--skip-train", help="stop after the shards"),
+    skip_train: bool = typer.Option(
+        False, "--skip-train/--no-skip-train", help="stop after the shards"
+    ),
     train_output: Path | None = typer.Option(
         None, "--train-output", help="training run folder (default DATA/runs/CURRICULUM)"
     ),
@@ -200,8 +202,11 @@ def curriculum_build(
     where: str | None = typer.Option(None, "--where", help="SQL predicate over the tasks view"),
     order: str | None = typer.Option(None, "--order", help="SQL ORDER BY (default easy → hard)"),
     shard_size: int = typer.Option(256, "--shard-size", help="tasks per shard"),
-    no_interleave: bool = typer.Option(
-        False, "--no-interleave", help="plain (difficulty, min_steps) order"
+    interleave: bool = typer.Option(
+        True,
+        "--interleave/--no-interleave",
+        help="interleave scenarios within a difficulty (--no-interleave: plain (difficulty, "
+        "min_steps) order)",
     ),
     data: Path = DataOpt,
 ) -> None:
@@ -216,7 +221,7 @@ def curriculum_build(
             where=where,
             order=order,
             shard_size=shard_size,
-            interleave=not no_interleave,
+            interleave=interleave,
         )
         selected = preflight(params.data_dir, where, order)
     with writer_lock(data), prefect_session(data, _verbose()):

@@ -171,7 +171,7 @@ def _missing_model_message(name: str) -> str:
     return (
         f"model {name!r} is not on this machine (not a local folder, not in the Hugging Face "
         f"cache {constants.HF_HUB_CACHE}); nothing is downloaded: fetch it on a machine with "
-        f"access (`huggingface-cli download {name}`) and copy the cache here, or set "
+        f"access (`hf download {name}`) and copy the cache here, or set "
         f"agent.model to a local folder (or to {TINY_MODEL!r} for the CPU stand-in)"
     )
 

@@ -1,0 +1,76 @@
+"""CLI polish: --version, --flag/--no-flag booleans, an empty --where, progress lines when
+stderr is not a terminal."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import env_fixtures as fx
+import pytest
+from typer.testing import CliRunner
+
+from ecomrlve import __version__, cli_common
+from ecomrlve.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("store") / "data"
+    fx.write_store(root)
+    return root
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"ecomrlve {__version__}"
+
+
+def test_boolean_flags_come_in_pairs(data, tmp_path) -> None:
+    help_text = runner.invoke(app, ["curriculum", "build", "--help"], env={"COLUMNS": "200"})
+    assert "--interleave" in help_text.stdout and "--no-interleave" in help_text.stdout
+    # both spellings parse (the run then stops at the empty selection, not at the option)
+    for flag in ("--interleave", "--no-interleave"):
+        result = runner.invoke(
+            app,
+            ["curriculum", "build", "--name", "x", flag, "--where", "1=0", "--data", str(data)],
+        )
+        assert result.exit_code == 2
+        assert "no tasks match" in result.stderr, result.stderr
+    pipeline_help = runner.invoke(app, ["pipeline", "--help"], env={"COLUMNS": "200"})
+    assert "--no-skip-train" in pipeline_help.stdout
+
+
+def test_solve_where_that_selects_nothing_exits_2(data, tmp_path) -> None:
+    out = tmp_path / "none.jsonl"
+    result = runner.invoke(
+        app, ["solve", "--data", str(data), "--out", str(out), "--where", "scenario = 'nope'"]
+    )
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no tasks match --where" in lines[0]
+    assert not out.exists()
+
+
+def test_progress_prints_lines_when_stderr_is_not_a_terminal(monkeypatch) -> None:
+    captured = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", captured)
+    with cli_common.progress_bar("stage-test", line_every_s=0.01) as update:
+        update("generate", 0.5)
+        for _ in range(500):  # wait for the heartbeat thread (bounded)
+            if "generate" in captured.getvalue():
+                break
+            cli_common.time.sleep(0.01)
+    lines = captured.getvalue().splitlines()
+    assert any(line.startswith("stage-test: generate  50%") for line in lines), lines
+
+
+def test_a_short_command_prints_no_progress_line(monkeypatch) -> None:
+    captured = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", captured)
+    with cli_common.progress_bar("quick") as update:
+        update("done", 1.0)
+    assert captured.getvalue() == ""
