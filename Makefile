@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 DATA ?= data
 # A CPU build of torch lies on local disk; an unpinned torch would pull a multi-GB CUDA build.
 TORCH_SPEC ?= torch==2.13.0
+# verl pins an older transformers than ours: installed without its dependencies (the `verl`
+# extra lists the modules it imports), so tests run its RLHFDataset, schemas and config loader.
+VERL_SPEC ?= verl>=0.8,<0.10
 
 .PHONY: env run test lint bench clean
 
@@ -12,7 +15,8 @@ $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -q -e ".[train,dev]"
+	$(BIN)/python -m pip install -q -e ".[train,dev,verl,trl,server]" "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install -q --no-deps "$(VERL_SPEC)"
 	touch $@
 
 env: $(BIN)/.installed

@@ -820,6 +820,8 @@ def _build_specs() -> dict[str, ToolSpec]:
         model = create_model(f"{name}_arguments", **fields)
         parameters = _inline_refs(model.model_json_schema())
         parameters.setdefault("properties", {})
+        # always present (verl's OpenAIFunctionToolSchema and strict clients want it)
+        parameters.setdefault("required", [])
         if top_k := parameters["properties"].get("top_k"):
             top_k.update(minimum=1, maximum=MAX_TOP_K)
         schema = {
