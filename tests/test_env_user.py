@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import env_fixtures as fx
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from ecomrlve.config import EnvConfig
 from ecomrlve.env import EcomEnv, SimulatedUser, format_call
 from ecomrlve.env.user import DONT_KNOW, INTENT_SWITCH_TURN
-from ecomrlve.tasks import USER_FACT_KEYWORDS
+from ecomrlve.tasks import USER_FACT_KEYWORDS, RecommendSpec
 
 
 @pytest.fixture(scope="module")
@@ -119,3 +120,80 @@ def test_ids_the_user_says_count_as_seen(catalog):
 
     verdict = verify(task, turns, catalog)
     assert verdict.components["hallucination"] == 0.0 and verdict.success
+
+
+# ---- slots, synonyms, catch-all, open slots (issue 13) -----------------------------------------
+def _discovery_task(catalog, **facts):
+    task = fx.ask_user_task(catalog)
+    task.goal.purchase = None
+    task.goal.recommend = RecommendSpec(acceptable=[catalog.item_ids[0]])
+    task.goal.user_facts = {"category": "sneakers", **facts}
+    return task
+
+
+@pytest.mark.parametrize("word", ["brand", "make", "label", "manufacturer", "maker"])
+def test_brand_synonyms_reach_a_required_brand(catalog, word):
+    task = _discovery_task(catalog, brand="Smith Labs")
+    reply = user_for(task, catalog).answer(f"Which {word} would you like?")
+    assert "Smith Labs" in reply and "matter" not in reply
+
+
+def test_brand_question_reaches_a_brand_preference(catalog):
+    task = _discovery_task(catalog, preference="Acme, then Zed")
+    reply = user_for(task, catalog).answer("Which brand would you like?")
+    assert "Acme, then Zed" in reply and "matter" not in reply
+
+
+def test_several_slots_in_one_question_and_open_slots(catalog):
+    task = _discovery_task(catalog, color="navy", budget="$40")
+    reply = user_for(task, catalog).answer("Any preferred shade, brand or size? And your budget?")
+    assert "navy" in reply and "$40" in reply
+    # brand and size are left open by a recommend goal whose facts name the category
+    assert reply.count(".") >= 4
+
+
+def test_open_slot_only_when_the_goal_leaves_it_open(catalog):
+    # a purchase goal whose facts do not describe the product: never "doesn't matter"
+    task = fx.ask_user_task(catalog)
+    reply = user_for(task, catalog).answer("Which brand?")
+    assert "matter" not in reply and "fine" not in reply and "mind" not in reply
+
+
+def test_catch_all_question_gets_every_fact(catalog):
+    task = _discovery_task(catalog, brand="Smith Labs", size="42", max_ship_days="3 days")
+    for question in ("Anything else I should know?", "Any other requirements?"):
+        reply = user_for(task, catalog).answer(question)
+        for value in task.goal.user_facts.values():
+            assert value in reply, (question, value)
+
+
+def test_replies_are_grammatical_for_every_form(catalog):
+    facts = {
+        "category": "yoga mats",
+        "brand": "Smith Labs",
+        "color": "navy",
+        "size": "5 mm",
+        "budget": "$40",
+        "min_rating": "4 stars",
+        "max_ship_days": "3 days",
+    }
+    task = _discovery_task(catalog, **facts)
+    user = user_for(task, catalog)
+    forms: dict[str, set[str]] = {k: set() for k in facts}
+    for _ in range(60):
+        reply = user.answer("Anything else I should know?")
+        assert not re.search(r"\b(\w+) \1\b", reply, re.IGNORECASE), reply
+        assert "stars or more stars" not in reply and "within within" not in reply
+        assert "No more than within" not in reply and "{" not in reply
+        for key, value in facts.items():
+            sentence = next(s for s in re.split(r"(?<=\.) ", reply) if value in s)
+            forms[key].add(sentence.replace(value, "<v>"))
+    assert all(len(f) >= 6 for f in forms.values()), {k: len(f) for k, f in forms.items()}
+
+
+def test_replies_are_consistent_across_turns(catalog):
+    task = _discovery_task(catalog, brand="Smith Labs", color="navy")
+    user = user_for(task, catalog)
+    for _ in range(5):
+        reply = user.answer("Which brand and colour?")
+        assert "Smith Labs" in reply and "navy" in reply

@@ -8,6 +8,7 @@ brand surnames, description words) come from Faker's providers, see `vocab.py`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -23,8 +24,16 @@ class Category:
     price_sigma: float
     ship_days: tuple[int, int]  # inclusive range
     size_price_step: float = 0.0  # relative price increase per size rank (storage, volume)
+    # what the `color` column means here: "colour", or the variant of a category without one
+    # ("roast" for coffee, "flavour" for tea, "scent" for fragrance)
+    variant: str = "colour"
+    palette: str = "neutral"  # which `vocab.PALETTES` entry the variants come from
+    # counter word for a mass noun ("bottle": "two bottles of eau de parfum"); "" = countable
+    unit: str = ""
+    singular: str = ""  # one of them: "t-shirt", "pair of jeans", "bag of coffee"
 
 
+BED_SIZES = ("twin", "full", "queen", "king")
 APPAREL_SIZES = ("XS", "S", "M", "L", "XL", "XXL")
 EU_SHOE_SIZES = tuple(str(s) for s in range(36, 48))
 US_SHOE_SIZES = ("6", "6.5", "7", "7.5", "8", "8.5", "9", "9.5", "10", "10.5", "11", "12")
@@ -40,6 +49,8 @@ CATEGORIES: tuple[Category, ...] = (
         22.0,
         0.45,
         (2, 6),
+        singular="t-shirt",
+        palette="apparel",
     ),
     Category(
         "jeans",
@@ -51,6 +62,9 @@ CATEGORIES: tuple[Category, ...] = (
         55.0,
         0.40,
         (2, 7),
+        singular="pair of jeans",
+        unit="pair",
+        palette="denim",
     ),
     Category(
         "jackets",
@@ -62,6 +76,8 @@ CATEGORIES: tuple[Category, ...] = (
         110.0,
         0.55,
         (3, 8),
+        singular="jacket",
+        palette="outdoor",
     ),
     Category(
         "dresses",
@@ -73,6 +89,8 @@ CATEGORIES: tuple[Category, ...] = (
         65.0,
         0.50,
         (2, 7),
+        singular="dress",
+        palette="apparel",
     ),
     Category(
         "sneakers",
@@ -84,6 +102,9 @@ CATEGORIES: tuple[Category, ...] = (
         85.0,
         0.45,
         (2, 6),
+        singular="pair of sneakers",
+        unit="pair",
+        palette="footwear",
     ),
     Category(
         "boots",
@@ -95,6 +116,9 @@ CATEGORIES: tuple[Category, ...] = (
         130.0,
         0.45,
         (3, 9),
+        singular="pair of boots",
+        unit="pair",
+        palette="footwear",
     ),
     Category(
         "headphones",
@@ -106,6 +130,9 @@ CATEGORIES: tuple[Category, ...] = (
         120.0,
         0.80,
         (1, 5),
+        singular="pair of headphones",
+        unit="pair",
+        palette="tech",
     ),
     Category(
         "smartphones",
@@ -118,6 +145,8 @@ CATEGORIES: tuple[Category, ...] = (
         0.60,
         (1, 4),
         size_price_step=0.18,
+        singular="smartphone",
+        palette="tech",
     ),
     Category(
         "laptops",
@@ -130,18 +159,23 @@ CATEGORIES: tuple[Category, ...] = (
         0.50,
         (2, 6),
         size_price_step=0.15,
+        singular="laptop",
+        palette="tech",
     ),
     Category(
         "bedding",
         "home",
         ("duvet cover", "sheet set", "quilt", "pillowcase set"),
-        ("twin", "full", "queen", "king"),
+        BED_SIZES,
         "bed",
         ("cotton", "linen", "bamboo", "flannel"),
         60.0,
         0.50,
         (3, 9),
         size_price_step=0.12,
+        singular="bedding set",
+        unit="set",
+        palette="home",
     ),
     Category(
         "cookware",
@@ -154,6 +188,9 @@ CATEGORIES: tuple[Category, ...] = (
         0.60,
         (2, 8),
         size_price_step=0.10,
+        singular="piece of cookware",
+        unit="piece",
+        palette="cookware",
     ),
     Category(
         "skincare",
@@ -166,6 +203,10 @@ CATEGORIES: tuple[Category, ...] = (
         0.55,
         (1, 5),
         size_price_step=0.25,
+        singular="bottle of skincare",
+        unit="bottle",
+        variant="formula",
+        palette="skincare",
     ),
     Category(
         "fragrance",
@@ -178,6 +219,10 @@ CATEGORIES: tuple[Category, ...] = (
         0.45,
         (1, 5),
         size_price_step=0.35,
+        singular="bottle of fragrance",
+        unit="bottle",
+        variant="scent",
+        palette="scent",
     ),
     Category(
         "yoga mats",
@@ -190,6 +235,8 @@ CATEGORIES: tuple[Category, ...] = (
         0.45,
         (2, 6),
         size_price_step=0.10,
+        singular="yoga mat",
+        palette="sport",
     ),
     Category(
         "bicycles",
@@ -201,6 +248,8 @@ CATEGORIES: tuple[Category, ...] = (
         750.0,
         0.55,
         (4, 10),
+        singular="bicycle",
+        palette="sport",
     ),
     Category(
         "coffee",
@@ -213,6 +262,10 @@ CATEGORIES: tuple[Category, ...] = (
         0.35,
         (1, 4),
         size_price_step=0.8,
+        singular="bag of coffee",
+        unit="bag",
+        variant="roast",
+        palette="roast",
     ),
     Category(
         "tea",
@@ -225,11 +278,34 @@ CATEGORIES: tuple[Category, ...] = (
         0.40,
         (1, 4),
         size_price_step=0.7,
+        singular="pack of tea",
+        unit="pack",
+        variant="flavour",
+        palette="tea",
     ),
 )
 
 CATEGORY_BY_NAME: dict[str, Category] = {c.name: c for c in CATEGORIES}
 DEPARTMENTS: tuple[str, ...] = tuple(dict.fromkeys(c.department for c in CATEGORIES))
+
+
+_UNIT_SIZE = re.compile(r"^\d[\d.]*\s*[A-Za-z]+$")
+
+
+def size_words(value: str) -> str:
+    """A size as said in a sentence: "size M", "size 42", "queen size", "5 mm", "one size"."""
+    if value == "one size" or value.startswith("size ") or _UNIT_SIZE.match(value):
+        return value
+    if value.isalpha() and value.islower():  # bed sizes (twin, queen) and fits (over-ear)
+        return f"{value} size" if value in BED_SIZES else value
+    return f"size {value}"
+
+
+def variant_label(category: str) -> str:
+    """What the `color` column is called in `category` ("colour" unless it has no colour)."""
+    found = CATEGORY_BY_NAME.get(category)
+    return found.variant if found is not None else "colour"
+
 
 # Title adjectives: domain words that make titles read like a shop, not lorem ipsum.
 ADJECTIVES: tuple[str, ...] = (

@@ -1,10 +1,21 @@
 """The simulated customer: deterministic, template-based, no LLM.
 
-It answers `ask_user` from the task's hidden `goal.user_facts`: every fact whose keywords
-(`ecomrlve.tasks.USER_FACT_KEYWORDS`, matched at word starts, case-insensitive) appear in the
-question is answered, each with one of several paraphrase templates chosen by a hash of
-(task seed, fact key, how many questions came before). A question that matches no fact gets a
-"don't know" reply.
+It answers `ask_user` from the task's hidden `goal.user_facts`. A question is read slot by slot:
+every fact whose keywords (`ecomrlve.tasks.USER_FACT_KEYWORDS`: synonyms such as brand / make /
+label / manufacturer, matched at word starts, case-insensitive) appear in it is answered, so
+"which brand and colour?" gets both. Each answer uses one of several paraphrase forms per fact
+kind (`FACT_TEMPLATES`, at least six each), chosen by a hash of (task seed, fact key, how many
+questions came before); the fact values themselves never change, so replies are consistent
+across turns.
+
+* A catch-all question ("anything else I should know?", "any other requirements?") is answered
+  with every fact the customer has.
+* "Doesn't matter" is said only for a product attribute the goal really leaves open: the task
+  asks for a recommendation, its facts name the category (so they describe the wanted product
+  completely) and that attribute is not among them. Elsewhere an attribute the facts do not
+  cover gets "it's in my first message" — the prompt states it — never an answer that could
+  contradict the goal.
+* A question that matches nothing gets a "don't know" reply.
 
 Noise, per task:
 * `goal.typo_rate`: each template word of 4+ letters gets two adjacent inner letters swapped
@@ -16,7 +27,8 @@ Noise, per task:
 
 Replies never contain item ids or acceptance sets: any token of a fact value (or of the intent
 switch text) that is a catalog item id — every acceptance set consists of those — is replaced
-by "the one I mentioned".
+by "the one I mentioned". Generators phrase fact values as bare values ("$40", "5 mm",
+"4 stars", "3 days"); the templates here add the words around them.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ecomrlve.catalogs.taxonomy import size_words, variant_label
 from ecomrlve.tasks import USER_FACT_KEYWORDS, Task
 
 INTENT_SWITCH_TURN = 2
@@ -34,33 +47,169 @@ TYPO_STREAM = 7
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 _WORD = re.compile(r"[A-Za-z]{4,}")
 
+# Per fact kind, the forms of an answer; `{v}` is the fact value, `{label}` (colour slot) the
+# name of the category's variant attribute ("colour", "roast", "flavour", "scent").
 FACT_TEMPLATES: dict[str, tuple[str, ...]] = {
-    "category": ("I'm looking for {v}.", "It's {v} that I need.", "What I want is {v}."),
-    "brand": ("I'd like it from {v}.", "The brand should be {v}.", "Brand-wise, {v} please."),
-    "color": ("In {v}, please.", "The colour should be {v}.", "I want it in {v}."),
-    "size": ("Size {v}, please.", "I need size {v}.", "It has to be {v}."),
-    "budget": ("My budget is {v}.", "I can spend up to {v}.", "No more than {v}, please."),
+    "category": (
+        "I'm looking for {v}.",
+        "It's {v} that I need.",
+        "What I want is {v}.",
+        "I'm shopping for {v}.",
+        "I need {v}.",
+        "It's for {v}.",
+        "Mostly I need {v}.",
+    ),
+    "brand": (
+        "I'd like it from {v}.",
+        "The brand should be {v}.",
+        "Brand-wise, {v} please.",
+        "It has to be made by {v}.",
+        "I'm set on {v}.",
+        "Only {v}, please.",
+        "I want the one by {v}.",
+    ),
+    "color": (
+        "Just {v}, please.",
+        "The {label} should be {v}.",
+        "I want the {v} one.",
+        "{Label}-wise, {v}.",
+        "I'm after {v}.",
+        "I'd go for {v}.",
+        "It needs to be {v}.",
+    ),
+    "size": (
+        "Just {sz}, please.",
+        "I need {sz}.",
+        "It has to be {sz}.",
+        "Make it {sz}.",
+        "I'm after {sz}.",
+        "For the size: {v}.",
+        "I'd go with {sz}.",
+    ),
+    "budget": (
+        "I can spend up to {v}.",
+        "The most I want to pay is {v}.",
+        "Please don't go over {v}.",
+        "Up to {v}, please.",
+        "Anything up to {v} works.",
+        "Price-wise, I can go up to {v}.",
+        "My limit is {v}.",
+    ),
+    # a price range rather than a cap ("within 15% of the original price")
+    "budget_range": (
+        "The price should be {v}.",
+        "Keep it {v}, please.",
+        "Price-wise, anything {v} is fine.",
+        "It should cost {v}.",
+        "I'd like the price to be {v}.",
+        "As long as it's priced {v}.",
+        "Something {v}, please.",
+    ),
     "min_rating": (
-        "It should be rated at least {v}.",
-        "Only things with a rating of {v} or more.",
-        "I want at least {v} stars.",
+        "At least {v}, please.",
+        "Only things rated {v} or higher.",
+        "I want a rating of {v} or more.",
+        "Nothing below {v}, please.",
+        "It should have {v} or better.",
+        "Reviews matter to me: {v} minimum.",
+        "I only buy things with {v} and up.",
     ),
     "max_ship_days": (
         "It has to arrive within {v}.",
         "Delivery within {v}, please.",
         "I need it in {v} at most.",
+        "It must be here within {v}.",
+        "Shipping can take {v} at the most.",
+        "I can't wait more than {v}.",
+        "As long as it arrives in {v} or less.",
     ),
-    "quantity": ("I need {v}.", "{v}, please.", "Make it {v}."),
-    "order": ("It's about {v}.", "I mean {v}.", "The order is {v}."),
-    "item": ("It's {v}.", "I mean {v}.", "The item is {v}."),
-    "reason": ("Well, {v}.", "The reason: {v}.", "Because {v}."),
-    "preference": ("I'd prefer {v}.", "Ideally {v}.", "If possible, {v}."),
+    "quantity": (
+        "I need {v}.",
+        "Just {v}, please.",
+        "Make it {v}.",
+        "I'd like {v}.",
+        "That's {v} in total.",
+        "I'm after {v}.",
+        "Quantity-wise, {v}.",
+    ),
+    "order": (
+        "It's about {v}.",
+        "I mean {v}.",
+        "The order is {v}.",
+        "I'm talking about {v}.",
+        "That would be {v}.",
+        "It's {v}.",
+        "The one I mean is {v}.",
+    ),
+    "item": (
+        "It's {v}.",
+        "I mean {v}.",
+        "The item is {v}.",
+        "I'm talking about {v}.",
+        "That's {v}.",
+        "The one I mean is {v}.",
+        "It's {v} I'm asking about.",
+    ),
+    "reason": (
+        "Well, {v}.",
+        "The reason: {v}.",
+        "It's because {v}.",
+        "Honestly, {v}.",
+        "The thing is, {v}.",
+        "Simply put, {v}.",
+        "Mainly because {v}.",
+    ),
+    "preference": (
+        "By brand, I'd prefer {v}.",
+        "Brand-wise: {v}, in that order.",
+        "My brand order is {v}.",
+        "I'd go for {v}, in that order.",
+        "Ideally {v} — in that order.",
+        "In order of preference: {v}.",
+        "For the brand, {v}, in that order of preference.",
+    ),
 }
 GENERIC_TEMPLATES: tuple[str, ...] = ("About the {k}: {v}.", "For the {k}, {v}.")
+# Product attributes the goal may leave open, and how the user names each when it does.
+OPEN_SLOTS: dict[str, str] = {
+    "brand": "brand",
+    "color": "{label}",
+    "size": "size",
+    "budget": "price",
+    "min_rating": "rating",
+    "max_ship_days": "delivery time",
+}
+OPEN_TEMPLATES: tuple[str, ...] = (
+    "Any {slot} is fine.",
+    "The {slot} doesn't matter to me.",
+    "I don't mind about the {slot}.",
+    "No preference on the {slot}.",
+    "I'm flexible on the {slot}.",
+    "The {slot} isn't important to me.",
+)
+ONE_UNIT: tuple[str, ...] = ("Just one.", "Only one, please.", "A single one is enough.")
+IN_PROMPT: tuple[str, ...] = (
+    "It's all in my first message — that part is as I wrote it.",
+    "I think I said that in my first message.",
+    "Just as I wrote at the start, please.",
+)
 DONT_KNOW: tuple[str, ...] = (
     "Sorry, I don't know — I only know what I told you.",
-    "I'm not sure about that, it doesn't matter to me.",
+    "I'm not sure about that, sorry.",
     "No idea, honestly. Whatever works.",
+)
+# A catch-all question: every fact is answered, after one of these openings.
+CATCH_ALL = re.compile(
+    r"\b(anything else|any other|anything more|what else|other (?:requirement|detail|"
+    r"preference|constraint|need)|(?:any|more|all the) (?:details|requirements|preferences|"
+    r"constraints)|tell me more|everything (?:I|you)|else I should)",
+    re.IGNORECASE,
+)
+CATCH_ALL_OPENERS: tuple[str, ...] = ("Sure.", "Yes:", "Let me see.", "A few things.", "Right.")
+NOTHING_ELSE: tuple[str, ...] = (
+    "No, that's everything.",
+    "Nothing else, thanks.",
+    "That's all I need.",
 )
 SWITCH_TEMPLATES: tuple[str, ...] = ("Oh, and one more thing: {v}", "Actually, also: {v}")
 
@@ -77,6 +226,28 @@ def _keyword_pattern(keywords: tuple[str, ...]) -> re.Pattern[str]:
 KEYWORD_PATTERNS: dict[str, re.Pattern[str]] = {
     key: _keyword_pattern(words) for key, words in USER_FACT_KEYWORDS.items()
 }
+
+
+def _pattern(key: str) -> re.Pattern[str]:
+    pattern = KEYWORD_PATTERNS.get(key)
+    if pattern is None:  # a fact key without keywords is asked for by its own name
+        pattern = KEYWORD_PATTERNS[key] = _keyword_pattern((key.replace("_", " "),))
+    return pattern
+
+
+def _capitalise(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _fill(template: str, value: str, key: str, label: str) -> str:
+    sz = size_words(value) if key == "size" else value
+    return template.format(
+        v=value,
+        sz=sz,
+        k=key.replace("_", " "),
+        label=label,
+        Label=_capitalise(label),
+    )
 
 
 class SimulatedUser:
@@ -128,20 +299,29 @@ class SimulatedUser:
     def answer(self, question: str) -> str:
         """The reply to one `ask_user` question."""
         self.questions += 1
+        facts = self.goal.user_facts
+        catch_all = bool(CATCH_ALL.search(question))
         parts: list[str] = []
         values: list[str] = []
-        for key, raw_value in self.goal.user_facts.items():
-            pattern = KEYWORD_PATTERNS.get(key)
-            if pattern is None:
-                words = key.replace("_", " ")
-                pattern = _keyword_pattern((words,))
-            if not pattern.search(question):
+        for key, raw_value in facts.items():
+            if not (catch_all or _pattern(key).search(question)):
                 continue
             value = self._scrub(raw_value)  # only facts that are said get scrubbed
-            templates = FACT_TEMPLATES.get(key, GENERIC_TEMPLATES)
-            template = _pick(templates, self.task.seed, key, self.questions)
-            parts.append(template.format(v=value, k=key.replace("_", " ")))
+            kind = "budget_range" if key == "budget" and not value.startswith("$") else key
+            template = _pick(
+                FACT_TEMPLATES.get(kind, GENERIC_TEMPLATES), self.task.seed, key, self.questions
+            )
+            parts.append(_fill(template, value, key, self._label()))
             values.append(value)
+        if not catch_all:
+            parts += self._uncovered(question)
+        if catch_all:
+            opener = _pick(CATCH_ALL_OPENERS, self.task.seed, "catch-all", self.questions)
+            parts = (
+                [opener, *parts]
+                if parts
+                else [_pick(NOTHING_ELSE, self.task.seed, "nothing-else", self.questions)]
+            )
         if not parts:
             parts.append(_pick(DONT_KNOW, self.task.seed, "dont-know", self.questions))
         reply = self._typos(" ".join(parts), values)
@@ -149,6 +329,34 @@ class SimulatedUser:
         if not self.intent_revealed:
             reply = f"{reply} {self.reveal_intent()}"
         return reply
+
+    def _label(self) -> str:
+        return variant_label(self.goal.user_facts.get("category", ""))
+
+    def _uncovered(self, question: str) -> list[str]:
+        """Replies for the product attributes the question asks about that no fact covers."""
+        facts = self.goal.user_facts
+        complete = self.goal.recommend is not None and "category" in facts
+        asked = [
+            key
+            for key in (*OPEN_SLOTS, "quantity")
+            if key not in facts
+            and not (key == "brand" and "preference" in facts)
+            and _pattern(key).search(question)
+        ]
+        if not asked:
+            return []
+        if not complete:
+            return [_pick(IN_PROMPT, self.task.seed, "in-prompt", self.questions)]
+        replies = []
+        for key in asked:
+            if key == "quantity":
+                replies.append(_pick(ONE_UNIT, self.task.seed, key, self.questions))
+                continue
+            slot = OPEN_SLOTS[key].format(label=self._label())
+            template = _pick(OPEN_TEMPLATES, self.task.seed, key, self.questions)
+            replies.append(_capitalise(template.format(slot=slot)))
+        return replies
 
     def reveal_intent(self) -> str:
         """The second intent as the user says it (once); empty when there is none or it's out."""

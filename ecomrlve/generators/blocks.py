@@ -147,7 +147,7 @@ class ProductNeed:
 
     def phrase(self, rng: np.random.Generator, sep: str | None = None) -> str:
         """The constraints in words, e.g. "from Smith Labs, in navy and under $40"."""
-        parts = [constraint_phrase(k, v, rng) for k, v in self.values.items()]
+        parts = [constraint_phrase(k, v, rng, self.category) for k, v in self.values.items()]
         return sep.join(parts) if sep is not None else join_words(parts)
 
     def facts(self) -> dict[str, str]:

@@ -122,7 +122,7 @@ class Bundle(Scenario):
             pick(rng, TEMPLATES), {"items": items, "budget": budget_text}, rng, config.typo_rate
         )
         facts = {
-            "budget": f"{money(budget)} for everything",
+            "budget": f"{money(budget)} in total",
             "category": join_words([need.category for need in needs]),
         }
         goal = Goal(

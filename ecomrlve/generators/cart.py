@@ -21,6 +21,7 @@ from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import join_words, render
+from ecomrlve.generators.prompts import counted, size_phrase
 from ecomrlve.tasks import Goal, PurchaseSpec, Slot
 
 MAX_STEPS = 9
@@ -38,7 +39,6 @@ TEMPLATES_FIX: tuple[str, ...] = (
     "I need my order to be exactly {lines}. There's already some stuff in the cart; sort it out "
     "and check out.",
 )
-NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
 
 
 class CartConfig(ScenarioConfig):
@@ -50,10 +50,11 @@ class CartConfig(ScenarioConfig):
 
 
 def spec_words(ctx: GenContext, need: ProductNeed, quantity_hidden: bool) -> str:
-    """ "2 x navy size M t-shirts from Smith Labs" style."""
+    """ "two navy t-shirts from Smith Labs in size M", "a bag of dark roast coffee from …"."""
     v = need.values
-    count = "some" if quantity_hidden else NUMBER_WORDS.get(need.quantity, str(need.quantity))
-    return f"{count} of the {v['color']} {need.category} from {v['brand']} in size {v['size']}"
+    count = None if quantity_hidden else need.quantity
+    words = f"{counted(count, need.category, v['color'])} from {v['brand']}"
+    return f"{words} {size_phrase(v['size'])}".rstrip()
 
 
 class Cart(Scenario):
@@ -157,7 +158,7 @@ class Cart(Scenario):
         facts: dict[str, str] = {}
         if hide_quantity:
             need = needs[hidden_need]
-            facts["quantity"] = f"{need.quantity} of the {need.values['color']} {need.category}"
+            facts["quantity"] = counted(need.quantity, need.category, need.values["color"])
         goal = Goal(
             user_facts=facts,
             purchase=PurchaseSpec(

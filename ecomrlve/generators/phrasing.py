@@ -119,25 +119,31 @@ def constraint_value(key: str, value: Any) -> str:
     return str(value)
 
 
-def constraint_phrase(key: str, value: Any, rng: np.random.Generator) -> str:
-    if key == "size" and value == "one size":
-        return "one size"
+def constraint_phrase(key: str, value: Any, rng: np.random.Generator, category: str = "") -> str:
+    """A constraint after the category name: "from Smith Labs", "in size M", "in 50 ml",
+    "with a woody scent" (the `color` of a category without colour is its variant)."""
+    from ecomrlve.generators.prompts import size_phrase, variant_phrase
+
+    if key == "size":
+        return size_phrase(str(value)) or "in one size"
+    if key == "color":
+        return variant_phrase(category, str(value), rng)
     return pick(rng, CONSTRAINT_PHRASES[key]).format(v=constraint_value(key, value))
 
 
-USER_FACT_PHRASES: dict[str, str] = {
-    "brand": "{v}",
-    "color": "{v}",
-    "size": "size {v}",
-    "max_price": "at most {v}",
-    "min_rating": "{v} stars or more",
-    "max_ship_days": "within {v} days",
-}
+def count_words(n: int, singular: str) -> str:
+    """ "1 day", "3 days", "4.5 stars"."""
+    return f"{n:g} {singular}" if n == 1 else f"{n:g} {singular}s"
 
 
 def user_fact(key: str, value: Any) -> str:
-    """How the simulated user states a constraint when asked."""
-    return USER_FACT_PHRASES[key].format(v=constraint_value(key, value))
+    """How the simulated user states a constraint when asked: the bare value ("$40", "5 mm",
+    "4 stars", "3 days"); the user's reply templates add the words around it."""
+    if key == "min_rating":
+        return count_words(float(value), "star")
+    if key == "max_ship_days":
+        return count_words(int(value), "day")
+    return constraint_value(key, value)
 
 
 # Which `USER_FACT_KEYWORDS` key a product constraint is revealed under.

@@ -173,7 +173,7 @@ class ProductDiscovery(Scenario):
         elif config.n_orders > 0:
             world.orders = filler_orders(ctx, rng, ctx.order_ids(rng, config.n_orders), {category})
         stated_parts = [
-            constraint_phrase(k, v, rng)
+            constraint_phrase(k, v, rng, category)
             for k, v in need.values.items()
             if k not in hidden and k != anchor and k != relax
         ]

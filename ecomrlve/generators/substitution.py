@@ -179,9 +179,9 @@ class Substitution(Scenario):
         )
         facts = {
             "category": category,
-            "size": f"the same size, {product['size']}",
+            "size": product["size"],
             "budget": f"within {pct}% of the original price",
-            "preference": f"by brand: {preference_text}",
+            "preference": preference_text,
         }
         goal = Goal(
             user_facts=facts,
