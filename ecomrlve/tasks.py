@@ -14,17 +14,19 @@ Goal semantics (checked by `ecomrlve.env.verifier`):
 * `recommend`: the final `recommend` call names between min_items and max_items ids, all in
   `acceptable`.
 * `cancel` / `returns` / `exchanges`: exactly these effects happen.
-* `answer_facts`: each entry is a list of alternatives; at least one alternative of every entry
-  appears (case-insensitive) in the final answer text.
+* `answer_facts`: typed facts (`AnswerFact`: kind, canonical value, the order it is about) that
+  the final answer must state without contradicting them; read by kind from free text
+  (`ecomrlve.env.facts`). A legacy list of strings is one `text` fact (any alternative, as a
+  case-insensitive substring).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ecomrlve.config import SCENARIOS
 
@@ -44,8 +46,10 @@ DIFFICULTY_AXES: tuple[str, ...] = (
     "budget_slack",
 )
 
-# Keys of `Goal.user_facts` and the words in an `ask_user` question that refer to each. The
-# simulated user answers a question with every fact whose keywords appear in it.
+# Keys of `Goal.user_facts` and the words in an `ask_user` question that refer to each (matched
+# at word starts, case-insensitive; synonyms a shopper or an agent would use). The simulated
+# user answers a question with every fact whose keywords appear in it; the colour slot also
+# covers the variant words of categories without a colour (roast, flavour, scent).
 USER_FACT_KEYWORDS: dict[str, tuple[str, ...]] = {
     "category": ("kind", "type", "category", "looking for", "what product", "what are you after"),
     "brand": ("brand", "make", "maker", "label", "manufacturer", "company"),
@@ -122,6 +126,31 @@ class ExchangeSpec(Model):
     acceptable_new: list[str]
 
 
+FactKind = Literal[
+    "date", "money", "percent", "duration", "status", "payment", "address", "verdict", "term",
+    "text",
+]  # fmt: skip
+
+
+class AnswerFact(Model):
+    """One fact the final answer must state, checked by kind (see `ecomrlve.env.facts`).
+
+    `value` is canonical: an ISO day, dollars ("4.99"), a percent ("10"), days ("30" or
+    "5-7"), an order status, "brand-last4", an address, "topic:yes|no" (topic: return,
+    exchange, cancel), a policy term name, or for `text` the first accepted spelling.
+    """
+
+    kind: FactKind
+    value: str
+    subject: str = Field("", description="the order the fact is about ('' = the whole request)")
+    cues: list[str] = Field(default_factory=list, description="words that name the subject")
+    allowed: list[str] = Field(
+        default_factory=list, description="other values of this kind the answer may state"
+    )
+    alternatives: list[str] = Field(default_factory=list, description="`text`: any of these")
+    say: str = Field("", description="the sentence the reference answer states it with")
+
+
 class Goal(Model):
     """What success means for one task. Hidden from the agent."""
 
@@ -132,12 +161,28 @@ class Goal(Model):
     cancel: list[str] = Field(default_factory=list)
     returns: list[ReturnSpec] = Field(default_factory=list)
     exchanges: list[ExchangeSpec] = Field(default_factory=list)
-    answer_facts: list[list[str]] = Field(default_factory=list)
+    answer_facts: list[AnswerFact] = Field(default_factory=list)
+    # search_policy results that count as progress (the policy rows the request needs)
+    relevant_policies: list[str] = Field(default_factory=list)
     # ids whose use by the agent counts as progress (targets, orders in question, their items)
     relevant_ids: list[str] = Field(default_factory=list)
     # simulated-user behaviour for this task
     typo_rate: float = 0.0
     intent_switch: str | None = Field(None, description="second intent revealed mid-conversation")
+
+
+    @field_validator("answer_facts", mode="before")
+    @classmethod
+    def _legacy_facts(cls, value: Any) -> Any:
+        """Accept the old list-of-spellings form as `text` facts."""
+        if not isinstance(value, list):
+            return value
+        return [
+            {"kind": "text", "value": str(v[0]) if v else "", "alternatives": list(v)}
+            if isinstance(v, list)
+            else v
+            for v in value
+        ]
 
 
 class Task(Model):

@@ -26,6 +26,7 @@ import numpy as np
 
 from ecomrlve.config import SCENARIOS, EnvConfig
 from ecomrlve.env import Catalog, EcomEnv, verify
+from ecomrlve.env.facts import spellings
 from ecomrlve.env.tools import TOOL_NAMES, WRITE_TOOLS
 from ecomrlve.generators import GenContext, generate_task
 from ecomrlve.tasks import Goal, Task
@@ -710,8 +711,8 @@ class LeakScanner:
         self.hidden_items, self.hidden_orders = hidden_ids(task.goal)
         self.facts = [
             alternative
-            for alternatives in task.goal.answer_facts
-            for alternative in alternatives
+            for fact in task.goal.answer_facts
+            for alternative in spellings(fact)
             if _DIGIT.search(alternative) or len(alternative) >= 8
         ]
         self.shown: set[str] = set()  # ids shown with a reason (or named by the agent)

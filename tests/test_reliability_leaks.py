@@ -29,6 +29,7 @@ import reliability_fixtures as rf
 
 from ecomrlve.config import SCENARIOS, EnvConfig
 from ecomrlve.env import Catalog, EcomEnv, reference_turns
+from ecomrlve.env.facts import spellings
 from ecomrlve.env.parser import format_call
 from ecomrlve.env.tools import ShopTools
 from ecomrlve.env.user import SimulatedUser
@@ -217,7 +218,7 @@ def test_a_prompt_naming_a_goal_id_is_flagged():
     problems = rf.LeakScanner(leaky, CATALOG).scan_opening(EcomEnv(leaky, CATALOG).reset())
     assert any("hidden goal id" in p for p in problems), problems
     facts = next(t for t in cell_tasks("order_status") if t.goal.answer_facts).goal.answer_facts
-    fact = next(a for alts in facts for a in alts if any(c.isdigit() for c in a))
+    fact = next(a for f in facts for a in spellings(f) if any(c.isdigit() for c in a))
     told = task.model_copy(update={"prompt": f"{task.prompt} By the way: {fact}."})
     scanner = rf.LeakScanner(told, CATALOG)
     scanner.facts.append(fact)
@@ -228,7 +229,7 @@ def test_a_user_reply_naming_a_goal_id_or_answer_is_flagged(monkeypatch):
     original = SimulatedUser.answer
 
     def answer(self, question):
-        facts = [a[0] for a in self.goal.answer_facts if a]
+        facts = [said[0] for f in self.goal.answer_facts if (said := spellings(f))]
         return f"{original(self, question)} It's {_first_hidden(self.task)}. {' '.join(facts)}"
 
     monkeypatch.setattr(SimulatedUser, "answer", answer)

@@ -254,20 +254,23 @@ def test_cancel_only_cancellable_orders(ctx):
         assert set(requested) == set(task.goal.cancel) | set(shipped)
         if shipped:
             saw_shipped = True
-            assert ["return"] in task.goal.answer_facts
+            facts = {(f.subject, f.kind, f.value) for f in task.goal.answer_facts}
+            for order_id in shipped:
+                assert {(order_id, "verdict", "cancel:no"), (order_id, "term", "return_instead"),
+                        (order_id, "status", "shipped")} <= facts  # fmt: skip
     assert saw_shipped
 
 
 def test_order_status_answers_state_status_and_dates(ctx):
     for task in tasks_of(ctx, "order_status"):
         orders = {o["order_id"]: o for o in task.initial_state["orders"]}
-        facts = [alt for alternatives in task.goal.answer_facts for alt in alternatives]
+        facts = {(f.subject, f.kind, f.value) for f in task.goal.answer_facts}
         for order_id in (i for i in task.goal.relevant_ids if ORDER_ID.fullmatch(i)):
             order = orders[order_id]
-            assert order["status"] in facts or "canceled" in facts
+            assert (order_id, "status", order["status"]) in facts
             date = order["delivered"] or order["eta"]
             if date:
-                assert date in facts
+                assert (order_id, "date", date) in facts
 
 
 def test_policy_answers_follow_the_policy_book(ctx):

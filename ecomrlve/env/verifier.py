@@ -10,8 +10,11 @@ Success (see the Goal semantics at the top of `ecomrlve.tasks`) needs all of:
   without a purchase goal, no new order and the cart exactly as it started;
 * cancel / returns / exchanges: exactly these effects, nothing on other orders or items;
 * recommend: the last `recommend` call names min_items..max_items ids, all acceptable;
-* answer_facts: one alternative of every entry in the final answer (case-insensitive), and the
-  answer is at most `MAX_ANSWER_CHARS` long (so listing every possible value fails);
+* answer_facts: the final answer states every fact, read by kind (dates in any common form,
+  money, percents, durations, statuses, payment methods, addresses, yes/no verdicts, policy
+  terms), and asserts no conflicting value of a checked kind: rules in `ecomrlve.env.facts`.
+  It is at most `MAX_ANSWER_CHARS` long. The verdict's `answer` lists the facts found, missing
+  and contradicted (missing and conflicting ones are also violations);
 * the agent acted: at least one successful tool call when the task's reference has any;
 * no id in any call's arguments that the agent was never shown.
 """
@@ -24,6 +27,7 @@ from typing import Any
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.environment import EcomEnv, EpisodeRecord
+from ecomrlve.env.facts import check_answer
 from ecomrlve.env.reward import reward_components, total_reward
 from ecomrlve.tasks import PurchaseSpec, Task
 
@@ -44,6 +48,8 @@ class Verdict:
     violations: list[str] = field(default_factory=list)
     scenario: str = ""
     tool_calls: int = 0
+    # the answer check: {"found": [...], "missing": [...], "conflicts": [...]} (empty without facts)
+    answer: dict[str, list[str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -166,20 +172,26 @@ def _check_recommend(task: Task, record: EpisodeRecord, violations: list[str]) -
             violations.append(f"goal: recommended {item_id}, which does not fit the request")
 
 
-def _check_answer(task: Task, record: EpisodeRecord, violations: list[str]) -> None:
+def _check_answer(task: Task, record: EpisodeRecord, violations: list[str]) -> dict[str, list[str]]:
     facts = task.goal.answer_facts
     answer = record.final_answer
     if answer is None:
         if facts:
             violations.append("goal: the episode ended without a final answer")
-        return
+        return {}
     if len(answer) > MAX_ANSWER_CHARS:
         violations.append(f"goal: the final answer is longer than {MAX_ANSWER_CHARS} characters")
-        return
-    text = answer.lower()
-    for alternatives in facts:
-        if alternatives and not any(a.lower() in text for a in alternatives):
-            violations.append(f"goal: the final answer does not state {alternatives[0]!r}")
+        return {}
+    if not facts:
+        return {}
+    addresses = [record.initial["user"].get("address") or ""]
+    addresses += [o.get("shipping_address") or "" for o in record.initial["orders"]]
+    checked = check_answer(answer, facts, task.prompt, [a for a in addresses if a])
+    for missing in checked.missing:
+        violations.append(f"goal: the final answer does not state {missing}")
+    for conflict in checked.conflicts:
+        violations.append(f"goal: the final answer also states a conflicting {conflict}")
+    return {"found": checked.found, "missing": checked.missing, "conflicts": checked.conflicts}
 
 
 def judge(task: Task, record: EpisodeRecord, config: EnvConfig) -> Verdict:
@@ -189,7 +201,7 @@ def judge(task: Task, record: EpisodeRecord, config: EnvConfig) -> Verdict:
     _check_orders(task, record, violations)
     _check_returns(task, record, violations)
     _check_recommend(task, record, violations)
-    _check_answer(task, record, violations)
+    answer = _check_answer(task, record, violations)
     if task.min_steps > 0 and not any(call.ok for call in record.calls):
         violations.append("goal: answered without acting (no successful tool call)")
     success = not violations
@@ -218,6 +230,7 @@ def judge(task: Task, record: EpisodeRecord, config: EnvConfig) -> Verdict:
         violations=violations,
         scenario=task.scenario,
         tool_calls=len(record.calls),
+        answer=answer,
     )
 
 

@@ -28,7 +28,7 @@ from ecomrlve.generators.phrasing import (
     spoken_date,
     user_fact,
 )
-from ecomrlve.tasks import ToolCall
+from ecomrlve.tasks import AnswerFact, ToolCall
 
 # At most this many acceptable ids per need: a bigger set means the request was too vague to
 # be a good task (and the goal JSON would bloat). Builders draw another target instead.
@@ -276,42 +276,106 @@ def placed_days_ago_for(status: str, rng: np.random.Generator) -> int:
 
 
 # ---- answers the final message must state --------------------------------------------------------
-FINAL_SALE_FACTS: list[str] = [
-    "final sale",
-    "cannot be returned",
-    "can't be returned",
-    "non-returnable",
-    "not returnable",
-]
-STATUS_FACTS: dict[str, list[str]] = {
-    "pending": ["pending"],
-    "processing": ["processing"],
-    "shipped": ["shipped", "on its way", "in transit"],
-    "delivered": ["delivered"],
-    "cancelled": ["cancelled", "canceled"],
+# Typed facts (`ecomrlve.env.facts` reads them back from free text); `say` is the sentence the
+# reference answer uses. Subject-bound facts name their order by id, item id and product noun.
+PAYMENT_NAMES = {"visa": "Visa card", "mastercard": "Mastercard", "amex": "American Express card",
+                 "paypal": "PayPal account", "gift card": "gift card"}  # fmt: skip
+STATUS_SAYINGS = {
+    "pending": "is pending",
+    "processing": "is being processed",
+    "shipped": "has shipped",
+    "delivered": "was delivered",
+    "cancelled": "was cancelled",
 }
-CANCELLED_FACTS: list[str] = ["cancelled", "canceled"]
 
 
-def window_facts(days: int) -> list[str]:
-    return [f"{days} days", f"{days}-day", f"{days} day"]
+def about(ctx: GenContext, order: dict[str, Any], row: int, key: str = "") -> dict[str, Any]:
+    """Subject fields for a fact about `order` (its line `row`): the key and the cues that
+    name it in an answer. `key` defaults to the order id (pass the item id for facts about
+    one line of an order that holds several)."""
+    return {
+        "subject": key or order["order_id"],
+        "cues": [order["order_id"], ctx.item_ids[row], ctx.noun(row)],
+    }
 
 
-def fee_facts(fee: float) -> list[str]:
-    if fee <= 0:
-        return ["no restocking fee", "no fee", "without a fee", "free of charge", "0%"]
+def fact(kind: str, value: Any, say: str = "", **fields: Any) -> AnswerFact:
+    return AnswerFact(kind=kind, value=str(value), say=say, **fields)
+
+
+def spoken_day(iso_day: str) -> str:
+    return spoken_date(dt.date.fromisoformat(iso_day))
+
+
+def status_facts(
+    ctx: GenContext, order: dict[str, Any], row: int, allowed: tuple[str, ...] = ()
+) -> list[AnswerFact]:
+    """The order's status and its delivery date (or the expected one), as one sentence."""
+    status, subject = order["status"], about(ctx, order, row)
+    say = f"Your order {order['order_id']} with the {ctx.noun(row)} {STATUS_SAYINGS[status]}"
+    facts = [fact("status", status, allowed=list(allowed), **subject)]
+    date = order["delivered"] or order["eta"]
+    if date is not None:
+        placed = [order["placed"]]
+        if order["delivered"]:
+            say += f" on {spoken_day(date)}"
+        else:
+            say += f" and should arrive on {spoken_day(date)}"
+        facts.append(fact("date", date, allowed=placed, **subject))
+    facts[0].say = say + "."
+    return facts
+
+
+def cancelled_fact(ctx: GenContext, order: dict[str, Any], row: int, was: str = "") -> AnswerFact:
+    say = f"I've cancelled your order {order['order_id']} with the {ctx.noun(row)}."
+    return fact("status", "cancelled", say, allowed=[was] if was else [], **about(ctx, order, row))
+
+
+def shipped_no_cancel_facts(ctx: GenContext, order: dict[str, Any], row: int) -> list[AnswerFact]:
+    """A shipped order cannot be cancelled: say so, and that a return is the way out."""
+    subject = about(ctx, order, row)
+    say = (
+        f"Your order {order['order_id']} with the {ctx.noun(row)} has already shipped, so it "
+        "can't be cancelled any more; you can return it once it arrives."
+    )
+    return [
+        fact("status", "shipped", **subject),
+        fact("verdict", "cancel:no", say, **subject),
+        fact("term", "return_instead", **subject),
+    ]
+
+
+def final_sale_facts(category: str, subject: dict[str, Any] | None = None) -> list[AnswerFact]:
+    say = f"Unfortunately {category} are final sale, so it can't be returned or exchanged."
+    subject = subject or {}
+    return [fact("verdict", "return:no", say, **subject), fact("term", "final_sale", **subject)]
+
+
+def window_fact(days: int, say: str = "", **fields: Any) -> AnswerFact:
+    return fact("duration", days, say, **fields)
+
+
+def fee_fact(fee: float, say: str = "", **fields: Any) -> AnswerFact:
     pct = round(fee * 100)
-    return [f"{pct}%", f"{pct} percent", f"{pct} per cent"]
+    say = say or (
+        f"There's a {pct}% restocking fee on opened items." if pct else "There's no restocking fee."
+    )
+    return fact("percent", pct, say, **fields)
 
 
 # ---- policy look-ups ---------------------------------------------------------------------------
-def policy_call(ctx: GenContext, queries: str | list[str], policy_id: str) -> ToolCall:
+def policy_call(
+    ctx: GenContext, queries: str | list[str], policy_id: str, found: list[str] | None = None
+) -> ToolCall:
     """A `search_policy` call with the first of `queries` whose results (the env's own
-    ranking) include `policy_id`."""
+    ranking) include `policy_id`; the id is appended to `found` (the goal's
+    `relevant_policies`: retrieving it is progress)."""
     from ecomrlve.env.tools import policy_search
 
     for query in [queries] if isinstance(queries, str) else queries:
         if any(p["policy_id"] == policy_id for p in policy_search(ctx.catalog, query)):
+            if found is not None and policy_id not in found:
+                found.append(policy_id)
             return call("search_policy", query=query)
     raise GenerationError(f"no policy search among {queries!r} finds {policy_id}")
 
@@ -323,11 +387,15 @@ def return_policy_id(ctx: GenContext, category: str, membership: str) -> str:
 
 
 def returns_policy_call(
-    ctx: GenContext, category: str, membership: str, rng: np.random.Generator
+    ctx: GenContext,
+    category: str,
+    membership: str,
+    rng: np.random.Generator,
+    found: list[str] | None = None,
 ) -> ToolCall:
     """A `search_policy` that finds the returns rule of (category, membership), phrased as a
     careful agent would; a final-sale category has one rule for every membership."""
     words = list(rng.permutation(["return policy", "returns", "return window"]))
     queries = [f"{w} {category} {membership} members" for w in words]
     queries += [f"{category} {w}" for w in words] + [f"can I return {category}"]
-    return policy_call(ctx, queries, return_policy_id(ctx, category, membership))
+    return policy_call(ctx, queries, return_policy_id(ctx, category, membership), found)

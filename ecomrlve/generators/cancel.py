@@ -9,7 +9,8 @@ more orders, mix in a shipped one, add look-alikes and leave the reason out of t
 (`cancel_order` needs one, so the agent must `ask_user`).
 
 Success: exactly the requested cancellable orders end cancelled, nothing else changes, and the
-final answer confirms the cancellation (and, for a shipped order, says "return").
+final answer confirms each cancellation; for a shipped order it says that it has shipped, that it
+can't be cancelled and that a return is the way out, about that order.
 """
 
 from __future__ import annotations
@@ -19,11 +20,10 @@ from pydantic import Field
 
 from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
-    CANCELLED_FACTS,
-    STATUS_FACTS,
     World,
     ask_call,
     call,
+    cancelled_fact,
     filler_orders,
     line_phrase,
     look_alike,
@@ -31,11 +31,12 @@ from ecomrlve.generators.blocks import (
     order_when,
     placed_days_ago_for,
     policy_call,
+    shipped_no_cancel_facts,
 )
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.phrasing import join_words, render
-from ecomrlve.tasks import Goal
+from ecomrlve.tasks import AnswerFact, Goal
 
 REASONS: tuple[str, ...] = (
     "I ordered it by mistake",
@@ -113,20 +114,22 @@ class Cancel(Scenario):
         if plan["hide_reason"]:
             reference.append(ask_call(["reason"], rng))
         reference.append(call("list_orders"))
-        cancel_ids, answer_facts, phrases = [], [], []
+        cancel_ids, phrases = [], []
+        answer_facts: list[AnswerFact] = []
+        policies: list[str] = []
         for order, row in targets:
             phrases.append(
                 f"my order with {line_phrase(ctx, row, rng)} (placed {order_when(order, rng)})"
             )
             if order["status"] == "shipped":
                 query = pick(rng, ("cancel shipped order", "cancellation policy"))
-                reference.append(policy_call(ctx, query, ctx.policy_ids[CANCELLATION_POLICY]))
-                answer_facts += [list(STATUS_FACTS["shipped"]), ["return"]]
+                policy_id = ctx.policy_ids[CANCELLATION_POLICY]
+                reference.append(policy_call(ctx, query, policy_id, policies))
+                answer_facts += shipped_no_cancel_facts(ctx, order, row)
             else:
                 reference.append(call("cancel_order", order_id=order["order_id"], reason=reason))
                 cancel_ids.append(order["order_id"])
-        if cancel_ids:
-            answer_facts.insert(0, CANCELLED_FACTS)
+                answer_facts.append(cancelled_fact(ctx, order, row, was=order["status"]))
         reason_text = "" if plan["hide_reason"] else f" The reason: {reason}."
         prompt = render(
             pick(rng, TEMPLATES),
@@ -142,6 +145,7 @@ class Cancel(Scenario):
             },
             cancel=cancel_ids,
             answer_facts=answer_facts,
+            relevant_policies=policies,
             relevant_ids=[o["order_id"] for o, _ in targets]
             + [ctx.item_ids[r] for _, r in targets],
             typo_rate=config.typo_rate,

@@ -22,12 +22,11 @@ from pydantic import Field
 from ecomrlve.env.user import INTENT_SWITCH_TURN
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
-    CANCELLED_FACTS,
-    STATUS_FACTS,
     ProductNeed,
     World,
     ask_call,
     call,
+    cancelled_fact,
     filler_orders,
     line_phrase,
     order_ref,
@@ -35,13 +34,22 @@ from ecomrlve.generators.blocks import (
     placed_days_ago_for,
     query_for,
     returns_policy_call,
-    window_facts,
+    status_facts,
+    window_fact,
 )
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import between, pick
-from ecomrlve.generators.phrasing import date_facts, render
+from ecomrlve.generators.phrasing import render
 from ecomrlve.generators.returns import Return
-from ecomrlve.tasks import ExchangeSpec, Goal, PurchaseSpec, ReturnSpec, Slot, ToolCall
+from ecomrlve.tasks import (
+    AnswerFact,
+    ExchangeSpec,
+    Goal,
+    PurchaseSpec,
+    ReturnSpec,
+    Slot,
+    ToolCall,
+)
 
 INTENT_CALLS: dict[str, int] = {
     "status": 0,
@@ -159,7 +167,8 @@ class Journey(Scenario):
         if plan["hide_reason"]:
             reference.append(ask_call(["reason"], rng))
         sentences: list[str] = []
-        answer_facts: list[list[str]] = []
+        answer_facts: list[AnswerFact] = []
+        policies: list[str] = []
         returns, exchanges, cancel, slots = [], [], [], []
         relevant = [order_id, item_id]
         listed = False
@@ -179,8 +188,10 @@ class Journey(Scenario):
                     thing=thing,
                     when=when,
                 )
-                answer_facts.append(list(STATUS_FACTS[order["status"]]))
-                answer_facts.append(date_facts(order["delivered"] or order["eta"]))
+                # the story may cancel it afterwards: "cancelled" is then allowed too
+                answer_facts += status_facts(
+                    ctx, order, row, allowed=("cancelled",) if "cancel" in story else ()
+                )
             elif intent == "return":
                 it = "it" if mentioned else f"{thing} I ordered {when}"
                 say("I want to return {it}{reason}.", it=it, reason=reason_text)
@@ -210,12 +221,13 @@ class Journey(Scenario):
                 say("Please cancel {it}{reason}.", it=it, reason=reason_text)
                 reference.append(call("cancel_order", order_id=order_id, reason=reason))
                 cancel.append(order_id)
-                answer_facts.append(CANCELLED_FACTS)
+                answer_facts.append(cancelled_fact(ctx, order, row, was=order["status"]))
             elif intent == "policy":
                 say("How long do I have to return {category}?", category=category)
-                reference.append(returns_policy_call(ctx, category, membership, rng))
+                reference.append(returns_policy_call(ctx, category, membership, rng, policies))
                 window = ctx.policies.return_rule(category, membership).window_days
-                answer_facts.append(window_facts(window))
+                told = f"You have {window} days from delivery to return {category}."
+                answer_facts.append(window_fact(window, told))
             else:  # buy a replacement of the same kind
                 target = ctx.pick_in_stock(rng, category)
                 need = ProductNeed.build(ctx, target, BUY_KEYS, rng)
@@ -247,6 +259,7 @@ class Journey(Scenario):
             returns=returns,
             exchanges=exchanges,
             answer_facts=answer_facts,
+            relevant_policies=policies,
             relevant_ids=relevant,
             typo_rate=config.typo_rate,
             intent_switch=switch_text,

@@ -8,7 +8,8 @@ more orders, add such details, leave the order description out of the prompt (`a
 add a policy question (can a shipped order still be cancelled?).
 
 Success: the final answer states, for every order asked about, its status and its delivery
-date (or expected date), plus every detail asked for.
+date (or expected date), plus every detail asked for, each about the right order, and states no
+other order's status or date for it.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from pydantic import Field
 
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
-    STATUS_FACTS,
+    PAYMENT_NAMES,
     World,
+    about,
     ask_call,
     call,
+    fact,
     filler_orders,
     line_phrase,
     look_alike,
@@ -29,11 +32,13 @@ from ecomrlve.generators.blocks import (
     order_when,
     placed_days_ago_for,
     policy_call,
+    shipped_no_cancel_facts,
+    status_facts,
 )
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import between, pick
-from ecomrlve.generators.phrasing import date_facts, join_words, money, render
-from ecomrlve.tasks import Goal
+from ecomrlve.generators.phrasing import join_words, money, render
+from ecomrlve.tasks import AnswerFact, Goal
 
 STATUSES: tuple[str, ...] = ("pending", "processing", "shipped", "delivered", "cancelled")
 DETAILS: tuple[str, ...] = ("address", "payment", "price")
@@ -69,6 +74,23 @@ def paid_with(rng: np.random.Generator, saved: list[str], order_id: str) -> str:
         if card not in saved:
             return card
     raise GenerationError(f"no retired card for {order_id}")
+
+
+def detail_fact(ctx: GenContext, order: dict, row: int, detail: str) -> AnswerFact:
+    """The detail only `get_order` shows: where it goes, what paid for it, what it cost."""
+    subject = about(ctx, order, row)
+    if detail == "address":
+        address = order["shipping_address"]
+        return fact("address", address, f"It's going to {address}.", **subject)
+    if detail == "payment":
+        method = order["payment_method"]
+        brand, _, last4 = method.rpartition("-")
+        say = f"It was paid with your {PAYMENT_NAMES.get(brand, brand)} ending in {last4}."
+        return fact("payment", method, say, **subject)
+    line = order["items"][0]
+    paid = [f"{line['price'] * line['quantity']:.2f}", f"{order['total']:.2f}"]
+    price = f"{line['price']:.2f}"
+    return fact("money", price, f"You paid {money(line['price'])} for it.", allowed=paid, **subject)
 
 
 class OrderStatusConfig(ScenarioConfig):
@@ -165,34 +187,27 @@ class OrderStatus(Scenario):
         if plan["vague"]:
             reference.append(ask_call(["order"], rng))
         reference.append(call("list_orders"))
-        answer_facts: list[list[str]] = []
+        answer_facts: list[AnswerFact] = []
+        policies: list[str] = []
         phrases: list[str] = []
         detail_asks: list[str] = []
         for (order, row), detail in zip(targets, details, strict=True):
             phrase = f"my order with {line_phrase(ctx, row, rng)} (placed {order_when(order, rng)})"
+            answer_facts += status_facts(ctx, order, row)
             if detail is not None:
                 reference.append(call("get_order", order_id=order["order_id"]))
                 phrase += f", and {DETAIL_QUESTIONS[detail]}"
                 detail_asks.append(DETAIL_QUESTIONS[detail])
-                if detail == "address":
-                    answer_facts.append([order["shipping_address"]])
-                elif detail == "payment":
-                    answer_facts.append([order["payment_method"]])
-                else:
-                    answer_facts.append([money(order["items"][0]["price"])])
+                answer_facts.append(detail_fact(ctx, order, row, detail))
             phrases.append(phrase)
-            status = order["status"]
-            answer_facts.append(list(STATUS_FACTS[status]))
-            date = order["delivered"] or order["eta"]
-            if date is not None:
-                answer_facts.append(date_facts(date))
         question = ""
         if plan["cancel_question"]:
             policy_id = ctx.policy_ids[CANCELLATION_POLICY]
             query = pick(rng, ("cancel shipped order", "cancellation policy shipped orders"))
-            reference.append(policy_call(ctx, query, policy_id))
+            reference.append(policy_call(ctx, query, policy_id, policies))
             question = CANCEL_QUESTION.format(noun=ctx.noun(targets[0][1]))
-            answer_facts.append(["return"])
+            # the first target's status fact already says "shipped"; add the verdict and the way out
+            answer_facts += shipped_no_cancel_facts(ctx, *targets[0])[1:]
         if len(phrases) > 1:
             orders_text = "; ".join(f"({k}) {p}" for k, p in enumerate(phrases, start=1))
         else:
@@ -214,6 +229,7 @@ class OrderStatus(Scenario):
         goal = Goal(
             user_facts=facts,
             answer_facts=answer_facts,
+            relevant_policies=policies,
             relevant_ids=relevant,
             typo_rate=config.typo_rate,
         )

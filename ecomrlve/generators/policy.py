@@ -7,8 +7,10 @@ question is about "the boots from my order in May" the agent first reads the del
 with `list_orders`; a vague question ("something I bought") needs `ask_user`. `policy_branches`
 sets how many topics one message asks about.
 
-Success: every required fact is in the final answer (the window or days left, the fee, the
-shipping price, …), each with its accepted spellings; no state may change.
+Success: the final answer states every required fact (the verdict, the window and days left,
+the fee, the shipping price, …) and contradicts none of them; no state may change. Every
+yes/no key comes from `PolicyBook` as the tools decide: an exchange follows the return window
+and final-sale rules exactly like a return (so answering it needs the returns row too).
 """
 
 from __future__ import annotations
@@ -16,28 +18,28 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from ecomrlve.catalogs.policies import FREE_SHIPPING_THRESHOLD, SHIPPING_FEE
+from ecomrlve.catalogs.policies import FREE_SHIPPING_THRESHOLD
 from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
-    FINAL_SALE_FACTS,
     World,
     ask_call,
     call,
     delivered_days_ago,
-    fee_facts,
+    fact,
+    fee_fact,
     filler_orders,
+    final_sale_facts,
     line_phrase,
     order_ref,
     order_when,
     policy_call,
-    return_policy_id,
     returns_policy_call,
-    window_facts,
+    window_fact,
 )
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.phrasing import money, render
-from ecomrlve.tasks import Goal, ToolCall
+from ecomrlve.tasks import AnswerFact, Goal
 
 TOPICS: tuple[str, ...] = (
     "return_window",
@@ -48,21 +50,6 @@ TOPICS: tuple[str, ...] = (
     "cancellation",
 )
 ITEM_TOPICS = frozenset({"return_window", "restocking_fee", "exchange"})
-CLOSED_FACTS = ["closed", "expired", "passed", "ended", "no longer", "too late"]
-REFUND_FACTS = ["5 to 7 business days", "5-7 business days", "5–7 business days"]
-EXCHANGE_FACTS = [
-    "another size or colour",
-    "another size or color",
-    "size or colour",
-    "size or color",
-]
-CANCELLABLE_FACTS = [
-    "pending or processing",
-    "can be cancelled",
-    "can be canceled",
-    "can still be cancelled",
-    "can still be canceled",
-]
 TEMPLATES: tuple[str, ...] = (
     "Hi, I have a few questions. {questions}",
     "Quick policy questions: {questions}",
@@ -70,11 +57,14 @@ TEMPLATES: tuple[str, ...] = (
 )
 
 
-def policy_document(topic: str, final_sale: bool) -> str:
-    """Which policy text answers `topic` (a final-sale item's exchange rule is its returns row)."""
+def policy_documents(topic: str, final_sale: bool) -> tuple[str, ...]:
+    """Which policy texts answer `topic`. An exchange needs the exchanges row and the returns
+    row (exchanges follow the return window); a final-sale item's only rule is its returns row."""
     if topic in ("return_window", "restocking_fee") or (topic == "exchange" and final_sale):
-        return "returns"
-    return topic
+        return ("returns",)
+    if topic == "exchange":
+        return ("returns", "exchanges")
+    return (topic,)
 
 
 class PolicyConfig(ScenarioConfig):
@@ -108,7 +98,7 @@ class Policy(Scenario):
         lookup = about_item and rng.random() < config.lookup_prob
         vague = about_item and rng.random() < config.hidden_detail_share
         # one search_policy per policy document: window and fee share the returns rule
-        documents = {policy_document(t, final_sale) for t in topics}
+        documents = {d for t in topics for d in policy_documents(t, final_sale)}
         steps = int(vague) + int(lookup) + len(documents)
         return Plan(
             steps,
@@ -151,92 +141,165 @@ class Policy(Scenario):
         if lookup:
             reference.append(call("list_orders"))
         questions: list[str] = []
-        answer_facts: list[list[str]] = []
+        answer_facts: list[AnswerFact] = []
+        policies: list[str] = []
         rule = ctx.policies.return_rule(category, membership)
+        eligibility = ctx.policies.return_eligibility(category, membership, days)
         looked_up: set[str] = set()
+        # durations the answer may state besides its targets: days since delivery, days since
+        # the window closed
+        context_days = [str(days), str(max(0, days - rule.window_days))]
 
-        def returns_call() -> ToolCall:
-            # the returns row of the category states the window and any restocking fee
-            return returns_policy_call(ctx, category, membership, rng)
-
-        def look_up(topic: str, make) -> None:
-            document = policy_document(topic, not rule.returnable)
-            if document not in looked_up:
+        def look_up(topic: str) -> None:
+            for document in policy_documents(topic, not rule.returnable):
+                if document in looked_up:
+                    continue
                 looked_up.add(document)
-                reference.append(make())
+                if document == "returns":
+                    # the returns row of the category states the window and any restocking fee
+                    reference.append(returns_policy_call(ctx, category, membership, rng, policies))
+                else:
+                    queries = [f"exchange {category}", f"{category} exchanges size colour"]
+                    queries = [queries[int(i)] for i in rng.permutation(2)]
+                    policy_id = ctx.policy_ids[("exchanges", category, "any")]
+                    reference.append(policy_call(ctx, queries, policy_id, policies))
+
+        def add(*facts: AnswerFact) -> None:
+            for new in facts:
+                if all((f.kind, f.value) != (new.kind, new.value) for f in answer_facts):
+                    answer_facts.append(new)
 
         for topic in topics:
             if topic == "return_window":
                 questions.append(f"Can I still return {subject}?")
-                look_up(topic, returns_call)
+                look_up(topic)
                 if not rule.returnable:
-                    answer_facts.append(FINAL_SALE_FACTS)
-                elif days <= rule.window_days:
+                    add(*final_sale_facts(category))
+                elif eligibility.eligible:
                     left = rule.window_days - days
-                    answer_facts.append(window_facts(rule.window_days))
-                    answer_facts.append(
-                        [
-                            f"{left} more days",
-                            f"{left} more day",
-                            f"{left} days left",
-                            f"{left} day left",
-                        ]
+                    say = (
+                        f"Yes, you can still return it: the return window for {category} is "
+                        f"{rule.window_days} days for {membership} members"
                     )
+                    add(
+                        fact("verdict", "return:yes"),
+                        window_fact(rule.window_days, allowed=context_days),
+                    )
+                    if left:
+                        add(window_fact(left, allowed=context_days))
+                        say += f", so you have {left} more days."
+                    else:
+                        add(fact("term", "last_day"))
+                        say += ", and today is the last day."
+                    answer_facts[-1].say = say
                 else:
-                    answer_facts.append(window_facts(rule.window_days))
-                    answer_facts.append(CLOSED_FACTS)
+                    add(
+                        fact(
+                            "verdict",
+                            "return:no",
+                            f"No, the {rule.window_days}-day return window for {category} "
+                            f"closed {days - rule.window_days} days ago, so it can't be returned "
+                            "any more.",
+                        ),
+                        window_fact(rule.window_days, allowed=context_days),
+                    )
             elif topic == "restocking_fee":
                 it = "it" if "return_window" in topics else subject
                 questions.append(f"Is there a restocking fee if I return {it}?")
-                look_up(topic, returns_call)
-                answer_facts.append(
-                    FINAL_SALE_FACTS if not rule.returnable else fee_facts(rule.restocking_fee)
-                )
+                look_up(topic)
+                if rule.returnable:
+                    add(fee_fact(rule.restocking_fee))
+                else:
+                    add(*final_sale_facts(category))
             elif topic == "exchange":
                 it = "it" if len(questions) else subject
                 # not "for another size or colour": the question must not state the answer
                 questions.append(f"Could I exchange {it} for a different one instead?")
-                if rule.returnable:
-                    policy_id = ctx.policy_ids[("exchanges", category, "any")]
-                    answer_facts.append(EXCHANGE_FACTS)
+                look_up(topic)
+                if not rule.returnable:
+                    add(*final_sale_facts(category))
+                elif eligibility.eligible:
+                    add(
+                        fact(
+                            "verdict",
+                            "exchange:yes",
+                            "You can exchange it for another size or colour of the same product "
+                            "while the return window is open.",
+                        )
+                    )
                 else:
-                    policy_id = return_policy_id(ctx, category, membership)
-                    answer_facts.append(FINAL_SALE_FACTS)
-                queries = [f"exchange {category}", f"{category} exchanges size colour"]
-                queries = [queries[int(i)] for i in rng.permutation(2)] + [f"{category} returns"]
-                look_up(topic, lambda q=queries, p=policy_id: policy_call(ctx, q, p))
+                    add(
+                        fact(
+                            "verdict",
+                            "exchange:no",
+                            f"Exchanges follow the {rule.window_days}-day return window, which "
+                            "has closed, so it can't be exchanged any more either.",
+                        ),
+                        window_fact(rule.window_days, allowed=context_days),
+                    )
             elif topic == "refunds":
                 questions.append("How long does a refund take to come through?")
                 query = pick(rng, ("refunds original payment method", "refund business days"))
-                reference.append(policy_call(ctx, query, ctx.policy_ids[("refunds", "", "any")]))
-                answer_facts.append(REFUND_FACTS)
+                policy_id = ctx.policy_ids[("refunds", "", "any")]
+                reference.append(policy_call(ctx, query, policy_id, policies))
+                add(
+                    fact(
+                        "duration",
+                        "5-7",
+                        "A refund reaches your original payment method within 5 to 7 business "
+                        "days after the returned item is received.",
+                    )
+                )
             elif topic == "shipping":
                 value = float(rng.choice([25, 35, 45, 60, 80, 120]))
                 questions.append(f"How much is standard shipping on a {money(value)} order for me?")
                 query = f"shipping cost {membership} members"
-                reference.append(
-                    policy_call(ctx, query, ctx.policy_ids[("shipping", "", membership)])
-                )
-                free = membership == "plus" or value >= FREE_SHIPPING_THRESHOLD
-                answer_facts.append(["free"] if free else [money(SHIPPING_FEE)])
+                policy_id = ctx.policy_ids[("shipping", "", membership)]
+                reference.append(policy_call(ctx, query, policy_id, policies))
+                fee = ctx.policies.shipping_fee(value, membership)
+                if fee == 0 and membership == "plus":
+                    say = "Standard shipping is free for you as a Plus member."
+                elif fee == 0:
+                    say = f"Standard shipping on a {money(value)} order is free."
+                else:
+                    say = (
+                        f"Standard shipping on a {money(value)} order costs {money(fee)}, since "
+                        f"it is under the {money(FREE_SHIPPING_THRESHOLD)} free-shipping "
+                        "threshold."
+                    )
+                allowed = [f"{value:.2f}", f"{FREE_SHIPPING_THRESHOLD:.2f}"]
+                add(fact("money", f"{fee:.2f}", say, allowed=allowed))
             else:  # cancellation
                 status = pick(rng, ("shipped", "processing"))
                 questions.append(f"And can I still cancel an order that is {status}?")
                 query = pick(rng, ("cancel order", "cancellation policy"))
-                reference.append(
-                    policy_call(ctx, query, ctx.policy_ids[("cancellation", "", "any")])
-                )
-                if status == "shipped":
-                    answer_facts.append(["return"])
+                policy_id = ctx.policy_ids[("cancellation", "", "any")]
+                reference.append(policy_call(ctx, query, policy_id, policies))
+                if ctx.policies.can_cancel(status):
+                    add(
+                        fact(
+                            "verdict",
+                            "cancel:yes",
+                            f"Yes, an order that is still {status} can be cancelled.",
+                        )
+                    )
                 else:
-                    # not a bare "processing": the question says it, so echoing would pass
-                    answer_facts.append(CANCELLABLE_FACTS)
+                    add(
+                        fact(
+                            "verdict",
+                            "cancel:no",
+                            "An order that has already shipped can't be cancelled any more; "
+                            "you can return it once it's delivered instead.",
+                        ),
+                        fact("term", "return_instead"),
+                    )
         prompt = render(
             pick(rng, TEMPLATES), {"questions": " ".join(questions)}, rng, config.typo_rate
         )
         goal = Goal(
             user_facts=facts,
             answer_facts=answer_facts,
+            relevant_policies=policies,
             relevant_ids=[order["order_id"], ctx.item_ids[row]],
             typo_rate=config.typo_rate,
         )

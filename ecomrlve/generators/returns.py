@@ -21,23 +21,25 @@ from pydantic import Field
 
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
-    FINAL_SALE_FACTS,
     World,
+    about,
     ask_call,
     call,
-    fee_facts,
+    delivered_days_ago,
+    fee_fact,
     filler_orders,
+    final_sale_facts,
     line_phrase,
     look_alike,
     order_ref,
     order_when,
     returns_policy_call,
-    window_facts,
+    window_fact,
 )
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import join_words, render
-from ecomrlve.tasks import ExchangeSpec, Goal, ReturnSpec
+from ecomrlve.tasks import AnswerFact, ExchangeSpec, Goal, ReturnSpec
 
 REASONS: tuple[str, ...] = (
     "it doesn't fit",
@@ -55,6 +57,27 @@ FEE_QUESTIONS: tuple[str, ...] = (
     " Will I be charged a restocking fee for the {noun}?",
     " Is there a restocking fee on the {noun}?",
 )
+
+
+def refusal_facts(ctx: GenContext, order: dict, row: int, membership: str) -> list[AnswerFact]:
+    """Why an item cannot be returned: final sale, or its window (and when it closed)."""
+    category = ctx.category.value(row)
+    subject = about(ctx, order, row, ctx.item_ids[row])
+    rule = ctx.policies.return_rule(category, membership)
+    if not rule.returnable:
+        facts = final_sale_facts(category, subject)
+        facts[0].say = f"The {ctx.noun(row)} can't be returned: {category} are final sale."
+        return facts
+    days = delivered_days_ago(order)
+    say = (
+        f"The {ctx.noun(row)} can't be returned any more: its {rule.window_days}-day return "
+        f"window closed {days - rule.window_days} days ago."
+    )
+    allowed = [str(days), str(days - rule.window_days)]
+    return [
+        AnswerFact(kind="verdict", value="return:no", say=say, **subject),
+        window_fact(rule.window_days, allowed=allowed, **subject),
+    ]
 
 
 class ReturnConfig(ScenarioConfig):
@@ -168,8 +191,9 @@ class Return(Scenario):
         if plan["hide_reason"]:
             reference.append(ask_call(["reason"], rng))
         reference.append(call("list_orders"))
-        returns, exchanges, answer_facts, requests = [], [], [], []
-        policy_calls = []
+        returns, exchanges, requests = [], [], []
+        answer_facts: list[AnswerFact] = []
+        policy_calls, policies = [], []
         for it in items:
             row, order = it["row"], it["order"]
             item_id, order_id = ctx.item_ids[row], order["order_id"]
@@ -202,19 +226,23 @@ class Return(Scenario):
                 )
             else:
                 requests.append(f"I'd like to return {phrase}")
-                policy_calls.append(returns_policy_call(ctx, category, membership, rng))
-                rule = ctx.policies.return_rule(category, membership)
-                answer_facts.append(
-                    FINAL_SALE_FACTS if not rule.returnable else window_facts(rule.window_days)
-                )
+                policy_calls.append(returns_policy_call(ctx, category, membership, rng, policies))
+                answer_facts += refusal_facts(ctx, order, row, membership)
         question = ""
         if plan["fee_question"]:
             asked = next(it for it in items if it["kind"] == "return")
             category = ctx.category.value(asked["row"])
-            policy_calls.append(returns_policy_call(ctx, category, membership, rng))
-            answer_facts.append(
-                fee_facts(ctx.policies.return_rule(category, membership).restocking_fee)
+            policy_calls.append(returns_policy_call(ctx, category, membership, rng, policies))
+            fee = ctx.policies.return_rule(category, membership).restocking_fee
+            item = ctx.item_ids[asked["row"]]
+            noun = ctx.noun(asked["row"])
+            told = (
+                f"Returning the {noun} costs a {round(fee * 100)}% restocking fee."
+                if fee
+                else f"There's no restocking fee on the {noun}."
             )
+            subject = about(ctx, asked["order"], asked["row"], item)
+            answer_facts.append(fee_fact(fee, told, **subject))
             question = pick(rng, FEE_QUESTIONS).format(noun=ctx.noun(asked["row"]))
         # read the policy before acting on anything
         list_at = 1 if plan["hide_reason"] else 0
@@ -244,6 +272,7 @@ class Return(Scenario):
             returns=returns,
             exchanges=exchanges,
             answer_facts=answer_facts,
+            relevant_policies=policies,
             relevant_ids=relevant,
             typo_rate=config.typo_rate,
         )

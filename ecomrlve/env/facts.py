@@ -1,0 +1,593 @@
+"""Answer facts read back from free text: the final answer is checked fact by fact, by kind.
+
+A task's `Goal.answer_facts` lists `AnswerFact`s: a *kind*, a canonical *value*, optionally the
+order it is about (*subject*, with *cues*: the words that name that order in an answer) and
+*allowed* context values. `check_answer` normalises the answer (unicode, dashes, number words
+via text2num: "forty-five" -> 45, "sixteenth" -> 16th), extracts every value of each checked
+kind and reports which facts were found, which are missing and which conflict.
+
+Kinds and canonical values:
+
+==========  ==========================  ===================================================
+kind        value                       read from
+==========  ==========================  ===================================================
+date        ISO day ``2026-06-16``      "June 16", "Jun 16th, 2026", "16 June", "the 16th of
+                                        June", "6/16" (also read as d/m when that is a date)
+money       ``4.99`` (dollars)          "$4.99", "4.99 USD", "4.99 dollars", "$0", "free",
+                                        "no charge", "free of charge"
+percent     ``10``                      "10%", "10 percent", "ten percent", "no restocking
+                                        fee" / "0%" for 0
+duration    ``30`` or ``5-7`` (days)    "30 days", "30-day", "thirty days", "5 to 7 business
+                                        days", "2 weeks"
+status      order status                "delivered"/"arrived", "shipped"/"on its way"/"in
+                                        transit", "processing"/"being prepared", "pending",
+                                        "cancelled"/"canceled" — not after "will be",
+                                        "can't be", "to be" or a negation
+payment     ``paypal-6458``             "PayPal account ending in 6458", "Visa ****1234"
+address     the address text            house number + street (abbreviations folded)
+verdict     ``return:yes`` etc.         per clause: a topic (return / exchange / cancel)
+                                        with its polarity ("can't", "no longer", "has
+                                        closed", "not eligible", "final sale" are no; "can",
+                                        "still", "eligible", "you have" are yes); a bare
+                                        "Yes"/"No" clause counts when one verdict is asked
+term        a policy term               ``final_sale``, ``return_instead``, ``last_day``
+text        legacy substring keys       any of `alternatives`, case-insensitive
+==========  ==========================  ===================================================
+
+Precision — an answer that states a conflicting value of a checked kind fails:
+
+* Only kinds the goal checks are read; other numbers in the answer are free.
+* A value conflicts when it is none of: the targets of that kind (for the same subject), the
+  fact's `allowed` values (context the generator knows is legitimate: the order's own placed
+  date, the order value the question names, the free-shipping threshold, days since delivery,
+  days the window closed ago, the item's price and order total), or a value the user's own
+  request states (the prompt's values of that kind are always allowed).
+* With facts about several orders, the answer is split into sentences; a sentence that names
+  an order (its id, item id or product noun) and the sentences after it, until another order
+  is named, are about that order. A fact must be stated about its own order, and a value
+  stated about an order conflicts unless it is that order's target or allowed value (so
+  facts attached to the wrong order fail, and so do dumps of every order's dates).
+* A verdict conflicts when the answer also asserts the opposite polarity on the same topic;
+  dates, durations, percents, money, statuses and payment methods conflict by value;
+  addresses conflict when another address the customer has appears; terms never conflict.
+* Answers longer than `MAX_ANSWER_CHARS` fail before any reading; nothing in the text can
+  raise (unreadable values such as "31/02" or "1e309" are simply not values).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from text_to_num import alpha2digit
+
+from ecomrlve.tasks import AnswerFact
+
+# ---- normalisation ---------------------------------------------------------------------------
+_DASHES = dict.fromkeys(
+    map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"), "-"
+)
+_QUOTES = dict.fromkeys(map(ord, "\u2018\u2019\u02bc\u2032"), "'")
+
+
+def normalise(text: str) -> str:
+    """Lower-case ASCII-ish text with number words as digits ("forty-five" -> "45")."""
+    text = unicodedata.normalize("NFKC", text).translate(_DASHES).translate(_QUOTES).lower()
+    with contextlib.suppress(Exception):  # an answer must never crash the verifier
+        text = alpha2digit(text, "en")
+    return re.sub(r"\bzero\b", "0", text)
+
+
+# sentences (a period between digits is a decimal point) and enumerations "(2)"
+_SENTENCE = re.compile(r"(?<!\d)[.!?;]+|[.!?;]+(?!\d)|\n+|(?=\(\d\))")
+_CLAUSE = re.compile(
+    r",?\s+(?:but|however|although|though|whereas|while|so|since|because|as|and)\s+"
+    r"|\s+-\s+|:\s+"
+)
+
+
+def sentences(text: str) -> list[str]:
+    return [s for s in (p.strip() for p in _SENTENCE.split(text)) if s]
+
+
+# ---- dates -----------------------------------------------------------------------------------
+_MONTHS = {
+    name: k
+    for k, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+_MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_ORD = r"(?:st|nd|rd|th)?"
+_DATE_PATTERNS = (
+    ("ymd", re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")),
+    ("md", re.compile(rf"\b{_MONTH}\s+(?:the\s+)?(\d{{1,2}}){_ORD}\b(?:,?\s+(\d{{4}})\b)?")),
+    ("dm", re.compile(rf"\b(\d{{1,2}}){_ORD}\s+(?:of\s+)?{_MONTH}(?:,?\s+(\d{{4}})\b)?")),
+    ("num", re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})(?:/(\d{4}|\d{2}))?(?![\d/])")),
+)
+
+Day = tuple[int | None, int, int]  # (year or None, month, day)
+
+
+def _valid(year: int | None, month: int, day: int) -> bool:
+    try:
+        dt.date(year or 2000, month, day)  # 2000 is a leap year: "Feb 29" without a year is ok
+    except ValueError:
+        return False
+    return True
+
+
+def _year(text: str | None) -> int | None:
+    if not text:
+        return None
+    year = int(text)
+    return year + 2000 if year < 100 else year
+
+
+def extract_dates(text: str) -> list[tuple[int, frozenset[Day]]]:
+    """(position, readings) for every date mention; "6/7" has two readings, "31/02" none."""
+    found: list[tuple[int, frozenset[Day]]] = []
+    taken: list[tuple[int, int]] = []
+    for form, pattern in _DATE_PATTERNS:
+        for m in pattern.finditer(text):
+            if any(a < m.end() and m.start() < b for a, b in taken):
+                continue
+            if form == "ymd":
+                readings = {(int(m[1]), int(m[2]), int(m[3]))}
+            elif form == "md":
+                readings = {(_year(m[3]), _MONTHS[m[1]], int(m[2]))}
+            elif form == "dm":
+                readings = {(_year(m[3]), _MONTHS[m[2]], int(m[1]))}
+            else:
+                a, b, year = int(m[1]), int(m[2]), _year(m[3])
+                readings = {(year, a, b), (year, b, a)}
+            readings = {r for r in readings if _valid(*r)}
+            if readings:
+                taken.append(m.span())
+                found.append((m.start(), frozenset(readings)))
+    return found
+
+
+def _date_matches(readings: frozenset[Day], iso: str) -> bool:
+    try:
+        day = dt.date.fromisoformat(iso)
+    except ValueError:
+        return False
+    return any(m == day.month and d == day.day and y in (None, day.year) for y, m, d in readings)
+
+
+# ---- money, percent, duration ----------------------------------------------------------------
+_AMOUNT = r"(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,2}))?"
+_MONEY = re.compile(
+    rf"(?:us\s?)?\$\s?{_AMOUNT}|\busd\s?{_AMOUNT}|{_AMOUNT}\s?(?:usd|dollars?|bucks)\b"
+)
+_MONEY_ZERO = re.compile(
+    r"(?<!feel )(?<!-)\bfree\b(?!\s+to\b)(?!-)|\bno (?:extra |additional )?(?:charge|cost)\b"
+    r"|\bat no (?:extra |additional )?cost\b|\bcosts? (?:you )?nothing\b"
+    r"|\bno (?:shipping|delivery) (?:fee|charge|cost)s?\b|\bwon't cost\b"
+)
+_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s?(?:%|percent\b|per cent\b|pct\b)")
+_PERCENT_ZERO = re.compile(
+    r"\b(?:no|without(?: an?| any)?|0)\s+(?:restocking\s+)?fees?\b"
+    r"|(?:\bnot|n't|\bnever)\s+(?:be\s+)?(?:charged|charge|pay)\s+(?:you\s+)?(?:an?\s+|any\s+)?"
+    r"(?:restocking\s+)?fee|\bfee-free\b|\bno restocking\b"
+)
+_DURATION = re.compile(
+    r"(\d+)(?:\s?(?:-|to|or)\s?(\d+))?[\s-]?(?:more |extra |additional |full )?"
+    r"(?:business |working |calendar )?(day|week)s?\b"
+)
+
+
+def _amount(whole: str, cents: str | None) -> float:
+    return float(whole.replace(",", "")) + (float(cents.ljust(2, "0")) / 100 if cents else 0.0)
+
+
+def extract_money(text: str) -> list[tuple[int, float]]:
+    out = []
+    for m in _MONEY.finditer(text):
+        groups = m.groups()
+        for k in (0, 2, 4):
+            if groups[k] is not None:
+                out.append((m.start(), round(_amount(groups[k], groups[k + 1]), 2)))
+                break
+    out += [(m.start(), 0.0) for m in _MONEY_ZERO.finditer(text)]
+    return out
+
+
+def extract_percents(text: str) -> list[tuple[int, float]]:
+    out = [(m.start(), float(m[1])) for m in _PERCENT.finditer(text)]
+    return out + [(m.start(), 0.0) for m in _PERCENT_ZERO.finditer(text)]
+
+
+def extract_durations(text: str) -> list[tuple[int, tuple[int, int]]]:
+    out = []
+    for m in _DURATION.finditer(text):
+        scale = 7 if m[3] == "week" else 1
+        low = int(m[1]) * scale
+        high = int(m[2]) * scale if m[2] else low
+        out.append((m.start(), (low, high)))
+    return out
+
+
+def _duration_value(value: str) -> tuple[int, int]:
+    low, _, high = value.partition("-")
+    return int(low), int(high or low)
+
+
+# ---- statuses --------------------------------------------------------------------------------
+_STATUS_WORDS = {
+    "delivered": r"delivered|arrived|was dropped off",
+    "shipped": r"shipped|on (?:its|the|their) way|in transit|dispatched|out for delivery"
+    r"|sent out|en route",
+    "processing": r"processing|being processed|being prepared|being packed",
+    "pending": r"pending|not (?:yet )?(?:been )?processed|awaiting processing",
+    "cancelled": r"cancell?ed",
+}
+_STATUS = re.compile(
+    "|".join(rf"(?P<{name}>\b(?:{words})\b)" for name, words in _STATUS_WORDS.items())
+)
+# "will be delivered", "can't be cancelled", "to be shipped", "hasn't shipped", "not yet shipped"
+_NOT_A_STATUS = re.compile(
+    r"(?:\bbe(?:\s+\w+)?|\bnot(?:\s+yet)?(?:\s+been)?|n't(?:\s+yet)?(?:\s+been)?|\bnever(?:\s+been)?"
+    r"|\byet to be|\bonce(?:\s+\w+){0,3}|\bif(?:\s+\w+){0,3}|\bafter(?:\s+\w+){0,3}"
+    r"|\bbefore(?:\s+\w+){0,3}|\buntil(?:\s+\w+){0,3}|\bthat (?:have|has|are|is))\s+$"
+)
+
+
+def extract_statuses(text: str) -> list[tuple[int, str]]:
+    out = []
+    for m in _STATUS.finditer(text):
+        before = text[max(0, m.start() - 30) : m.start()]
+        if m.lastgroup != "pending" and _NOT_A_STATUS.search(before):
+            continue
+        out.append((m.start(), m.lastgroup))
+    return out
+
+
+# ---- payment methods and addresses -----------------------------------------------------------
+_BRANDS = {
+    "visa": "visa",
+    "mastercard": "mastercard",
+    "master card": "mastercard",
+    "amex": "amex",
+    "american express": "amex",
+    "paypal": "paypal",
+    "pay pal": "paypal",
+    "gift card": "gift card",
+    "giftcard": "gift card",
+}
+_PAYMENT = re.compile(r"(?:\b(" + "|".join(_BRANDS) + r")\b)?[^\d\n.;]{0,40}?(?<!\d)(\d{4})(?!\d)")
+_CARD_CUE = re.compile(r"ending|ends|last (?:4|four)|\*|-\s*$|x{2,}|card|account|#")
+
+
+def extract_payments(text: str) -> list[tuple[int, tuple[str | None, str]]]:
+    """(brand or None, last four digits) for each payment mention."""
+    out = []
+    for m in _PAYMENT.finditer(text):
+        brand = _BRANDS[m[1]] if m[1] else None
+        between = text[m.start() : m.start(2)]
+        if brand is None and not _CARD_CUE.search(between[-25:] or " "):
+            continue
+        out.append((m.start(), (brand, m[2])))
+    return out
+
+
+def _payment_value(value: str) -> tuple[str, str]:
+    brand, _, last4 = value.rpartition("-")
+    return brand, last4
+
+
+_STREET_ABBR = {
+    "street": "st",
+    "avenue": "ave",
+    "road": "rd",
+    "drive": "dr",
+    "boulevard": "blvd",
+    "lane": "ln",
+    "court": "ct",
+    "place": "pl",
+    "square": "sq",
+    "terrace": "ter",
+    "parkway": "pkwy",
+    "highway": "hwy",
+    "apartment": "apt",
+    "suite": "ste",
+}
+
+
+def _address_words(text: str) -> str:
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return " " + " ".join(_STREET_ABBR.get(w, w) for w in words) + " "
+
+
+def _street_line(address: str) -> str:
+    """The house number and street of an address, normalised ("4120 oak st")."""
+    return _address_words(address.split(",")[0]).strip()
+
+
+# ---- verdicts and terms ----------------------------------------------------------------------
+_TOPICS = {
+    "return": re.compile(r"\breturn(?:s|ed|ing|able)?\b|\bsend (?:it|them) back\b"),
+    "exchange": re.compile(r"\bexchang\w*|\bswap\w*"),
+    "cancel": re.compile(r"\bcancel\w*|\bcall(?:ed)? off\b"),
+}
+_NEGATIVE = re.compile(
+    r"\b(?:not|cannot|unable|ineligible|never)\b|n't\b|\bno longer\b|\btoo late\b"
+    r"|\bfinal sale\b|\bnon-?returnable\b|\b(?:closed|expired|lapsed|ended)\b"
+    r"|\b(?:has|have|had|is|was)\s+(?:already\s+)?passed\b"
+    r"|\b(?:outside|beyond|past)\s+(?:the|your|its|their)\b|^\s*no\b"
+)
+_POSITIVE = re.compile(
+    r"^\s*yes\b|\b(?:can|could|may|able|eligible|allowed|possible|still|welcome to|go ahead"
+    r"|is open|are open|have until|you have|qualifies|qualify|accepted)\b"
+)
+_FINAL_SALE = re.compile(r"\bfinal sale\b|\bnon-?returnable\b")
+_ADVICE = re.compile(r"\binstead\b|\bonce\b|\bafter (?:it|delivery|they)\b|\bwhen it arrives\b")
+TERMS: dict[str, re.Pattern[str]] = {
+    "final_sale": re.compile(
+        r"\bfinal sale\b|\bnon-?returnable\b|\bnot returnable\b|\b(?:cannot|can't|can not) be "
+        r"returned\b|\bno returns\b"
+    ),
+    "return_instead": re.compile(r"\breturn\w*|\bsend (?:it|them) back\b|\bsent back\b"),
+    "last_day": re.compile(r"\blast day\b|\btoday is the (?:final|last)\b|\b0 days\b"),
+}
+
+
+def extract_verdicts(clause: str) -> list[tuple[str, bool]]:
+    """(topic, polarity) asserted by one clause; [("", p)] for a bare "Yes"/"No"."""
+    negative = bool(_NEGATIVE.search(clause))
+    positive = not negative and bool(_POSITIVE.search(clause))
+    out = []
+    if _FINAL_SALE.search(clause):
+        out.append(("return", False))
+    if negative or positive:
+        for topic, pattern in _TOPICS.items():
+            if pattern.search(clause) and not (topic == "return" and _ADVICE.search(clause)):
+                out.append((topic, positive))
+        if not out and re.match(r"\s*(?:yes|no)\b", clause):
+            out.append(("", positive))
+    return out
+
+
+# ---- the check -------------------------------------------------------------------------------
+@dataclass
+class AnswerCheck:
+    """Which facts the answer states, which it misses, and which values conflict."""
+
+    found: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.conflicts
+
+
+def describe(fact: AnswerFact) -> str:
+    about = f" ({fact.subject})" if fact.subject else ""
+    return f"{fact.kind} {fact.value!r}{about}"
+
+
+@dataclass
+class _Segment:
+    text: str
+    subjects: frozenset[str]  # empty: not about any order in particular
+
+
+def _segments(text: str, facts: list[AnswerFact]) -> list[_Segment]:
+    subjects = {f.subject for f in facts if f.subject}
+    if len(subjects) <= 1:
+        return [_Segment(text, frozenset(subjects))]
+    cues = {
+        s: [
+            re.compile(rf"\b{re.escape(c.lower())}\b")
+            for f in facts
+            if f.subject == s
+            for c in f.cues
+        ]
+        for s in subjects
+    }
+    out: list[_Segment] = []
+    current: frozenset[str] = frozenset()
+    for sentence in sentences(text):
+        named = frozenset(
+            s for s, patterns in cues.items() if any(p.search(sentence) for p in patterns)
+        )
+        if named:
+            current = named
+        out.append(_Segment(sentence, current))
+    return out
+
+
+def _values(kind: str, text: str, context: dict) -> list:
+    if kind == "date":
+        return [readings for _, readings in extract_dates(text)]
+    if kind == "money":
+        return [v for _, v in extract_money(text)]
+    if kind == "percent":
+        return [v for _, v in extract_percents(text)]
+    if kind == "duration":
+        return [v for _, v in extract_durations(text)]
+    if kind == "status":
+        return [v for _, v in extract_statuses(text)]
+    if kind == "payment":
+        return [v for _, v in extract_payments(text)]
+    if kind == "verdict":
+        verdicts = []
+        for sentence in sentences(text):
+            for clause in _CLAUSE.split(sentence):
+                for topic, polarity in extract_verdicts(clause):
+                    verdicts.append((topic or context.get("only_topic", ""), polarity))
+        return verdicts
+    return []
+
+
+def _matches(kind: str, value, target: str) -> bool:
+    """Does one extracted `value` state the canonical `target`?"""
+    if kind == "date":
+        return _date_matches(value, target)
+    if kind in ("money", "percent"):
+        return abs(value - float(target)) < 0.005
+    if kind == "duration":
+        return value == _duration_value(target)
+    if kind == "status":
+        return value == target
+    if kind == "payment":
+        brand, last4 = _payment_value(target)
+        return value[1] == last4 and value[0] in (None, brand)
+    if kind == "verdict":
+        topic, _, polarity = target.partition(":")
+        return value == (topic, polarity == "yes")
+    return False
+
+
+def _conflicts_with(kind: str, value, targets: list[str]) -> bool:
+    if kind == "verdict":
+        topic = value[0]
+        wanted = [t for t in targets if t.startswith(f"{topic}:")]
+        return bool(wanted) and not any(_matches(kind, value, t) for t in wanted)
+    return not any(_matches(kind, value, t) for t in targets)
+
+
+_VALUE_KINDS = ("date", "money", "percent", "duration", "status", "payment", "verdict")
+
+
+def check_answer(
+    answer: str, facts: list[AnswerFact], prompt: str = "", known_addresses: Iterable[str] = ()
+) -> AnswerCheck:
+    """Check a final answer against `facts` (see the module docstring for the rules)."""
+    result = AnswerCheck()
+    if not facts:
+        return result
+    text = normalise(answer)
+    context: dict = {}
+    verdict_topics = {f.value.partition(":")[0] for f in facts if f.kind == "verdict"}
+    if len(verdict_topics) == 1:
+        context["only_topic"] = next(iter(verdict_topics))
+    segments = _segments(text, facts)
+    prompt_text = normalise(prompt) if prompt else ""
+    kinds = {f.kind for f in facts}
+    # values per kind and segment, read once
+    per_segment = [
+        {kind: _values(kind, seg.text, context) for kind in kinds if kind in _VALUE_KINDS}
+        for seg in segments
+    ]
+
+    def about(fact_subject: str, seg: _Segment) -> bool:
+        return not fact_subject or not seg.subjects or fact_subject in seg.subjects
+
+    for fact in facts:
+        if fact.kind == "text":
+            alternatives = fact.alternatives or [fact.value]
+            ok = any(a.lower() in answer.lower() for a in alternatives)
+        elif fact.kind == "term":
+            pattern = TERMS.get(fact.value)
+            ok = bool(
+                pattern and any(pattern.search(s.text) for s in segments if about(fact.subject, s))
+            )
+        elif fact.kind == "address":
+            ok = any(
+                f" {_street_line(fact.value)} " in _address_words(s.text)
+                for s in segments
+                if about(fact.subject, s)
+            )
+        else:
+            ok = any(
+                _matches(fact.kind, value, fact.value)
+                for seg, values in zip(segments, per_segment, strict=True)
+                if fact.subject in seg.subjects or len(segments) == 1 or not fact.subject
+                for value in values.get(fact.kind, ())
+            )
+        (result.found if ok else result.missing).append(describe(fact))
+
+    # precision: every value of a checked kind must be a target or allowed for its subject
+    for kind in sorted(kinds & set(_VALUE_KINDS)):
+        kind_facts = [f for f in facts if f.kind == kind]
+        prompt_values = (
+            _values(kind, prompt_text, context) if prompt_text and kind != "verdict" else []
+        )
+        for seg, values in zip(segments, per_segment, strict=True):
+            relevant = [f for f in kind_facts if about(f.subject, seg)] or kind_facts
+            targets = [f.value for f in relevant]
+            allowed = targets + [a for f in relevant for a in f.allowed]
+            for value in values.get(kind, ()):
+                if kind == "verdict":
+                    if _conflicts_with(kind, value, targets):
+                        result.conflicts.append(
+                            f"verdict {value[0] or '?'}:{'yes' if value[1] else 'no'}"
+                        )
+                    continue
+                if not _conflicts_with(kind, value, allowed):
+                    continue
+                if any(_same(kind, value, p) for p in prompt_values):
+                    continue
+                result.conflicts.append(f"{kind} {_show(kind, value)}")
+    addresses = [f for f in facts if f.kind == "address"]
+    if addresses:
+        targets = {_street_line(f.value) for f in addresses}
+        words = _address_words(text)
+        for other in known_addresses:
+            line = _street_line(other)
+            if line not in targets and f" {line} " in words:
+                result.conflicts.append(f"address {other!r}")
+    result.conflicts = list(dict.fromkeys(result.conflicts))
+    return result
+
+
+def _same(kind: str, a, b) -> bool:
+    if kind == "date":
+        return bool(a & b) or any((None, m, d) in b or (None, m, d) in a for _, m, d in a | b)
+    return a == b
+
+
+def _show(kind: str, value) -> str:
+    if kind == "date":
+        return "/".join(sorted(f"{m:02d}-{d:02d}" for _, m, d in value))
+    if kind == "duration":
+        low, high = value
+        return f"{low} days" if low == high else f"{low}-{high} days"
+    if kind == "payment":
+        return f"{value[0] or 'card'} ending {value[1]}"
+    return str(value)
+
+
+def spellings(fact: AnswerFact) -> list[str]:
+    """Common literal spellings of a fact's value ("June 16", "$4.99", "30 days"…), for
+    scanning texts that must not give the answer away; [] for statuses, verdicts and terms."""
+    value = fact.value
+    if fact.kind == "text":
+        return list(fact.alternatives or [value])
+    if fact.kind == "date":
+        day = dt.date.fromisoformat(value)
+        month, abbr = day.strftime("%B"), day.strftime("%b")
+        return [value, f"{month} {day.day}", f"{day.day} {month}", f"{abbr} {day.day}",
+                f"{day.month}/{day.day}"]  # fmt: skip
+    if fact.kind == "money":
+        amount = float(value)
+        return [f"${amount:.0f}" if amount == round(amount) else f"${amount:.2f}"]
+    if fact.kind == "percent":
+        return [f"{value}%", f"{value} percent"]
+    if fact.kind == "duration":
+        return [f"{value} days", f"{value}-day"]
+    if fact.kind in ("payment", "address"):
+        return [value]
+    return []
