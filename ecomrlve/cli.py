@@ -16,6 +16,7 @@ from ecomrlve.cli_common import console, fail, frame_table, progress_bar, user_e
 from ecomrlve.env import cli as env_cli
 from ecomrlve.flows import cli as flows_cli
 from ecomrlve.generators import cli as generators_cli
+from ecomrlve.integrations import cli as integrations_cli
 from ecomrlve.read_sql import check_read_query
 from ecomrlve.train import cli as train_cli
 
@@ -116,6 +117,7 @@ def sql(
 env_cli.register(app)
 flows_cli.register(app)
 generators_cli.register(app)
+integrations_cli.register(app)
 train_cli.register(app)
 
 

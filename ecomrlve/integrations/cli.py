@@ -1,0 +1,74 @@
+"""`ecomrlve env-server` (registered by `register(app)`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from ecomrlve.cli_common import console, fail, user_errors
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("env-server")
+    def env_server(
+        data: Path = typer.Option(Path("data"), "--data", help="data directory"),
+        host: str = typer.Option("127.0.0.1", "--host", help="interface to bind"),
+        port: int = typer.Option(8000, "--port", help="TCP port"),
+        where: str | None = typer.Option(
+            None, "--where", help="SQL predicate over the tasks view: the tasks served"
+        ),
+        config: Path | None = typer.Option(None, "--config", help="YAML config (its env block)"),
+        token_file: Path | None = typer.Option(
+            None, "--token-file", help="file holding the bearer token (else $ECOMRLVE_ENV_TOKEN)"
+        ),
+        max_sessions: int = typer.Option(128, "--max-sessions", help="sessions at once"),
+        max_steps: int = typer.Option(32, "--max-steps", help="assistant turns per episode"),
+        max_episode_s: float = typer.Option(
+            600.0, "--max-episode-seconds", help="wall time per episode"
+        ),
+        idle_s: float = typer.Option(
+            300.0, "--idle-seconds", help="evict a session idle this long"
+        ),
+        max_body_kb: int = typer.Option(
+            256, "--max-body-kb", help="largest HTTP body / WebSocket message"
+        ),
+    ) -> None:
+        """Serve the env over HTTP/WebSocket (OpenEnv protocol): bearer token, step/time limits.
+
+        One WebSocket session (/ws) per episode: reset (task_id or seed), step (one assistant
+        turn), state. Client: `ecomrlve.integrations.env_server.EcomEnvClient`.
+        """
+        try:
+            from ecomrlve.integrations import env_server as server
+        except ImportError as err:
+            fail(f"the env server needs openenv-core: pip install 'ecomrlve[server]' ({err})")
+        from ecomrlve.config import load_config
+
+        if token_file is not None:
+            with user_errors(OSError):
+                token = token_file.read_text().strip()
+        else:
+            token = os.environ.get(server.TOKEN_ENV, "").strip()
+        if not token:
+            fail(f"no bearer token: set {server.TOKEN_ENV} or pass --token-file")
+        if not 0 < port < 65536:
+            fail(f"--port must be 1-65535, got {port}")
+        with user_errors():
+            limits = server.ServerLimits(
+                max_sessions=max_sessions,
+                max_steps=max_steps,
+                max_episode_s=max_episode_s,
+                idle_s=idle_s,
+                max_body_bytes=max_body_kb * 1024,
+            )
+            env_config = load_config(config).env if config is not None else None
+            world = server.load_world(data, limits, where=where, env_config=env_config)
+        console.print(
+            f"serving {len(world.tasks.ids):,} tasks on http://{host}:{port} "
+            f"(WebSocket /ws; {limits.max_sessions} sessions, {limits.max_steps} turns and "
+            f"{limits.max_episode_s:g} s per episode)",
+            highlight=False,
+        )
+        server.serve(world, token, host, port)

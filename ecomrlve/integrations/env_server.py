@@ -1,0 +1,482 @@
+"""`ecomrlve env-server`: the env over HTTP and WebSocket (OpenEnv), with a token and limits.
+
+OpenEnv's protocol: one WebSocket connection to `/ws` is one session with its own `EcomEnv`.
+A session sends `reset` (an episode of a task: by `task_id`, or the `seed`-th task of the
+server's selection), then `step`s (one assistant turn each: raw Qwen3 text or an OpenAI-style
+message, as in the trajectory format), and may ask for `state`. The last step's observation
+carries `done=True`, the reward and the verifier's verdict.
+
+    client = EcomEnvClient("http://127.0.0.1:8000", token=token).sync()
+    with client:
+        opening = client.reset(task_id="cart-0003-00001")      # messages [system, user] + tools
+        result = client.step(EcomAction(turn='<tool_call>\\n{"name": "view_cart", ...'))
+        result.observation.messages                            # tool results (and user turns)
+
+What the server adds to OpenEnv: every request (HTTP and WebSocket) needs
+`Authorization: Bearer TOKEN` (`/health` excepted); a session plays at most `max_steps` turns
+and `max_episode_s` seconds per episode, after which the episode ends as truncated with its
+verdict; at most `max_sessions` sessions at once, and a session idle `idle_s` seconds is
+evicted; HTTP bodies and WebSocket messages over `max_body_bytes` are refused. OpenEnv's HTTP
+`/reset` is stateless (it shows an episode's opening); HTTP `/step` answers 400 with a pointer
+to `/ws`, where multi-turn episodes run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from openenv.core.client_types import StepResult
+from openenv.core.env_client import EnvClient
+from openenv.core.env_server import (
+    Action,
+    ConcurrencyConfig,
+    Environment,
+    HTTPEnvServer,
+    Observation,
+    State,
+)
+from pydantic import Field
+
+from ecomrlve import store
+from ecomrlve.config import EnvConfig
+from ecomrlve.env.catalog import Catalog
+from ecomrlve.env.environment import EcomEnv
+from ecomrlve.tasks import Task
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENV = "ECOMRLVE_ENV_TOKEN"
+UNAUTHENTICATED_PATHS = frozenset({"/health"})
+STATELESS_STEP = (
+    "HTTP /step has no session (a fresh env per request): play episodes over the WebSocket /ws"
+)
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What one server allows; every field must be positive."""
+
+    max_sessions: int = 128
+    max_steps: int = 32
+    max_episode_s: float = 600.0
+    idle_s: float = 300.0
+    max_body_bytes: int = 256 * 1024
+
+    def __post_init__(self) -> None:
+        for name in ("max_sessions", "max_steps", "max_episode_s", "idle_s", "max_body_bytes"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
+
+
+# ---- wire types ---------------------------------------------------------------------------------
+
+
+class EcomAction(Action):
+    """One assistant turn: raw model text, or `{"content", "tool_calls"}` (CONTRACT.md TURN)."""
+
+    turn: str | dict[str, Any] = Field(description="the assistant turn")
+
+
+class EcomObservation(Observation):
+    """What the env answers. On reset: the opening messages and the tool schemas."""
+
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    tools: list[dict[str, Any]] | None = None
+    task_id: str | None = None
+    turn: int = 0
+    verdict: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class EcomState(State):
+    """The session's episode: task, turns played and the world (cart, orders, last page)."""
+
+    task_id: str | None = None
+    world: dict[str, Any] | None = None
+
+
+# ---- tasks and the per-session env --------------------------------------------------------------
+
+
+class TaskPool:
+    """The tasks a server plays (loaded once, shared read-only by every session)."""
+
+    def __init__(self, rows: dict[str, dict[str, Any]]):
+        if not rows:
+            raise ValueError("no tasks to serve: the selection is empty")
+        self.rows = rows
+        self.ids = sorted(rows)
+
+    @classmethod
+    def from_store(cls, data: str | os.PathLike, where: str | None = None) -> TaskPool:
+        from ecomrlve.train.curriculum import read_store_tasks
+
+        frame = read_store_tasks(data, where)
+        return cls({row["task_id"]: row for row in frame.iter_rows(named=True)})
+
+    @classmethod
+    def from_tasks(cls, tasks: list[Task]) -> TaskPool:
+        return cls({t.task_id: t.to_row() for t in tasks})
+
+    def pick(self, task_id: str | None, seed: int | None) -> Task:
+        if task_id is not None:
+            row = self.rows.get(task_id)
+            if row is None:
+                raise ValueError(f"unknown task_id {task_id[:80]!r}")
+        else:
+            row = self.rows[self.ids[(seed or 0) % len(self.ids)]]
+        return Task.from_row(row)
+
+
+@dataclass
+class ServedWorld:
+    """Everything sessions share: the catalog, the tasks, the env config and the limits."""
+
+    catalog: Catalog
+    tasks: TaskPool
+    env_config: EnvConfig
+    limits: ServerLimits
+
+
+class EcomServerEnv(Environment[EcomAction, EcomObservation, EcomState]):
+    """One session's env: an `EcomEnv` per episode, with the server's step and time limits."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, world: ServedWorld):
+        super().__init__()
+        self.world = world
+        self.env: EcomEnv | None = None
+        self.episode_id: str | None = None
+        self.started = 0.0
+        self.steps = 0
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Called when the session ends or is evicted for idling: later messages are refused."""
+        self.closed = True
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ValueError(
+                f"this session was closed (idle over {self.world.limits.idle_s:g} s): "
+                "open a new one"
+            )
+
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        task_id: str | None = None,
+        include_tools: bool = False,
+        **_: Any,
+    ) -> EcomObservation:
+        """Start an episode. `include_tools=False` (default): tools come as schemas in `tools`
+        for the client's chat template, not as text in the system message."""
+        self._check_open()
+        task = self.world.tasks.pick(task_id, seed)
+        with self._lock:
+            self.env = EcomEnv(task, self.world.catalog, self.world.env_config)
+            messages = self.env.reset(include_tools=include_tools)
+            self.episode_id = episode_id
+            self.started = time.monotonic()
+            self.steps = 0
+        return EcomObservation(
+            messages=messages, tools=self.env.tool_schemas(), task_id=task.task_id
+        )
+
+    def step(self, action: EcomAction, timeout_s: float | None = None, **_: Any) -> EcomObservation:
+        self._check_open()
+        with self._lock:
+            env = self.env
+            if env is None:
+                raise ValueError("no episode: send reset first")
+            limits = self.world.limits
+            if env.done:
+                raise ValueError("the episode is over: send reset to start another")
+            elapsed = time.monotonic() - self.started
+            if elapsed > limits.max_episode_s:
+                return self._cut(env, f"time limit: {limits.max_episode_s:g} s per episode")
+            self.steps += 1
+            result = env.step(action.turn)
+            observation = EcomObservation(
+                messages=result.observation, task_id=env.task.task_id, turn=self.steps
+            )
+            if result.done:
+                observation.done = True
+                observation.reward = result.reward
+                observation.verdict = result.info["verdict"].to_json()
+            elif self.steps >= limits.max_steps:
+                cut = self._cut(env, f"step limit: {limits.max_steps} turns per episode")
+                cut.messages = observation.messages
+                return cut
+            return observation
+
+    def _cut(self, env: EcomEnv, reason: str) -> EcomObservation:
+        """End the episode now (truncated) and return its verdict with the reason."""
+        verdict = env.finish()
+        return EcomObservation(
+            done=True,
+            reward=verdict.reward,
+            verdict=verdict.to_json(),
+            task_id=env.task.task_id,
+            turn=self.steps,
+            error=reason,
+        )
+
+    @property
+    def state(self) -> EcomState:
+        with self._lock:
+            if self.env is None:
+                return EcomState(episode_id=self.episode_id, step_count=0)
+            return EcomState(
+                episode_id=self.episode_id,
+                step_count=self.steps,
+                task_id=self.env.task.task_id,
+                world=self.env.state(),
+            )
+
+
+# ---- the app: OpenEnv's routes behind a token and a body limit ---------------------------------
+
+
+class _Guard:
+    """ASGI middleware: bearer token on every HTTP request and WebSocket, bounded HTTP bodies."""
+
+    def __init__(self, app: Any, token: str, max_body_bytes: int):
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        kind = scope["type"]
+        if kind not in ("http", "websocket") or scope.get("path") in UNAUTHENTICATED_PATHS:
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        if not hmac.compare_digest(headers.get(b"authorization", b""), self.expected):
+            if kind == "websocket":  # closing before accept refuses the handshake (HTTP 403)
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            await _json_error(send, 401, "missing or wrong bearer token")
+            return
+        if kind == "websocket":
+            await self.app(scope, receive, send)
+            return
+        declared = headers.get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
+            await _json_error(send, 413, f"request body over {self.max_body_bytes} bytes")
+            return
+        body = bytearray()
+        more = True
+        while more:  # read (bounded) before the app sees it, then replay
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_body_bytes:
+                await _json_error(send, 413, f"request body over {self.max_body_bytes} bytes")
+                return
+        if scope.get("path") == "/step":  # OpenEnv's HTTP /step builds a fresh env per request
+            await _json_error(send, 400, STATELESS_STEP)
+            return
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _json_error(send: Any, status: int, message: str) -> None:
+    payload = json.dumps({"error": message}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+def build_app(world: ServedWorld, token: str) -> Any:
+    """The ASGI app: OpenEnv's `/ws`, `/reset`, `/step`, `/state`, `/schema`, `/health` behind
+    `_Guard`. Raises ValueError on an empty token."""
+    from fastapi import FastAPI
+
+    if not token or not token.strip():
+        raise ValueError(f"a bearer token is required: set {TOKEN_ENV}")
+    limits = world.limits
+    server = HTTPEnvServer(
+        lambda: EcomServerEnv(world),
+        EcomAction,
+        EcomObservation,
+        concurrency_config=ConcurrencyConfig(
+            max_concurrent_envs=limits.max_sessions, session_timeout=limits.idle_s
+        ),
+    )
+    app = FastAPI(title="ecomrlve env server", docs_url=None, redoc_url=None)
+    server.register_routes(app)
+    app.state.env_server = server
+    return _Guard(app, token, limits.max_body_bytes)
+
+
+def load_world(
+    data: str | os.PathLike,
+    limits: ServerLimits,
+    *,
+    where: str | None = None,
+    env_config: EnvConfig | None = None,
+) -> ServedWorld:
+    """The store's catalog and tasks (optionally a `where` selection), loaded once."""
+    paths = store.DataPaths.of(data)
+    return ServedWorld(
+        catalog=Catalog.load(paths.root),
+        tasks=TaskPool.from_store(paths.root, where),
+        env_config=env_config or EnvConfig(),
+        limits=limits,
+    )
+
+
+def serve(world: ServedWorld, token: str, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Run the server until interrupted (uvicorn; WebSocket messages bounded like HTTP bodies)."""
+    import uvicorn
+
+    app = build_app(world, token)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        ws_max_size=world.limits.max_body_bytes,
+        log_level="warning",
+        access_log=False,
+    )
+
+
+# ---- the client ---------------------------------------------------------------------------------
+
+
+class EcomEnvClient(EnvClient[EcomAction, EcomObservation, EcomState]):
+    """OpenEnv client for `ecomrlve env-server` (sends the bearer token on connect)."""
+
+    def __init__(self, base_url: str, token: str, **kwargs: Any):
+        super().__init__(base_url, **kwargs)
+        self._token = token
+
+    async def connect(self) -> EcomEnvClient:
+        from websockets.asyncio.client import connect as ws_connect
+
+        if self._ws is not None:
+            return self
+        try:
+            self._ws = await ws_connect(
+                self._ws_url,
+                open_timeout=self._connect_timeout,
+                max_size=self._max_message_size,
+                additional_headers={"Authorization": f"Bearer {self._token}"},
+                proxy=None,
+            )
+        except Exception as err:
+            raise ConnectionError(f"cannot connect to {self._ws_url}: {err}") from None
+        return self
+
+    async def _send_and_receive(self, message: dict[str, Any]) -> dict[str, Any]:
+        """As OpenEnv's, but a session the server has closed (full, evicted, message too
+        large) raises with the server's last word instead of a bare ConnectionClosed."""
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            return await super()._send_and_receive(message)
+        except ConnectionClosed as closed:
+            last = None
+            with contextlib.suppress(Exception):
+                last = json.loads(await self._ws.recv())
+            if isinstance(last, dict) and last.get("type") == "error":
+                data = last.get("data", {})
+                raise RuntimeError(
+                    f"Server error: {data.get('message')} (code: {data.get('code')})"
+                ) from None
+            raise ConnectionError(f"the server closed the session ({closed})") from None
+
+    async def disconnect(self) -> None:
+        """Say `close` and let the server close first (it closes the socket after `close`;
+        closing ours at the same time makes the server log a disconnect error)."""
+        import asyncio
+
+        if self._ws is None:
+            return
+        ws, self._ws = self._ws, None
+        with contextlib.suppress(Exception):
+            await ws.send(json.dumps({"type": "close"}))
+            await asyncio.wait_for(ws.wait_closed(), timeout=5)
+        with contextlib.suppress(Exception):
+            await ws.close()
+
+    def _step_payload(self, action: EcomAction) -> dict[str, Any]:
+        return action.model_dump(exclude={"metadata"})
+
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult[EcomObservation]:
+        observation = EcomObservation(
+            **payload.get("observation", {}),
+            done=payload.get("done", False),
+            reward=payload.get("reward"),
+        )
+        return StepResult(observation, payload.get("reward"), payload.get("done", False))
+
+    def _parse_state(self, payload: dict[str, Any]) -> EcomState:
+        return EcomState(**payload)
+
+
+# ---- in-process server (tests, the loopback benchmark) -----------------------------------------
+
+
+@contextlib.contextmanager
+def serve_in_thread(world: ServedWorld, token: str) -> Iterator[str]:
+    """Run the server on 127.0.0.1 at a free port in a background thread; yield its base URL.
+
+    Stops the server (and waits for the thread) on exit.
+    """
+    import uvicorn
+
+    config = uvicorn.Config(
+        build_app(world, token),
+        host="127.0.0.1",
+        port=0,
+        ws_max_size=world.limits.max_body_bytes,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="ecomrlve-env-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the env server did not start")
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

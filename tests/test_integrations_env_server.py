@@ -1,0 +1,176 @@
+"""`ecomrlve env-server` over loopback: reference episodes, auth, limits, caps, eviction."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import env_fixtures as fx
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from ecomrlve.cli import app
+from ecomrlve.config import EnvConfig
+from ecomrlve.env.environment import EcomEnv
+from ecomrlve.integrations.env_server import (
+    EcomAction,
+    EcomEnvClient,
+    ServedWorld,
+    ServerLimits,
+    TaskPool,
+    serve_in_thread,
+)
+
+TOKEN = "test-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return fx.small_catalog()
+
+
+@pytest.fixture(scope="module")
+def tasks(catalog):
+    return fx.all_tasks(catalog)
+
+
+def _world(catalog, tasks, **limits) -> ServedWorld:
+    return ServedWorld(catalog, TaskPool.from_tasks(tasks), EnvConfig(), ServerLimits(**limits))
+
+
+@pytest.fixture(scope="module")
+def url(catalog, tasks):
+    with serve_in_thread(_world(catalog, tasks, max_sessions=8), TOKEN) as base:
+        yield base
+
+
+def _client(url: str, token: str = TOKEN):
+    return EcomEnvClient(url, token=token, message_timeout_s=60).sync()
+
+
+def test_reference_episodes_over_the_websocket_match_the_local_env(url, catalog, tasks) -> None:
+    with _client(url) as client:
+        for task in tasks:
+            opening = client.reset(task_id=task.task_id).observation
+            assert opening.task_id == task.task_id and not opening.done
+            assert [m["role"] for m in opening.messages] == ["system", "user"]
+            assert "<tools>" not in opening.messages[0]["content"]  # tools come as schemas
+            assert {t["function"]["name"] for t in opening.tools} >= {"search", "checkout"}
+            for turn in fx.reference(task):
+                result = client.step(EcomAction(turn=turn))
+            assert result.done
+            local = EcomEnv(task, catalog)
+            local.reset()
+            for turn in fx.reference(task):
+                expected = local.step(turn)
+            assert result.observation.verdict == expected.info["verdict"].to_json()
+            assert result.reward == expected.reward and result.observation.verdict["success"]
+            state = client.state()
+            assert state.task_id == task.task_id and state.world["done"] is True
+
+
+def test_seed_picks_a_task_and_bad_requests_get_clear_errors(url, tasks) -> None:
+    with _client(url) as client:
+        with pytest.raises(RuntimeError, match="no episode: send reset first"):
+            client.step(EcomAction(turn="hello"))
+        picked = client.reset(seed=1).observation.task_id
+        assert picked == sorted(t.task_id for t in tasks)[1]
+        with pytest.raises(RuntimeError, match="unknown task_id"):
+            client.reset(task_id="nope")
+        client.step(EcomAction(turn="Done."))  # no tool call: the final answer
+        with pytest.raises(RuntimeError, match="episode is over"):
+            client.step(EcomAction(turn="again"))
+
+
+def test_the_bearer_token_is_required(url) -> None:
+    assert httpx.get(f"{url}/health").status_code == 200  # liveness needs no token
+    assert httpx.get(f"{url}/schema").status_code == 401
+    wrong = httpx.get(f"{url}/schema", headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 401 and wrong.json() == {"error": "missing or wrong bearer token"}
+    assert httpx.get(f"{url}/schema", headers=AUTH).status_code == 200
+    with pytest.raises(ConnectionError, match="403"), _client(url, token="nope") as client:
+        client.reset()
+
+
+def test_request_bodies_are_bounded(catalog, tasks) -> None:
+    with serve_in_thread(_world(catalog, tasks, max_body_bytes=4096), TOKEN) as base:
+        opening = httpx.post(f"{base}/reset", json={"seed": 0}, headers=AUTH)
+        assert opening.status_code == 200 and opening.json()["observation"]["task_id"]
+        stateless = httpx.post(f"{base}/step", json={"action": {"turn": "hi"}}, headers=AUTH)
+        assert stateless.status_code == 400 and "/ws" in stateless.json()["error"]
+        big = {"seed": 0, "episode_id": "x" * 5000}
+        response = httpx.post(f"{base}/reset", json=big, headers=AUTH)
+        assert response.status_code == 413 and "4096 bytes" in response.json()["error"]
+        with _client(base) as client:
+            client.reset()
+            with pytest.raises(Exception):  # noqa: B017 - the server closes the socket (1009)
+                client.step(EcomAction(turn="x" * 5000))
+
+
+def test_step_and_time_limits_end_the_episode_with_its_verdict(catalog, tasks) -> None:
+    task = tasks[0]
+    turns = fx.reference(task)
+    assert len(turns) > 2
+    with serve_in_thread(_world(catalog, tasks, max_steps=2), TOKEN) as base, _client(base) as c:
+        c.reset(task_id=task.task_id)
+        first = c.step(EcomAction(turn=turns[0]))
+        assert not first.done
+        second = c.step(EcomAction(turn=turns[1]))
+        assert second.done and second.observation.error.startswith("step limit: 2 turns")
+        assert second.observation.verdict["success"] is False
+        assert second.observation.messages  # the turn's own tool results still come back
+        with pytest.raises(RuntimeError, match="episode is over"):
+            c.step(EcomAction(turn=turns[2]))
+    limits = {"max_episode_s": 0.05}
+    with serve_in_thread(_world(catalog, tasks, **limits), TOKEN) as base, _client(base) as c:
+        c.reset(task_id=task.task_id)
+        time.sleep(0.1)
+        late = c.step(EcomAction(turn=turns[0]))
+        assert late.done and late.observation.error.startswith("time limit")
+        assert late.observation.verdict["steps"] == 0  # the late turn was not played
+
+
+def test_session_cap_and_idle_eviction(catalog, tasks) -> None:
+    world = _world(catalog, tasks, max_sessions=2, idle_s=0.5)
+    with serve_in_thread(world, TOKEN) as base:
+        first, second, third = _client(base), _client(base), _client(base)
+        first.connect()
+        second.connect()
+        first.reset()
+        second.reset()
+        with pytest.raises(RuntimeError, match="CAPACITY_REACHED"):
+            third.reset()
+        third.disconnect()
+        # both sessions idle: the server evicts them, and a new session gets a slot
+        deadline = time.monotonic() + 30
+        while True:
+            fresh = _client(base)
+            try:
+                fresh.connect()
+                assert fresh.reset().observation.task_id
+                break
+            except RuntimeError as err:
+                assert "CAPACITY_REACHED" in str(err) and time.monotonic() < deadline
+                time.sleep(0.5)
+            finally:
+                fresh.disconnect()
+        with pytest.raises(RuntimeError, match="session was closed"):
+            first.reset()  # an evicted session is refused, with the reason
+        first.disconnect()
+        second.disconnect()
+
+
+def test_cli_refuses_bad_input_with_one_line(tmp_path, monkeypatch) -> None:
+    runner = CliRunner()
+    monkeypatch.delenv("ECOMRLVE_ENV_TOKEN", raising=False)
+    result = runner.invoke(app, ["env-server", "--data", str(tmp_path)])
+    assert result.exit_code == 2 and "no bearer token" in result.stderr
+    monkeypatch.setenv("ECOMRLVE_ENV_TOKEN", "t")
+    result = runner.invoke(app, ["env-server", "--data", str(tmp_path), "--max-steps", "0"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: max_steps must be positive, got 0"
+    result = runner.invoke(app, ["env-server", "--data", str(tmp_path / "none")])
+    assert result.exit_code == 2 and "no catalog" in result.stderr
+    assert json.loads(json.dumps({"ok": True}))
