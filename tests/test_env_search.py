@@ -279,3 +279,34 @@ def test_rebuilding_the_catalog_replaces_the_old_index(tmp_path):
     assert first.catalog_hash != second.catalog_hash
     folders = sorted(p.name for p in (tmp_path / "catalog").glob("search-*"))
     assert folders == [f"search-{second.catalog_hash}"]
+
+
+# ---- policy search: BM25 over section titles and texts (issue 13) -------------------------------
+@pytest.mark.parametrize(
+    ("question", "topic", "membership"),
+    [
+        ("How long do refunds take?", "refunds", "any"),
+        ("When will I get my money back?", "refunds", "any"),
+        ("shipping cost for plus members", "shipping", "plus"),
+        ("Do plus members pay for express shipping?", "shipping", "plus"),
+        ("How much is shipping?", "shipping", "standard"),
+        ("Can I cancel my order after it shipped?", "cancellation", "any"),
+        ("What do Plus members get?", "membership", "plus"),
+        ("Can I return boots as a standard member?", "returns", "standard"),
+        ("exchange jeans for another size", "exchanges", "any"),
+    ],
+)
+def test_policy_search_ranks_the_asked_policy_first(catalog, question, topic, membership):
+    from ecomrlve.env.tools import policy_search
+
+    top = policy_search(catalog, question)[0]
+    row = catalog.policies.frame.filter(policy_id=top["policy_id"]).row(0, named=True)
+    assert (row["topic"], row["membership"]) == (topic, membership), top["title"]
+
+
+def test_policy_search_ignores_stop_words_and_is_deterministic(catalog):
+    from ecomrlve.env.tools import policy_search
+
+    assert policy_search(catalog, "how do I, what is the, can you tell me") == []
+    assert policy_search(catalog, "return window") == policy_search(catalog, "window RETURN?")
+    assert len(policy_search(catalog, "return window")) == 3

@@ -48,6 +48,11 @@ class Eligibility:
     window_days: int
 
 
+def _are(category: str) -> str:
+    """The verb for a category name: "t-shirts are", but "coffee is" (a mass noun)."""
+    return "are" if category.endswith("s") else "is"
+
+
 def build_policies() -> pl.DataFrame:
     """The policy table; deterministic (policies do not depend on the catalog seed)."""
     rows: list[dict] = []
@@ -62,11 +67,13 @@ def build_policies() -> pl.DataFrame:
         window: int | None = None,
         fee: float = 0.0,
         department: str = "",
+        title: str = "",
     ) -> None:
         rows.append(
             {
                 "policy_id": f"POL-{len(rows) + 1:03d}",
                 "topic": topic,
+                "title": title,
                 "department": department,
                 "category": category,
                 "membership": membership,
@@ -84,11 +91,14 @@ def build_policies() -> pl.DataFrame:
                 "returns",
                 cat.name,
                 "any",
-                f"{cat.name.capitalize()} are final sale and cannot be returned or exchanged, "
+                f"{cat.name.capitalize()} {_are(cat.name)} final sale and cannot be returned or "
+                "exchanged, "
                 "for any membership.",
                 returnable=False,
                 window=0,
                 department=cat.department,
+                title=f"Can I return {cat.name}? {cat.name.capitalize()} {_are(cat.name)} "
+                "final sale: no returns, refunds or exchanges",
             )
             continue
         for membership, window in (("standard", base), ("plus", base + extra)):
@@ -102,6 +112,8 @@ def build_policies() -> pl.DataFrame:
                 window=window,
                 fee=fee,
                 department=cat.department,
+                title=f"Returning {cat.name} ({membership} members): how many days I have to "
+                f"send {cat.name} back, refund" + (" and restocking fee" if fee else ""),
             )
         add(
             "exchanges",
@@ -110,6 +122,7 @@ def build_policies() -> pl.DataFrame:
             f"{cat.name.capitalize()} can be exchanged for another size or colour of the same "
             "product while the return window is open.",
             department=cat.department,
+            title=f"Exchanging {cat.name}: swap for a different size or colour",
         )
     add(
         "cancellation",
@@ -117,6 +130,7 @@ def build_policies() -> pl.DataFrame:
         "any",
         "Orders can be cancelled while they are pending or processing. Once an order has "
         "shipped it can no longer be cancelled: wait for delivery and start a return instead.",
+        title="Cancelling an order: can I cancel my order, and what if it has already shipped",
     )
     add(
         "shipping",
@@ -125,6 +139,8 @@ def build_policies() -> pl.DataFrame:
         f"Standard shipping costs ${SHIPPING_FEE:.2f}; orders of ${FREE_SHIPPING_THRESHOLD:.0f} "
         f"or more ship free. Express shipping costs ${EXPRESS_FEE:.2f}.",
         fee=SHIPPING_FEE,
+        title="Shipping fees for standard members: how much delivery is, the free shipping "
+        "threshold and express delivery",
     )
     add(
         "shipping",
@@ -133,12 +149,16 @@ def build_policies() -> pl.DataFrame:
         "Plus members get free standard shipping on every order and free express shipping on "
         f"orders of ${FREE_SHIPPING_THRESHOLD:.0f} or more.",
         fee=0.0,
+        title="Shipping costs for Plus members: free delivery and free express shipping for "
+        "Plus members",
     )
     add(
         "membership",
         "",
         "plus",
         "Plus membership extends return windows, adds free shipping and costs $49 a year.",
+        title="Plus membership: what Plus members get, the benefits for Plus members and what "
+        "the membership costs per year",
     )
     add(
         "refunds",
@@ -146,12 +166,14 @@ def build_policies() -> pl.DataFrame:
         "any",
         "Refunds go back to the original payment method within 5 to 7 business days after the "
         "returned item is received.",
+        title="Refunds: how long refunds take and when I get my money back",
     )
     return pl.DataFrame(
         rows,
         schema={
             "policy_id": pl.String,
             "topic": pl.String,
+            "title": pl.String,  # the section title, phrased the way customers ask
             "department": pl.String,
             "category": pl.String,
             "membership": pl.String,

@@ -261,3 +261,68 @@ class SearchIndex:
     ) -> tuple[int, ...]:
         result = self.searcher.search(self.build_query(tokens, filters), top_k, count=False)
         return tuple(address.doc for _score, address in result.hits)
+
+
+# ---- policy documents: BM25 over section titles and texts ------------------------------------
+POLICY_TOKENIZER = "policy"
+# Question words a customer wraps around the topic ("how long do refunds take?"), on top of
+# tantivy's English stop words: they would otherwise match every document a little.
+POLICY_STOP_WORDS: tuple[str, ...] = (
+    "how", "what", "when", "where", "which", "who", "why", "do", "does", "did", "can", "could",
+    "would", "should", "i", "me", "my", "mine", "you", "your", "we", "our", "us", "am", "get",
+    "got", "have", "has", "had", "any", "some", "about", "please", "tell", "know", "want",
+    "need", "there", "here", "s", "t", "d", "ll", "m", "re", "ve", "still", "much", "many",
+    "policy", "policies", "rule", "rules", "store", "shop", "hi", "hello", "thanks",
+)  # fmt: skip
+POLICY_ANALYZER = (
+    tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+    .filter(tantivy.Filter.remove_long(40))
+    .filter(tantivy.Filter.lowercase())
+    .filter(tantivy.Filter.stopword("english"))
+    .filter(tantivy.Filter.custom_stopword(list(POLICY_STOP_WORDS)))
+    .filter(tantivy.Filter.stemmer("english"))
+    .build()
+)
+POLICY_TITLE_BOOST = 2.0
+
+
+def policy_tokens(text: str) -> tuple[str, ...]:
+    """The distinct policy-index terms of `text`, in order (stop words dropped, stemmed)."""
+    return tuple(dict.fromkeys(POLICY_ANALYZER.analyze(valid_utf8(text)))) if text else ()
+
+
+class PolicyIndex:
+    """BM25 (tantivy) over the policy rows: each row's section `title` (boosted) and `text`.
+
+    Built in RAM (a few dozen documents, milliseconds), one writer thread and rows added in
+    policy_id order, so one segment and ties broken by policy_id. `search` answers row
+    positions of the frame it was built from.
+    """
+
+    def __init__(self, rows: list[dict[str, Any]]):
+        builder = tantivy.SchemaBuilder()
+        builder.add_text_field("title", tokenizer_name=POLICY_TOKENIZER, index_option="freq")
+        builder.add_text_field("text", tokenizer_name=POLICY_TOKENIZER, index_option="freq")
+        self.schema = builder.build()
+        index = tantivy.Index(self.schema)
+        index.register_tokenizer(POLICY_TOKENIZER, POLICY_ANALYZER)
+        writer = index.writer(heap_size=15_000_000, num_threads=1)
+        for row in rows:
+            writer.add_json(json.dumps({"title": row.get("title") or "", "text": row["text"]}))
+        writer.commit()
+        writer.wait_merging_threads()
+        index.reload()
+        self.searcher = index.searcher()
+
+    def search(self, tokens: tuple[str, ...], limit: int) -> list[int]:
+        """Row positions ranked by BM25 of `tokens` (analysed terms), best first."""
+        if not tokens or limit <= 0:
+            return []
+        q, occur = tantivy.Query, tantivy.Occur
+        clauses = []
+        for tok in tokens:
+            title = q.boost_query(q.term_query(self.schema, "title", tok), POLICY_TITLE_BOOST)
+            clauses.append((occur.Should, title))
+            clauses.append((occur.Should, q.term_query(self.schema, "text", tok)))
+        result = self.searcher.search(q.boolean_query(clauses), limit, count=False)
+        return [address.doc for _score, address in result.hits]

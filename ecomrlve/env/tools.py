@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ecomrlve.env.catalog import MAX_TOP_K, Catalog, FilterError, brief, normalise_filters
-from ecomrlve.env.search import analyzer_tokens
+from ecomrlve.env.search import PolicyIndex, policy_tokens
 from ecomrlve.env.state import WorldState
 
 MAX_RECOMMEND = 10
@@ -620,37 +620,35 @@ class ShopTools:
 # policy search
 # --------------------------------------------------------------------------------------------
 
-_POLICY_TOKENS: dict[int, list[tuple[str, str, str, frozenset[str]]]] = {}
-_POLICY_RANKINGS: dict[tuple[int, frozenset[str], int], tuple[tuple[str, str, str], ...]] = {}
+_POLICY_INDEXES: dict[int, tuple[PolicyIndex, list[tuple[str, str, str, str]]]] = {}
+_POLICY_RANKINGS: dict[tuple[int, frozenset[str], int], tuple[tuple[str, str, str, str], ...]] = {}
 POLICY_MEMO_SIZE = 8192
 
 
 def policy_search(catalog: Catalog, query: str, limit: int = POLICY_RESULTS) -> list[dict]:
-    """Policies ranked by how many query words they share (ties by policy_id)."""
+    """Policies ranked by BM25 over their section titles and texts (`search.PolicyIndex`:
+    tantivy, English stop words plus question words, stemming); ties by policy_id."""
     key = id(catalog.policies)
-    docs = _POLICY_TOKENS.get(key)
-    if docs is None:
-        docs = []
-        for row in catalog.policies.frame.sort("policy_id").iter_rows(named=True):
-            words = f"{row['topic']} {row['category']} {row['membership']} {row['text']}"
-            docs.append(
-                (row["policy_id"], row["topic"], row["text"], frozenset(analyzer_tokens(words)))
-            )
-        _POLICY_TOKENS[key] = docs
-    wanted = frozenset(analyzer_tokens(query))
+    built = _POLICY_INDEXES.get(key)
+    if built is None:
+        rows = catalog.policies.frame.sort("policy_id").to_dicts()
+        docs = [(r["policy_id"], r["topic"], r.get("title") or "", r["text"]) for r in rows]
+        built = _POLICY_INDEXES[key] = (PolicyIndex(rows), docs)
+    index, docs = built
+    wanted = frozenset(policy_tokens(query))
     # the ranking depends only on the query's word set: generators and replays ask the same
     # few hundred questions over and over (fresh dicts each time: callers may mutate them)
     memo_key = (key, wanted, limit)
     ranked = _POLICY_RANKINGS.get(memo_key)
     if ranked is None:
-        scored = [(len(wanted & tokens), pid, topic, text) for pid, topic, text, tokens in docs]
-        scored = [s for s in scored if s[0] > 0]
-        scored.sort(key=lambda s: (-s[0], s[1]))
-        ranked = tuple((pid, topic, text) for _, pid, topic, text in scored[:limit])
+        ranked = tuple(docs[i] for i in index.search(tuple(sorted(wanted)), limit))
         if len(_POLICY_RANKINGS) >= POLICY_MEMO_SIZE:
             _POLICY_RANKINGS.clear()
         _POLICY_RANKINGS[memo_key] = ranked
-    return [{"policy_id": pid, "topic": topic, "text": text} for pid, topic, text in ranked]
+    return [
+        {"policy_id": pid, "topic": topic, "title": title, "text": text}
+        for pid, topic, title, text in ranked
+    ]
 
 
 # --------------------------------------------------------------------------------------------
