@@ -26,6 +26,7 @@ import orjson
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.parser import FormatError, ParsedCall, parse_turn
+from ecomrlve.env.progress import Progress
 from ecomrlve.env.state import WorldState, normalised_initial_state
 from ecomrlve.env.tools import (
     ID_ARGUMENTS,
@@ -78,6 +79,7 @@ class CallRecord:
     repeat: bool
     unseen_ids: tuple[str, ...]
     irrelevant_ids: tuple[str, ...]
+    milestones: int = 0  # goal milestones this call reached first (`ecomrlve.env.progress`)
 
     @property
     def wasted(self) -> bool:
@@ -85,7 +87,7 @@ class CallRecord:
 
     @property
     def progress(self) -> bool:
-        return not self.wasted and not self.unseen_ids
+        return self.milestones > 0
 
 
 @dataclass
@@ -268,6 +270,7 @@ class EcomEnv:
             seen_ids=self.seen_ids,
         )
         self._done_keys: dict[tuple[str, str], int] = {}
+        self.progress = Progress(self.task, self.catalog)
         self.done = False
         self.verdict = None
         self.messages = [
@@ -373,6 +376,9 @@ class EcomEnv:
             unseen = irrelevant = ()
         ok, result = self.tools.call(call.name, call.arguments)
         self._done_keys[key] = version
+        milestones = 0
+        if ok and not repeat and not unseen:
+            milestones = self.progress.credit(call.name, call.arguments, result, record.state)
         record.calls.append(
             CallRecord(
                 turn=turn,
@@ -383,6 +389,7 @@ class EcomEnv:
                 repeat=repeat,
                 unseen_ids=unseen,
                 irrelevant_ids=irrelevant,
+                milestones=milestones,
             )
         )
         return _tool_message(call.name, result, call.call_id)
