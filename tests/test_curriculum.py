@@ -223,16 +223,27 @@ def test_verl_rows_load_with_datasets(data_dir) -> None:
     files = sorted(str(p) for p in (result.path / cur.VERL_DIR).glob("shard-*.parquet"))
     assert len(files) == 3
     ds = datasets.load_dataset("parquet", data_files=files, split="train")
-    assert ds.num_rows == 120
+    val = datasets.load_dataset(
+        "parquet", data_files=str(result.path / cur.VERL_VAL_FILE), split="train"
+    )
+    assert (ds.num_rows, val.num_rows) == (114, 6)  # 1 in 20 held out for verl's validation
+    assert not set(ds["extra_info"][i]["task_id"] for i in range(ds.num_rows)) & set(
+        r["task_id"] for r in val["extra_info"]
+    )
+    indices = [r["index"] for r in ds["extra_info"]] + [r["index"] for r in val["extra_info"]]
+    assert sorted(indices) == list(range(120))  # extra_info.index: the row, unique
     assert set(ds.column_names) == {
         "data_source",
+        "agent_name",
         "prompt",
         "ability",
         "reward_model",
         "extra_info",
     }
     first = ds[0]
+    assert first["agent_name"] == cur.AGENT_NAME
     assert [m["role"] for m in first["prompt"]] == ["system", "user"]
+    assert "<tools>" not in first["prompt"][0]["content"]  # tools travel as schemas
     assert first["data_source"] == cur.DATA_SOURCE and first["reward_model"]["style"] == "rule"
     goal = Goal.model_validate_json(first["reward_model"]["ground_truth"])
     assert goal.recommend is not None

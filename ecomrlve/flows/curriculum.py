@@ -42,8 +42,15 @@ log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 VERL_DIR = "verl"
+# verl's validation rows: a folder of their own, since a `validation.parquet` beside the shards
+# makes `datasets.load_dataset(".../verl")` see only the validation split
+VERL_VAL_DIR = "verl_val"
+VERL_VAL_FILE = f"{VERL_VAL_DIR}/validation.parquet"
+VERL_VAL_MAX = 256  # validation tasks: 1 in 20 of the curriculum, 1 to this many
 DATA_SOURCE = "ecomrlve"
 ABILITY = "ecommerce_tool_use"
+# the name `ecomrlve.integrations.verl` registers its AgentLoop under (rows carry it)
+AGENT_NAME = "ecomrlve_agent"
 MANIFEST_FORMAT = 1
 
 # Columns of a trainer shard, in order (axis columns follow `reference`).
@@ -172,16 +179,48 @@ def with_prompts(df: pl.DataFrame) -> tuple[pl.DataFrame, list[dict[str, Any]]]:
     return out, tools
 
 
-def verl_rows(shard: pl.DataFrame, split: str = "train") -> pl.DataFrame:
-    """The rows verl's and TRL's Parquet loaders read.
+def with_verl_columns(df: pl.DataFrame) -> pl.DataFrame:
+    """Add what verl rows need beyond the shard: `row_index` (position in the curriculum, unique
+    per row) and `verl_prompt` (the opening chat without tool text: verl passes the tool
+    schemas to the chat template itself, so baked-in tools would render twice)."""
+    prompts = [
+        _chat_messages(initial_messages_without_tools(Task.from_row(row)))
+        for row in df.iter_rows(named=True)
+    ]
+    message_type = pl.List(pl.Struct({"role": pl.String, "content": pl.String}))
+    return df.with_columns(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("row_index"),
+        pl.Series("verl_prompt", prompts, dtype=message_type),
+    )
 
-    `prompt` is a list of chat messages, `reward_model.ground_truth` the hidden goal (JSON),
-    `extra_info` everything a reward function needs to rebuild the episode (task fields,
-    initial state, reference calls, tool schemas).
+
+def initial_messages_without_tools(task: Task) -> list[dict[str, Any]]:
+    from ecomrlve.env import initial_messages
+
+    return initial_messages(task, include_tools=False)
+
+
+def verl_validation_ids(df: pl.DataFrame) -> set[str]:
+    """The tasks held out as verl's validation split (a seeded hash, round-robin by scenario)."""
+    from ecomrlve.train.curriculum import split_heldout
+
+    n_val = max(1, min(VERL_VAL_MAX, df.height // 20)) if df.height >= 2 else 0
+    _, heldout = split_heldout(df, n_val, seed=0)
+    return set(heldout["task_id"].to_list())
+
+
+def verl_rows(shard: pl.DataFrame, split: str = "train") -> pl.DataFrame:
+    """The rows verl's RLHFDataset and TRL's Parquet loaders read (input: `with_verl_columns`).
+
+    `prompt` is the opening chat (tools not in the text), `agent_name` the AgentLoop that
+    plays it, `reward_model.ground_truth` the hidden goal (JSON), `extra_info` everything the
+    loop and `compute_score` need to rebuild the episode: `index` (the row's position in the
+    curriculum, unique), the task fields, initial state, reference calls and tool schemas.
     """
     extra = pl.struct(
         pl.lit(split).alias("split"),
-        pl.col("index").alias("index"),
+        pl.col("row_index").alias("index"),
+        pl.col("index").alias("task_index"),
         pl.col("task_id"),
         pl.col("scenario"),
         pl.col("difficulty"),
@@ -195,12 +234,25 @@ def verl_rows(shard: pl.DataFrame, split: str = "train") -> pl.DataFrame:
     )
     return shard.select(
         pl.lit(DATA_SOURCE).alias("data_source"),
-        pl.col("messages").alias("prompt"),
+        pl.lit(AGENT_NAME).alias("agent_name"),
+        pl.col("verl_prompt").alias("prompt"),
         pl.lit(ABILITY).alias("ability"),
         pl.struct(pl.lit("rule").alias("style"), pl.col("goal").alias("ground_truth")).alias(
             "reward_model"
         ),
         extra.alias("extra_info"),
+    )
+
+
+def task_from_verl_row(extra_info: dict[str, Any], reward_model: dict[str, Any]) -> Task:
+    """The `Task` a verl row describes (the inverse of `verl_rows`)."""
+    return Task.from_row(
+        {
+            **extra_info,
+            "index": extra_info.get("task_index", 0),
+            "prompt": extra_info["user_prompt"],
+            "goal": reward_model["ground_truth"],
+        }
     )
 
 
@@ -301,13 +353,18 @@ def build_curriculum(
     final = paths.curricula / name
     build = final.with_name(f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     (build / VERL_DIR).mkdir(parents=True)
+    (build / VERL_VAL_DIR).mkdir()
+    verl_df = with_verl_columns(df)
+    val_ids = pl.Series(sorted(verl_validation_ids(df)), dtype=pl.String)
+    is_val = pl.col("task_id").is_in(val_ids.implode())
     shards: list[dict[str, Any]] = []
     try:
         n_shards = (df.height + shard_size - 1) // shard_size
         for i in range(n_shards):
             shard = df.slice(i * shard_size, shard_size)
             shard.write_parquet(build / shard_name(i), compression="zstd", statistics=True)
-            verl_rows(shard).write_parquet(build / VERL_DIR / shard_name(i), compression="zstd")
+            verl_part = verl_df.slice(i * shard_size, shard_size).filter(~is_val)
+            verl_rows(verl_part).write_parquet(build / VERL_DIR / shard_name(i), compression="zstd")
             shards.append(
                 {
                     "file": shard_name(i),
@@ -337,10 +394,20 @@ def build_curriculum(
             "step_bands": _totals(df, "step_band"),
             "counts": _counts(df),
             "columns": df.columns,
-            "verl": {"dir": VERL_DIR, "data_source": DATA_SOURCE, "ability": ABILITY},
+            "verl": {
+                "dir": VERL_DIR,
+                "data_source": DATA_SOURCE,
+                "ability": ABILITY,
+                "agent_name": AGENT_NAME,
+                "val_file": VERL_VAL_FILE,
+                "val_tasks": len(val_ids),
+            },
             "tools": tools,
             "shards": shards,
         }
+        verl_rows(verl_df.filter(is_val), split="val").write_parquet(
+            build / VERL_VAL_FILE, compression="zstd"
+        )
         text = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
         (build / MANIFEST).write_text(text)
         for file in build.rglob("*"):
