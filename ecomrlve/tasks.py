@@ -49,11 +49,22 @@ DIFFICULTY_AXES: tuple[str, ...] = (
 # Keys of `Goal.user_facts` and the words in an `ask_user` question that refer to each (matched
 # at word starts, case-insensitive; synonyms a shopper or an agent would use). The simulated
 # user answers a question with every fact whose keywords appear in it; the colour slot also
-# covers the variant words of categories without a colour (roast, flavour, scent).
+# covers the variant words of categories without a colour (roast, flavour, scent, skin type).
 USER_FACT_KEYWORDS: dict[str, tuple[str, ...]] = {
     "category": ("kind", "type", "category", "looking for", "what product", "what are you after"),
     "brand": ("brand", "make", "maker", "label", "manufacturer", "company"),
-    "color": ("color", "colour", "shade", "tone", "hue", "roast", "flavour", "flavor", "scent"),
+    "color": (
+        "color",
+        "colour",
+        "shade",
+        "tone",
+        "hue",
+        "roast",
+        "flavour",
+        "flavor",
+        "scent",
+        "skin",
+    ),
     "size": (
         "size",
         "fit",

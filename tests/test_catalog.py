@@ -15,7 +15,7 @@ from ecomrlve.store import DataPaths
 EXPECTED_COLUMNS = [
     "item_id", "family_id", "department", "category", "brand", "title", "description", "color",
     "size", "size_system", "material", "price", "rating", "review_count", "stock", "in_stock",
-    "ship_days",
+    "ship_days", "product_type",
 ]  # fmt: skip
 
 
@@ -117,3 +117,26 @@ def test_policy_book_rules() -> None:
     assert book.can_cancel("pending") and not book.can_cancel("shipped")
     with pytest.raises(ValueError, match="no return policy"):
         book.return_rule("spaceships", "standard")
+
+
+def test_attributes_make_sense_per_category() -> None:
+    """Colours from the category's own palette (roast / flavour / scent / skin type where the
+    product has no colour), sizes in its own system, the title and description built from the
+    product's own attributes."""
+    from ecomrlve.catalogs.taxonomy import PALETTES
+
+    df = build_products(6_000, seed=5)
+    for category in CATEGORIES:
+        rows = df.filter(pl.col("category") == category.name)
+        assert set(rows["color"].unique()) <= set(PALETTES[category.palette]), category.name
+        assert set(rows["product_type"].unique()) <= set(category.nouns)
+    assert (df.filter(pl.col("category") == "coffee")["color"].str.ends_with("roast")).all()
+    checks = df.select(
+        type_in_title=pl.col("title").str.contains(pl.col("product_type"), literal=True),
+        type_in_text=pl.col("description").str.contains(pl.col("product_type"), literal=True),
+        brand_in_text=pl.col("description").str.contains(pl.col("brand"), literal=True),
+        colour_in_text=pl.col("description").str.contains(pl.col("color"), literal=True),
+        size_in_text=pl.col("description").str.contains(pl.col("size"), literal=True),
+    )
+    assert all(checks[c].all() for c in checks.columns)
+    assert not df["title"].str.contains("one size").any()

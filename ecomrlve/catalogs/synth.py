@@ -3,6 +3,13 @@
 All sampling is numpy over index arrays; strings are assembled by polars from the vocabularies
 in `taxonomy.py` / `vocab.py`. One million variants take a few seconds on one core.
 
+A product reads like a shop's: the title is brand + adjective + material + product type, then
+the variant and size ("Smith Labs everyday organic cotton crew neck shirt - navy, size M",
+"Ruiz house arabica ground coffee - dark roast, 500 g"); the description is built from the
+product's own attributes (type, brand, material, variant, size, a category feature). Phrases
+that depend on a (category, value) pair are spelled once per vocabulary entry in Python and
+gathered by index, so the per-row work stays columnar.
+
 Deliberate traps that make filters matter:
 * variants of a family share brand, category, title body and price band but differ in colour/size;
 * near-duplicate families copy another family's title body under a different brand;
@@ -17,14 +24,27 @@ import numpy as np
 import polars as pl
 
 from ecomrlve.catalogs import vocab
-from ecomrlve.catalogs.taxonomy import ADJECTIVES, CATEGORIES
+from ecomrlve.catalogs.taxonomy import (
+    CATEGORIES,
+    DEPARTMENT_ADJECTIVES,
+    PALETTES,
+    SIZE_WORDS,
+    VARIANT_WORDS,
+    Category,
+)
 
 # SeedSequence stream ids: each consumer of the seed gets its own stream.
 CATALOG_STREAM = 1
 NEAR_DUPLICATE_SHARE = 0.10
 OUT_OF_STOCK_SHARE = 0.12
 BRANDS_PER_CATEGORY = 48
-DESCRIPTION_WORDS = 8
+# what a description says about the material, per category (default: "Made of {m}.")
+MATERIAL_SENTENCES: dict[str, str] = {
+    "skincare": "A {m} formula.",
+    "fragrance": "Notes of {m}.",
+    "coffee": "Made from {m} beans.",
+    "tea": "{M} leaves.",
+}
 
 ProgressFn = Callable[[str, float], None]
 
@@ -35,6 +55,23 @@ def _concat_vocab(groups: list[tuple[str, ...]]) -> tuple[np.ndarray, np.ndarray
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     flat = pl.Series([w for g in groups for w in g], dtype=pl.String)
     return offsets, lengths, flat
+
+
+def _material_sentence(category: Category, material: str) -> str:
+    text = MATERIAL_SENTENCES.get(category.name, "Made of {m}.")
+    return text.format(m=material, M=material[:1].upper() + material[1:])
+
+
+def _size_text(category: Category, size: str) -> str:
+    before, after = SIZE_WORDS.get(category.size_system, ("", ""))
+    if category.size_system in ("EU", "US"):
+        before = f"size {category.size_system} "
+    return f"{before}{size}{after}"
+
+
+def _variant_text(category: Category, value: str) -> str:
+    before, after = VARIANT_WORDS[category.variant]
+    return f"{before}{value}{after}"
 
 
 def _pick_local(rng: np.random.Generator, lengths: np.ndarray, skew: float = 1.0) -> np.ndarray:
@@ -51,9 +88,7 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
         raise ValueError(f"seed must be >= 0, got {seed}")
     report = progress or (lambda stage, frac: None)
     rng = np.random.default_rng(np.random.SeedSequence([seed, CATALOG_STREAM]))
-    colors = vocab.colors()
     brands = vocab.brand_names()
-    words = vocab.description_words()
     n_cat = len(CATEGORIES)
 
     # ---- families -------------------------------------------------------------------------
@@ -63,10 +98,25 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
     noun_off, noun_len, noun_flat = _concat_vocab([c.nouns for c in CATEGORIES])
     mat_off, mat_len, mat_flat = _concat_vocab([c.materials for c in CATEGORIES])
     size_off, size_len, size_flat = _concat_vocab([c.sizes for c in CATEGORIES])
+    pal_off, pal_len, pal_flat = _concat_vocab([PALETTES[c.palette] for c in CATEGORIES])
+    adj_off, adj_len, adj_flat = _concat_vocab(
+        [DEPARTMENT_ADJECTIVES[c.department] for c in CATEGORIES]
+    )
+    feat_off, feat_len, feat_flat = _concat_vocab([c.features or ("",) for c in CATEGORIES])
+    # phrases spelled once per (category, value), aligned with the flat vocabularies
+    mat_sentence = pl.Series(
+        [_material_sentence(c, m) for c in CATEGORIES for m in c.materials], dtype=pl.String
+    )
+    size_text = pl.Series([_size_text(c, v) for c in CATEGORIES for v in c.sizes], dtype=pl.String)
+    variant_text = pl.Series(
+        [_variant_text(c, v) for c in CATEGORIES for v in PALETTES[c.palette]], dtype=pl.String
+    )
 
     noun = noun_off[cat] + _pick_local(rng, noun_len[cat])
     material = mat_off[cat] + _pick_local(rng, mat_len[cat], skew=1.5)
-    adjective = rng.integers(0, len(ADJECTIVES), n_fam)
+    adjective = adj_off[cat] + _pick_local(rng, adj_len[cat])
+    feature = feat_off[cat] + _pick_local(rng, feat_len[cat])
+    template = rng.integers(0, 3, n_fam)
     brand_rank = _pick_local(rng, np.full(n_fam, BRANDS_PER_CATEGORY), skew=2.0)  # Zipf-ish
     brand = (cat * 53 + brand_rank) % len(brands)
 
@@ -86,15 +136,15 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
     brand[dup_idx] = (brand[src[dup_idx]] + 1 + rng.integers(0, 5, dup_idx.size)) % len(brands)
     report("families", 0.2)
 
-    # ---- variants per family: colours x a window of sizes ------------------------------------
+    # ---- variants per family: colours (variants) x a window of sizes -------------------------
     n_colors = 1 + rng.binomial(2, 0.45, n_fam)
     n_sizes = np.minimum(size_len[cat], 1 + rng.binomial(3, 0.5, n_fam))
     size_start = _pick_local(rng, size_len[cat] - n_sizes + 1)
-    simple = len(colors) if len(colors) < 15 else 15
-    color_base = np.where(
-        rng.random(n_fam) < 0.6, rng.integers(0, simple, n_fam), rng.integers(0, len(colors), n_fam)
-    )
-    color_stride = rng.integers(1, 8, n_fam)
+    # palette position: common colours first; a stride that never wraps onto an earlier
+    # variant of the same family (n_colors <= 3, so 2 * stride < palette length)
+    color_base = _pick_local(rng, pal_len[cat], skew=1.6)
+    max_stride = np.maximum(np.minimum(3, (pal_len[cat] - 1) // 2), 1)
+    color_stride = 1 + (rng.random(n_fam) * max_stride).astype(np.int64)
     per_family = n_colors * n_sizes
     ends = np.cumsum(per_family)
     if ends[-1] < n:  # the expected count is ~4 per family; top up in the rare short case
@@ -102,7 +152,10 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
     n_fam_used = int(np.searchsorted(ends, n) + 1)
     fam = np.repeat(np.arange(n_fam_used), per_family[:n_fam_used])[:n]
     within = np.arange(n) - np.concatenate([[0], ends[:-1]])[fam]
-    color = (color_base[fam] + (within // n_sizes[fam]) * color_stride[fam]) % len(colors)
+    color_local = (color_base[fam] + (within // n_sizes[fam]) * color_stride[fam]) % pal_len[
+        cat[fam]
+    ]
+    color = pal_off[cat[fam]] + color_local
     size_rank = size_start[fam] + within % n_sizes[fam]
     size = size_off[cat[fam]] + size_rank
     report("variants", 0.4)
@@ -121,43 +174,44 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
     ship_lo = np.array([c.ship_days[0] for c in CATEGORIES])[cat]
     ship_hi = np.array([c.ship_days[1] for c in CATEGORIES])[cat]
     ship = rng.integers(ship_lo, ship_hi + 1)[fam] + (rng.random(n) < 0.15)
-    desc_words = rng.integers(0, len(words), (n_fam_used, DESCRIPTION_WORDS))
     report("numbers", 0.6)
 
     # ---- strings, assembled column-wise by polars -----------------------------------------
     cat_names = pl.Series([c.name for c in CATEGORIES])
     departments = pl.Series([c.department for c in CATEGORIES])
     systems = pl.Series([c.size_system for c in CATEGORIES])
-    adjs = pl.Series(ADJECTIVES)
     brand_s = pl.Series(brands)
-    word_s = pl.Series(words)
     fam_cat = cat[:n_fam_used]
+    used = slice(0, n_fam_used)
     families = pl.DataFrame(
         {
             "family_id": pl.Series(np.arange(n_fam_used)),
             "department": departments.gather(fam_cat),
             "category": cat_names.gather(fam_cat),
-            "brand": brand_s.gather(brand[:n_fam_used]),
-            "adjective": adjs.gather(adjective[:n_fam_used]),
-            "material": mat_flat.gather(material[:n_fam_used]),
-            "noun": noun_flat.gather(noun[:n_fam_used]),
+            "brand": brand_s.gather(brand[used]),
+            "adjective": adj_flat.gather(adjective[used]),
+            "material": mat_flat.gather(material[used]),
+            "material_sentence": mat_sentence.gather(material[used]),
+            "noun": noun_flat.gather(noun[used]),
+            "feature": feat_flat.gather(feature[used]),
+            "template": pl.Series(template[used], dtype=pl.Int8),
             "size_system": systems.gather(fam_cat),
-            **{f"w{i}": word_s.gather(desc_words[:, i]) for i in range(DESCRIPTION_WORDS)},
         }
     ).with_columns(
         title_body=pl.concat_str(
             [pl.col("brand"), pl.col("adjective"), pl.col("material"), pl.col("noun")],
             separator=" ",
         ),
-        blurb=pl.concat_str([pl.col(f"w{i}") for i in range(DESCRIPTION_WORDS)], separator=" "),
     )
     report("strings", 0.75)
     items = pl.DataFrame(
         {
             "idx": np.arange(n),
             "family_id": fam,
-            "color": pl.Series(colors).gather(color),
+            "color": pal_flat.gather(color),
+            "variant_text": variant_text.gather(color),
             "size": size_flat.gather(size),
+            "size_text": size_text.gather(size),
             "price": price,
             "rating": rating,
             "review_count": reviews,
@@ -165,19 +219,42 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
             "ship_days": ship.astype(np.int64),
         }
     )
-    fam_cols = families.select(
-        "family_id",
-        "department",
-        "category",
-        "brand",
-        "material",
-        "size_system",
-        "title_body",
-        "blurb",
-        "adjective",
-        "noun",
+    df = items.join(families, on="family_id", how="left", maintain_order="left")
+    brand_c, noun_c, feature_c = pl.col("brand"), pl.col("noun"), pl.col("feature")
+    variant_c, size_c, material_c = (
+        pl.col("variant_text"),
+        pl.col("size_text"),
+        pl.col("material_sentence"),
     )
-    df = items.join(fam_cols, on="family_id", how="left", maintain_order="left")
+    adjective_cap = pl.col("adjective").str.slice(0, 1).str.to_uppercase() + pl.col(
+        "adjective"
+    ).str.slice(1)
+    descriptions = [
+        # "Everyday crew neck shirt from Smith Labs in navy, size M. Made of cotton. Soft..."
+        pl.concat_str(
+            [adjective_cap, pl.lit(" "), noun_c, pl.lit(" from "), brand_c, pl.lit(" "),
+             variant_c, pl.lit(", "), size_c, pl.lit(". "), material_c, pl.lit(" "), feature_c]
+        ),
+        # "Smith Labs crew neck shirt, size M, in navy. Soft and breathable. Made of cotton."
+        pl.concat_str(
+            [brand_c, pl.lit(" "), noun_c, pl.lit(", "), size_c, pl.lit(", "), variant_c,
+             pl.lit(". "), feature_c, pl.lit(" "), material_c]
+        ),
+        # "Soft and breathable. Made of cotton. The everyday crew neck shirt by Smith Labs, ..."
+        pl.concat_str(
+            [feature_c, pl.lit(" "), material_c, pl.lit(" The "), pl.col("adjective"),
+             pl.lit(" "), noun_c, pl.lit(" by "), brand_c, pl.lit(", "), variant_c, pl.lit(", "),
+             size_c, pl.lit(".")]
+        ),
+    ]  # fmt: skip
+    description = (
+        pl.when(pl.col("template") == 0)
+        .then(descriptions[0])
+        .when(pl.col("template") == 1)
+        .then(descriptions[1])
+        .otherwise(descriptions[2])
+        .str.strip_chars()
+    )
     df = df.select(
         item_id=pl.format("I{}", pl.col("idx").cast(pl.String).str.zfill(7)),
         family_id=pl.format("F{}", pl.col("family_id").cast(pl.String).str.zfill(7)),
@@ -185,27 +262,9 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
         category="category",
         brand="brand",
         title=pl.concat_str(
-            [
-                pl.col("title_body"),
-                pl.lit(" - "),
-                pl.col("color"),
-                pl.when(pl.col("size_system") == "one")
-                .then(pl.lit(""))
-                .otherwise(pl.lit(", size ") + pl.col("size")),
-            ]
+            [pl.col("title_body"), pl.lit(" - "), pl.col("color"), pl.lit(", "), size_c]
         ),
-        description=pl.concat_str(
-            [
-                pl.col("adjective").str.to_titlecase(),
-                pl.lit(" "),
-                pl.col("noun"),
-                pl.lit(" made of "),
-                pl.col("material"),
-                pl.lit(". "),
-                pl.col("blurb").str.to_titlecase(),
-                pl.lit("."),
-            ]
-        ),
+        description=description,
         color="color",
         size="size",
         size_system="size_system",
@@ -216,6 +275,7 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
         stock="stock",
         in_stock=pl.col("stock") > 0,
         ship_days="ship_days",
+        product_type="noun",
     )
     report("assembled", 1.0)
     return df

@@ -72,7 +72,7 @@ FACT_TEMPLATES: dict[str, tuple[str, ...]] = {
         "Just {v}, please.",
         "The {label} should be {v}.",
         "I want the {v} one.",
-        "{Label}-wise, {v}.",
+        "As for the {label}: {v}.",
         "I'm after {v}.",
         "I'd go for {v}.",
         "It needs to be {v}.",
@@ -246,7 +246,6 @@ def _fill(template: str, value: str, key: str, label: str) -> str:
         sz=sz,
         k=key.replace("_", " "),
         label=label,
-        Label=_capitalise(label),
     )
 
 

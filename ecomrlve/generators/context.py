@@ -106,6 +106,13 @@ class GenContext:
         self.size_col = Column(*_codes(products["size"]))
         self.family = Column(*_codes(products["family_id"]))
         self.material = Column(*_codes(products["material"]))
+        # the product type ("crew neck shirt"); catalogs written before it was a column derive
+        # it from the title (see `noun`)
+        self.product_type: Column | None = (
+            Column(*_codes(products["product_type"]))
+            if "product_type" in products.columns
+            else None
+        )
         # rows of each category, and the in-stock subset (sampling targets is an index draw)
         order = np.argsort(self.category.codes, kind="stable")
         bounds = np.searchsorted(
@@ -204,8 +211,10 @@ class GenContext:
         }
 
     def noun(self, row: int) -> str:
-        """The product noun of a row ("running shoes"), the last words of its title body."""
+        """The product type of a row ("running shoes")."""
         row = int(row)
+        if self.product_type is not None:
+            return self.product_type.value(row)
         noun = self._nouns.get(row)
         if noun is None:
             noun = self._nouns[row] = self._find_noun(row)

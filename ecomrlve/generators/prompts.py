@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ecomrlve.catalogs.taxonomy import CATEGORY_BY_NAME, size_words
+from ecomrlve.catalogs.taxonomy import CATEGORY_BY_NAME, HEADPHONE_FITS, size_words
 from ecomrlve.generators.draws import pick
 
 NUMBER_WORDS: dict[int, str] = {
@@ -30,7 +30,7 @@ VARIANT_PHRASES: dict[str, tuple[str, ...]] = {
     "roast": ("in a {v}", "as a {v}", "with a {v}"),
     "flavour": ("in {v} flavour", "with {v} flavour", "in the flavour {v}"),
     "scent": ("with a {v} scent", "in a {v} scent", "with {v} notes"),
-    "formula": ("with a {v} formula", "in the {v} formula", "in a {v} formula"),
+    "skin type": ("for {v}", "made for {v}", "suited to {v}"),
 }
 
 
@@ -62,6 +62,8 @@ def size_phrase(value: str) -> str:
     """A size after a product name: "in size M", "in 50 ml", "in queen size"; "" for one size."""
     if value == "one size":
         return ""
+    if value in HEADPHONE_FITS:
+        return f"with an {value} fit"
     return f"in {size_words(value)}"
 
 
