@@ -57,6 +57,10 @@ class RewardWeights(StrictModel):
 
 
 class EnvConfig(StrictModel):
+    name: Literal["EcomEnv"] = Field("EcomEnv", description="the article's env name; one env")
+    catalog_path: str | None = Field(
+        None, description="a path into a data folder; `ecomrlve train` trains on that folder"
+    )
     max_steps: int = Field(10, ge=1, le=64)
     scenarios: list[str] = Field(default_factory=lambda: list(SCENARIOS))
     reward_weights: RewardWeights = Field(default_factory=RewardWeights)
@@ -77,6 +81,8 @@ class EnvConfig(StrictModel):
 
 class AgentConfig(StrictModel):
     model: str = "Qwen/Qwen3-8B"
+    tokenizer: str | None = Field(None, description="default: the model's own tokenizer")
+    tools: list[str] | None = Field(None, description="tools offered in an episode; None: all")
     enable_thinking: bool = False
     max_new_tokens: int = Field(512, ge=1, description="per assistant turn")
     max_episode_tokens: int = Field(8192, ge=16, description="token budget of a whole episode")
@@ -147,6 +153,57 @@ GRPO_PRESETS: dict[str, Any] = {
 }
 
 
+# The article's PPO-style names -> ours (see `_article_training_keys`).
+ARTICLE_TRAINING_KEYS: dict[str, str] = {
+    "batch_size": "prompts_per_step",
+    "epochs_per_iteration": "ppo_epochs",
+    "clip_epsilon": "clip_ratio_low",
+}
+
+
+def _article_training_keys(raw: dict[str, Any]) -> dict[str, Any]:
+    """Map the article's training keys onto ours: `batch_size` = prompts per step,
+    `num_rollout_steps` = episodes per step (prompts x group size), `epochs_per_iteration` = PPO
+    epochs over each rollout batch, `clip_epsilon` = the lower clip (clip-higher keeps its own
+    upper bound). `algorithm` is case-insensitive (`DAPO`)."""
+    if isinstance(raw.get("algorithm"), str):
+        raw["algorithm"] = raw["algorithm"].lower()
+    for article, ours in ARTICLE_TRAINING_KEYS.items():
+        if article not in raw:
+            continue
+        value = raw.pop(article)
+        if ours in raw and raw[ours] != value:
+            raise ValueError(
+                f"training.{article} ({value}) and training.{ours} ({raw[ours]}) are the same "
+                "setting with different values; keep one"
+            )
+        raw[ours] = value
+        if article == "clip_epsilon" and "clip_ratio_high" not in raw:
+            log.info(
+                "training.clip_epsilon %s is the lower clip (clip_ratio_low); clip-higher keeps "
+                "its own upper bound, clip_ratio_high 0.28",
+                value,
+            )
+    if "num_rollout_steps" in raw:
+        episodes = raw.pop("num_rollout_steps")
+        prompts = raw.get("prompts_per_step", 32)
+        if not isinstance(episodes, int) or not isinstance(prompts, int) or prompts < 1:
+            raise ValueError("training.num_rollout_steps and batch_size must be integers")
+        if episodes % prompts:
+            raise ValueError(
+                f"training.num_rollout_steps ({episodes}) episodes per step must be a multiple "
+                f"of batch_size ({prompts}) prompts: each prompt gets the same group size"
+            )
+        group = episodes // prompts
+        if "group_size" in raw and raw["group_size"] != group:
+            raise ValueError(
+                f"training.num_rollout_steps {episodes} / batch_size {prompts} = {group} "
+                f"contradicts group_size {raw['group_size']}"
+            )
+        raw["group_size"] = group
+    return raw
+
+
 class TrainingConfig(StrictModel):
     """DAPO (arXiv 2503.14476). Each technique is one field; turning all four off gives GRPO."""
 
@@ -157,13 +214,25 @@ class TrainingConfig(StrictModel):
     total_steps: int = Field(200, ge=0)
     prompts_per_step: int = Field(32, ge=1, description="groups per optimizer step")
     group_size: int = Field(16, ge=1, description="samples per prompt")
-    mini_batch_size: int = Field(8, ge=1, description="sequences per gradient micro-step")
-    ppo_epochs: int = Field(1, ge=1)
+    mini_batch_size: int = Field(8, ge=1, description="sequences per gradient micro-step (cap)")
+    max_tokens_per_micro_batch: int = Field(
+        16384, ge=1, description="padded tokens per gradient micro-step (the memory knob)"
+    )
+    ppo_mini_batch_size: int | None = Field(
+        None, ge=1, description="prompts per optimizer step (verl); None: the whole rollout batch"
+    )
+    ppo_epochs: int = Field(1, ge=1, description="passes over each rollout batch")
+    clip_ratio_c: float | None = Field(
+        None, gt=1.0, description="dual-clip bound for negative advantages (None: off)"
+    )
     # --- DAPO technique 1: clip-higher (decoupled asymmetric clip range)
     clip_ratio_low: float = Field(0.2, gt=0.0, lt=1.0)
     clip_ratio_high: float = Field(0.28, gt=0.0)
     # --- DAPO technique 2: dynamic sampling (drop zero-variance groups, regenerate)
     dynamic_sampling: bool = True
+    dynamic_sampling_metric: Literal["success", "reward"] = Field(
+        "success", description="groups all equal on this are dropped (DAPO/verl: accuracy)"
+    )
     max_num_gen_batches: int = Field(4, ge=1)
     # --- DAPO technique 3: token-level policy-gradient loss
     loss_agg_mode: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"] = "token-mean"
@@ -201,7 +270,10 @@ class TrainingConfig(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _algorithm_presets(cls, raw: Any) -> Any:
-        if isinstance(raw, dict) and raw.get("algorithm") == "grpo":
+        if not isinstance(raw, dict):
+            return raw
+        raw = _article_training_keys(dict(raw))
+        if raw.get("algorithm") == "grpo":
             return {**GRPO_PRESETS, **raw}
         return raw
 
@@ -217,6 +289,14 @@ class TrainingConfig(StrictModel):
         if self.lora_rank > 0 and self.distributed == "fsdp":
             raise ValueError(
                 "lora_rank > 0 is the one-GPU mode; it does not combine with distributed: fsdp"
+            )
+        if (
+            self.ppo_mini_batch_size is not None
+            and self.ppo_mini_batch_size > self.prompts_per_step
+        ):
+            raise ValueError(
+                f"ppo_mini_batch_size ({self.ppo_mini_batch_size} prompts) must be at most "
+                f"prompts_per_step ({self.prompts_per_step}): it splits each rollout batch"
             )
         return self
 

@@ -7,10 +7,12 @@ token t+1 is an assistant token.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
+from torch.utils.checkpoint import checkpoint
 
 from ecomrlve.train.chat import TokenSequence
 from ecomrlve.train.dapo import token_entropy, token_logprobs
@@ -49,17 +51,146 @@ def collate(sequences: Sequence[TokenSequence], pad_token_id: int) -> Batch:
     return Batch(input_ids, attention, mask[:, 1:], sampled[:, 1:])
 
 
+# Elements of one fp32 logits chunk (tokens x vocab): 2^26 floats = 256 MiB, e.g. 443 tokens of
+# Qwen3's 151,936-token vocabulary. The full (B, L, V) logits never exist.
+LOGIT_CHUNK_ELEMENTS = 1 << 26
+
+
 def forward_logprobs(
-    model: torch.nn.Module, batch: Batch, *, temperature: float = 1.0, with_entropy: bool = False
+    model: torch.nn.Module,
+    batch: Batch,
+    *,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    chunk_elements: int = LOGIT_CHUNK_ELEMENTS,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Per-token log-probs (B, L-1) of the batch's own next tokens, and optionally entropy."""
+    """Per-token log-probs (B, L-1) of the batch's own next tokens, and optionally entropy.
+
+    Only the trained positions (`batch.loss_mask`) are computed; the others are 0. For the
+    length of the call the LM head is replaced: it picks the final hidden states of the trained
+    positions and runs them through the head's weight in chunks of `chunk_elements` logits,
+    each under activation checkpointing, so backward recomputes a chunk instead of keeping
+    (tokens x vocab) fp32 logits alive; the full (B, L, V) logits never exist.
+    With `model.ecomrlve_autocast` set (see `plan.apply_plan`), the forward runs in that
+    dtype under autocast while the weights stay fp32 (the master copy).
+    """
+    autocast_dtype = getattr(model, "ecomrlve_autocast", None)
+    context = (
+        torch.autocast(batch.input_ids.device.type, dtype=autocast_dtype)
+        if autocast_dtype is not None
+        else contextlib.nullcontext()
+    )
+    head = _lm_head(model)
+    if head is None:  # no LM head to take over: the plain path (full logits; small models)
+        with context:
+            return _full_logprobs(model, batch, temperature, with_entropy)
+    trained = batch.loss_mask > 0  # (B, L-1)
+    targets = batch.input_ids[:, 1:][trained]  # (N,)
+    per_chunk = max(1, chunk_elements // max(head.weight.shape[0], 1))
+
+    def trained_positions_head(hidden: torch.Tensor) -> torch.Tensor:
+        # Runs as the LM head, inside the model's forward, so FSDP holds the full head weight
+        # and its backward hooks see the result (returned as the model's `logits`).
+        picked = hidden[:, :-1][trained]  # (N, H)  position t predicts token t+1
+        parts = []
+        for start in range(0, targets.shape[0], per_chunk):
+            args = (
+                picked[start : start + per_chunk],
+                head.weight,
+                targets[start : start + per_chunk],
+            )
+            if torch.is_grad_enabled():
+                parts.append(checkpoint(_head_logprobs, *args, temperature, use_reentrant=False))
+            else:
+                parts.append(_head_logprobs(*args, temperature))
+        if not parts:
+            return picked.new_zeros(0, 2, dtype=torch.float32) + 0.0 * picked.sum()
+        return torch.cat(parts)  # (N, 2): log-prob, entropy
+
+    with context, _head_replaced(head, trained_positions_head):
+        packed = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+    shape, device = batch.loss_mask.shape, packed.device
+    logprobs = torch.zeros(shape, dtype=torch.float32, device=device).masked_scatter(
+        trained, packed[:, 0]
+    )  # (B, L-1)
+    entropy = None
+    if with_entropy:
+        entropy = torch.zeros(shape, dtype=torch.float32, device=device).masked_scatter(
+            trained, packed[:, 1].detach()
+        )  # (B, L-1)
+    return logprobs, entropy
+
+
+@contextlib.contextmanager
+def _head_replaced(head: torch.nn.Module, forward: Callable[[torch.Tensor], torch.Tensor]):
+    head.forward = forward
+    try:
+        yield
+    finally:
+        del head.forward  # back to the class's forward
+
+
+def _lm_head(model: torch.nn.Module) -> torch.nn.Linear | None:
+    """The bias-free linear LM head whose input is the final hidden state (Qwen3, Llama...)."""
+    get_head = getattr(model, "get_output_embeddings", None)
+    head = get_head() if get_head is not None else None
+    if not isinstance(head, torch.nn.Linear) or head.bias is not None:
+        return None
+    return head
+
+
+def _head_logprobs(
+    hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, temperature: float
+) -> torch.Tensor:
+    """log softmax(hidden @ W^T / T) at the targets and the entropy, in fp32;
+    hidden (n, H) -> (n, 2). The entropy carries no gradient."""
+    logits = torch.nn.functional.linear(hidden, weight).float()  # (n, V)
+    if temperature > 0:
+        logits = logits / temperature
+    logz = torch.logsumexp(logits, dim=-1)  # (n,)
+    picked = logits.gather(-1, targets[:, None]).squeeze(-1) - logz  # (n,)
+    with torch.no_grad():
+        entropy = logz - (torch.softmax(logits, dim=-1) * logits).sum(-1)  # (n,)
+    return torch.stack([picked, entropy], dim=-1)  # (n, 2)
+
+
+def _full_logprobs(
+    model: torch.nn.Module, batch: Batch, temperature: float, with_entropy: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
     logits = logits[:, :-1]  # (B, L-1, V)  position t predicts token t+1
     targets = batch.input_ids[:, 1:]  # (B, L-1)
-    logprobs = token_logprobs(logits, targets, temperature)  # (B, L-1)
-    entropy = token_entropy(logits, temperature) if with_entropy else None  # (B, L-1)
+    mask = batch.loss_mask  # (B, L-1)
+    logprobs = token_logprobs(logits, targets, temperature) * mask  # (B, L-1)
+    entropy = token_entropy(logits, temperature) * mask if with_entropy else None  # (B, L-1)
     return logprobs, entropy
 
 
 def micro_batches(indices: Sequence[int], size: int) -> list[list[int]]:
     return [list(indices[i : i + size]) for i in range(0, len(indices), size)]
+
+
+def token_micro_batches(
+    indices: Sequence[int], lengths: Sequence[int], max_tokens: int, max_sequences: int
+) -> list[list[int]]:
+    """Split `indices` (in order) into micro-batches whose padded size, sequences x longest
+    sequence, stays within `max_tokens` and which hold at most `max_sequences` sequences.
+    A sequence longer than `max_tokens` gets a micro-batch of its own.
+
+    >>> token_micro_batches([0, 1, 2, 3], [10, 10, 30, 5], max_tokens=40, max_sequences=8)
+    [[0, 1], [2], [3]]
+    """
+    out: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for index in indices:
+        length = lengths[index]
+        wider = max(longest, length)
+        if current and (wider * (len(current) + 1) > max_tokens or len(current) >= max_sequences):
+            out.append(current)
+            current, wider = [], length
+        current.append(index)
+        longest = wider
+    if current:
+        out.append(current)
+    return out

@@ -24,20 +24,23 @@ LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
 
 
 def overlong_penalty(
-    lengths: torch.Tensor, max_length: int, buffer: int, penalty: float
+    lengths: torch.Tensor, max_length: int | torch.Tensor, buffer: int, penalty: float
 ) -> torch.Tensor:
     """DAPO's soft overlong punishment (eq. 13), scaled by `penalty`.
 
     0 while length <= max_length - buffer, then falling linearly to -penalty at max_length,
-    and -penalty beyond. With buffer 0 it is a hard -penalty above max_length.
+    and -penalty beyond. With buffer 0 it is a hard -penalty above max_length. `lengths` are
+    response lengths; `max_length` is the response budget, one number or one per sequence
+    (the episode budget minus that episode's prompt).
 
     >>> overlong_penalty(torch.tensor([60, 80, 90, 100, 120]), 100, 40, 1.0).tolist()
     [0.0, -0.5, -0.75, -1.0, -1.0]
     """
     lengths = lengths.to(torch.float64)  # (N,)
+    max_length = torch.as_tensor(max_length, dtype=torch.float64)  # () or (N,)
     if buffer <= 0:
         return torch.where(lengths > max_length, -penalty, 0.0).to(torch.float32)
-    start = max_length - buffer
+    start = (max_length - buffer).clamp(min=0.0)  # () or (N,)
     over = ((lengths - start) / buffer).clamp(min=0.0, max=1.0)  # (N,)
     return (-penalty * over).to(torch.float32)  # (N,)
 
@@ -73,10 +76,11 @@ def group_advantages(
 def informative_groups(
     rewards: torch.Tensor, group_index: torch.Tensor, tol: float = 1e-9
 ) -> torch.Tensor:
-    """Dynamic sampling's filter: True for groups whose rewards are not all equal.
+    """Dynamic sampling's filter: True for groups whose values are not all equal.
 
-    A group with zero reward std has zero advantage everywhere, so it adds no gradient and
-    only dilutes the batch; DAPO drops it and samples more prompts instead.
+    DAPO and verl filter on accuracy (`training.dynamic_sampling_metric: success`): a group
+    that is all correct or all wrong teaches nothing about success. With `reward`, groups of
+    equal shaped reward (zero advantage everywhere) are dropped instead.
     """
     _, std, count = _group_stats(rewards, group_index)  # (G,)
     return (std > tol) & (count > 1)  # (G,)
@@ -151,6 +155,7 @@ def policy_loss(
     clip_ratio_low: float,
     clip_ratio_high: float,
     loss_agg_mode: str,
+    clip_ratio_c: float | None = None,
     kl_coef: float = 0.0,
     ref_logprobs: torch.Tensor | None = None,
     total_tokens: float | None = None,
@@ -159,7 +164,9 @@ def policy_loss(
     """The clipped surrogate with DAPO's decoupled clip range, aggregated by `loss_agg_mode`.
 
     per token: max(-A * r, -A * clip(r, 1 - eps_low, 1 + eps_high)), r = exp(logp - logp_old);
-    plus kl_coef * k3(pi || pi_ref) when kl_coef > 0 (DAPO uses none).
+    with dual-clip (`clip_ratio_c` = c > 1), tokens with A < 0 are capped at -A * c, so a huge
+    ratio on a bad token cannot blow up the loss; plus kl_coef * k3(pi || pi_ref) when
+    kl_coef > 0 (DAPO uses none).
     Shapes: logprobs, old_logprobs, mask, ref_logprobs (B, T); advantages (B,).
     """
     if kl_coef > 0 and ref_logprobs is None:
@@ -170,6 +177,11 @@ def policy_loss(
     unclipped = -adv * ratio  # (B, T)
     clipped = -adv * ratio.clamp(1.0 - clip_ratio_low, 1.0 + clip_ratio_high)  # (B, T)
     per_token = torch.maximum(unclipped, clipped)  # (B, T)
+    dual = torch.zeros_like(per_token, dtype=torch.bool)  # (B, T)
+    if clip_ratio_c is not None:
+        capped = torch.minimum(per_token, -adv * clip_ratio_c)  # (B, T)
+        dual = (adv < 0) & (capped < per_token)  # (B, T)
+        per_token = torch.where(adv < 0, capped, per_token)  # (B, T)
     kl_value = 0.0
     if kl_coef > 0:
         log_ratio_ref = ref_logprobs - logprobs  # (B, T)
@@ -184,7 +196,7 @@ def policy_loss(
         total_sequences=total_sequences,
     )
     with torch.no_grad():
-        binds = (clipped > unclipped).to(mask.dtype) * mask  # (B, T)
+        binds = ((clipped > unclipped) | dual).to(mask.dtype) * mask  # (B, T)
         low = binds * (ratio < 1.0 - clip_ratio_low).to(mask.dtype)  # (B, T)
         high = binds * (ratio > 1.0 + clip_ratio_high).to(mask.dtype)  # (B, T)
         stats = LossStats(

@@ -23,6 +23,9 @@ class SamplingParams:
     top_p: float = 1.0
     stop_token_ids: tuple[int, ...] = ()
     seed: int = 0
+    # One seed per prompt: each row's sample then depends on its own seed only, not on which
+    # other prompts share the batch (so N ranks splitting a batch sample what one process does).
+    row_seeds: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:

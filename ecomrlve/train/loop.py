@@ -1,25 +1,32 @@
 """The DAPO loop, top to bottom. GRPO is the same loop with DAPO's switches off.
 
 One step:
-  1. rollouts    prompts from the curriculum, `group_size` episodes each, in lockstep;
-                 dynamic sampling drops groups whose rewards are all equal and samples more
-                 prompts until `prompts_per_step` groups remain (at most `max_num_gen_batches`)
-  2. rewards     env reward + overlong shaping, then group-normalised advantages
+  1. rollouts    prompts from the curriculum, `group_size` episodes each, in lockstep; each
+                 rank plays every world_size-th group (each episode sampled from its own seed,
+                 so the split does not change what is sampled) and the outcomes are gathered;
+                 dynamic sampling drops groups that are all successes or all failures
+                 (`dynamic_sampling_metric`) and samples more prompts until `prompts_per_step`
+                 groups remain (at most `max_num_gen_batches`)
+  2. rewards     env reward + overlong shaping on the response length, then group-normalised
+                 advantages
   3. old policy  log-probs of the sampled tokens before the update (no grad)
-  4. update      `ppo_epochs` optimizer steps; each accumulates the clipped-surrogate loss over
-                 micro-batches of `mini_batch_size` sequences, normalised by the whole batch.
-                 A step with a non-finite reward, no trainable token, or a non-finite loss or
-                 gradient norm is skipped (weights and optimizer untouched), logged with its
-                 reason and recorded in the step's `skipped` / `skip_reason` metrics
+  4. update      `ppo_epochs` passes; each splits the batch into mini-batches of
+                 `ppo_mini_batch_size` prompts, one optimizer step each (so from the second
+                 step on the ratio moves and the clip binds). A mini-batch's loss accumulates
+                 over micro-batches of at most `max_tokens_per_micro_batch` padded tokens,
+                 normalised by the mini-batch's global token (or sequence) count. A step with a
+                 non-finite reward, no trainable token, or a non-finite loss or gradient norm is
+                 skipped, logged with its reason and recorded in `skipped` / `skip_reason`
   5. sync        push the new weights into the rollout engine
-  6. record      metrics, per-scenario success and difficulty windows, rollouts
+  6. record      metrics, per-scenario success and difficulty windows, rollouts (rank 0)
 
 Mechanics live elsewhere: rollouts in `rollout.py`, tensors in `batching.py`, the loss in
-`dapo.py`, curriculum in `curriculum.py`, tables and plots in `results.py`.
+`dapo.py`, curriculum in `curriculum.py`, ranks in `distributed.py`, tables in `results.py`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import math
@@ -34,10 +41,16 @@ import torch
 from ecomrlve.config import EcomConfig
 from ecomrlve.env import Catalog
 from ecomrlve.train import dapo
-from ecomrlve.train.batching import collate, forward_logprobs, micro_batches
-from ecomrlve.train.chat import ChatFormat
+from ecomrlve.train.batching import collate, forward_logprobs, token_micro_batches
+from ecomrlve.train.chat import ChatFormat, TokenSequence
 from ecomrlve.train.checkpoint import Checkpointer
 from ecomrlve.train.curriculum import CurriculumSampler
+from ecomrlve.train.distributed import (
+    DistContext,
+    all_gather_objects,
+    all_reduce_sum,
+    gathered_for_generation,
+)
 from ecomrlve.train.engine import RolloutEngine
 from ecomrlve.train.rollout import Episode, run_episodes
 
@@ -45,6 +58,8 @@ log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[str, float], None]
 StepSink = Callable[[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]], None]
+PlayFn = Callable[..., list[Episode]]  # run_episodes' signature
+Key = tuple[int, int]  # (group within the step, sample within the group)
 
 
 @dataclass
@@ -54,8 +69,35 @@ class LoopResult:
     history: list[dict[str, Any]] = field(default_factory=list)
 
 
-def rollout_seed(seed: int, step: int, gen_batch: int) -> int:
-    return int(np.random.SeedSequence([seed, 13, step, gen_batch]).generate_state(1)[0])
+@dataclass(frozen=True)
+class Outcome:
+    """What every rank learns about an episode; its token sequence stays on the rank that
+    played it (which also trains on it)."""
+
+    group: int
+    sample: int
+    task_id: str
+    scenario: str
+    difficulty: int
+    min_steps: int
+    env_reward: float
+    reward: float  # after overlong shaping
+    penalty: float
+    success: bool
+    steps: int
+    finish: str
+    truncated: bool
+    response_tokens: int
+    generated_tokens: int
+
+    @property
+    def key(self) -> Key:
+        return (self.group, self.sample)
+
+
+def rollout_seed(seed: int, step: int, group: int) -> int:
+    """The seed of one group of episodes (the `group`-th prompt of the step)."""
+    return int(np.random.SeedSequence([seed, 13, step, group]).generate_state(1)[0])
 
 
 def train_dapo(
@@ -69,19 +111,24 @@ def train_dapo(
     record: StepSink | None = None,
     progress: ProgressFn | None = None,
     checkpoints: Checkpointer | None = None,
+    ctx: DistContext | None = None,
+    play: PlayFn | None = None,
 ) -> LoopResult:
     """Run `training.total_steps` DAPO steps on `policy`; `record(step_row, scenario_rows,
-    rollout_rows)` receives each step's results. With `checkpoints`, a resumed run continues
-    after the newest checkpoint's step, exactly where the stopped run was."""
-    training, agent = cfg.training, cfg.agent
-    device = next(policy.parameters()).device
+    rollout_rows)` receives each step's results (on rank 0). With `checkpoints`, a resumed run
+    continues after the newest checkpoint's step, exactly where the stopped run was. Under
+    torchrun every rank calls this with the same sampler and config (`ctx` says which rank).
+    `play` plays the episodes (`rollout.run_episodes` against `EcomEnv`; a test swaps in a
+    tiny rewardable task)."""
+    training = cfg.training
+    ctx = ctx or DistContext(device=next(policy.parameters()).device)
+    play = play or run_episodes
     optimizer = torch.optim.AdamW(
         policy.parameters(), lr=training.learning_rate, weight_decay=training.weight_decay
     )
     reference = None
     if training.kl_coef > 0:  # DAPO drops the KL term; kept as a switch for ablations
         reference = copy.deepcopy(policy).eval().requires_grad_(False)
-    max_gen_batches = training.max_num_gen_batches if training.dynamic_sampling else 1
     result = LoopResult()
     start = 0
     if checkpoints is not None:  # weights, optimizer, sampler + adaptive windows, RNGs
@@ -94,212 +141,68 @@ def train_dapo(
         # 1. Rollouts, with dynamic sampling
         # ======================================================================================
         started = time.perf_counter()
-        kept: list[list[Episode]] = []
-        sampled: list[Episode] = []
-        shaped: dict[int, float] = {}  # id(episode) -> reward after overlong shaping
-        penalties: list[float] = []
-        gen_batches = groups_sampled = groups_dropped = 0
-        while len(kept) < training.prompts_per_step and gen_batches < max_gen_batches:
-            tasks = sampler.next_tasks(training.prompts_per_step)
-            episodes = run_episodes(
-                tasks,
-                engine,
-                chat,
-                catalog,
-                env_config=cfg.env,
-                agent=agent,
-                samples_per_task=training.group_size,
-                seed=rollout_seed(training.seed, step, gen_batches),
-            )
-            for episode in episodes:
-                episode.group += gen_batches * training.prompts_per_step
-                if sampler.adaptive is not None:
-                    sampler.adaptive.record(
-                        episode.task.scenario, episode.task.difficulty, episode.success
-                    )
-            sampled.extend(episodes)
-            gen_batches += 1
-
-            env_rewards = torch.tensor([e.reward for e in episodes])  # (n,)
-            lengths = torch.tensor([len(e.sequence) for e in episodes])  # (n,)
-            penalty = torch.zeros_like(env_rewards)  # (n,)
-            if training.overlong_shaping:
-                penalty = dapo.overlong_penalty(
-                    lengths,
-                    agent.max_episode_tokens,
-                    training.overlong_buffer,
-                    training.overlong_penalty,
-                )  # (n,)
-            rewards = env_rewards + penalty  # (n,)
-            penalties.extend(penalty.tolist())
-            shaped.update({id(e): float(r) for e, r in zip(episodes, rewards, strict=True)})
-
-            groups: dict[int, list[Episode]] = {}
-            for episode in episodes:
-                groups.setdefault(episode.group, []).append(episode)
-            local = {g: i for i, g in enumerate(groups)}
-            group_index = torch.tensor([local[e.group] for e in episodes])  # (n,)
-            keep = torch.ones(len(groups), dtype=torch.bool)  # (g,)
-            if training.dynamic_sampling:
-                keep = dapo.informative_groups(rewards, group_index)  # (g,)
-            groups_sampled += len(groups)
-            groups_dropped += int((~keep).sum())
-            kept.extend(members for g, members in groups.items() if keep[local[g]])
-        kept = kept[: training.prompts_per_step]
+        rollouts = _rollouts(policy, engine, chat, catalog, sampler, cfg, step, ctx, play)
         rollout_s = time.perf_counter() - started
         if hasattr(engine, "sleep"):  # vLLM frees its GPU memory for the update; sync wakes it
             engine.sleep()
 
-        trained = [episode for group in kept for episode in group]
-        trained_ids = {id(e) for e in trained}
+        trained = [o for g in rollouts.kept for o in rollouts.groups[g]]
         metrics: dict[str, Any] = {
             "step": step,
-            "gen_batches": gen_batches,
-            "groups_sampled": groups_sampled,
-            "groups_dropped": groups_dropped,
-            "groups_trained": len(kept),
+            "gen_batches": rollouts.gen_batches,
+            "groups_sampled": len(rollouts.groups),
+            "groups_dropped": rollouts.dropped,
+            "groups_trained": len(rollouts.kept),
             "sequences_trained": len(trained),
             "rollout_s": rollout_s,
-            "overlong_penalty_mean": float(np.mean(penalties)) if penalties else 0.0,
+            "overlong_penalty_mean": float(np.mean([o.penalty for o in rollouts.sampled])),
         }
-        metrics.update(_rollout_metrics(sampled, shaped, rollout_s))
-        skip_reason = _unusable_batch(trained, shaped)
+        metrics.update(_rollout_metrics(rollouts.sampled, rollout_s))
+        skip_reason = _unusable_batch(trained)
         metrics.update(skipped=skip_reason is not None, skip_reason=skip_reason)
 
         if trained and skip_reason is None:
-            update_started = time.perf_counter()
             # ==================================================================================
-            # 2. Advantages: group-normalised shaped rewards
+            # 2.-4. Advantages, old log-probs, PPO mini-batch updates
             # ==================================================================================
-            sequences = [e.sequence for e in trained]
-            rewards = torch.tensor([shaped[id(e)] for e in trained])  # (N,)
-            group_index = torch.tensor([g for g, group in enumerate(kept) for _ in group])  # (N,)
-            advantages = dapo.group_advantages(rewards, group_index)  # (N,)
-            total_tokens = float(sum(s.generated_tokens for s in sequences))
-            total_sequences = float(len(sequences))
-            order = list(range(len(sequences)))
-            batches = micro_batches(order, training.mini_batch_size)
-
-            # ==================================================================================
-            # 3. Old policy: log-probs of the sampled tokens before any update
-            # ==================================================================================
-            old_logprobs: list[torch.Tensor] = []
-            ref_logprobs: list[torch.Tensor | None] = []
-            mismatch_sum = 0.0
-            policy.eval()
-            with torch.no_grad():
-                for micro in batches:
-                    batch = collate([sequences[i] for i in micro], chat.pad_token_id).to(device)
-                    old, _ = forward_logprobs(policy, batch, temperature=agent.temperature)
-                    old_logprobs.append(old)  # (b, L-1)
-                    gap = (old - batch.sampling_logprobs).abs() * batch.loss_mask  # (b, L-1)
-                    mismatch_sum += float(gap.sum())
-                    if reference is not None:
-                        ref, _ = forward_logprobs(reference, batch, temperature=agent.temperature)
-                        ref_logprobs.append(ref)  # (b, L-1)
-                    else:
-                        ref_logprobs.append(None)
-            policy.train()
-
-            # ==================================================================================
-            # 4. Update: ppo_epochs optimizer steps over micro-batches
-            # ==================================================================================
-            losses, grad_norms, entropies = [], [], []
-            stats = dapo.LossStats(0.0, 0.0, 0.0, 0.0, 0.0)
-            for epoch in range(training.ppo_epochs):
-                optimizer.zero_grad(set_to_none=True)
-                epoch_loss = 0.0
-                for k, micro in enumerate(batches):
-                    batch = collate([sequences[i] for i in micro], chat.pad_token_id).to(device)
-                    logprobs, entropy = forward_logprobs(
-                        policy, batch, temperature=agent.temperature, with_entropy=epoch == 0
-                    )  # (b, L-1), (b, L-1)
-                    loss, micro_stats = dapo.policy_loss(
-                        logprobs,
-                        old_logprobs[k],
-                        advantages[micro].to(device),  # (b,)
-                        batch.loss_mask,
-                        clip_ratio_low=training.clip_ratio_low,
-                        clip_ratio_high=training.clip_ratio_high,
-                        loss_agg_mode=training.loss_agg_mode,
-                        kl_coef=training.kl_coef,
-                        ref_logprobs=ref_logprobs[k],
-                        total_tokens=total_tokens,
-                        total_sequences=total_sequences,
-                    )
-                    loss.backward()
-                    epoch_loss += float(loss.detach())
-                    for name in ("tokens", "clipped", "clipped_low", "clipped_high", "kl"):
-                        setattr(stats, name, getattr(stats, name) + getattr(micro_stats, name))
-                    if entropy is not None:
-                        entropies.append(float((entropy * batch.loss_mask).sum()))
-                grad_norm = torch.nn.utils.clip_grad_norm_(
-                    policy.parameters(), training.max_grad_norm
-                )
-                if not (math.isfinite(epoch_loss) and math.isfinite(float(grad_norm))):
-                    # one NaN/inf poisons AdamW's moments for good: drop this update instead
-                    optimizer.zero_grad(set_to_none=True)
-                    skip_reason = (
-                        f"non-finite loss {epoch_loss}"
-                        if not math.isfinite(epoch_loss)
-                        else f"non-finite gradient norm {float(grad_norm)}"
-                    )
-                    log.warning("step %d epoch %d: %s; update skipped", step, epoch, skip_reason)
-                    metrics.update(skipped=True, skip_reason=skip_reason)
-                    break
-                optimizer.step()
-                result.updates += 1
-                losses.append(epoch_loss)
-                grad_norms.append(float(grad_norm))
-
+            update = _update(policy, reference, optimizer, rollouts, cfg, chat, ctx, step)
+            result.updates += update.pop("optimizer_steps")
+            metrics.update(update)
             # ==================================================================================
             # 5. Sync: the engine samples the next step from the updated policy
             # ==================================================================================
             engine.sync_weights(policy)
-
-            tokens = max(stats.tokens, 1.0)
-            metrics.update(
-                loss=float(np.mean(losses)) if losses else None,
-                grad_norm=float(np.mean(grad_norms)) if grad_norms else None,
-                entropy=sum(entropies) / max(total_tokens, 1.0),
-                clip_fraction=stats.clipped / tokens,
-                clip_fraction_low=stats.clipped_low / tokens,
-                clip_fraction_high=stats.clipped_high / tokens,
-                kl=stats.kl / tokens,
-                logprob_mismatch=mismatch_sum / max(total_tokens, 1.0),
-                update_s=time.perf_counter() - update_started,
-            )
         elif skip_reason is not None:
             log.warning("step %d: %s; update skipped", step, skip_reason)
         else:
-            log.info("step %d: every group had equal rewards; no update", step)
+            log.info("step %d: every group was all success or all failure; no update", step)
 
         # ======================================================================================
         # 6. Record
         # ======================================================================================
-        scenario_rows = _scenario_rows(step, sampled, sampler)
+        trained_keys = {o.key for o in trained}
         rollout_rows = [
             {
                 "step": step,
-                "gen_batch": e.group // training.prompts_per_step,
-                "group": e.group,
-                "task_id": e.task.task_id,
-                "scenario": e.task.scenario,
-                "difficulty": e.task.difficulty,
-                "min_steps": e.task.min_steps,
-                "reward": shaped[id(e)],
-                "env_reward": e.reward,
-                "success": e.success,
-                "steps": e.steps,
-                "finish": e.finish,
-                "truncated": e.truncated,
-                "response_tokens": e.sequence.response_length,
-                "trained": id(e) in trained_ids,
+                "gen_batch": o.group // training.prompts_per_step,
+                "group": o.group,
+                "task_id": o.task_id,
+                "scenario": o.scenario,
+                "difficulty": o.difficulty,
+                "min_steps": o.min_steps,
+                "reward": o.reward,
+                "env_reward": o.env_reward,
+                "success": o.success,
+                "steps": o.steps,
+                "finish": o.finish,
+                "truncated": o.truncated,
+                "response_tokens": o.response_tokens,
+                "trained": o.key in trained_keys,
             }
-            for e in sampled
+            for o in rollouts.sampled
         ]
-        if record:
-            record(metrics, scenario_rows, rollout_rows)
+        if record and ctx.is_main:
+            record(metrics, _scenario_rows(step, rollouts.sampled, sampler), rollout_rows)
         result.history.append(metrics)
         result.steps = step
         if checkpoints is not None:
@@ -311,15 +214,324 @@ def train_dapo(
             step,
             metrics["reward_mean"],
             metrics["success_rate"],
-            len(kept),
-            groups_sampled,
+            len(rollouts.kept),
+            len(rollouts.groups),
         )
         if progress:
             progress("dapo", step / max(training.total_steps, 1))
     return result
 
 
-def _unusable_batch(trained: list[Episode], shaped: dict[int, float]) -> str | None:
+@dataclass
+class _Rollouts:
+    sampled: list[Outcome]  # every episode of the step, all ranks, in (group, sample) order
+    groups: dict[int, list[Outcome]]
+    kept: list[int]  # groups to train on, at most prompts_per_step, in sampling order
+    local: dict[Key, Episode]  # the episodes this rank played
+    gen_batches: int
+    dropped: int
+
+
+def _rollouts(
+    policy: torch.nn.Module,
+    engine: RolloutEngine,
+    chat: ChatFormat,
+    catalog: Catalog,
+    sampler: CurriculumSampler,
+    cfg: EcomConfig,
+    step: int,
+    ctx: DistContext,
+    play: PlayFn,
+) -> _Rollouts:
+    """Step 1: play groups until `prompts_per_step` informative ones are kept (or the
+    generation budget is spent). Every rank draws the same tasks and plays its share."""
+    training, agent = cfg.training, cfg.agent
+    prompts = training.prompts_per_step
+    max_gen_batches = training.max_num_gen_batches if training.dynamic_sampling else 1
+    out = _Rollouts([], {}, [], {}, 0, 0)
+    # HF generate on a sharded policy: gather its weights once so ranks never wait on each other
+    shares_policy = getattr(engine, "model", None) is policy
+    while len(out.kept) < prompts and out.gen_batches < max_gen_batches:
+        tasks = sampler.next_tasks(prompts)
+        offset = out.gen_batches * prompts
+        mine = list(range(ctx.rank, len(tasks), ctx.world_size))
+        episodes: list[Episode] = []
+        generation = gathered_for_generation(policy) if shares_policy else contextlib.nullcontext()
+        with generation:
+            if mine:
+                episodes = play(
+                    [tasks[g] for g in mine],
+                    engine,
+                    chat,
+                    catalog,
+                    env_config=cfg.env,
+                    agent=agent,
+                    samples_per_task=training.group_size,
+                    seed=rollout_seed(training.seed, step, offset),
+                    group_seeds=[rollout_seed(training.seed, step, offset + g) for g in mine],
+                )
+        for episode in episodes:
+            episode.group = offset + mine[episode.group]
+            out.local[(episode.group, episode.sample)] = episode
+        local = _outcomes(episodes, cfg)
+        batch = sorted(
+            (o for part in all_gather_objects(local, ctx) for o in part), key=lambda o: o.key
+        )
+        out.gen_batches += 1
+        if sampler.adaptive is not None:
+            for o in batch:
+                sampler.adaptive.record(o.scenario, o.difficulty, o.success)
+        out.sampled.extend(batch)
+        groups: dict[int, list[Outcome]] = {}
+        for o in batch:
+            groups.setdefault(o.group, []).append(o)
+        out.groups.update(groups)
+        keep = [True] * len(groups)
+        if training.dynamic_sampling:
+            success = training.dynamic_sampling_metric == "success"
+            values = torch.tensor([float(o.success) if success else o.reward for o in batch])
+            local_index = {g: i for i, g in enumerate(groups)}
+            group_index = torch.tensor([local_index[o.group] for o in batch])  # (n,)
+            keep = dapo.informative_groups(values, group_index).tolist()  # (g,)
+        out.dropped += sum(not k for k in keep)
+        out.kept.extend(g for g, k in zip(groups, keep, strict=True) if k)
+    out.kept = out.kept[:prompts]
+    return out
+
+
+def _outcomes(episodes: list[Episode], cfg: EcomConfig) -> list[Outcome]:
+    """Step 2's shaping: DAPO's soft overlong penalty on each episode's response length against
+    its response budget (the episode budget minus its prompt)."""
+    if not episodes:
+        return []
+    training, agent = cfg.training, cfg.agent
+    lengths = torch.tensor([e.sequence.response_length for e in episodes])  # (n,)
+    budgets = torch.tensor(
+        [agent.max_episode_tokens - e.sequence.prompt_length for e in episodes]
+    )  # (n,)
+    penalty = torch.zeros(len(episodes))  # (n,)
+    if training.overlong_shaping:
+        penalty = dapo.overlong_penalty(
+            lengths, budgets, training.overlong_buffer, training.overlong_penalty
+        )  # (n,)
+    return [
+        Outcome(
+            group=e.group,
+            sample=e.sample,
+            task_id=e.task.task_id,
+            scenario=e.task.scenario,
+            difficulty=e.task.difficulty,
+            min_steps=e.task.min_steps,
+            env_reward=e.reward,
+            reward=e.reward + float(p),
+            penalty=float(p),
+            success=e.success,
+            steps=e.steps,
+            finish=e.finish,
+            truncated=e.truncated,
+            response_tokens=e.sequence.response_length,
+            generated_tokens=e.sequence.generated_tokens,
+        )
+        for e, p in zip(episodes, penalty.tolist(), strict=True)
+    ]
+
+
+def _update(
+    policy: torch.nn.Module,
+    reference: torch.nn.Module | None,
+    optimizer: torch.optim.Optimizer,
+    rollouts: _Rollouts,
+    cfg: EcomConfig,
+    chat: ChatFormat,
+    ctx: DistContext,
+    step: int,
+) -> dict[str, Any]:
+    """Steps 2-4 on the kept groups; returns the update's metrics (and `optimizer_steps`)."""
+    training, agent = cfg.training, cfg.agent
+    started = time.perf_counter()
+    # ---- 2. advantages: group-normalised shaped rewards (identical on every rank)
+    trained = [o for g in rollouts.kept for o in rollouts.groups[g]]
+    rewards = torch.tensor([o.reward for o in trained])  # (N,)
+    rank_of_group = {g: i for i, g in enumerate(rollouts.kept)}
+    group_index = torch.tensor([rank_of_group[o.group] for o in trained])  # (N,)
+    advantages = dict(
+        zip(
+            (o.key for o in trained),
+            dapo.group_advantages(rewards, group_index).tolist(),
+            strict=True,
+        )
+    )  # key -> A
+    per_mini = training.ppo_mini_batch_size or training.prompts_per_step
+    minis = [rollouts.kept[i : i + per_mini] for i in range(0, len(rollouts.kept), per_mini)]
+    plans = [_mini_batch(mini, rollouts, cfg, chat, ctx) for mini in minis]
+
+    # ---- 3. old policy: log-probs of the sampled tokens before any update (no grad)
+    policy.eval()
+    mismatch = 0.0
+    with torch.no_grad():
+        for plan in plans:
+            for micro in plan.micros:
+                batch = micro.batch
+                old, _ = forward_logprobs(policy, batch, temperature=agent.temperature)
+                micro.old = old  # (b, L-1)
+                gap = (old - batch.sampling_logprobs).abs() * batch.loss_mask * micro.weight
+                mismatch += float(gap.sum())
+                if reference is not None:
+                    micro.ref, _ = forward_logprobs(
+                        reference, batch, temperature=agent.temperature
+                    )  # (b, L-1)
+    policy.train()
+
+    # ---- 4. update: ppo_epochs x mini-batches optimizer steps, micro-batches accumulated
+    losses, grad_norms = [], []
+    totals = torch.zeros(6, dtype=torch.float64)  # tokens, clipped, low, high, kl, entropy
+    skip_reason = None
+    for epoch in range(training.ppo_epochs):
+        for plan in plans:
+            optimizer.zero_grad(set_to_none=True)
+            step_loss = 0.0
+            for micro in plan.micros:
+                batch = micro.batch
+                logprobs, entropy = forward_logprobs(
+                    policy, batch, temperature=agent.temperature, with_entropy=epoch == 0
+                )  # (b, L-1), (b, L-1)
+                adv = torch.tensor([advantages.get(k, 0.0) for k in micro.keys])  # (b,)
+                loss, stats = dapo.policy_loss(
+                    logprobs,
+                    micro.old,
+                    adv.to(logprobs.device),
+                    batch.loss_mask,
+                    clip_ratio_low=training.clip_ratio_low,
+                    clip_ratio_high=training.clip_ratio_high,
+                    clip_ratio_c=training.clip_ratio_c,
+                    loss_agg_mode=training.loss_agg_mode,
+                    kl_coef=training.kl_coef,
+                    ref_logprobs=micro.ref,
+                    total_tokens=plan.tokens,
+                    total_sequences=plan.sequences,
+                )
+                (loss * micro.weight).backward()
+                step_loss += float(loss.detach()) * micro.weight
+                ent = float((entropy * batch.loss_mask).sum()) if entropy is not None else 0.0
+                totals += micro.weight * torch.tensor(
+                    [
+                        stats.tokens,
+                        stats.clipped,
+                        stats.clipped_low,
+                        stats.clipped_high,
+                        stats.kl,
+                        ent,
+                    ],
+                    dtype=torch.float64,
+                )
+            step_loss = all_reduce_sum(step_loss, ctx)
+            grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), training.max_grad_norm)
+            if hasattr(grad_norm, "full_tensor"):  # FSDP2: a DTensor over the ranks
+                grad_norm = grad_norm.full_tensor()
+            if not (math.isfinite(step_loss) and math.isfinite(float(grad_norm))):
+                # one NaN/inf poisons AdamW's moments for good: drop this update instead
+                optimizer.zero_grad(set_to_none=True)
+                skip_reason = (
+                    f"non-finite loss {step_loss}"
+                    if not math.isfinite(step_loss)
+                    else f"non-finite gradient norm {float(grad_norm)}"
+                )
+                log.warning("step %d epoch %d: %s; update skipped", step, epoch, skip_reason)
+                break
+            optimizer.step()
+            losses.append(step_loss)
+            grad_norms.append(float(grad_norm))
+        if skip_reason is not None:
+            break
+
+    if ctx.is_distributed:
+        summed = torch.tensor([*totals.tolist(), mismatch], dtype=torch.float64)
+        torch.distributed.all_reduce(summed)
+        totals, mismatch = summed[:6], float(summed[6])
+    tokens_once = float(sum(o.generated_tokens for o in trained))
+    passes = max(totals[0].item(), 1.0)  # trained tokens summed over every optimizer step
+    out: dict[str, Any] = {
+        "optimizer_steps": len(losses),
+        "loss": float(np.mean(losses)) if losses else None,
+        "grad_norm": float(np.mean(grad_norms)) if grad_norms else None,
+        "entropy": float(totals[5]) / max(tokens_once, 1.0),
+        "clip_fraction": float(totals[1]) / passes,
+        "clip_fraction_low": float(totals[2]) / passes,
+        "clip_fraction_high": float(totals[3]) / passes,
+        "kl": float(totals[4]) / passes,
+        "logprob_mismatch": mismatch / max(tokens_once, 1.0),
+        "update_s": time.perf_counter() - started,
+    }
+    if skip_reason is not None:
+        out.update(skipped=True, skip_reason=skip_reason)
+    return out
+
+
+@dataclass
+class _Micro:
+    keys: list[Key]
+    batch: Any  # batching.Batch on the policy's device
+    weight: float  # 0 for the padding micro-batch of a rank with fewer micro-batches
+    old: torch.Tensor | None = None
+    ref: torch.Tensor | None = None
+
+
+@dataclass
+class _MiniBatch:
+    tokens: float  # trained tokens of the mini-batch over all ranks (token-mean denominator)
+    sequences: float  # its sequences over all ranks
+    micros: list[_Micro]
+
+
+def _mini_batch(
+    groups: list[int], rollouts: _Rollouts, cfg: EcomConfig, chat: ChatFormat, ctx: DistContext
+) -> _MiniBatch:
+    """One optimizer step's data on this rank, cut into token-budget micro-batches. Every rank
+    runs the same number of micro-batches (FSDP gathers layers in each forward): a rank with
+    fewer pads with a weight-0 micro-batch."""
+    training = cfg.training
+    members = [o for g in groups for o in rollouts.groups[g]]
+    keys = [o.key for o in members if o.key in rollouts.local]
+    sequences = [rollouts.local[k].sequence for k in keys]
+    cuts = token_micro_batches(
+        list(range(len(keys))),
+        [len(s) for s in sequences],
+        training.max_tokens_per_micro_batch,
+        training.mini_batch_size,
+    )
+    count = max(all_gather_objects(len(cuts), ctx))
+    device = ctx.device
+    micros = [
+        _Micro(
+            [keys[i] for i in cut],
+            collate([sequences[i] for i in cut], chat.pad_token_id).to(device),
+            1.0,
+        )
+        for cut in cuts
+    ]
+    while len(micros) < count:
+        micros.append(
+            _Micro(
+                [(-1, -1)], collate([_padding_sequence(chat)], chat.pad_token_id).to(device), 0.0
+            )
+        )
+    return _MiniBatch(
+        tokens=float(sum(o.generated_tokens for o in members)),
+        sequences=float(len(members)),
+        micros=micros,
+    )
+
+
+def _padding_sequence(chat: ChatFormat) -> TokenSequence:
+    """Two pad tokens, the second 'trained', so the forward and backward touch every weight
+    (as FSDP's collectives need) while weight 0 keeps the gradient unchanged."""
+    sequence = TokenSequence()
+    sequence.add_prompt([chat.pad_token_id])
+    sequence.add_generated([chat.pad_token_id], [0.0])
+    return sequence
+
+
+def _unusable_batch(trained: list[Outcome]) -> str | None:
     """Why the kept episodes cannot be trained on (None when they can).
 
     A NaN/inf reward would turn every advantage of its group into NaN; a batch without a single
@@ -327,42 +539,40 @@ def _unusable_batch(trained: list[Episode], shaped: dict[int, float]) -> str | N
     """
     if not trained:
         return None  # nothing kept: the plain "no update" path
-    bad = [e.task.task_id for e in trained if not math.isfinite(shaped[id(e)])]
+    bad = [o.task_id for o in trained if not math.isfinite(o.reward)]
     if bad:
         return f"non-finite reward in {len(bad)} episode(s), e.g. {bad[0]}"
-    if sum(e.sequence.generated_tokens for e in trained) == 0:
+    if sum(o.generated_tokens for o in trained) == 0:
         return "no trainable tokens (every generated token is masked)"
     return None
 
 
-def _rollout_metrics(
-    episodes: list[Episode], shaped: dict[int, float], seconds: float
-) -> dict[str, Any]:
-    rewards = np.array([shaped[id(e)] for e in episodes], dtype=np.float64)
-    lengths = np.array([e.sequence.response_length for e in episodes])
-    generated = sum(e.sequence.generated_tokens for e in episodes)
+def _rollout_metrics(outcomes: list[Outcome], seconds: float) -> dict[str, Any]:
+    rewards = np.array([o.reward for o in outcomes], dtype=np.float64)
+    lengths = np.array([o.response_tokens for o in outcomes])
+    generated = sum(o.generated_tokens for o in outcomes)
     by_scenario: dict[str, list[bool]] = {}
-    for e in episodes:
-        by_scenario.setdefault(e.task.scenario, []).append(e.success)
+    for o in outcomes:
+        by_scenario.setdefault(o.scenario, []).append(o.success)
     return {
         "reward_mean": float(rewards.mean()),
         "reward_std": float(rewards.std()),
-        "success_rate": float(np.mean([e.success for e in episodes])),
+        "success_rate": float(np.mean([o.success for o in outcomes])),
         "success_by_scenario": {s: float(np.mean(v)) for s, v in sorted(by_scenario.items())},
         "response_length_mean": float(lengths.mean()),
         "response_length_max": int(lengths.max()),
-        "truncated_rate": float(np.mean([e.truncated for e in episodes])),
+        "truncated_rate": float(np.mean([o.truncated for o in outcomes])),
         "tokens_generated": int(generated),
         "tokens_per_s": generated / seconds if seconds > 0 else 0.0,
     }
 
 
 def _scenario_rows(
-    step: int, episodes: list[Episode], sampler: CurriculumSampler
+    step: int, outcomes: list[Outcome], sampler: CurriculumSampler
 ) -> list[dict[str, Any]]:
-    by_scenario: dict[str, list[Episode]] = {}
-    for e in episodes:
-        by_scenario.setdefault(e.task.scenario, []).append(e)
+    by_scenario: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        by_scenario.setdefault(o.scenario, []).append(o)
     scenarios = sorted(set(by_scenario) | set(sampler.adaptive.windows if sampler.adaptive else ()))
     rows = []
     for scenario in scenarios:
@@ -372,14 +582,14 @@ def _scenario_rows(
             if sampler.adaptive is not None and scenario in sampler.adaptive.windows
             else None
         )
-        difficulties = [e.task.difficulty for e in members]
+        difficulties = [o.difficulty for o in members]
         rows.append(
             {
                 "step": step,
                 "scenario": scenario,
                 "episodes": len(members),
-                "success_rate": float(np.mean([e.success for e in members])) if members else None,
-                "reward_mean": float(np.mean([e.reward for e in members])) if members else None,
+                "success_rate": float(np.mean([o.success for o in members])) if members else None,
+                "reward_mean": float(np.mean([o.env_reward for o in members])) if members else None,
                 "window_low": window[0] if window else (min(difficulties) if members else None),
                 "window_high": window[1] if window else (max(difficulties) if members else None),
             }

@@ -38,7 +38,15 @@ class EnginePlan:
 
     @property
     def torch_dtype_name(self) -> str:
+        """The compute dtype (what vLLM serves)."""
         return "bfloat16" if self.dtype == "bf16" else "float32"
+
+    @property
+    def load_dtype_name(self) -> str:
+        """The dtype the trainer loads weights in: fp32 master weights (and so fp32 AdamW
+        states) for a full fine-tune, bf16 computed through FSDP2 mixed precision or autocast;
+        with LoRA the frozen base may stay bf16 (peft keeps the adapters in fp32)."""
+        return "bfloat16" if self.dtype == "bf16" and self.lora_rank > 0 else "float32"
 
     def log(self) -> None:
         for reason in self.reasons:
@@ -169,7 +177,13 @@ def plan_for_this_machine(cfg: EcomConfig) -> EnginePlan:
 
 def apply_plan(policy: Any, plan: EnginePlan, ctx: Any, *, seed: int = 0) -> Any:
     """Ready a loaded policy for training as planned: gradient checkpointing, then LoRA or
-    FSDP2 (bf16 mixed precision on GPU). Returns the module to optimise (LoRA wraps it)."""
+    FSDP2. Returns the module to optimise (LoRA wraps it).
+
+    Precision: the weights stay as loaded (fp32 master, `EnginePlan.load_dtype_name`) and
+    `dtype: bf16` is compute only: FSDP2's `MixedPrecisionPolicy(param_dtype=bf16,
+    reduce_dtype=fp32)` on GPU, autocast otherwise (`ecomrlve_autocast`, read by
+    `batching.forward_logprobs`). An AdamW step at lr 1e-6 then changes the weights; on bf16
+    weights most such steps round away."""
     import torch
 
     from ecomrlve.train.distributed import enable_gradient_checkpointing, shard_model
@@ -179,9 +193,12 @@ def apply_plan(policy: Any, plan: EnginePlan, ctx: Any, *, seed: int = 0) -> Any
         enable_gradient_checkpointing(policy)
     if plan.lora_rank > 0:
         policy = apply_lora(policy, plan.lora_rank, alpha=plan.lora_alpha, seed=seed)
+    mixed_by_fsdp = plan.distributed == "fsdp" and ctx.device.type == "cuda"
     if plan.distributed == "fsdp":
-        mixed = torch.bfloat16 if plan.dtype == "bf16" and ctx.device.type == "cuda" else None
+        mixed = torch.bfloat16 if plan.dtype == "bf16" and mixed_by_fsdp else None
         shard_model(policy, ctx, param_dtype=mixed)
+    if plan.dtype == "bf16" and not mixed_by_fsdp:
+        policy.ecomrlve_autocast = torch.bfloat16
     return policy
 
 

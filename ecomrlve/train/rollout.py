@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ecomrlve.config import AgentConfig, EnvConfig
 from ecomrlve.env import Catalog, EcomEnv, Verdict, reference_turns, verify
 from ecomrlve.tasks import Task
@@ -76,16 +78,29 @@ def run_episodes(
     seed: int = 0,
     temperature: float | None = None,
     progress: ProgressFn | None = None,
+    group_seeds: list[int] | None = None,
 ) -> list[Episode]:
     """Play `samples_per_task` episodes of every task in lockstep; return them grouped by task
-    (episode `group` = index of its task in `tasks`)."""
+    (episode `group` = index of its task in `tasks`).
+
+    With `group_seeds` (one per task) every episode samples from its own seed, derived from its
+    group's seed and its sample index, so an episode does not depend on the other tasks in the
+    call: ranks that split a batch of tasks play what one process would."""
+    if group_seeds is not None and len(group_seeds) != len(tasks):
+        raise ValueError(f"{len(group_seeds)} group seeds for {len(tasks)} tasks")
     live: list[_Live] = []
+    seeds: dict[int, int] = {}
     for group, task in enumerate(tasks):
         for sample in range(samples_per_task):
             env = EcomEnv(task, catalog, env_config)
             sequence = TokenSequence()
             sequence.add_prompt(chat.prompt_ids(env.reset(include_tools=False)))
-            live.append(_Live(Episode(task, group, sample, sequence), env))
+            item = _Live(Episode(task, group, sample, sequence), env)
+            live.append(item)
+            if group_seeds is not None:
+                seeds[id(item)] = int(
+                    np.random.SeedSequence([group_seeds[group], sample]).generate_state(1)[0]
+                )
     episodes = [item.episode for item in live]
     sampling_temperature = agent.temperature if temperature is None else temperature
     active = [item for item in live if not _over_budget(item, agent)]
@@ -101,6 +116,9 @@ def run_episodes(
             top_p=agent.top_p,
             stop_token_ids=chat.stop_token_ids,
             seed=seed * 10_007 + round_index,
+            row_seeds=tuple(seeds[id(i)] * 10_007 + round_index for i in active)
+            if group_seeds is not None
+            else None,
         )
         completions = engine.generate([i.episode.sequence.token_ids for i in active], sampling)
         still: list[_Live] = []

@@ -44,6 +44,35 @@ class _LogprobRecorder(LogitsProcessor):
         return torch.stack(self.logprobs, dim=1)  # (B, T_new)
 
 
+class _RowSampler(LogitsProcessor):
+    """Samples each row from softmax(logits / T) (top-p filtered) with that row's own
+    generator, then leaves only the drawn token, so greedy decoding emits it. A row's draw
+    therefore depends on its seed alone, not on the batch it shares."""
+
+    def __init__(self, temperature: float, top_p: float, seeds: list[int], device) -> None:
+        self.temperature = temperature
+        self.top_p = top_p
+        self.generators = [
+            torch.Generator(device=device).manual_seed(seed % (2**63 - 1)) for seed in seeds
+        ]
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.Tensor:
+        probs = torch.softmax(scores.float() / self.temperature, dim=-1)  # (B, V)
+        if self.top_p < 1.0:
+            ordered, order = probs.sort(dim=-1, descending=True)  # (B, V)
+            before = ordered.cumsum(-1) - ordered  # (B, V) mass ranked above each token
+            ordered = ordered.masked_fill(before >= self.top_p, 0.0)
+            probs = torch.zeros_like(probs).scatter(-1, order, ordered)  # (B, V)
+        picked = torch.cat(
+            [
+                torch.multinomial(row, 1, generator=g)
+                for row, g in zip(probs, self.generators, strict=True)
+            ]
+        )  # (B,)
+        out = torch.full_like(scores, float("-inf"))  # (B, V)
+        return out.scatter(-1, picked[:, None], 0.0)
+
+
 class HFEngine:
     """Samples with `model.generate`; prompts are chunked into batches of `max_batch_size`."""
 
@@ -69,12 +98,21 @@ class HFEngine:
         for start in range(0, len(prompts_token_ids), self.max_batch_size):
             chunk = prompts_token_ids[start : start + self.max_batch_size]
             seed = (sampling.seed * 1_000_003 + start) % (2**63 - 1)  # torch seeds are int64
-            out.extend(self._generate_batch(chunk, sampling, seed))
+            rows = (
+                list(sampling.row_seeds[start : start + self.max_batch_size])
+                if sampling.row_seeds
+                else None
+            )
+            out.extend(self._generate_batch(chunk, sampling, seed, rows))
         return out
 
     @torch.inference_mode()
     def _generate_batch(
-        self, prompts: list[list[int]], sampling: SamplingParams, seed: int
+        self,
+        prompts: list[list[int]],
+        sampling: SamplingParams,
+        seed: int,
+        row_seeds: list[int] | None = None,
     ) -> list[Completion]:
         device = next(self.model.parameters()).device
         width = max(len(p) for p in prompts)
@@ -85,6 +123,10 @@ class HFEngine:
             attention_mask[row, width - len(prompt) :] = 1
         recorder = _LogprobRecorder(sampling.temperature)
         greedy = sampling.temperature == 0
+        processors = [recorder]
+        if row_seeds is not None and not greedy:
+            processors.append(_RowSampler(sampling.temperature, sampling.top_p, row_seeds, device))
+            greedy = True  # the row sampler has drawn; generate takes its one token
         stop = list(sampling.stop_token_ids) or None
         was_training = self.model.training
         self.model.eval()
@@ -101,7 +143,7 @@ class HFEngine:
                     top_k=None,
                     eos_token_id=stop,
                     pad_token_id=self.pad_token_id,
-                    logits_processor=LogitsProcessorList([recorder]),
+                    logits_processor=LogitsProcessorList(processors),
                     return_dict_in_generate=True,
                 )
         finally:

@@ -57,6 +57,15 @@ def _import_vllm():
     return vllm
 
 
+def _free_cached_gpu_memory() -> None:
+    """Hand the trainer's cached allocator blocks back before vLLM wakes: they are free to
+    torch but not to vLLM, which would otherwise find the card full."""
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def request_seed(seed: int, index: int) -> int:
     return (seed * _SEED_STRIDE + index) % _SEED_MOD
 
@@ -171,7 +180,11 @@ class VLLMEngine:
                 top_p=sampling.top_p,
                 max_tokens=sampling.max_new_tokens,
                 stop_token_ids=list(sampling.stop_token_ids),
-                seed=request_seed(sampling.seed, i),
+                seed=(
+                    sampling.row_seeds[i] % _SEED_MOD
+                    if sampling.row_seeds
+                    else request_seed(sampling.seed, i)
+                ),
                 logprobs=0,
                 detokenize=False,
                 skip_special_tokens=False,
@@ -212,6 +225,7 @@ class VLLMEngine:
 
         started = time.perf_counter()
         if self.asleep and self.sleep_enabled:
+            _free_cached_gpu_memory()
             self.llm.wake_up(tags=["weights"])
         weights = iter_full_weights(policy)
         used = self.llm.collective_rpc(_load_weights_on_worker, args=(weights,))
@@ -239,5 +253,6 @@ class VLLMEngine:
     def wake_up(self) -> None:
         """Bring weights and KV cache back (a no-op when awake or without sleep mode)."""
         if self.sleep_enabled and self.asleep:
+            _free_cached_gpu_memory()
             self.llm.wake_up()
             self.asleep = False

@@ -1,0 +1,133 @@
+"""The real DAPO loop learns, and a flipped sign anywhere in the update stops it learning.
+
+`train_dapo` runs unchanged (rollouts, dynamic sampling, group advantages, old log-probs, PPO
+mini-batches, clipped surrogate, token-mean) on a 1-layer tiny Qwen3 and a tiny rewardable task:
+reward = share of the generated tokens with an even id. The task's `play` replaces the env only.
+Learning is read off the policy itself: the probability mass on even ids after the prompt.
+Negating the advantages, inverting the ratio or negating the aggregated loss each make that mass
+fall instead of rise, so the test fails on any of them.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from train_fixtures import tiny_lm_pair, train_store_dir
+
+from ecomrlve.config import config_from_dict
+from ecomrlve.env.verifier import Verdict
+from ecomrlve.train import dapo
+from ecomrlve.train.chat import ChatFormat, TokenSequence
+from ecomrlve.train.curriculum import CurriculumSampler, read_store_tasks
+from ecomrlve.train.engine import SamplingParams
+from ecomrlve.train.engines.hf import HFEngine
+from ecomrlve.train.loop import train_dapo
+from ecomrlve.train.rollout import Episode
+
+TURN_TOKENS = 6
+PROMPT = "<|im_start|>user\nred running shoes<|im_end|>\n<|im_start|>assistant\n"
+
+
+def even_id_play(tasks, engine, chat, catalog, *, samples_per_task, group_seeds, **_):
+    """One-turn episodes from a fixed prompt; reward = share of even token ids sampled."""
+    prompt = chat.encode(PROMPT)
+    episodes = []
+    for group, task in enumerate(tasks):
+        seeds = tuple(
+            int(np.random.SeedSequence([group_seeds[group], s]).generate_state(1)[0])
+            for s in range(samples_per_task)
+        )
+        sampling = SamplingParams(max_new_tokens=TURN_TOKENS, row_seeds=seeds)
+        for sample, completion in enumerate(engine.generate([prompt] * samples_per_task, sampling)):
+            sequence = TokenSequence()
+            sequence.add_prompt(prompt)
+            sequence.add_generated(completion.token_ids, completion.logprobs)
+            share = float(np.mean([t % 2 == 0 for t in completion.token_ids]))
+            verdict = Verdict(task.task_id, share >= 0.5, share, {"even": share}, 1)
+            episodes.append(Episode(task, group, sample, sequence, [""], verdict, finish="length"))
+    return episodes
+
+
+def even_mass(policy, chat) -> float:
+    """Probability of an even next token right after the prompt."""
+    ids = torch.tensor([chat.encode(PROMPT)])
+    with torch.no_grad():
+        probs = torch.softmax(policy(input_ids=ids).logits[0, -1].float(), dim=-1)  # (V,)
+    return float(probs[::2].sum())
+
+
+@pytest.fixture(scope="module")
+def world():
+    model, tokenizer = tiny_lm_pair()
+    chat = ChatFormat(tokenizer, [])
+    frame = read_store_tasks(train_store_dir()).head(16)
+    cfg = config_from_dict(
+        {
+            "agent": {"max_new_tokens": TURN_TOKENS, "max_episode_tokens": 128},
+            "training": {
+                "total_steps": 4,
+                "prompts_per_step": 4,
+                "group_size": 4,
+                "ppo_mini_batch_size": 2,  # two optimizer steps per rollout batch
+                "ppo_epochs": 2,
+                "mini_batch_size": 4,  # two micro-batches per optimizer step
+                "max_tokens_per_micro_batch": 256,
+                "learning_rate": 1e-2,
+                "weight_decay": 0.0,
+                "dynamic_sampling_metric": "reward",
+                "overlong_buffer": 16,
+                "adaptive_difficulty": False,
+                "seed": 1,
+            },
+        }
+    )
+    return model, chat, frame, cfg
+
+
+def run(world) -> tuple[float, float, list[dict]]:
+    model, chat, frame, cfg = world
+    torch.manual_seed(0)
+    policy = copy.deepcopy(model)
+    before = even_mass(policy, chat)
+    sampler = CurriculumSampler(frame, seed=0)
+    engine = HFEngine(policy, chat.pad_token_id)
+    result = train_dapo(policy, engine, chat, None, sampler, cfg, play=even_id_play)
+    return before, even_mass(policy, chat), result.history
+
+
+def test_dapo_loop_learns_a_rewardable_task(world):
+    before, after, history = run(world)
+    assert after > before + 0.1, (before, after)
+    assert history[-1]["reward_mean"] > history[0]["reward_mean"]
+    # 2 epochs x 2 mini-batches per step: from the second optimizer step on the ratio moves
+    assert any(h["clip_fraction"] > 0 for h in history)
+
+
+def _negated_advantages(rewards, group_index):
+    return -ORIGINAL["group_advantages"](rewards, group_index)
+
+
+def _inverted_ratio(logprobs, old_logprobs, *args, **kwargs):
+    return ORIGINAL["policy_loss"](2 * old_logprobs - logprobs, old_logprobs, *args, **kwargs)
+
+
+def _negated_aggregate(*args, **kwargs):
+    return -ORIGINAL["aggregate"](*args, **kwargs)
+
+
+ORIGINAL = {name: getattr(dapo, name) for name in ("group_advantages", "policy_loss", "aggregate")}
+FLIPS = {
+    "group_advantages": _negated_advantages,
+    "policy_loss": _inverted_ratio,
+    "aggregate": _negated_aggregate,
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLIPS))
+def test_a_sign_flip_stops_learning(world, monkeypatch, name):
+    monkeypatch.setattr(dapo, name, FLIPS[name])
+    before, after, _ = run(world)
+    assert after < before, (name, before, after)
