@@ -168,6 +168,7 @@ def test_discovery_acceptable_set_is_the_catalog_filter(ctx):
 
 
 def test_substitution_wanted_item_is_out_of_stock_and_rules_hold(ctx):
+    without_type = 0
     for task in tasks_of(ctx, "substitution"):
         lookup = next(c for c in task.reference if c.name in ("get_product", "search"))
         if lookup.name == "get_product":
@@ -182,13 +183,19 @@ def test_substitution_wanted_item_is_out_of_stock_and_rules_hold(ctx):
         for empty in brand_searches[:-1]:
             assert not ctx.catalog.filter_mask(empty).any()
         accepted = _rows(ctx, task.goal.recommend.acceptable)
-        assert sorted(task.goal.recommend.acceptable) == sorted(
-            ctx.ids(np.flatnonzero(ctx.catalog.filter_mask(brand_searches[-1])))
-        )
+        # the winning brand's items, narrowed to the wanted product type when it has any
+        of_winner = np.flatnonzero(ctx.catalog.filter_mask(brand_searches[-1]))
+        types = ctx.product_type.codes
+        same_type = of_winner[types[of_winner] == types[wanted]]
+        expected = same_type if len(same_type) else of_winner
+        assert sorted(task.goal.recommend.acceptable) == sorted(ctx.ids(expected))
+        without_type += not len(same_type)
         for row in accepted:
             assert ctx.in_stock[row]
             assert ctx.category.codes[row] == ctx.category.codes[wanted]
             assert ctx.size_col.codes[row] == ctx.size_col.codes[wanted]
+    # the same product type first: the category fallback is the exception (issue 13)
+    assert without_type <= 0.25 * len(tasks_of(ctx, "substitution"))
 
 
 @pytest.mark.parametrize("scenario", ["cart", "bundle", "journey"])

@@ -1,14 +1,19 @@
 """substitution: the wanted item is out of stock; recommend the closest in-stock alternative.
 
-Stated rules: same category and size, price within ±p% of the wanted item's price, brands in a
-preference order (the first brand that has any such item in stock wins). The agent first looks
-the wanted item up (a search by its name, or `list_orders` + `get_product` when it is "the one I
-bought before") to learn its price, then searches brand by brand. Harder variants put more
-preferred brands with nothing available first (more empty searches), leave the preference or
-the price rule out of the prompt (`ask_user`), and narrow the price band.
+Stated rules: same size, price within ±p% of the wanted item's price, brands in a preference
+order (the first brand that has any such item of the category in stock wins), and the same
+product type as the wanted item ("crew neck shirt", not just "t-shirts") — unless the winning
+brand has none of that type, which the prompt allows: then its other items of the category do.
+The agent first looks the wanted item up (a search by its name, or `list_orders` +
+`get_product` when it is "the one I bought before") to learn its price, then searches brand by
+brand. Harder variants put more preferred brands with nothing available first (more empty
+searches), leave the preference or the price rule out of the prompt (`ask_user`), and narrow the
+price band.
 
 Acceptable: every in-stock item of the catalog with that category, size, price band and the
-winning brand (computed with `Catalog.filter_mask`).
+winning brand (computed with `Catalog.filter_mask`), narrowed to the wanted product type when
+the winning brand has any. The reference searches by the product type, so its hits of that
+type come first.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import math
 import numpy as np
 from pydantic import Field
 
+from ecomrlve.catalogs.taxonomy import size_words
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
     World,
@@ -30,6 +36,7 @@ from ecomrlve.generators.blocks import (
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import render
+from ecomrlve.generators.prompts import size_phrase, variant_phrase
 from ecomrlve.tasks import Goal, RecommendSpec
 
 TEMPLATES: tuple[str, ...] = (
@@ -44,7 +51,12 @@ HISTORY_TEMPLATES: tuple[str, ...] = (
     "I wanted to reorder {item} from my order {when}; it's sold out now.{rules} Can you "
     "recommend a substitute?",
 )
-RULES = " It has to be the same kind of product in the same size{price}{brands}."
+RULES = (
+    " It has to be the same type of product ({noun}) in the same size{price}{brands}; failing"
+    " that, other {category} from the brand I prefer will do."
+)
+# P(the winning brand is drawn among those that have the wanted type, when some have it)
+SAME_TYPE_WINNER = 0.85
 PRICE_RULE = ", priced within {pct}% of the original"
 BRAND_RULE = ", and by brand I prefer {order}"
 
@@ -103,6 +115,13 @@ class Substitution(Scenario):
         base = {"category": category, "size": product["size"], "min_price": low, "max_price": high}
         candidates = ctx.rows_where({**base, "in_stock": True})
         with_items = np.unique(ctx.brand.codes[candidates])
+        noun = ctx.noun(wanted)
+        types = ctx.product_type
+        if types is not None:
+            same_type = types.codes[candidates] == types.codes[wanted]
+        else:  # a catalog written before product_type was a column
+            same_type = np.array([ctx.noun(r) == noun for r in candidates], dtype=bool)
+        with_type = np.unique(ctx.brand.codes[candidates[same_type]])
         brands_of_category = np.unique(ctx.brand.codes[rows])
         without = np.setdiff1d(brands_of_category, with_items)
         if len(with_items) == 0 or len(without) < empty_brands:
@@ -111,11 +130,15 @@ class Substitution(Scenario):
         own = ctx.brand.codes[wanted]
         if own in without and own not in empty and empty and rng.random() < 0.5:
             empty[0] = int(own)  # "ideally the same brand again" — which has nothing left
-        winner = int(with_items[below(rng, len(with_items))])
-        if empty_brands == 0 and own in with_items and rng.random() < 0.5:
+        pool = with_type if len(with_type) and rng.random() < SAME_TYPE_WINNER else with_items
+        winner = int(pool[below(rng, len(pool))])
+        if empty_brands == 0 and own in pool and rng.random() < 0.5:
             winner = int(own)
         order = [ctx.brand.vocab[b] for b in [*empty, winner]]
-        acceptable = candidates[ctx.brand.codes[candidates] == winner]
+        of_winner = ctx.brand.codes[candidates] == winner
+        if (of_winner & same_type).any():
+            of_winner &= same_type
+        acceptable = candidates[of_winner]
 
         world = World.new(ctx, rng)
         ids = ctx.order_ids(rng, config.n_orders)
@@ -128,13 +151,14 @@ class Substitution(Scenario):
                 ids[0], [wanted], [1], "delivered", between(rng, 20, 150), user=world.user
             )
             world.orders = [past, *filler_orders(ctx, rng, ids[1:], {category})]
-            item = line_phrase(ctx, wanted, rng) + f" in size {product['size']}"
+            item = f"{line_phrase(ctx, wanted, rng)} {size_phrase(product['size'])}".rstrip()
             template = pick(rng, HISTORY_TEMPLATES)
             reference += [call("list_orders"), call("get_product", item_id=product["item_id"])]
             when = order_when(past, rng)
         else:
             world.orders = filler_orders(ctx, rng, ids, {category})
-            item = f"the {product['name']} in {product['color']}, size {product['size']}"
+            variant = variant_phrase(category, product["color"], rng)
+            item = f"the {product['name']} {variant}, {size_words(product['size'])}"
             lookup_filters = {
                 "category": category,
                 "brand": product["brand"],
@@ -156,18 +180,20 @@ class Substitution(Scenario):
             when = ""
         for brand in order:
             filters = {**base, "brand": brand, "in_stock": True}
-            reference.append(
-                call("search", query=category, filters=filters, top_k=config.search_top_k)
-            )
+            reference.append(call("search", query=noun, filters=filters, top_k=config.search_top_k))
         results = ctx.search_rows(
-            category, {**base, "brand": order[-1], "in_stock": True}, config.search_top_k
+            noun, {**base, "brand": order[-1], "in_stock": True}, config.search_top_k
         )
-        if not results:
-            raise GenerationError("the winning brand's search is empty")
-        reference.append(call("recommend", item_ids=[ctx.item_ids[results[0]]]))
+        accepted = set(acceptable.tolist())
+        pick_row = next((r for r in results if r in accepted), None)
+        if pick_row is None:
+            raise GenerationError("the winning brand's search shows no acceptable item")
+        reference.append(call("recommend", item_ids=[ctx.item_ids[pick_row]]))
 
         preference_text = ", then ".join(order)
         rules = RULES.format(
+            noun=noun,
+            category=category,
             price="" if "budget" in hidden else PRICE_RULE.format(pct=pct),
             brands="" if "preference" in hidden else BRAND_RULE.format(order=preference_text),
         )
@@ -186,7 +212,7 @@ class Substitution(Scenario):
         goal = Goal(
             user_facts=facts,
             recommend=RecommendSpec(acceptable=ctx.ids(acceptable), min_items=1, max_items=3),
-            relevant_ids=[product["item_id"], ctx.item_ids[results[0]]]
+            relevant_ids=[product["item_id"], ctx.item_ids[pick_row]]
             + ([world.orders[0]["order_id"]] if plan["history"] else []),
             typo_rate=config.typo_rate,
         )
