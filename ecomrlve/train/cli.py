@@ -55,7 +55,12 @@ def train(
 
 
 def evaluate(
-    model: str = typer.Option(..., "--model", "-m", help="model folder, cached hub id, tiny-qwen3"),
+    model: str = typer.Option(
+        ...,
+        "--model",
+        "-m",
+        help="model folder, cached hub id, tiny-qwen3; with --endpoint: the served name",
+    ),
     where: str | None = typer.Option(None, "--where", help="SQL predicate over the tasks view"),
     k: int = typer.Option(4, "--k", help="k of pass^k"),
     samples: int | None = typer.Option(None, "--samples", "-n", help="samples per task (>= k)"),
@@ -63,12 +68,54 @@ def evaluate(
     seed: int = typer.Option(0, "--seed", help="sampling seed"),
     config: Path | None = typer.Option(None, "--config", "-c", help="env/agent settings"),
     data: Path = typer.Option(Path("data"), "--data", help="data directory"),
+    endpoint: str | None = typer.Option(
+        None, "--endpoint", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"
+    ),
+    api_key_env: str | None = typer.Option(
+        None, "--api-key-env", help="environment variable holding the endpoint's API key"
+    ),
+    concurrency: int = typer.Option(8, "--concurrency", help="endpoint requests in flight"),
+    timeout: float = typer.Option(120.0, "--timeout", help="seconds per endpoint request"),
+    retries: int = typer.Option(3, "--retries", help="retries on 429/5xx/timeouts"),
+    template_kwargs: bool = typer.Option(
+        True,
+        "--template-kwargs/--no-template-kwargs",
+        help="send chat_template_kwargs (enable_thinking) to vLLM/SGLang; off for strict APIs",
+    ),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="with --endpoint: folder for trajectories + PNG"
+    ),
 ) -> None:
-    """pass@1 and pass^k by scenario x difficulty x step band; stored in eval_results."""
+    """pass@1 and pass^k by scenario x difficulty x step band; stored in eval_results.
+
+    With --endpoint, the model is played through an OpenAI-compatible server (vLLM, SGLang, a
+    hosted API); every transcript is written as a trajectory file for `ecomrlve verify`.
+    """
     from ecomrlve.config import load_config
 
     if k < 1:
         fail(f"--k must be >= 1, got {k}")
+    if endpoint is None and (api_key_env or output):
+        fail("--api-key-env and --output go with --endpoint")
+    if endpoint is not None:
+        _evaluate_endpoint(
+            endpoint,
+            model,
+            data,
+            config=config,
+            where=where,
+            k=k,
+            samples=samples,
+            limit=limit,
+            seed=seed,
+            api_key_env=api_key_env,
+            concurrency=concurrency,
+            timeout_s=timeout,
+            max_retries=retries,
+            template_kwargs=template_kwargs,
+            output=output,
+        )
+        return
     with user_errors():
         cfg = load_config(config)
         from ecomrlve.train.evaluate import evaluate_model
@@ -93,3 +140,35 @@ def evaluate(
         f"{total['pass_hat_k']:.3f}, mean reward {total['reward_mean']:.3f}; stored as run "
         f"{run_id} in eval_results"
     )
+
+
+def _evaluate_endpoint(endpoint: str, model: str, data: Path, *, config: Path | None, **kw) -> None:
+    """`ecomrlve eval --endpoint`: evaluate, then print the table, latency and files."""
+    from ecomrlve.config import load_config
+
+    with user_errors():
+        cfg = load_config(config)
+        from ecomrlve.train.evaluate import evaluate_endpoint
+
+        with progress_bar("eval") as update:
+            result = evaluate_endpoint(endpoint, model, data, cfg=cfg, progress=update, **kw)
+    report, k = result.report, kw["k"]
+    table = report.table.rename({"pass_at_1": "pass@1", "pass_hat_k": f"pass^{k}"})
+    console.print(
+        frame_table(table, title=f"{model} @ {endpoint}: {report.samples} samples per task")
+    )
+    episodes = report.episodes
+    total = report.overall
+    console.print(
+        f"{int(total['tasks'])} tasks: pass@1 {total['pass_at_1']:.3f}, pass^{k} "
+        f"{total['pass_hat_k']:.3f}, mean reward {total['reward_mean']:.3f}; "
+        f"{episodes['prompt_tokens'].sum():,} prompt + {episodes['completion_tokens'].sum():,} "
+        f"completion tokens; turn latency p50 {result.turn_latency_p50:.3f} s, p99 "
+        f"{result.turn_latency_p99:.3f} s; stored as run {result.run_id} in eval_results"
+    )
+    if result.errors:
+        console.print(
+            f"[yellow]{result.errors} episode(s) failed on the endpoint and count as failures "
+            "(eval_episodes.error says why)[/yellow]"
+        )
+    console.print(f"trajectories {result.trajectories} (ecomrlve verify), plot {result.plot}")

@@ -117,6 +117,13 @@ EPISODE_SCHEMA: dict[str, pl.DataType] = {
     "success": pl.Boolean,
     "steps": pl.Int64,
     "finish": pl.String,
+    # filled by `ecomrlve eval --endpoint` (null for local evaluation)
+    "turns": pl.Int64,
+    "prompt_tokens": pl.Int64,  # summed over the episode's requests, as the server counted
+    "completion_tokens": pl.Int64,
+    "latency_s": pl.Float64,  # summed request time (the successful attempts)
+    "retries": pl.Int64,
+    "error": pl.String,  # the endpoint failed for good; the episode counts as a failure
 }
 RUN_SCHEMA: dict[str, pl.DataType] = {
     "run_id": pl.String,
@@ -220,6 +227,42 @@ def plot_curves(
         ax.legend(fontsize=7, ncol=2)
     save(fig, "difficulty_frontier.png")
     return written
+
+
+def plot_eval(table: pl.DataFrame, path: Path, *, title: str = "") -> Path:
+    """pass@1 by scenario x difficulty as an annotated heatmap (one evaluation's table)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    cells = table.group_by("scenario", "difficulty").agg(
+        pass_at_1=(pl.col("pass_at_1") * pl.col("tasks")).sum() / pl.col("tasks").sum()
+    )
+    scenarios = sorted(cells["scenario"].unique().to_list())
+    levels = sorted(cells["difficulty"].unique().to_list())
+    grid = np.full((len(scenarios), len(levels)), np.nan)
+    for row in cells.iter_rows(named=True):
+        grid[scenarios.index(row["scenario"]), levels.index(row["difficulty"])] = row["pass_at_1"]
+    fig, ax = plt.subplots(figsize=(1.2 + 0.7 * max(1, len(levels)), 1.2 + 0.45 * len(scenarios)))
+    ax.imshow(grid, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
+    for (i, j), value in np.ndenumerate(grid):
+        if not np.isnan(value):
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", color="w", fontsize=8)
+    ax.set_xticks(range(len(levels)), [str(d) for d in levels])
+    ax.set_yticks(range(len(scenarios)), scenarios)
+    ax.set_xlabel("difficulty")
+    ax.set_title(f"pass@1 {title}".strip(), fontsize=9)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = store.temp_path_for(path).with_suffix(".png")
+    try:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
+    return path
 
 
 class RunLog:

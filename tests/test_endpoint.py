@@ -1,0 +1,347 @@
+"""Evaluation and rollouts through OpenAI-compatible endpoints (issue 16), on loopback servers.
+
+The loopback server (`ecomrlve.train.loopback`) serves the tiny Qwen3 with vLLM's response
+schema; scripted FastAPI apps play broken servers (500s, timeouts, malformed tool calls)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from endpoint_fixtures import ENABLE_THINKING, endpoint_world
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from typer.testing import CliRunner
+
+from ecomrlve import store
+from ecomrlve.cli import app
+from ecomrlve.config import config_from_dict
+from ecomrlve.env import tool_schemas
+from ecomrlve.train.chat import ChatFormat
+from ecomrlve.train.engine import SamplingParams
+from ecomrlve.train.engines.endpoint import (
+    EndpointEngine,
+    EndpointError,
+    WeightSyncUnsupportedError,
+    run_chat_episodes,
+)
+from ecomrlve.train.engines.hf import HFEngine
+from ecomrlve.train.evaluate import evaluate_episodes
+from ecomrlve.train.loopback import LoopbackModel, build_app, serve
+from ecomrlve.train.model import load_model_and_tokenizer
+
+SECRET = "sk-test-9f2c41d7e0b3a85c"  # a fake key: it must never show up anywhere
+AGENT = {
+    "max_new_tokens": 64,
+    "max_episode_tokens": 4096,
+    "temperature": 0.0,
+    "enable_thinking": ENABLE_THINKING,
+}
+
+
+@pytest.fixture(scope="module")
+def world():
+    """(data dir, catalog, tasks, SFT-warmed tiny model folder): the model emits tool calls,
+    so episodes run several turns."""
+    return endpoint_world()
+
+
+@pytest.fixture(scope="module")
+def loopback(world):
+    model_dir = world[3]
+    model = LoopbackModel(model_dir, name="tiny")
+    with serve(build_app(model, api_key=SECRET), max_seconds=300) as url:
+        yield url, model
+    model.close()
+
+
+def _cfg(model_dir: Path, max_steps: int = 4):
+    agent = {"model": str(model_dir), **AGENT}
+    return config_from_dict({"env": {"max_steps": max_steps}, "agent": agent})
+
+
+def _sql(data: Path, query: str, params=None):
+    con = store.connect(data, read_only=True)
+    try:
+        return con.execute(query, params or []).fetchall()
+    finally:
+        con.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# the same verdicts as a local evaluation
+# ---------------------------------------------------------------------------------------------
+
+
+def test_endpoint_eval_gives_the_local_verdicts(world, loopback):
+    _, catalog, tasks, model_dir = world
+    url, _ = loopback
+    cfg = _cfg(model_dir)
+    chosen = tasks[::4]
+    policy, tokenizer = load_model_and_tokenizer(str(model_dir), device="cpu")
+    chat = ChatFormat(tokenizer, tool_schemas(), enable_thinking=ENABLE_THINKING)
+    local = evaluate_episodes(
+        chosen,
+        HFEngine(policy, chat.pad_token_id),
+        chat,
+        catalog,
+        cfg,
+        samples=1,
+        k=1,
+        seed=0,
+        stage="local",
+    ).episodes
+    engine = EndpointEngine(
+        url,
+        "tiny",
+        api_key=SECRET,
+        concurrency=4,
+        chat_template_kwargs={"enable_thinking": ENABLE_THINKING},
+    )
+    remote = run_chat_episodes(chosen, engine, catalog, env_config=cfg.env, agent=cfg.agent)
+    assert [e.task.task_id for e in remote] == local["task_id"].to_list()
+    assert [(e.success, round(e.reward, 6), e.steps, e.finish) for e in remote] == [
+        (r["success"], round(r["reward"], 6), r["steps"], r["finish"])
+        for r in local.iter_rows(named=True)
+    ]
+    assert max(len(e.turns) for e in remote) >= 2  # multi-turn: tool results went back and forth
+    assert any(isinstance(e.turns[0].get("tool_calls"), list) for e in remote)  # server-parsed
+    assert all(e.prompt_tokens > 0 and e.completion_tokens > 0 for e in remote)
+
+
+# ---------------------------------------------------------------------------------------------
+# through the CLI: tables, PNG, trajectories that `ecomrlve verify` re-scores, no key anywhere
+# ---------------------------------------------------------------------------------------------
+
+
+def test_cli_eval_endpoint_stores_verifies_and_never_shows_the_key(
+    world, loopback, tmp_path, monkeypatch, caplog
+):
+    data = world[0]
+    url, _ = loopback
+    config = tmp_path / "eval.yaml"
+    config.write_text(yaml.safe_dump({"env": {"max_steps": 4}, "agent": AGENT}))
+    monkeypatch.setenv("ECOMRLVE_TEST_KEY", SECRET)
+    out = tmp_path / "eval-out"
+    runner = CliRunner()
+    caplog.set_level(logging.DEBUG)
+    result = runner.invoke(
+        app,
+        [
+            "eval", "--endpoint", url, "--model", "tiny", "--api-key-env", "ECOMRLVE_TEST_KEY",
+            "--k", "2", "--samples", "2", "--limit", "4", "--where", "difficulty = 0",
+            "--config", str(config), "--data", str(data), "--output", str(out),
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "pass^2" in result.output and "p99" in result.output
+    run_id = result.output.split("stored as run ")[1].split()[0]
+    assert _sql(
+        data, "SELECT sum(tasks), sum(samples) FROM eval_results WHERE run_id = ?", [run_id]
+    ) == [(4, 8)]
+    episodes = _sql(
+        data,
+        "SELECT task_id, sample, success, reward, steps, prompt_tokens, latency_s, error "
+        "FROM eval_episodes WHERE run_id = ? ORDER BY task_id, sample",
+        [run_id],
+    )
+    assert len(episodes) == 8
+    assert all(e[5] > 0 and e[6] > 0 and e[7] is None for e in episodes)
+    assert (out / "pass_at_1.png").stat().st_size > 0
+
+    verdicts_path = tmp_path / "verdicts.jsonl"
+    verified = runner.invoke(
+        app,
+        ["verify", "--trajectories", str(out / "trajectories.jsonl"), "--out", str(verdicts_path),
+         "--config", str(config), "--data", str(data)],
+    )  # fmt: skip
+    assert verified.exit_code == 0, verified.output
+    verdicts = [json.loads(line) for line in verdicts_path.read_text().splitlines()]
+    lines = [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
+    pairs = zip(lines, verdicts, strict=True)
+    by_line = sorted(
+        (t["task_id"], v["success"], round(v["reward"], 6), v["steps"]) for t, v in pairs
+    )
+    stored = sorted((e[0], e[2], round(e[3], 6), e[4]) for e in episodes)
+    assert by_line == stored
+
+    written = [result.output, verified.output, caplog.text]
+    written += [p.read_bytes().decode("latin-1") for p in out.iterdir()]
+    written += [str(_sql(data, "SELECT * FROM eval_results WHERE run_id = ?", [run_id]))]
+    written += [str(_sql(data, "SELECT * FROM eval_episodes WHERE run_id = ?", [run_id]))]
+    assert not [w for w in written if SECRET in w]
+
+
+def test_cli_eval_endpoint_bad_input_exits_2(world, tmp_path, monkeypatch):
+    data, _, _, _ = world
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    runner = CliRunner()
+    base = ["eval", "--model", "tiny", "--data", str(data), "--limit", "1", "--retries", "0"]
+    dead = f"http://127.0.0.1:{port}/v1"
+    result = runner.invoke(app, [*base, "--endpoint", dead])
+    assert result.exit_code == 2
+    assert dead in result.output and "Traceback" not in result.output
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    result = runner.invoke(app, [*base, "--endpoint", dead, "--api-key-env", "NO_SUCH_KEY_VAR"])
+    assert result.exit_code == 2 and "NO_SUCH_KEY_VAR" in result.output
+    result = runner.invoke(app, [*base, "--endpoint", "ftp://x"])
+    assert result.exit_code == 2 and "not an http(s) URL" in result.output
+
+
+def test_wrong_key_is_refused_without_echoing_it(loopback):
+    url, _ = loopback
+    engine = EndpointEngine(url, "tiny", api_key=SECRET + "-wrong")
+    with pytest.raises(ValueError) as err:
+        engine.check()
+    assert "refused the API key" in str(err.value)
+    assert SECRET not in str(err.value) and SECRET not in repr(engine)
+
+
+# ---------------------------------------------------------------------------------------------
+# broken servers
+# ---------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def scripted_server(reply: Callable[[dict[str, Any], int], Any]):
+    """A chat server whose answer to the n-th request of an episode is `reply(body, n)`:
+    a message dict, an int (that HTTP status) or a float (sleep that long, then answer)."""
+    api = FastAPI()
+    seen: dict[str, int] = {}
+
+    @api.get("/v1/models")
+    async def models() -> dict:
+        return {"data": [{"id": "scripted"}]}
+
+    @api.post("/v1/chat/completions")
+    async def chat(request: Request):
+        body = await request.json()
+        key = body["messages"][1]["content"]  # the task's prompt names the episode
+        seen[key] = seen.get(key, 0) + 1
+        answer = reply(body, seen[key])
+        if isinstance(answer, float):
+            await asyncio.sleep(answer)
+            answer = {"content": "Sorry, I was slow."}
+        if isinstance(answer, int):
+            return JSONResponse({"error": {"message": "scripted failure"}}, status_code=answer)
+        return {
+            "choices": [{"message": {"role": "assistant", **answer}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 3},
+        }
+
+    with serve(api, max_seconds=120) as url:
+        yield url
+
+
+def test_500s_and_timeouts_are_retried_and_a_dead_episode_does_not_sink_the_others(world):
+    _, catalog, tasks, model_dir = world
+    flaky, dead = tasks[0].prompt, tasks[1].prompt
+
+    def reply(body: dict[str, Any], n: int) -> Any:
+        prompt = body["messages"][1]["content"]
+        if prompt == flaky:
+            return {1: 500, 2: 2.0}.get(n, {"content": "Your order is on its way."})
+        if prompt == dead:
+            return 503
+        return {"content": "Your order is on its way."}
+
+    cfg = _cfg(model_dir)
+    with scripted_server(reply) as url:
+        engine = EndpointEngine(url, "scripted", timeout_s=0.5, max_retries=2, backoff_s=0.01)
+        episodes = run_chat_episodes(
+            tasks[:6], engine, catalog, env_config=cfg.env, agent=cfg.agent
+        )
+    first, second, *rest = episodes
+    assert (first.finish, first.retries, first.error) == ("answer", 2, None)
+    assert second.finish == "error" and not second.success
+    assert url in second.error and "HTTP 503" in second.error and "3 attempts" in second.error
+    assert [e.finish for e in rest] == ["answer"] * 4
+
+
+def test_malformed_tool_calls_are_format_errors_not_crashes(world):
+    _, catalog, tasks, model_dir = world
+
+    def call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+        function = {"name": name, "arguments": arguments}
+        return {
+            "content": None,
+            "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+        }
+
+    broken = [
+        call("c1", "search", "{not json"),  # arguments that do not parse
+        call("c2", "no_such_tool", "{}"),
+        {"content": None, "tool_calls": "not a list"},
+        {
+            "content": '<tool_call>\n{"name": "search", "arguments": {"query": \n</tool_call>'
+        },  # raw text
+    ]
+
+    def reply(body: dict[str, Any], n: int) -> Any:
+        if n <= len(broken):
+            if n > 1:  # the previous call's id was answered by a tool message
+                assert body["messages"][-1]["role"] == "tool"
+            return broken[n - 1]
+        return {"content": "Done."}
+
+    cfg = _cfg(model_dir, max_steps=8)
+    with scripted_server(reply) as url:
+        engine = EndpointEngine(url, "scripted", timeout_s=5)
+        [episode] = run_chat_episodes(
+            tasks[:1], engine, catalog, env_config=cfg.env, agent=cfg.agent
+        )
+    assert episode.finish == "answer" and episode.error is None
+    assert len(episode.turns) == 5
+    assert episode.verdict.components["format"] < 0
+
+
+# ---------------------------------------------------------------------------------------------
+# token rollouts from a server pool, weight pushes, policy versions
+# ---------------------------------------------------------------------------------------------
+
+
+def test_token_rollouts_match_hf_and_follow_weight_pushes(world, loopback, tmp_path):
+    _, _, _, model_dir = world
+    url, served = loopback
+    policy, tokenizer = load_model_and_tokenizer(str(model_dir), device="cpu")
+    chat = ChatFormat(tokenizer, tool_schemas(), enable_thinking=ENABLE_THINKING)
+    prompts = [chat.prompt_ids([{"role": "user", "content": text}]) for text in ("hi", "boots?")]
+    greedy = SamplingParams(max_new_tokens=12, temperature=0.0, stop_token_ids=chat.stop_token_ids)
+    engine = EndpointEngine([url, url], "tiny", api_key=SECRET, weights_dir=tmp_path / "weights")
+
+    def same_as_local() -> None:
+        remote = engine.generate(prompts, greedy)
+        local = HFEngine(policy, chat.pad_token_id).generate(prompts, greedy)
+        assert [c.token_ids for c in remote] == [c.token_ids for c in local]
+        for mine, theirs in zip(remote, local, strict=True):
+            assert mine.logprobs == pytest.approx(theirs.logprobs, abs=1e-4)
+            assert mine.extra["policy_version"] == engine.policy_version
+
+    same_as_local()
+    import torch
+
+    torch.manual_seed(1)
+    with torch.no_grad():  # an "update": new weights the server must pick up
+        for weight in policy.parameters():
+            weight.add_(0.5 * torch.randn_like(weight))
+    engine.sync_weights(policy, tokenizer)
+    assert engine.policy_version == 1 and served.weights_loaded == 2  # a "pool" of two
+    same_as_local()
+
+    with scripted_server(lambda body, n: {"content": "x"}) as plain:
+        stuck = EndpointEngine(plain, "scripted", weights_dir=tmp_path / "w2")
+        with pytest.raises(WeightSyncUnsupportedError, match="cannot load new weights"):
+            stuck.sync_weights(policy)
+        assert stuck.policy_version == 0
+        with pytest.raises(EndpointError, match="HTTP 404"):
+            stuck.generate(prompts, greedy)
