@@ -23,10 +23,11 @@ Goal semantics (checked by `ecomrlve.env.verifier`):
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from ecomrlve.config import SCENARIOS
 
@@ -180,7 +181,16 @@ class Goal(Model):
     # simulated-user behaviour for this task
     typo_rate: float = 0.0
     intent_switch: str | None = Field(None, description="second intent revealed mid-conversation")
+    # lookup structures derived from the goal (acceptable sets as frozensets…), built once per
+    # Goal object by the env and shared by all its episodes (a group of rollouts, replays)
+    _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
 
+    def derived(self, name: str, build: Callable[[], Any]) -> Any:
+        """`build()` once per Goal object; later calls return the same value."""
+        value = self._derived.get(name)
+        if value is None:
+            value = self._derived[name] = build()
+        return value
 
     @field_validator("answer_facts", mode="before")
     @classmethod

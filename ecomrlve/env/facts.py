@@ -56,12 +56,15 @@ Precision — an answer that states a conflicting value of a checked kind fails:
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import datetime as dt
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from text_to_num import alpha2digit
 
@@ -76,10 +79,22 @@ _QUOTES = dict.fromkeys(map(ord, "\u2018\u2019\u02bc\u2032"), "'")
 
 def normalise(text: str) -> str:
     """Lower-case ASCII-ish text with number words as digits ("forty-five" -> "45")."""
-    text = unicodedata.normalize("NFKC", text).translate(_DASHES).translate(_QUOTES).lower()
-    with contextlib.suppress(Exception):  # an answer must never crash the verifier
-        text = alpha2digit(text, "en")
-    return re.sub(r"\bzero\b", "0", text)
+    if text.isascii():  # the common case: nothing to fold
+        text = text.lower()
+    else:
+        text = unicodedata.normalize("NFKC", text).translate(_DASHES).translate(_QUOTES).lower()
+    if _NUMBER_WORD.search(text):  # alpha2digit costs ~40 us: only when there is a number word
+        with contextlib.suppress(Exception):  # an answer must never crash the verifier
+            text = alpha2digit(text, "en")
+        text = re.sub(r"\bzero\b", "0", text)
+    return text
+
+
+_NUMBER_WORD = re.compile(
+    r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\w+teen|twenty"
+    r"|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|fourth|fifth|sixth|seventh|eighth"
+    r"|ninth|tenth|eleventh|twelfth|\w+teenth|twentieth|thirtieth)\b"
+)
 
 
 # sentences (a period between digits is a decimal point) and enumerations "(2)"
@@ -90,8 +105,30 @@ _CLAUSE = re.compile(
 )
 
 
+_SENTENCE_PLAIN = re.compile(r"(?<!\d)[.!?;]+|[.!?;]+(?!\d)|\n+")
+
+
 def sentences(text: str) -> list[str]:
-    return [s for s in (p.strip() for p in _SENTENCE.split(text)) if s]
+    return [text[a:b] for a, b in sentence_spans(text)]
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each non-empty sentence (enumerations "(2)" start a new one)."""
+    pattern = _SENTENCE if "(" in text else _SENTENCE_PLAIN
+    spans, start = [], 0
+    for m in pattern.finditer(text):
+        spans.append((start, m.start()))
+        start = m.end()
+    spans.append((start, len(text)))
+    out = []
+    for a, b in spans:
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if a < b:
+            out.append((a, b))
+    return out
 
 
 # ---- dates -----------------------------------------------------------------------------------
@@ -125,6 +162,7 @@ _DATE_PATTERNS = (
     ("num", re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})(?:/(\d{4}|\d{2}))?(?![\d/])")),
 )
 
+_MONTH_HINT = re.compile(r"jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec")
 Day = tuple[int | None, int, int]  # (year or None, month, day)
 
 
@@ -147,7 +185,12 @@ def extract_dates(text: str) -> list[tuple[int, frozenset[Day]]]:
     """(position, readings) for every date mention; "6/7" has two readings, "31/02" none."""
     found: list[tuple[int, frozenset[Day]]] = []
     taken: list[tuple[int, int]] = []
+    has_month = _MONTH_HINT.search(text) is not None
     for form, pattern in _DATE_PATTERNS:
+        if (form == "ymd" and "-" not in text) or (form == "num" and "/" not in text):
+            continue
+        if form in ("md", "dm") and not has_month:
+            continue
         for m in pattern.finditer(text):
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue
@@ -201,25 +244,43 @@ def _amount(whole: str, cents: str | None) -> float:
     return float(whole.replace(",", "")) + (float(cents.ljust(2, "0")) / 100 if cents else 0.0)
 
 
+def _has(text: str, words: tuple[str, ...]) -> bool:
+    """A cheap prefilter: regexes only run over texts that hold one of their anchors."""
+    return any(w in text for w in words)
+
+
 def extract_money(text: str) -> list[tuple[int, float]]:
     out = []
+    if not _has(text, ("$", "usd", "dollar", "buck")):
+        return out + _money_zero(text)
     for m in _MONEY.finditer(text):
         groups = m.groups()
         for k in (0, 2, 4):
             if groups[k] is not None:
                 out.append((m.start(), round(_amount(groups[k], groups[k + 1]), 2)))
                 break
-    out += [(m.start(), 0.0) for m in _MONEY_ZERO.finditer(text)]
-    return out
+    return out + _money_zero(text)
+
+
+def _money_zero(text: str) -> list[tuple[int, float]]:
+    if not _has(text, ("free", "charge", "cost", "nothing")):
+        return []
+    return [(m.start(), 0.0) for m in _MONEY_ZERO.finditer(text)]
 
 
 def extract_percents(text: str) -> list[tuple[int, float]]:
-    out = [(m.start(), float(m[1])) for m in _PERCENT.finditer(text)]
-    return out + [(m.start(), 0.0) for m in _PERCENT_ZERO.finditer(text)]
+    out = []
+    if _has(text, ("%", "percent", "per cent", "pct")):
+        out = [(m.start(), float(m[1])) for m in _PERCENT.finditer(text)]
+    if "fee" in text or "restocking" in text:
+        out += [(m.start(), 0.0) for m in _PERCENT_ZERO.finditer(text)]
+    return out
 
 
 def extract_durations(text: str) -> list[tuple[int, tuple[int, int]]]:
     out = []
+    if "day" not in text and "week" not in text:
+        return out
     for m in _DURATION.finditer(text):
         scale = 7 if m[3] == "week" else 1
         low = int(m[1]) * scale
@@ -245,19 +306,35 @@ _STATUS_WORDS = {
 _STATUS = re.compile(
     "|".join(rf"(?P<{name}>\b(?:{words})\b)" for name, words in _STATUS_WORDS.items())
 )
-# "will be delivered", "can't be cancelled", "to be shipped", "hasn't shipped", "not yet shipped"
-_NOT_A_STATUS = re.compile(
-    r"(?:\bbe(?:\s+\w+)?|\bnot(?:\s+yet)?(?:\s+been)?|n't(?:\s+yet)?(?:\s+been)?|\bnever(?:\s+been)?"
-    r"|\byet to be|\bonce(?:\s+\w+){0,3}|\bif(?:\s+\w+){0,3}|\bafter(?:\s+\w+){0,3}"
-    r"|\bbefore(?:\s+\w+){0,3}|\buntil(?:\s+\w+){0,3}|\bthat (?:have|has|are|is))\s+$"
-)
+
+
+_STATUS_ANCHORS = ("deliver", "arrived", "dropped", "ship", "way", "transit", "dispatch", "sent",
+                   "route", "process", "prepar", "pack", "pending", "cancel")  # fmt: skip
+_MODAL_BEFORE = frozenset({"once", "if", "after", "before", "until"})
+_NEGATION_BEFORE = frozenset({"not", "never", "yet"})
+
+
+def _hypothetical(before: str) -> bool:
+    """Do the words before a status word make it not a status ("will be", "hasn't", "once")?"""
+    words = before.split()[-4:]
+    if not words:
+        return False
+    if words[-1] == "be" or (len(words) > 1 and words[-2] == "be"):
+        return True  # "will be delivered", "can't be fully shipped"
+    last3 = words[-3:]
+    if any(w in _NEGATION_BEFORE or w.endswith("n't") for w in last3):
+        return True  # "has not shipped", "hasn't been processed", "not yet shipped"
+    if any(w in _MODAL_BEFORE for w in words):
+        return True  # "once it has shipped", "if it was delivered"
+    return len(words) > 1 and words[-2] == "that" and words[-1] in ("have", "has", "are", "is")
 
 
 def extract_statuses(text: str) -> list[tuple[int, str]]:
     out = []
+    if not _has(text, _STATUS_ANCHORS):
+        return out
     for m in _STATUS.finditer(text):
-        before = text[max(0, m.start() - 30) : m.start()]
-        if m.lastgroup != "pending" and _NOT_A_STATUS.search(before):
+        if m.lastgroup != "pending" and _hypothetical(text[max(0, m.start() - 40) : m.start()]):
             continue
         out.append((m.start(), m.lastgroup))
     return out
@@ -275,19 +352,22 @@ _BRANDS = {
     "gift card": "gift card",
     "giftcard": "gift card",
 }
-_PAYMENT = re.compile(r"(?:\b(" + "|".join(_BRANDS) + r")\b)?[^\d\n.;]{0,40}?(?<!\d)(\d{4})(?!\d)")
+_LAST4 = re.compile(r"(?<![\d.,$])\d{4}(?![\d.,]\d|\d)")
+_BRAND = re.compile(r"\b(" + "|".join(_BRANDS) + r")\b")
 _CARD_CUE = re.compile(r"ending|ends|last (?:4|four)|\*|-\s*$|x{2,}|card|account|#")
 
 
 def extract_payments(text: str) -> list[tuple[int, tuple[str | None, str]]]:
-    """(brand or None, last four digits) for each payment mention."""
+    """(brand or None, last four digits) for each payment mention: four digits with a brand
+    ("paypal-6458", "Visa ending in 1234") or a card cue ("ending in 1234") just before."""
     out = []
-    for m in _PAYMENT.finditer(text):
-        brand = _BRANDS[m[1]] if m[1] else None
-        between = text[m.start() : m.start(2)]
-        if brand is None and not _CARD_CUE.search(between[-25:] or " "):
+    for m in _LAST4.finditer(text):
+        before = text[max(0, m.start() - 40) : m.start()]
+        brands = _BRAND.findall(before)
+        brand = _BRANDS[brands[-1]] if brands else None
+        if brand is None and not _CARD_CUE.search(before[-25:] or " "):
             continue
-        out.append((m.start(), (brand, m[2])))
+        out.append((m.start(), (brand, m[0])))
     return out
 
 
@@ -330,6 +410,7 @@ _TOPICS = {
     "exchange": re.compile(r"\bexchang\w*|\bswap\w*"),
     "cancel": re.compile(r"\bcancel\w*|\bcall(?:ed)? off\b"),
 }
+_ANY_TOPIC = re.compile(r"\b(?:return|send|exchang|swap|cancel|call|yes|no)|^\s*(?:yes|no)\b")
 _NEGATIVE = re.compile(
     r"\b(?:not|cannot|unable|ineligible|never)\b|n't\b|\bno longer\b|\btoo late\b"
     r"|\bfinal sale\b|\bnon-?returnable\b|\b(?:closed|expired|lapsed|ended)\b"
@@ -354,11 +435,13 @@ TERMS: dict[str, re.Pattern[str]] = {
 
 def extract_verdicts(clause: str) -> list[tuple[str, bool]]:
     """(topic, polarity) asserted by one clause; [("", p)] for a bare "Yes"/"No"."""
-    negative = bool(_NEGATIVE.search(clause))
-    positive = not negative and bool(_POSITIVE.search(clause))
     out = []
     if _FINAL_SALE.search(clause):
         out.append(("return", False))
+    if not _ANY_TOPIC.search(clause):
+        return out
+    negative = bool(_NEGATIVE.search(clause))
+    positive = not negative and bool(_POSITIVE.search(clause))
     if negative or positive:
         for topic, pattern in _TOPICS.items():
             if pattern.search(clause) and not (topic == "return" and _ADVICE.search(clause)):
@@ -391,54 +474,68 @@ def describe(fact: AnswerFact) -> str:
 class _Segment:
     text: str
     subjects: frozenset[str]  # empty: not about any order in particular
+    start: int = 0  # offset in the normalised answer
 
 
 def _segments(text: str, facts: list[AnswerFact]) -> list[_Segment]:
     subjects = {f.subject for f in facts if f.subject}
     if len(subjects) <= 1:
         return [_Segment(text, frozenset(subjects))]
-    cues = {
-        s: [
-            re.compile(rf"\b{re.escape(c.lower())}\b")
-            for f in facts
-            if f.subject == s
-            for c in f.cues
-        ]
-        for s in subjects
-    }
+    cues = {s: [_words(c) for f in facts if f.subject == s for c in f.cues] for s in subjects}
     out: list[_Segment] = []
     current: frozenset[str] = frozenset()
-    for sentence in sentences(text):
-        named = frozenset(
-            s for s, patterns in cues.items() if any(p.search(sentence) for p in patterns)
-        )
+    for start, end in sentence_spans(text):
+        sentence = text[start:end]
+        words = _words(sentence)
+        named = frozenset(s for s, said in cues.items() if any(c in words for c in said))
         if named:
             current = named
-        out.append(_Segment(sentence, current))
+        out.append(_Segment(sentence, current, start))
     return out
 
 
+def _words(text: str) -> str:
+    """Words separated by single spaces, padded: `_words(cue) in _words(sentence)` is a
+    whole-word match."""
+    return " " + " ".join(_WORD_CHARS.findall(text.lower())) + " "
+
+
+_WORD_CHARS = re.compile(r"[a-z0-9]+")
+
+
+@functools.lru_cache(maxsize=8192)
+def _prompt_values(prompt: str, kind: str) -> tuple:
+    """Values of `kind` the user's own request states (a task's prompt recurs across its
+    episodes, so this is cached)."""
+    return tuple(_values(kind, normalise(prompt), {}))
+
+
 def _values(kind: str, text: str, context: dict) -> list:
-    if kind == "date":
-        return [readings for _, readings in extract_dates(text)]
-    if kind == "money":
-        return [v for _, v in extract_money(text)]
-    if kind == "percent":
-        return [v for _, v in extract_percents(text)]
-    if kind == "duration":
-        return [v for _, v in extract_durations(text)]
-    if kind == "status":
-        return [v for _, v in extract_statuses(text)]
-    if kind == "payment":
-        return [v for _, v in extract_payments(text)]
-    if kind == "verdict":
-        verdicts = []
-        for sentence in sentences(text):
-            for clause in _CLAUSE.split(sentence):
-                for topic, polarity in extract_verdicts(clause):
-                    verdicts.append((topic or context.get("only_topic", ""), polarity))
-        return verdicts
-    return []
+    return [v for _, v in _located(kind, text, context)]
+
+
+_EXTRACTORS = {
+    "date": extract_dates,
+    "money": extract_money,
+    "percent": extract_percents,
+    "duration": extract_durations,
+    "status": extract_statuses,
+    "payment": extract_payments,
+}
+
+
+def _located(kind: str, text: str, context: dict) -> list[tuple[int, Any]]:
+    """(offset, value) of every value of `kind` in `text`."""
+    if kind in _EXTRACTORS:
+        return _EXTRACTORS[kind](text)
+    if kind != "verdict":
+        return []
+    verdicts = []
+    for start, end in sentence_spans(text):
+        for clause in _CLAUSE.split(text[start:end]):
+            for topic, polarity in extract_verdicts(clause):
+                verdicts.append((start, (topic or context.get("only_topic", ""), polarity)))
+    return verdicts
 
 
 def _matches(kind: str, value, target: str) -> bool:
@@ -469,6 +566,7 @@ def _conflicts_with(kind: str, value, targets: list[str]) -> bool:
 
 
 _VALUE_KINDS = ("date", "money", "percent", "duration", "status", "payment", "verdict")
+_VALUE_KIND_SET = frozenset(_VALUE_KINDS)
 
 
 def check_answer(
@@ -484,13 +582,15 @@ def check_answer(
     if len(verdict_topics) == 1:
         context["only_topic"] = next(iter(verdict_topics))
     segments = _segments(text, facts)
-    prompt_text = normalise(prompt) if prompt else ""
     kinds = {f.kind for f in facts}
-    # values per kind and segment, read once
-    per_segment = [
-        {kind: _values(kind, seg.text, context) for kind in kinds if kind in _VALUE_KINDS}
-        for seg in segments
-    ]
+    # values per kind, read once over the whole answer, then bucketed by segment
+    per_segment: list[dict[str, list]] = [{} for _ in segments]
+    starts = [seg.start for seg in segments]
+    for kind in kinds & _VALUE_KIND_SET:
+        for buckets in per_segment:
+            buckets[kind] = []
+        for offset, value in _located(kind, text, context):
+            per_segment[max(0, bisect.bisect_right(starts, offset) - 1)][kind].append(value)
 
     def about(fact_subject: str, seg: _Segment) -> bool:
         return not fact_subject or not seg.subjects or fact_subject in seg.subjects
@@ -522,9 +622,7 @@ def check_answer(
     # precision: every value of a checked kind must be a target or allowed for its subject
     for kind in sorted(kinds & set(_VALUE_KINDS)):
         kind_facts = [f for f in facts if f.kind == kind]
-        prompt_values = (
-            _values(kind, prompt_text, context) if prompt_text and kind != "verdict" else []
-        )
+        prompt_values = () if kind == "verdict" or not prompt else _prompt_values(prompt, kind)
         for seg, values in zip(segments, per_segment, strict=True):
             relevant = [f for f in kind_facts if about(f.subject, seg)] or kind_facts
             targets = [f.value for f in relevant]

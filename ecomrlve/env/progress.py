@@ -51,6 +51,9 @@ class Progress:
     # ---- goal sets, built on first use (acceptable sets can hold ~1,500 ids) -----------------
     @cached_property
     def _parts(self) -> list[tuple[Milestone, frozenset[str]]]:
+        return self.goal.derived("milestone_parts", self._build_parts)
+
+    def _build_parts(self) -> list[tuple[Milestone, frozenset[str]]]:
         goal = self.goal
         parts: list[tuple[Milestone, frozenset[str]]] = []
         if goal.purchase:
@@ -67,6 +70,9 @@ class Progress:
 
     @cached_property
     def _needed_items(self) -> frozenset[str]:
+        return self.goal.derived("needed_items", self._build_needed_items)
+
+    def _build_needed_items(self) -> frozenset[str]:
         goal = self.goal
         items = {r.item_id for r in goal.returns} | {e.item_id for e in goal.exchanges}
         items.update(i for i in goal.relevant_ids if not self._is_order(i))

@@ -346,7 +346,7 @@ def shipped_no_cancel_facts(ctx: GenContext, order: dict[str, Any], row: int) ->
 
 
 def final_sale_facts(category: str, subject: dict[str, Any] | None = None) -> list[AnswerFact]:
-    say = f"Unfortunately {category} are final sale, so it can't be returned or exchanged."
+    say = f"Unfortunately {category} items are final sale, so it can't be returned or exchanged."
     subject = subject or {}
     return [fact("verdict", "return:no", say, **subject), fact("term", "final_sale", **subject)]
 

@@ -66,7 +66,7 @@ def refusal_facts(ctx: GenContext, order: dict, row: int, membership: str) -> li
     rule = ctx.policies.return_rule(category, membership)
     if not rule.returnable:
         facts = final_sale_facts(category, subject)
-        facts[0].say = f"The {ctx.noun(row)} can't be returned: {category} are final sale."
+        facts[0].say = f"The {ctx.noun(row)} can't be returned: {category} items are final sale."
         return facts
     days = delivered_days_ago(order)
     say = (

@@ -1,0 +1,337 @@
+"""The reward means what it says: facts read by kind, cheat sheets and dumps fail, paraphrased
+correct answers pass, read spam earns nothing, and every yes/no key agrees with the tools.
+
+Three suites over generated tasks (the five scenarios with answer facts, d 0-10):
+* paraphrases: each reference answer rewritten into other common formats must still pass
+  (>= 95%);
+* cheat sheets and dumps: a fixed policy cheat sheet, a dump of every status and date the
+  order list shows, facts swapped between orders (<= 2% may pass);
+* read spam: unrelated (and related) reads, then giving up, never earns more than 0.
+"""
+
+# ruff: noqa: E501  (tables of hand-written answers read best one per line)
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ecomrlve.config import EnvConfig
+from ecomrlve.env import EcomEnv, format_call, reference_turns, verify
+from ecomrlve.env.facts import check_answer, extract_dates, normalise
+from ecomrlve.env.verifier import MAX_ANSWER_CHARS
+from ecomrlve.generators import GenContext, generate_task
+from ecomrlve.tasks import AnswerFact, Task
+
+FACT_SCENARIOS = ("policy", "order_status", "cancel", "return", "journey")
+
+
+@pytest.fixture(scope="module")
+def ctx(small_catalog_dir) -> GenContext:
+    return GenContext.load(small_catalog_dir)
+
+
+@pytest.fixture(scope="module")
+def fact_tasks(ctx) -> list[Task]:
+    """Tasks with answer facts: 5 scenarios x d 0-10 x 6 indexes (seed 21)."""
+    tasks = []
+    for scenario in FACT_SCENARIOS:
+        for d in range(11):
+            for i in range(6):
+                task = generate_task(ctx, scenario, 21, d, i)
+                if task is not None and task.goal.answer_facts:
+                    tasks.append(task)
+    return tasks
+
+
+def _episode(task: Task, answer: str, ctx: GenContext, calls: list[str] | None = None):
+    turns = calls if calls is not None else reference_turns(task)[:-1]
+    return verify(task, [*turns, answer], ctx.catalog)
+
+
+# ---- hand-written answers of both classes ---------------------------------------------------
+def fact(kind: str, value: str, **fields) -> AnswerFact:
+    return AnswerFact(kind=kind, value=value, **fields)
+
+
+CORRECT = [
+    ("It was paid with your PayPal account ending in 6458.", [fact("payment", "paypal-6458")]),
+    ("You paid 498.99 USD for it.", [fact("money", "498.99")]),
+    ("It cost you 498.99 dollars.", [fact("money", "498.99")]),
+    ("Standard shipping is $0 for you.", [fact("money", "0.00")]),
+    ("There is no charge for shipping.", [fact("money", "0.00")]),
+    ("Shipping is free of charge.", [fact("money", "0.00")]),
+    ("There's a five percent restocking fee.", [fact("percent", "5")]),
+    ("No restocking fee applies.", [fact("percent", "0")]),
+    ("You won't be charged a restocking fee.", [fact("percent", "0")]),
+    ("It has a 45‑day return window.", [fact("duration", "45")]),
+    ("You have forty-five days.", [fact("duration", "45")]),
+    ("Refunds take five to seven business days.", [fact("duration", "5-7")]),
+    ("Yes, you can cancel it.", [fact("verdict", "cancel:yes")]),
+    ("No, the window has closed.", [fact("verdict", "exchange:no")]),
+    ("It's past the return window, so it's not eligible for a return.", [fact("verdict", "return:no")]),
+    ("It can no longer be exchanged.", [fact("verdict", "exchange:no")]),
+    ("Unfortunately it's final sale.", [fact("verdict", "return:no"), fact("term", "final_sale")]),
+    ("It has shipped, so I can't cancel it, but you can send it back once it arrives.",
+     [fact("verdict", "cancel:no"), fact("term", "return_instead"), fact("status", "shipped")]),
+    ("It arrived on the 16th of June.", [fact("status", "delivered"), fact("date", "2026-06-16")]),
+    ("It's on its way and should be delivered on 6/16.", [fact("status", "shipped"), fact("date", "2026-06-16")]),
+    ("It's in transit; expected June 16th, 2026.", [fact("status", "shipped"), fact("date", "2026-06-16")]),
+    ("It's being processed and should reach you by 16 June.", [fact("status", "processing"), fact("date", "2026-06-16")]),
+    ("Order O1 (placed June 3) was delivered June 16.",
+     [fact("status", "delivered"), fact("date", "2026-06-16", allowed=["2026-06-03"])]),
+    ("It's going to 4120 Oak Street, Springfield, OH.", [fact("address", "4120 Oak St, Springfield, OH")]),
+]  # fmt: skip
+
+WRONG = [
+    ("Paid with visa-1234 and paypal-6458.", [fact("payment", "paypal-6458")]),
+    ("It cost $498.99, or $12.99 with express shipping.", [fact("money", "498.99")]),
+    ("Shipping is $4.99, or free.", [fact("money", "4.99")]),
+    ("There's a 5% fee, 10% on electronics.", [fact("percent", "5")]),
+    ("There's a 10% fee.", [fact("percent", "0")]),
+    ("Windows are 14, 30 or 45 days.", [fact("duration", "45")]),
+    ("Orders can be cancelled while pending. Once shipped, they can no longer be cancelled.",
+     [fact("verdict", "cancel:yes")]),
+    ("Yes, you can exchange it for another size or colour.", [fact("verdict", "exchange:no")]),
+    ("It was delivered.", [fact("status", "shipped")]),
+    ("Shipped. Dates: June 3, June 16, May 30.", [fact("status", "shipped"), fact("date", "2026-06-16")]),
+    ("It will be delivered on June 16.", [fact("status", "delivered"), fact("date", "2026-06-16")]),
+    ("It's going to 4120 Oak Street or 9 Elm Road.",
+     [fact("address", "4120 Oak St, Springfield, OH")]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("answer", "facts"), CORRECT)
+def test_correct_answers_in_other_formats_pass(answer, facts):
+    checked = check_answer(answer, facts, known_addresses=["9 Elm Road, Dover, DE"])
+    assert checked.ok, (answer, checked)
+
+
+@pytest.mark.parametrize(("answer", "facts"), WRONG)
+def test_conflicting_or_wrong_answers_fail(answer, facts):
+    checked = check_answer(answer, facts, known_addresses=["9 Elm Road, Dover, DE"])
+    assert not checked.ok, answer
+
+
+def test_values_the_user_stated_are_allowed():
+    facts = [fact("duration", "30"), fact("duration", "12")]
+    prompt = "Can I still return the boots I received 18 days ago?"
+    assert check_answer(
+        "You got them 18 days ago; the window is 30 days: 12 days left.", facts, prompt
+    ).ok
+    assert not check_answer("The window is 30 days: 12 days left, or 60 days for plus.", facts, prompt).ok  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["x" * 1400 + " 1e309 ٣٠ days", "Delivered 31/02, fee 1e309%", "١٢/٠٦ ３０ days", "\x00\ud7ff"],
+)
+def test_bad_input_never_raises_and_fails_with_a_reason(answer):
+    facts = [fact("date", "2026-06-16"), fact("duration", "30"), fact("status", "delivered")]
+    checked = check_answer(answer, facts)
+    assert not checked.ok and checked.missing
+
+
+def test_unreadable_dates_are_not_dates():
+    assert extract_dates(normalise("on 31/02 and on February 30")) == []
+    assert extract_dates(normalise("on 6/7")) != []
+
+
+# ---- suites over generated tasks ------------------------------------------------------------
+_REWRITES = [
+    (r"\b(January|February|March|April|May|June|July|August|September|October|November|December) (\d{1,2})\b",
+     lambda m: f"the {m[2]}{'th' if m[2] not in ('1', '2', '3', '21', '22', '23', '31') else {'1': 'st', '21': 'st', '31': 'st', '2': 'nd', '22': 'nd', '3': 'rd', '23': 'rd'}[m[2]]} of {m[1]}"),
+    (r"\$(\d+)\.(\d\d)\b", r"\1.\2 USD"),
+    (r"\$(\d+)\b(?!\.)", r"\1 dollars"),
+    (r"(\d+)% restocking fee", r"\1 percent restocking fee"),
+    (r"no restocking fee", "no fee for restocking"),
+    (r"(\d+)-day", r"\1 day"),
+    (r"(\d+) more days", r"\1 days left"),
+    (r"can't", "cannot"),
+    (r"has shipped and should arrive on", "is on its way, arriving"),
+    (r"was delivered on", "arrived on"),
+    (r"is being processed", "is still being processed"),
+    (r"I've cancelled your order", "Your order has been canceled:"),
+    (r"you can return it once it arrives", "you can send it back after delivery"),
+    (r"5 to 7 business days", "five to seven business days"),
+    (r"Yes, you can still return it", "You're still eligible to return it"),
+    (r"PayPal account", "paypal"),
+    (r"is free", "costs nothing"),
+]  # fmt: skip
+
+
+def paraphrase(answer: str) -> str:
+    for pattern, replacement in _REWRITES:
+        answer = re.sub(pattern, replacement, answer)
+    return answer
+
+
+def test_paraphrased_reference_answers_pass(fact_tasks, ctx):
+    changed = passed = 0
+    failures = []
+    for task in fact_tasks:
+        reference = reference_turns(task)[-1]
+        rewritten = paraphrase(reference)
+        if rewritten == reference:
+            continue
+        changed += 1
+        verdict = _episode(task, rewritten, ctx)
+        passed += verdict.success
+        if not verdict.success:
+            failures.append((task.task_id, rewritten, verdict.violations))
+    assert changed >= 200
+    assert passed / changed >= 0.95, failures[:5]
+
+
+CHEAT_SHEET = (
+    "Here is everything you might need. Returns: apparel, footwear and home 30 days (60 for plus "
+    "members, 45 for home), electronics 15 days (30 for plus) with a 10% restocking fee, beauty "
+    "14 days (28 for plus), sports 30 days (60 for plus) with a 5% restocking fee; coffee, tea, "
+    "fragrance and grocery are final sale and cannot be returned. Exchanges for another size or "
+    "colour are possible while the return window is open; once it has closed, no exchange. "
+    "Refunds take 5 to 7 business days to reach the original payment method. Standard shipping "
+    "costs $4.99, free on orders of $50 or more and always free for plus members; express is "
+    "$12.99. Orders can be cancelled while pending or processing; once shipped they can no "
+    "longer be cancelled, so return them after delivery instead. Yes, you can return it; no, "
+    "you can't. There is no restocking fee on most items. Statuses: pending, processing, "
+    "shipped, delivered, cancelled."
+)
+
+
+def _order_dump(task: Task) -> str:
+    orders = task.initial_state["orders"]
+    statuses = ", ".join(f"{o['order_id']} {o['status']}" for o in orders)
+    dates = ", ".join(
+        str(o.get(k)) for o in orders for k in ("placed", "eta", "delivered") if o.get(k)
+    )
+    dump = (
+        f"Your orders: {statuses}. Dates: {dates}. Yes, you can; no, you can't. Return it instead."
+    )
+    return dump[:MAX_ANSWER_CHARS]
+
+
+def test_cheat_sheets_and_dumps_do_not_pass(fact_tasks, ctx):
+    passed = tried = 0
+    winners = []
+    for task in fact_tasks:
+        first_calls = [turn for turn in reference_turns(task)[:-1]][:2]
+        for answer in (CHEAT_SHEET, _order_dump(task)):
+            assert len(answer) <= MAX_ANSWER_CHARS
+            verdict = _episode(task, answer, ctx, first_calls)
+            tried += 1
+            if verdict.success:
+                passed += 1
+                winners.append(task.task_id)
+    assert tried >= 500
+    assert passed / tried <= 0.02, winners[:10]
+
+
+def test_facts_about_the_wrong_order_fail(fact_tasks, ctx):
+    swapped = 0
+    for task in fact_tasks:
+        orders = list(dict.fromkeys(f.subject for f in task.goal.answer_facts if f.subject))
+        facts = task.goal.answer_facts
+        if task.scenario != "order_status" or len(orders) < 2:
+            continue
+        a, b = orders[:2]
+        if {(f.kind, f.value) for f in facts if f.subject == a} == {
+            (f.kind, f.value) for f in facts if f.subject == b
+        }:
+            continue
+        answer = reference_turns(task)[-1].replace(a, "@@").replace(b, a).replace("@@", b)
+        # the product nouns name the orders too: swap them as well
+        nouns = {s: next(f.cues[2] for f in facts if f.subject == s) for s in (a, b)}
+        if nouns[a] == nouns[b]:
+            continue
+        answer = answer.replace(nouns[a], "@@").replace(nouns[b], nouns[a]).replace("@@", nouns[b])
+        swapped += 1
+        assert not _episode(task, answer, ctx).success, (task.task_id, answer)
+    assert swapped >= 5
+
+
+SPAM_QUERIES = ("shoe", "tea", "lamp", "socks", "phone", "mug", "bag", "towel", "pen", "hat")
+
+
+def test_read_spam_then_giving_up_earns_nothing(fact_tasks, ctx):
+    config = EnvConfig()
+    for task in fact_tasks:
+        unrelated = [format_call("search", {"query": q}) for q in SPAM_QUERIES[: task.min_steps]]
+        related = [
+            format_call("list_orders", {}),
+            format_call("search_policy", {"query": "returns"}),
+        ]
+        for calls in (unrelated, related, reference_turns(task)[:-1]):
+            verdict = _episode(task, "Sorry, I can't help with that.", ctx, calls)
+            assert not verdict.success
+            assert verdict.reward <= 0.0, (task.task_id, verdict.components)
+        best_failure = verdict.reward
+        success = verify(task, reference_turns(task), ctx.catalog, config)
+        assert success.success and success.reward > best_failure
+
+
+def test_reference_answers_are_sentences_and_never_done_when_refused(fact_tasks):
+    for task in fact_tasks:
+        answer = reference_turns(task)[-1]
+        assert "All done" not in answer and "; " not in answer.split(".")[0][:5]
+        refused = any(
+            f.kind == "verdict" and f.value.endswith(":no") for f in task.goal.answer_facts
+        )
+        if refused:
+            assert re.search(r"can't|cannot|no longer|final sale", answer), answer
+
+
+# ---- answer keys agree with the tools -------------------------------------------------------
+def test_every_yes_no_key_is_what_the_tools_decide(fact_tasks, ctx):
+    """Whenever a key says an action is allowed, the tool call succeeds on the initial state,
+    and vice versa (returns, exchanges, cancellations on the item/order the fact is about)."""
+    checked = 0
+    for task in fact_tasks:
+        for f in task.goal.answer_facts:
+            if f.kind != "verdict":
+                continue
+            topic, _, said = f.value.partition(":")
+            if topic == "cancel" and not f.subject:
+                continue  # a policy question about a hypothetical order status
+            order_id, item_id = _order_and_item(task, f)
+            env = EcomEnv(task, ctx.catalog)
+            env.reset()
+            tools = env.tools
+            if topic == "cancel" and order_id:
+                ok, result = tools.call("cancel_order", {"order_id": order_id, "reason": "test"})
+            elif topic == "return" and order_id:
+                ok, result = tools.call(
+                    "return_item", {"order_id": order_id, "item_id": item_id, "reason": "test"}
+                )
+            elif topic == "exchange" and order_id:
+                row = ctx.catalog.row_of(item_id)
+                variants = [ctx.catalog.item_ids[r] for r in ctx.catalog.family_rows(row)]
+                new = next((v for v in variants if v != item_id), item_id)
+                ok, result = tools.call(
+                    "exchange_item", {"order_id": order_id, "item_id": item_id, "new_item_id": new}
+                )
+                if not ok and "cannot be exchanged" not in result["error"]:
+                    ok = (
+                        True  # refused for another reason (no variant in stock): the rule allows it
+                    )
+            else:
+                continue
+            checked += 1
+            assert ok == (said == "yes"), (task.task_id, f.value, result)
+    assert checked >= 30
+
+
+def _order_and_item(task: Task, f: AnswerFact) -> tuple[str | None, str | None]:
+    """The order and item a verdict is about: its subject's, else the task's delivered item."""
+    orders = {o["order_id"]: o for o in task.initial_state["orders"]}
+    for cue in f.cues:
+        if cue in orders:
+            item = next(
+                (c for c in f.cues if c.startswith("I")), orders[cue]["items"][0]["item_id"]
+            )
+            return cue, item
+    if f.subject in orders:
+        return f.subject, orders[f.subject]["items"][0]["item_id"]
+    if task.scenario == "policy":  # the question is about the delivered item it names
+        order_id, item_id = task.goal.relevant_ids[:2]
+        return order_id, item_id
+    return None, None
