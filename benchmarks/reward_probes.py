@@ -1,0 +1,91 @@
+"""Reward probes on a fresh catalog: what a hacking agent and a differently-phrasing correct
+agent get, per scenario (the measurements of issue 12, rerun on today's code).
+
+    python benchmarks/reward_probes.py --products 20000 --tasks 900 --seed 7
+
+Rows per scenario: tasks with answer facts; paraphrased references that pass (want ~100%);
+a fixed cheat sheet sent after the reference's first call, and an order dump (every status
+and date the order list shows) after `list_orders`, that pass (want 0%); read-spam episodes
+(unrelated searches, then giving up) that earn more than 0 (want 0) and their best reward.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+from pathlib import Path
+
+from ecomrlve.catalogs import build_catalog
+from ecomrlve.env import Catalog, format_call, reference_turns, verify
+from ecomrlve.generators import generate_tasks
+from ecomrlve.tasks import Task
+from ecomrlve.testing.reward_probes import CHEAT_SHEET, SPAM_QUERIES, order_dump, paraphrase
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--products", type=int, default=20_000)
+    parser.add_argument("--tasks", type=int, default=900)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--data", type=Path, default=None)
+    args = parser.parse_args()
+    data = args.data or Path(f"/tmp/ecomrlve-probes-{args.products}-{args.seed}")
+    if not (data / "catalog" / "products.parquet").exists():
+        build_catalog(data, args.products, seed=args.seed)
+    catalog = Catalog.load(data)
+    frame, _ = generate_tasks(data, args.tasks, seed=args.seed)
+    tasks = [Task.from_row(row) for row in frame.iter_rows(named=True)]
+
+    rows: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    best_spam: dict[str, float] = collections.defaultdict(lambda: -9.0)
+    for task in tasks:
+        row = rows[task.scenario]
+        row["tasks"] += 1
+        reference = reference_turns(task)
+        spam = [format_call("search", {"query": q}) for q in SPAM_QUERIES[: max(1, task.min_steps)]]
+        verdict = verify(task, [*spam, "Sorry, I can't help with that."], catalog)
+        row["spam > 0"] += verdict.reward > 0
+        best_spam[task.scenario] = max(best_spam[task.scenario], verdict.reward)
+        if not task.goal.answer_facts:
+            continue
+        row["with facts"] += 1
+        rewritten = paraphrase(reference[-1])
+        if rewritten != reference[-1]:
+            row["paraphrased"] += 1
+            row["paraphrase pass"] += verify(task, [*reference[:-1], rewritten], catalog).success
+        first = reference[:1]
+        row["cheat sheet pass"] += verify(task, [*first, CHEAT_SHEET], catalog).success
+        listed = [format_call("list_orders", {})]
+        row["order dump pass"] += verify(task, [*listed, order_dump(task)], catalog).success
+
+    headers = ("scenario", "tasks", "with facts", "paraphrase pass", "cheat sheet pass",
+               "order dump pass", "spam > 0", "best spam reward")  # fmt: skip
+    table = [headers]
+    total: collections.Counter = collections.Counter()
+    for scenario in sorted(rows):
+        row = rows[scenario]
+        total.update(row)
+        para = f"{row['paraphrase pass']}/{row['paraphrased']}"
+        table.append((scenario, str(row["tasks"]), str(row["with facts"]), para,
+                      f"{row['cheat sheet pass']}/{row['with facts']}",
+                      f"{row['order dump pass']}/{row['with facts']}",
+                      f"{row['spam > 0']}/{row['tasks']}",
+                      f"{best_spam[scenario]:+.2f}"))  # fmt: skip
+    rate = total["paraphrase pass"] / max(1, total["paraphrased"])
+    dumps = total["cheat sheet pass"] + total["order dump pass"]
+    table.append(("all", str(total["tasks"]), str(total["with facts"]), f"{rate:.1%}",
+                  f"{total['cheat sheet pass']}/{total['with facts']}",
+                  f"{total['order dump pass']}/{total['with facts']}",
+                  f"{total['spam > 0']}/{total['tasks']}",
+                  f"{max(best_spam.values()):+.2f}"))  # fmt: skip
+    widths = [max(len(r[i]) for r in table) for i in range(len(headers))]
+    for k, row in enumerate(table):
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+        if k == 0:
+            print("  ".join("-" * w for w in widths))
+    print(f"\ndumps passing: {dumps}/{2 * total['with facts']}; targets: paraphrases >= 95%, "
+          "dumps <= 2%, spam > 0 in none")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

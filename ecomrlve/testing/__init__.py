@@ -1,0 +1,1 @@
+"""Fixtures and probes that tests and benchmarks share (importable, no sys.path edits)."""
