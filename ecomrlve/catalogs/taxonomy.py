@@ -164,7 +164,7 @@ CATEGORIES: tuple[Category, ...] = (
     Category(
         "headphones",
         "electronics",
-        ("wireless headphones", "noise-cancelling headphones", "sports headphones", "headset"),
+        ("wireless headphones", "gaming headphones", "sports headphones", "headset"),
         HEADPHONE_FITS,
         "fit",
         ("plastic", "aluminium", "memory foam"),

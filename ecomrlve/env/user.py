@@ -4,8 +4,8 @@ It answers `ask_user` from the task's hidden `goal.user_facts`. A question is re
 every fact whose keywords (`ecomrlve.tasks.USER_FACT_KEYWORDS`: synonyms such as brand / make /
 label / manufacturer, matched at word starts, case-insensitive) appear in it is answered, so
 "which brand and colour?" gets both. Each answer uses one of several paraphrase forms per fact
-kind (`FACT_TEMPLATES`, at least six each), chosen by a hash of (task seed, fact key, how many
-questions came before); the fact values themselves never change, so replies are consistent
+kind (`FACT_TEMPLATES`, at least six each), chosen by a hash of (task seed and id, fact key, how
+many questions came before); the fact values themselves never change, so replies are consistent
 across turns.
 
 * A catch-all question ("anything else I should know?", "any other requirements?") is answered
@@ -19,8 +19,8 @@ across turns.
 
 Noise, per task:
 * `goal.typo_rate`: each template word of 4+ letters gets two adjacent inner letters swapped
-  with that probability (numpy generator seeded by the task seed and the reply number). The
-  fact values themselves are never altered, so a noisy task stays solvable.
+  with that probability (numpy generator seeded by the task seed, its id and the reply number).
+  The fact values themselves are never altered, so a noisy task stays solvable.
 * `goal.intent_switch`: the second intent text is revealed once — appended to the reply to the
   first `ask_user`, or, if the agent has not asked by then, as a user message after assistant
   turn `INTENT_SWITCH_TURN` (the env does that part).
@@ -259,6 +259,7 @@ class SimulatedUser:
         self.questions = 0
         self.replies = 0
         self.intent_revealed = self.goal.intent_switch is None
+        self._key = f"{task.seed}:{task.task_id}"  # reply forms vary by task, not only by seed
 
     def _scrub(self, text: str) -> str:
         def replace(match: re.Match[str]) -> str:
@@ -274,7 +275,14 @@ class SimulatedUser:
         if rate <= 0.0:
             return text
         rng = np.random.default_rng(
-            np.random.SeedSequence([abs(self.task.seed), TYPO_STREAM, self.replies])
+            np.random.SeedSequence(
+                [
+                    abs(self.task.seed),
+                    TYPO_STREAM,
+                    zlib.crc32(self.task.task_id.encode()),
+                    self.replies,
+                ]
+            )
         )
         spans = []
         for value in protected:
@@ -308,21 +316,21 @@ class SimulatedUser:
             value = self._scrub(raw_value)  # only facts that are said get scrubbed
             kind = "budget_range" if key == "budget" and not value.startswith("$") else key
             template = _pick(
-                FACT_TEMPLATES.get(kind, GENERIC_TEMPLATES), self.task.seed, key, self.questions
+                FACT_TEMPLATES.get(kind, GENERIC_TEMPLATES), self._key, key, self.questions
             )
             parts.append(_fill(template, value, key, self._label()))
             values.append(value)
         if not catch_all:
             parts += self._uncovered(question)
         if catch_all:
-            opener = _pick(CATCH_ALL_OPENERS, self.task.seed, "catch-all", self.questions)
+            opener = _pick(CATCH_ALL_OPENERS, self._key, "catch-all", self.questions)
             parts = (
                 [opener, *parts]
                 if parts
-                else [_pick(NOTHING_ELSE, self.task.seed, "nothing-else", self.questions)]
+                else [_pick(NOTHING_ELSE, self._key, "nothing-else", self.questions)]
             )
         if not parts:
-            parts.append(_pick(DONT_KNOW, self.task.seed, "dont-know", self.questions))
+            parts.append(_pick(DONT_KNOW, self._key, "dont-know", self.questions))
         reply = self._typos(" ".join(parts), values)
         self.replies += 1
         if not self.intent_revealed:
@@ -346,14 +354,14 @@ class SimulatedUser:
         if not asked:
             return []
         if not complete:
-            return [_pick(IN_PROMPT, self.task.seed, "in-prompt", self.questions)]
+            return [_pick(IN_PROMPT, self._key, "in-prompt", self.questions)]
         replies = []
         for key in asked:
             if key == "quantity":
-                replies.append(_pick(ONE_UNIT, self.task.seed, key, self.questions))
+                replies.append(_pick(ONE_UNIT, self._key, key, self.questions))
                 continue
             slot = OPEN_SLOTS[key].format(label=self._label())
-            template = _pick(OPEN_TEMPLATES, self.task.seed, key, self.questions)
+            template = _pick(OPEN_TEMPLATES, self._key, key, self.questions)
             replies.append(_capitalise(template.format(slot=slot)))
         return replies
 
@@ -363,4 +371,4 @@ class SimulatedUser:
             return ""
         self.intent_revealed = True
         text = self._scrub(self.goal.intent_switch)
-        return _pick(SWITCH_TEMPLATES, self.task.seed, "switch").format(v=text)
+        return _pick(SWITCH_TEMPLATES, self._key, "switch").format(v=text)
