@@ -70,20 +70,6 @@ def spoken_date(day: dt.date) -> str:
     return f"{day.strftime('%B')} {day.day}"
 
 
-def date_facts(iso_day: str) -> list[str]:
-    """Spellings of a date any of which counts as stating it in an answer."""
-    day = dt.date.fromisoformat(iso_day)
-    month, abbr = day.strftime("%B"), day.strftime("%b")
-    return [
-        iso_day,
-        f"{month} {day.day}",
-        f"{day.day} {month}",
-        f"{abbr} {day.day}",
-        f"{day.day} {abbr}",
-        f"{day.month}/{day.day}",
-    ]
-
-
 def month_phrase(day: dt.date) -> str:
     part = "early" if day.day <= 10 else "mid" if day.day <= 20 else "late"
     return f"{part} {day.strftime('%B')}"
