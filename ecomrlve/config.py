@@ -257,7 +257,21 @@ class TrainingConfig(StrictModel):
     seed: int = Field(0, ge=0)
     save_every: int = Field(50, ge=1)
     # --- scale (ecomrlve/train/plan.py turns "auto" into engines for this machine)
-    rollout_engine: Literal["auto", "hf", "vllm"] = Field("auto", description="auto: vllm on CUDA")
+    rollout_engine: Literal["auto", "hf", "vllm", "endpoint"] = Field(
+        "auto", description="auto: vllm on CUDA; endpoint: a pool of OpenAI-compatible servers"
+    )
+    # --- rollout_engine: endpoint (ecomrlve/train/engines/endpoint.py)
+    rollout_endpoints: list[str] = Field(
+        default_factory=list, description="server URLs, e.g. http://10.0.0.5:8000/v1"
+    )
+    rollout_endpoint_model: str | None = Field(
+        None, description="served name (default agent.model)"
+    )
+    rollout_weights_dir: str | None = Field(
+        None, description="a folder every server reads; weights go through it after each update"
+    )
+    rollout_api_key_env: str | None = Field(None, description="env variable holding the API key")
+    rollout_concurrency: int = Field(64, ge=1, description="requests in flight over the pool")
     distributed: Literal["auto", "none", "fsdp"] = Field("auto", description="auto: fsdp, >1 rank")
     dtype: Literal["auto", "bf16", "fp32"] = Field("auto", description="auto: bf16 on CUDA")
     gradient_checkpointing: bool = False
@@ -289,6 +303,13 @@ class TrainingConfig(StrictModel):
         if self.lora_rank > 0 and self.distributed == "fsdp":
             raise ValueError(
                 "lora_rank > 0 is the one-GPU mode; it does not combine with distributed: fsdp"
+            )
+        if self.rollout_engine == "endpoint" and not (
+            self.rollout_endpoints and self.rollout_weights_dir
+        ):
+            raise ValueError(
+                "rollout_engine endpoint needs rollout_endpoints (server URLs) and "
+                "rollout_weights_dir (a folder the servers read new weights from)"
             )
         if (
             self.ppo_mini_batch_size is not None

@@ -345,3 +345,44 @@ def test_token_rollouts_match_hf_and_follow_weight_pushes(world, loopback, tmp_p
         assert stuck.policy_version == 0
         with pytest.raises(EndpointError, match="HTTP 404"):
             stuck.generate(prompts, greedy)
+
+
+def test_training_rollouts_from_a_server_pool(world, loopback, tmp_path, monkeypatch):
+    """`training.rollout_engine: endpoint`: the plan builds the pool, pushes the policy's
+    weights, and rollouts through it are the local rollouts, stamped with their version."""
+    from ecomrlve.train.plan import PlanError, build_rollout_engine, resolve_engines
+    from ecomrlve.train.rollout import run_episodes
+
+    _, catalog, tasks, model_dir = world
+    url, served = loopback
+    monkeypatch.setenv("ECOMRLVE_TEST_KEY", SECRET)
+    pool = {
+        "rollout_engine": "endpoint",
+        "rollout_endpoints": [url],
+        "rollout_endpoint_model": "tiny",
+        "rollout_weights_dir": str(tmp_path / "weights"),
+        "rollout_api_key_env": "ECOMRLVE_TEST_KEY",
+    }
+    raw = {"env": {"max_steps": 4}, "agent": {"model": str(model_dir), **AGENT}, "training": pool}
+    cfg = config_from_dict(raw)
+    plan = resolve_engines(cfg, cuda_available=False, world_size=1)
+    assert plan.rollout_engine == "endpoint" and plan.endpoint.urls == (url,)
+    with pytest.raises(PlanError, match="one trainer process"):
+        resolve_engines(cfg, cuda_available=False, world_size=2)
+    with pytest.raises(ValueError, match="rollout_endpoints"):
+        config_from_dict({**raw, "training": {"rollout_engine": "endpoint"}})
+
+    policy, tokenizer = load_model_and_tokenizer(str(model_dir), device="cpu")
+    chat = ChatFormat(tokenizer, tool_schemas(), enable_thinking=ENABLE_THINKING)
+    loaded = served.weights_loaded
+    engine = build_rollout_engine(
+        plan, policy, model_dir=model_dir, pad_token_id=chat.pad_token_id, max_model_len=4096
+    )
+    assert engine.policy_version == 1 and served.weights_loaded == loaded + 1
+    chosen = tasks[1::9]
+    common = {"env_config": cfg.env, "agent": cfg.agent, "samples_per_task": 2, "seed": 3}
+    remote = run_episodes(chosen, engine, chat, catalog, **common)
+    local = run_episodes(chosen, HFEngine(policy, chat.pad_token_id), chat, catalog, **common)
+    assert [e.sequence.token_ids for e in remote] == [e.sequence.token_ids for e in local]
+    assert {e.policy_version for e in remote} == {1}
+    assert {e.policy_version for e in local} == {None}

@@ -23,10 +23,21 @@ class PlanError(ValueError):
 
 
 @dataclass(frozen=True)
+class EndpointPool:
+    """`rollout_engine: endpoint`: the servers rollouts go to and how weights reach them."""
+
+    urls: tuple[str, ...]
+    model: str
+    weights_dir: str
+    api_key_env: str | None = None
+    concurrency: int = 64
+
+
+@dataclass(frozen=True)
 class EnginePlan:
     """The concrete choices for one run, with one human-readable reason per `auto` decision."""
 
-    rollout_engine: Literal["hf", "vllm"]
+    rollout_engine: Literal["hf", "vllm", "endpoint"]
     distributed: Literal["none", "fsdp"]
     dtype: Literal["bf16", "fp32"]
     world_size: int
@@ -34,6 +45,7 @@ class EnginePlan:
     lora_rank: int
     lora_alpha: float | None = None
     vllm_gpu_memory_utilization: float = 0.35
+    endpoint: EndpointPool | None = None
     reasons: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -143,6 +155,29 @@ def resolve_engines(
     if t.lora_rank > 0:
         reasons.append(f"LoRA rank {t.lora_rank}: only adapters train")
 
+    # ---- rollouts from a server pool (ecomrlve/train/engines/endpoint.py)
+    endpoint = None
+    if engine == "endpoint":
+        if distributed == "fsdp" or t.lora_rank > 0:
+            raise PlanError(
+                "rollout_engine endpoint pushes whole saved models to the servers: it runs with "
+                "one trainer process and full fine-tuning (distributed: none, lora_rank: 0)"
+            )
+        model = t.rollout_endpoint_model or (cfg.agent.model if isinstance(cfg, EcomConfig) else "")
+        if not model:
+            raise PlanError("rollout_engine endpoint needs training.rollout_endpoint_model")
+        endpoint = EndpointPool(
+            urls=tuple(t.rollout_endpoints),
+            model=model,
+            weights_dir=str(t.rollout_weights_dir),
+            api_key_env=t.rollout_api_key_env,
+            concurrency=t.rollout_concurrency,
+        )
+        reasons.append(
+            f"rollout_engine endpoint -> {len(endpoint.urls)} server(s) serving {model!r}; "
+            f"weights pushed through {endpoint.weights_dir} after each update"
+        )
+
     return EnginePlan(
         rollout_engine=engine,
         distributed=distributed,
@@ -152,6 +187,7 @@ def resolve_engines(
         lora_rank=t.lora_rank,
         lora_alpha=t.lora_alpha,
         vllm_gpu_memory_utilization=t.vllm_gpu_memory_utilization,
+        endpoint=endpoint,
         reasons=tuple(reasons),
     )
 
@@ -217,6 +253,20 @@ def build_rollout_engine(
         from ecomrlve.train.engines.hf import HFEngine
 
         return HFEngine(policy, pad_token_id)
+    if plan.rollout_engine == "endpoint" and plan.endpoint is not None:
+        from ecomrlve.train.engines.endpoint import EndpointEngine, read_api_key
+
+        pool = plan.endpoint
+        engine = EndpointEngine(
+            pool.urls,
+            pool.model,
+            api_key=read_api_key(pool.api_key_env),
+            concurrency=pool.concurrency,
+            weights_dir=pool.weights_dir,
+        )
+        engine.check()
+        engine.sync_weights(policy)  # the servers start from the trainer's weights
+        return engine
     if model_dir is None:
         raise PlanError("the vLLM engine needs the policy's model folder to start from")
     from ecomrlve.train.engines.vllm import VLLMEngine

@@ -46,6 +46,9 @@ class Episode:
     verdict: Verdict | None = None
     finish: str = ""  # "answer" | "turn_limit" | "turn_length" | "token_budget"
     truncated: bool = False  # cut by a token budget
+    # the oldest policy version its turns were sampled with (engines that report one in
+    # `Completion.extra`, such as the endpoint engine; None otherwise): staleness = now - this
+    policy_version: int | None = None
 
     @property
     def reward(self) -> float:
@@ -123,6 +126,10 @@ def run_episodes(
         completions = engine.generate([i.episode.sequence.token_ids for i in active], sampling)
         still: list[_Live] = []
         for item, completion, budget in zip(active, completions, budgets, strict=True):
+            version = completion.extra.get("policy_version")
+            if version is not None:
+                seen = item.episode.policy_version
+                item.episode.policy_version = version if seen is None else min(seen, version)
             ids, logprobs = completion.token_ids[:budget], completion.logprobs[:budget]
             cut = completion.finish_reason == "length" or len(completion.token_ids) > budget
             if _play_turn(item, chat, ids, logprobs, cut, agent, catalog, env_config):

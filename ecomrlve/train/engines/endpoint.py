@@ -388,7 +388,12 @@ class EndpointEngine:
             "max_tokens": sampling.max_new_tokens,
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
-            "seed": (sampling.seed * _SEED_STRIDE + index) % _SEED_MOD,
+            "seed": (
+                sampling.row_seeds[index]
+                if sampling.row_seeds
+                else sampling.seed * _SEED_STRIDE + index
+            )
+            % _SEED_MOD,
             "logprobs": 0,
             "stop_token_ids": list(sampling.stop_token_ids),
             "return_tokens_as_token_ids": True,
