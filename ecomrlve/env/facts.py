@@ -60,6 +60,7 @@ import bisect
 import contextlib
 import datetime as dt
 import functools
+import itertools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -98,14 +99,10 @@ _NUMBER_WORD = re.compile(
 
 
 # sentences (a period between digits is a decimal point) and enumerations "(2)"
-_SENTENCE = re.compile(r"(?<!\d)[.!?;]+|[.!?;]+(?!\d)|\n+|(?=\(\d\))")
 _CLAUSE = re.compile(
     r",?\s+(?:but|however|although|though|whereas|while|so|since|because|as|and)\s+"
     r"|\s+-\s+|:\s+"
 )
-
-
-_SENTENCE_PLAIN = re.compile(r"(?<!\d)[.!?;]+|[.!?;]+(?!\d)|\n+")
 
 
 def sentences(text: str) -> list[str]:
@@ -113,22 +110,31 @@ def sentences(text: str) -> list[str]:
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each non-empty sentence (enumerations "(2)" start a new one)."""
-    pattern = _SENTENCE if "(" in text else _SENTENCE_PLAIN
-    spans, start = [], 0
-    for m in pattern.finditer(text):
-        spans.append((start, m.start()))
-        start = m.end()
-    spans.append((start, len(text)))
-    out = []
-    for a, b in spans:
-        while a < b and text[a].isspace():
-            a += 1
-        while b > a and text[b - 1].isspace():
-            b -= 1
-        if a < b:
-            out.append((a, b))
+    """(start, end) of each non-empty sentence; a period between digits is a decimal point,
+    and an enumeration "(2)" starts a new sentence."""
+    cuts: list[tuple[int, int]] = []
+    for m in _BREAK.finditer(text):
+        a, b = m.span()
+        if m.group() == ".":  # "4.99" is a number, "4." ends a sentence
+            if a > 0 and b < len(text) and text[a - 1].isdigit() and text[b].isdigit():
+                continue
+        elif m.group().startswith("("):
+            b = a  # the enumeration belongs to the next sentence
+        cuts.append((a, b))
+    out, start = [], 0
+    for a, b in [*cuts, (len(text), len(text))]:
+        lo, hi = start, a
+        while lo < hi and text[lo].isspace():
+            lo += 1
+        while hi > lo and text[hi - 1].isspace():
+            hi -= 1
+        if lo < hi:
+            out.append((lo, hi))
+        start = b
     return out
+
+
+_BREAK = re.compile(r"[.!?;\n]+|\(\d\)")
 
 
 # ---- dates -----------------------------------------------------------------------------------
@@ -210,14 +216,6 @@ def extract_dates(text: str) -> list[tuple[int, frozenset[Day]]]:
     return found
 
 
-def _date_matches(readings: frozenset[Day], iso: str) -> bool:
-    try:
-        day = dt.date.fromisoformat(iso)
-    except ValueError:
-        return False
-    return any(m == day.month and d == day.day and y in (None, day.year) for y, m, d in readings)
-
-
 # ---- money, percent, duration ----------------------------------------------------------------
 _AMOUNT = r"(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,2}))?"
 _MONEY = re.compile(
@@ -295,21 +293,25 @@ def _duration_value(value: str) -> tuple[int, int]:
 
 
 # ---- statuses --------------------------------------------------------------------------------
-_STATUS_WORDS = {
-    "delivered": r"delivered|arrived|was dropped off",
-    "shipped": r"shipped|on (?:its|the|their) way|in transit|dispatched|out for delivery"
-    r"|sent out|en route",
-    "processing": r"processing|being processed|being prepared|being packed",
-    "pending": r"pending|not (?:yet )?(?:been )?processed|awaiting processing",
-    "cancelled": r"cancell?ed",
-}
-_STATUS = re.compile(
-    "|".join(rf"(?P<{name}>\b(?:{words})\b)" for name, words in _STATUS_WORDS.items())
+# Status words are found with one plain alternation (no \\b or named groups: ~8x faster in
+# CPython's re), then checked for word boundaries and classified here.
+_STATUS_CANDIDATE = re.compile(
+    r"not yet been processed|not yet processed|not been processed|not processed"
+    r"|awaiting processing|out for delivery|on its way|on the way|on their way|in transit"
+    r"|was dropped off|being processed|being prepared|being packed|en route|sent out"
+    r"|delivered|arrived|shipped|dispatched|processing|pending|cancell?ed"
 )
-
-
-_STATUS_ANCHORS = ("deliver", "arrived", "dropped", "ship", "way", "transit", "dispatch", "sent",
-                   "route", "process", "prepar", "pack", "pending", "cancel")  # fmt: skip
+_STATUS_OF = {
+    "delivered": "delivered", "arrived": "delivered", "was dropped off": "delivered",
+    "shipped": "shipped", "dispatched": "shipped", "on its way": "shipped",
+    "on the way": "shipped", "on their way": "shipped", "in transit": "shipped",
+    "out for delivery": "shipped", "sent out": "shipped", "en route": "shipped",
+    "processing": "processing", "being processed": "processing",
+    "being prepared": "processing", "being packed": "processing",
+    "pending": "pending", "not yet been processed": "pending", "not yet processed": "pending",
+    "not been processed": "pending", "not processed": "pending",
+    "awaiting processing": "pending", "cancelled": "cancelled", "canceled": "cancelled",
+}  # fmt: skip
 _MODAL_BEFORE = frozenset({"once", "if", "after", "before", "until"})
 _NEGATION_BEFORE = frozenset({"not", "never", "yet"})
 
@@ -329,14 +331,21 @@ def _hypothetical(before: str) -> bool:
     return len(words) > 1 and words[-2] == "that" and words[-1] in ("have", "has", "are", "is")
 
 
+def _whole_word(text: str, start: int, end: int) -> bool:
+    return (start == 0 or not text[start - 1].isalnum()) and (
+        end == len(text) or not text[end].isalnum()
+    )
+
+
 def extract_statuses(text: str) -> list[tuple[int, str]]:
     out = []
-    if not _has(text, _STATUS_ANCHORS):
-        return out
-    for m in _STATUS.finditer(text):
-        if m.lastgroup != "pending" and _hypothetical(text[max(0, m.start() - 40) : m.start()]):
+    for m in _STATUS_CANDIDATE.finditer(text):
+        if not _whole_word(text, m.start(), m.end()):
             continue
-        out.append((m.start(), m.lastgroup))
+        status = _STATUS_OF[m.group()]
+        if status != "pending" and _hypothetical(text[max(0, m.start() - 40) : m.start()]):
+            continue
+        out.append((m.start(), status))
     return out
 
 
@@ -405,24 +414,120 @@ def _street_line(address: str) -> str:
 
 
 # ---- verdicts and terms ----------------------------------------------------------------------
-_TOPICS = {
-    "return": re.compile(r"\breturn(?:s|ed|ing|able)?\b|\bsend (?:it|them) back\b"),
-    "exchange": re.compile(r"\bexchang\w*|\bswap\w*"),
-    "cancel": re.compile(r"\bcancel\w*|\bcall(?:ed)? off\b"),
-}
-_ANY_TOPIC = re.compile(r"\b(?:return|send|exchang|swap|cancel|call|yes|no)|^\s*(?:yes|no)\b")
-_NEGATIVE = re.compile(
-    r"\b(?:not|cannot|unable|ineligible|never)\b|n't\b|\bno longer\b|\btoo late\b"
-    r"|\bfinal sale\b|\bnon-?returnable\b|\b(?:closed|expired|lapsed|ended)\b"
-    r"|\b(?:has|have|had|is|was)\s+(?:already\s+)?passed\b"
-    r"|\b(?:outside|beyond|past)\s+(?:the|your|its|their)\b|^\s*no\b"
+# Verdicts are read from a clause's words (a split and set look-ups, no regex per cue).
+_TOKEN = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*")
+_NEGATIVE_WORDS = frozenset(
+    {
+        "not",
+        "cannot",
+        "unable",
+        "ineligible",
+        "never",
+        "closed",
+        "expired",
+        "lapsed",
+        "ended",
+        "non-returnable",
+        "nonreturnable",
+    }
 )
-_POSITIVE = re.compile(
-    r"^\s*yes\b|\b(?:can|could|may|able|eligible|allowed|possible|still|welcome to|go ahead"
-    r"|is open|are open|have until|you have|qualifies|qualify|accepted)\b"
+_NEGATIVE_PAIRS = frozenset(
+    {
+        ("no", "longer"),
+        ("too", "late"),
+        ("final", "sale"),
+        ("has", "passed"),
+        ("have", "passed"),
+        ("had", "passed"),
+        ("is", "passed"),
+        ("was", "passed"),
+        ("already", "passed"),
+    }
 )
-_FINAL_SALE = re.compile(r"\bfinal sale\b|\bnon-?returnable\b")
-_ADVICE = re.compile(r"\binstead\b|\bonce\b|\bafter (?:it|delivery|they)\b|\bwhen it arrives\b")
+_BEYOND = frozenset({"outside", "beyond", "past"})
+_OWNERS = frozenset({"the", "your", "its", "their"})
+_POSITIVE_WORDS = frozenset(
+    {
+        "can",
+        "could",
+        "may",
+        "able",
+        "eligible",
+        "allowed",
+        "possible",
+        "still",
+        "qualifies",
+        "qualify",
+        "accepted",
+    }
+)
+_POSITIVE_PAIRS = frozenset(
+    {
+        ("welcome", "to"),
+        ("go", "ahead"),
+        ("is", "open"),
+        ("are", "open"),
+        ("have", "until"),
+        ("you", "have"),
+    }
+)
+_ADVICE_WORDS = frozenset({"instead", "once"})
+_ADVICE_PAIRS = frozenset({("after", "it"), ("after", "delivery"), ("after", "they"),
+                           ("when", "it")})  # fmt: skip
+
+
+def _topics(words: list[str], pairs: set[tuple[str, str]]) -> set[str]:
+    found = set()
+    for w in words:
+        if w.startswith("return"):
+            found.add("return")
+        elif w.startswith(("exchang", "swap")):
+            found.add("exchange")
+        elif w.startswith("cancel"):
+            found.add("cancel")
+    if ("call", "off") in pairs or ("called", "off") in pairs:
+        found.add("cancel")
+    if (("send", "it") in pairs and ("it", "back") in pairs) or ("them", "back") in pairs:
+        found.add("return")
+    return found
+
+
+def extract_verdicts(clause: str) -> list[tuple[str, bool]]:
+    """(topic, polarity) asserted by one clause; [("", p)] for a bare "Yes"/"No"."""
+    words = _TOKEN.findall(clause)
+    if not words:
+        return []
+    pairs = set(itertools.pairwise(words))
+    out = []
+    final_sale = ("final", "sale") in pairs or "non-returnable" in words
+    if final_sale:
+        out.append(("return", False))
+    topics = _topics(words, pairs)
+    bare = words[0] in ("yes", "no")
+    if not topics and not bare:
+        return out
+    negative = (
+        words[0] == "no"
+        or not _NEGATIVE_WORDS.isdisjoint(words)
+        or any(w.endswith("n't") for w in words)
+        or not _NEGATIVE_PAIRS.isdisjoint(pairs)
+        or any(a in _BEYOND and b in _OWNERS for a, b in pairs)
+    )
+    positive = not negative and (
+        words[0] == "yes"
+        or not _POSITIVE_WORDS.isdisjoint(words)
+        or not _POSITIVE_PAIRS.isdisjoint(pairs)
+    )
+    if negative or positive:
+        advice = not _ADVICE_WORDS.isdisjoint(words) or not _ADVICE_PAIRS.isdisjoint(pairs)
+        for topic in ("return", "exchange", "cancel"):
+            if topic in topics and not (topic == "return" and (advice or final_sale)):
+                out.append((topic, positive))
+        if not out and bare:
+            out.append(("", positive))
+    return out
+
+
 TERMS: dict[str, re.Pattern[str]] = {
     "final_sale": re.compile(
         r"\bfinal sale\b|\bnon-?returnable\b|\bnot returnable\b|\b(?:cannot|can't|can not) be "
@@ -431,24 +536,6 @@ TERMS: dict[str, re.Pattern[str]] = {
     "return_instead": re.compile(r"\breturn\w*|\bsend (?:it|them) back\b|\bsent back\b"),
     "last_day": re.compile(r"\blast day\b|\btoday is the (?:final|last)\b|\b0 days\b"),
 }
-
-
-def extract_verdicts(clause: str) -> list[tuple[str, bool]]:
-    """(topic, polarity) asserted by one clause; [("", p)] for a bare "Yes"/"No"."""
-    out = []
-    if _FINAL_SALE.search(clause):
-        out.append(("return", False))
-    if not _ANY_TOPIC.search(clause):
-        return out
-    negative = bool(_NEGATIVE.search(clause))
-    positive = not negative and bool(_POSITIVE.search(clause))
-    if negative or positive:
-        for topic, pattern in _TOPICS.items():
-            if pattern.search(clause) and not (topic == "return" and _ADVICE.search(clause)):
-                out.append((topic, positive))
-        if not out and re.match(r"\s*(?:yes|no)\b", clause):
-            out.append(("", positive))
-    return out
 
 
 # ---- the check -------------------------------------------------------------------------------
@@ -538,23 +625,46 @@ def _located(kind: str, text: str, context: dict) -> list[tuple[int, Any]]:
     return verdicts
 
 
-def _matches(kind: str, value, target: str) -> bool:
-    """Does one extracted `value` state the canonical `target`?"""
+@functools.lru_cache(maxsize=65536)
+def _target(kind: str, target: str) -> Any:
+    """A canonical value parsed once (targets recur across the episodes of a task)."""
     if kind == "date":
-        return _date_matches(value, target)
+        try:
+            day = dt.date.fromisoformat(target)
+        except ValueError:
+            return None
+        return (day.year, day.month, day.day)
     if kind in ("money", "percent"):
-        return abs(value - float(target)) < 0.005
+        try:
+            return float(target)
+        except ValueError:
+            return None
     if kind == "duration":
-        return value == _duration_value(target)
-    if kind == "status":
-        return value == target
+        try:
+            return _duration_value(target)
+        except ValueError:
+            return None
     if kind == "payment":
-        brand, last4 = _payment_value(target)
-        return value[1] == last4 and value[0] in (None, brand)
+        return _payment_value(target)
     if kind == "verdict":
         topic, _, polarity = target.partition(":")
-        return value == (topic, polarity == "yes")
-    return False
+        return (topic, polarity == "yes")
+    return target
+
+
+def _matches(kind: str, value, target: str) -> bool:
+    """Does one extracted `value` state the canonical `target`?"""
+    want = _target(kind, target)
+    if want is None:
+        return False
+    if kind == "date":
+        year, month, day = want
+        return any(m == month and d == day and y in (None, year) for y, m, d in value)
+    if kind in ("money", "percent"):
+        return abs(value - want) < 0.005
+    if kind == "payment":
+        return value[1] == want[1] and value[0] in (None, want[0])
+    return value == want
 
 
 def _conflicts_with(kind: str, value, targets: list[str]) -> bool:
@@ -577,78 +687,91 @@ def check_answer(
     if not facts:
         return result
     text = normalise(answer)
-    context: dict = {}
-    verdict_topics = {f.value.partition(":")[0] for f in facts if f.kind == "verdict"}
-    if len(verdict_topics) == 1:
-        context["only_topic"] = next(iter(verdict_topics))
-    segments = _segments(text, facts)
     kinds = {f.kind for f in facts}
+    context: dict = {}
+    if "verdict" in kinds:
+        topics = {f.value.partition(":")[0] for f in facts if f.kind == "verdict"}
+        if len(topics) == 1:
+            context["only_topic"] = next(iter(topics))
+    segments = _segments(text, facts)
     # values per kind, read once over the whole answer, then bucketed by segment
     per_segment: list[dict[str, list]] = [{} for _ in segments]
     starts = [seg.start for seg in segments]
     for kind in kinds & _VALUE_KIND_SET:
+        located = _located(kind, text, context)
+        if len(segments) == 1:
+            per_segment[0][kind] = [v for _, v in located]
+            continue
         for buckets in per_segment:
             buckets[kind] = []
-        for offset, value in _located(kind, text, context):
+        for offset, value in located:
             per_segment[max(0, bisect.bisect_right(starts, offset) - 1)][kind].append(value)
+    about = [[_about(f.subject, seg) for seg in segments] for f in facts]
 
-    def about(fact_subject: str, seg: _Segment) -> bool:
-        return not fact_subject or not seg.subjects or fact_subject in seg.subjects
-
-    for fact in facts:
-        if fact.kind == "text":
-            alternatives = fact.alternatives or [fact.value]
-            ok = any(a.lower() in answer.lower() for a in alternatives)
-        elif fact.kind == "term":
+    for fact, on in zip(facts, about, strict=True):
+        kind = fact.kind
+        if kind == "text":
+            lowered = answer.lower()
+            ok = any(a.lower() in lowered for a in fact.alternatives or [fact.value])
+        elif kind == "term":
             pattern = TERMS.get(fact.value)
-            ok = bool(
-                pattern and any(pattern.search(s.text) for s in segments if about(fact.subject, s))
+            ok = pattern is not None and any(
+                pattern.search(seg.text) for seg, yes in zip(segments, on, strict=True) if yes
             )
-        elif fact.kind == "address":
+        elif kind == "address":
+            line = f" {_street_line(fact.value)} "
             ok = any(
-                f" {_street_line(fact.value)} " in _address_words(s.text)
-                for s in segments
-                if about(fact.subject, s)
+                line in _address_words(seg.text)
+                for seg, yes in zip(segments, on, strict=True)
+                if yes
             )
         else:
+            # a subject fact must be stated in a sentence about its subject
             ok = any(
-                _matches(fact.kind, value, fact.value)
+                _matches(kind, value, fact.value)
                 for seg, values in zip(segments, per_segment, strict=True)
-                if fact.subject in seg.subjects or len(segments) == 1 or not fact.subject
-                for value in values.get(fact.kind, ())
+                if not fact.subject or fact.subject in seg.subjects or len(segments) == 1
+                for value in values.get(kind, ())
             )
         (result.found if ok else result.missing).append(describe(fact))
 
     # precision: every value of a checked kind must be a target or allowed for its subject
-    for kind in sorted(kinds & set(_VALUE_KINDS)):
-        kind_facts = [f for f in facts if f.kind == kind]
+    for kind in sorted(kinds & _VALUE_KIND_SET):
+        indexed = [(f, on) for f, on in zip(facts, about, strict=True) if f.kind == kind]
         prompt_values = () if kind == "verdict" or not prompt else _prompt_values(prompt, kind)
-        for seg, values in zip(segments, per_segment, strict=True):
-            relevant = [f for f in kind_facts if about(f.subject, seg)] or kind_facts
+        for k, values in enumerate(per_segment):
+            found = values.get(kind)
+            if not found:
+                continue
+            relevant = [f for f, on in indexed if on[k]] or [f for f, _ in indexed]
             targets = [f.value for f in relevant]
-            allowed = targets + [a for f in relevant for a in f.allowed]
-            for value in values.get(kind, ()):
-                if kind == "verdict":
+            if kind == "verdict":
+                for value in found:
                     if _conflicts_with(kind, value, targets):
-                        result.conflicts.append(
-                            f"verdict {value[0] or '?'}:{'yes' if value[1] else 'no'}"
-                        )
-                    continue
-                if not _conflicts_with(kind, value, allowed):
-                    continue
-                if any(_same(kind, value, p) for p in prompt_values):
+                        said = "yes" if value[1] else "no"
+                        result.conflicts.append(f"verdict {value[0] or '?'}:{said}")
+                continue
+            allowed = targets + [a for f in relevant for a in f.allowed]
+            for value in found:
+                if not _conflicts_with(kind, value, allowed) or any(
+                    _same(kind, value, p) for p in prompt_values
+                ):
                     continue
                 result.conflicts.append(f"{kind} {_show(kind, value)}")
-    addresses = [f for f in facts if f.kind == "address"]
-    if addresses:
-        targets = {_street_line(f.value) for f in addresses}
+    if "address" in kinds:
+        targets_lines = {_street_line(f.value) for f in facts if f.kind == "address"}
         words = _address_words(text)
         for other in known_addresses:
             line = _street_line(other)
-            if line not in targets and f" {line} " in words:
+            if line not in targets_lines and f" {line} " in words:
                 result.conflicts.append(f"address {other!r}")
     result.conflicts = list(dict.fromkeys(result.conflicts))
     return result
+
+
+def _about(subject: str, seg: _Segment) -> bool:
+    """Is a sentence about the fact's subject (or is the fact/sentence about no order)?"""
+    return not subject or not seg.subjects or subject in seg.subjects
 
 
 def _same(kind: str, a, b) -> bool:
