@@ -21,7 +21,8 @@ from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query_for
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import below, between, pick
-from ecomrlve.generators.phrasing import join_words, money, render
+from ecomrlve.generators.phrasing import join_words, money
+from ecomrlve.generators.prompts import compose
 from ecomrlve.tasks import Goal, PurchaseSpec, Slot
 
 GROUPS: tuple[tuple[str, ...], ...] = (
@@ -118,7 +119,7 @@ class Bundle(Scenario):
             budget_text = pick(rng, BUDGET_HIDDEN)
         else:
             budget_text = pick(rng, BUDGET_STATED).format(v=money(budget))
-        prompt = render(
+        prompt = compose(
             pick(rng, TEMPLATES), {"items": items, "budget": budget_text}, rng, config.typo_rate
         )
         facts = {

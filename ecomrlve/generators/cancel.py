@@ -35,7 +35,8 @@ from ecomrlve.generators.blocks import (
 )
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import between, pick
-from ecomrlve.generators.phrasing import join_words, render
+from ecomrlve.generators.phrasing import join_words
+from ecomrlve.generators.prompts import compose
 from ecomrlve.tasks import AnswerFact, Goal
 
 REASONS: tuple[str, ...] = (
@@ -47,7 +48,7 @@ REASONS: tuple[str, ...] = (
 TEMPLATES: tuple[str, ...] = (
     "Please cancel {orders}.{reason}",
     "I need to cancel {orders}.{reason} Thanks!",
-    "Hi, can you cancel {orders} for me?{reason}",
+    "Can you cancel {orders} for me?{reason}",
 )
 CANCELLATION_POLICY = ("cancellation", "", "any")
 
@@ -131,7 +132,7 @@ class Cancel(Scenario):
                 cancel_ids.append(order["order_id"])
                 answer_facts.append(cancelled_fact(ctx, order, row, was=order["status"]))
         reason_text = "" if plan["hide_reason"] else f" The reason: {reason}."
-        prompt = render(
+        prompt = compose(
             pick(rng, TEMPLATES),
             {"orders": join_words(phrases), "reason": reason_text},
             rng,

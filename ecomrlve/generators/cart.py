@@ -20,8 +20,8 @@ from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, Sce
 from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query_for
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import below, between, pick
-from ecomrlve.generators.phrasing import join_words, render
-from ecomrlve.generators.prompts import counted, size_phrase
+from ecomrlve.generators.phrasing import join_words
+from ecomrlve.generators.prompts import compose, counted, size_phrase
 from ecomrlve.tasks import Goal, PurchaseSpec, Slot
 
 MAX_STEPS = 9
@@ -154,7 +154,7 @@ class Cart(Scenario):
             [spec_words(ctx, need, k == hidden_need) for k, need in enumerate(needs)]
         )
         template = pick(rng, TEMPLATES_FIX if world.cart else TEMPLATES_FRESH)
-        prompt = render(template, {"lines": lines}, rng, config.typo_rate)
+        prompt = compose(template, {"lines": lines}, rng, config.typo_rate)
         facts: dict[str, str] = {}
         if hide_quantity:
             need = needs[hidden_need]

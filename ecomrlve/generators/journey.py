@@ -40,6 +40,7 @@ from ecomrlve.generators.blocks import (
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.phrasing import render
+from ecomrlve.generators.prompts import frame
 from ecomrlve.generators.returns import Return
 from ecomrlve.tasks import (
     AnswerFact,
@@ -247,7 +248,7 @@ class Journey(Scenario):
         switch_text = None
         if plan["switch"]:
             switch_text = sentences.pop()
-        prompt = "Hi! " + " ".join(sentences)
+        prompt = frame(" ".join(sentences), rng, config.typo_rate)
         goal = Goal(
             user_facts={
                 "reason": reason,

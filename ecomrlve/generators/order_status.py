@@ -37,7 +37,8 @@ from ecomrlve.generators.blocks import (
 )
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import between, pick
-from ecomrlve.generators.phrasing import join_words, money, render
+from ecomrlve.generators.phrasing import join_words, money
+from ecomrlve.generators.prompts import compose
 from ecomrlve.tasks import AnswerFact, Goal
 
 STATUSES: tuple[str, ...] = ("pending", "processing", "shipped", "delivered", "cancelled")
@@ -48,16 +49,16 @@ DETAIL_QUESTIONS = {
     "price": "how much I paid for it",
 }
 TEMPLATES: tuple[str, ...] = (
-    "Hi! Can you tell me the status of {orders}?{question}",
+    "Can you tell me the status of {orders}?{question}",
     "Where is {orders}? I'd like the status and the delivery date.{question}",
     "Could you check on {orders} for me — status and when it arrives?{question}",
 )
 MANY_TEMPLATES: tuple[str, ...] = (
-    "Hi! Could you check {n} of my orders — status and delivery date of each? {orders}.{question}",
+    "Could you check {n} of my orders — status and delivery date of each? {orders}.{question}",
     "Where are my orders? For each, the status and the delivery date: {orders}.{question}",
 )
 VAGUE_TEMPLATES: tuple[str, ...] = (
-    "Hi, what's going on with {vague}? I'd like the status and the delivery date.{question}",
+    "What's going on with {vague}? I'd like the status and the delivery date.{question}",
     "Can you check {vague} for me? Status and delivery date, please.{question}",
 )
 CANCEL_QUESTION = " If the one with the {noun} has already shipped, can I still cancel it?"
@@ -219,7 +220,7 @@ class OrderStatus(Scenario):
         else:
             template = pick(rng, TEMPLATES if n == 1 else MANY_TEMPLATES)
         values = {"orders": orders_text, "question": question, "vague": "my order", "n": str(n)}
-        prompt = render(template, values, rng, config.typo_rate)
+        prompt = compose(template, values, rng, config.typo_rate)
         described = [f"{order_ref(o)}, with {line_phrase(ctx, r, rng)}" for o, r in targets]
         facts = {
             "order": join_words(described),

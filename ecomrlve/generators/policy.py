@@ -38,7 +38,8 @@ from ecomrlve.generators.blocks import (
 )
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import between, pick
-from ecomrlve.generators.phrasing import money, render
+from ecomrlve.generators.phrasing import money
+from ecomrlve.generators.prompts import compose
 from ecomrlve.tasks import AnswerFact, Goal
 
 TOPICS: tuple[str, ...] = (
@@ -51,7 +52,7 @@ TOPICS: tuple[str, ...] = (
 )
 ITEM_TOPICS = frozenset({"return_window", "restocking_fee", "exchange"})
 TEMPLATES: tuple[str, ...] = (
-    "Hi, I have a few questions. {questions}",
+    "I have a few questions. {questions}",
     "Quick policy questions: {questions}",
     "Before I decide anything: {questions}",
 )
@@ -293,7 +294,7 @@ class Policy(Scenario):
                         ),
                         fact("term", "return_instead"),
                     )
-        prompt = render(
+        prompt = compose(
             pick(rng, TEMPLATES), {"questions": " ".join(questions)}, rng, config.typo_rate
         )
         goal = Goal(

@@ -34,11 +34,12 @@ from ecomrlve.generators.blocks import (
 )
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import below, between, pick
-from ecomrlve.generators.phrasing import FACT_KEY, constraint_phrase, render
+from ecomrlve.generators.phrasing import FACT_KEY, constraint_phrase
+from ecomrlve.generators.prompts import compose
 from ecomrlve.tasks import Goal, RecommendSpec
 
 TEMPLATES: tuple[str, ...] = (
-    "Hi! I'm looking for {category}{constraints}.{extra} Can you recommend {count} that I can "
+    "I'm looking for {category}{constraints}.{extra} Can you recommend {count} that I can "
     "order right now?",
     "Can you find me {category}{constraints}?{extra} Please suggest {count}, in stock only.",
     "I need {category}{constraints}.{extra} Please recommend {count} — in stock only.",
@@ -182,7 +183,7 @@ class ProductDiscovery(Scenario):
         constraints = " " + ", ".join(stated_parts) if stated_parts else ""
         if quantity > 1:
             extra.append(f" I need {quantity} units, so it has to have enough stock.")
-        prompt = render(
+        prompt = compose(
             pick(rng, TEMPLATES),
             {
                 "category": category,

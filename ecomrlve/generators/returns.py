@@ -38,7 +38,8 @@ from ecomrlve.generators.blocks import (
 )
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import below, between, pick
-from ecomrlve.generators.phrasing import join_words, render
+from ecomrlve.generators.phrasing import join_words
+from ecomrlve.generators.prompts import compose
 from ecomrlve.tasks import AnswerFact, ExchangeSpec, Goal, ReturnSpec
 
 REASONS: tuple[str, ...] = (
@@ -49,7 +50,7 @@ REASONS: tuple[str, ...] = (
     "the colour looks different from the photos",
 )
 TEMPLATES: tuple[str, ...] = (
-    "Hi, {requests}.{reason}{question}",
+    "{requests_cap}.{reason}{question}",
     "I need some help with my orders: {requests}.{reason}{question}",
     "Could you sort this out for me? {requests_cap}.{reason}{question}",
 )
@@ -249,7 +250,7 @@ class Return(Scenario):
         reference[list_at + 1 : list_at + 1] = policy_calls
         reason_text = "" if plan["hide_reason"] or not returns else f" The reason: {reason}."
         text = join_words(requests)
-        prompt = render(
+        prompt = compose(
             pick(rng, TEMPLATES),
             {
                 "requests": text,

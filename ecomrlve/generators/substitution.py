@@ -35,15 +35,14 @@ from ecomrlve.generators.blocks import (
 )
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import below, between, pick
-from ecomrlve.generators.phrasing import render
-from ecomrlve.generators.prompts import size_phrase, variant_phrase
+from ecomrlve.generators.prompts import compose, size_phrase, variant_phrase
 from ecomrlve.tasks import Goal, RecommendSpec
 
 TEMPLATES: tuple[str, ...] = (
     "I wanted {item}, but it's out of stock.{rules} What's the closest alternative you can "
     "recommend?",
     "{item_cap} seems to be sold out.{rules} Can you recommend a substitute?",
-    "Hi, {item} isn't available any more.{rules} Please suggest the best replacement.",
+    "{item_cap} isn't available any more.{rules} Please suggest the best replacement.",
 )
 HISTORY_TEMPLATES: tuple[str, ...] = (
     "I'd like to buy {item} again, the one I ordered {when}, but it's out of stock.{rules} "
@@ -197,7 +196,7 @@ class Substitution(Scenario):
             price="" if "budget" in hidden else PRICE_RULE.format(pct=pct),
             brands="" if "preference" in hidden else BRAND_RULE.format(order=preference_text),
         )
-        prompt = render(
+        prompt = compose(
             template,
             {"item": item, "item_cap": item[0].upper() + item[1:], "rules": rules, "when": when},
             rng,

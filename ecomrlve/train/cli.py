@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 
 import polars as pl
 import typer
 
 from ecomrlve.cli_common import console, fail, frame_table, progress_bar, user_errors
+
+
+class TrainEngine(StrEnum):
+    ecomrlve = "ecomrlve"  # our DAPO loop (train/loop.py)
+    verl = "verl"  # verl's trainer with ecomrlve's AgentLoop and reward
+
+
+EngineOpt = typer.Option(
+    TrainEngine.ecomrlve, "--engine", help="ecomrlve (our DAPO loop) or verl (verl's trainer)"
+)
+PrintOnlyOpt = typer.Option(
+    False, "--print-only/--no-print-only", help="with --engine verl: print command and config"
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -22,12 +36,26 @@ def train(
     curriculum: str | None = typer.Option(
         None, "--curriculum", help="curriculum under DATA/curricula (default: training.curriculum)"
     ),
+    engine: TrainEngine = EngineOpt,
+    print_only: bool = PrintOnlyOpt,
+    gpus: int = typer.Option(1, "--gpus", help="GPUs (verl: trainer.n_gpus_per_node)"),
 ) -> None:
-    """SFT warm-start, then DAPO on the curriculum; held-out success for base -> SFT -> DAPO."""
+    """SFT warm-start, then DAPO on the curriculum; held-out success for base -> SFT -> DAPO.
+
+    `--engine verl`: write a verl config from ours and run verl's trainer (`--print-only`:
+    print the command and the config verl composes, on any machine)."""
     from ecomrlve.config import load_config
 
     with user_errors():
         cfg = load_config(config)
+    if engine is TrainEngine.verl:
+        from ecomrlve.integrations.cli import train_with_verl
+
+        train_with_verl(cfg, data, curriculum, output, gpus, print_only)
+        return
+    if print_only:
+        fail("--print-only goes with --engine verl")
+    with user_errors():
         if output.exists() and not output.is_dir():
             fail(f"--output {output} exists and is not a folder")
         from ecomrlve.train.run import train_from_config
