@@ -220,3 +220,26 @@ def test_verls_config_loader_accepts_our_config(verl_config, launch) -> None:
     loops = Path(c.actor_rollout_ref.rollout.agent.agent_loop_config_path).read_text()
     assert "ecomrlve.integrations.verl.EcomAgentLoop" in loops
     assert cfg.clip_ratio_high > cfg.clip_ratio_low  # the article config also maps
+
+
+def test_cli_train_engine_verl_print_only(data, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from ecomrlve.cli import app
+
+    runner = CliRunner()
+    out = tmp_path / "run"
+    args = ["train", "--engine", "verl", "--print-only", "--data", str(data), "-o", str(out)]
+    result = runner.invoke(app, [*args, "--curriculum", "demo", "--gpus", "2"])
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert text.startswith("# command\n") and "-m verl.trainer.main_ppo" in text
+    assert "ecomrlve.integrations.verl.EcomAgentLoop" in text  # the AgentLoop entry it needs
+    # the composed config, as verl's loader sees it
+    assert "clip_ratio_high: 0.28" in text and "n_gpus_per_node: 2" in text
+    assert "default_agent_loop: ecomrlve_agent" in text and "shuffle: false" in text
+    assert not out.exists()  # --print-only writes nothing
+    missing = runner.invoke(app, [*args, "--curriculum", "nope"])
+    assert missing.exit_code == 2 and "no verl rows" in missing.stderr
+    stray = runner.invoke(app, ["train", "--print-only", "-o", str(out), "--data", str(data)])
+    assert stray.exit_code == 2 and "--print-only goes with --engine verl" in stray.stderr
