@@ -386,3 +386,47 @@ def test_training_rollouts_from_a_server_pool(world, loopback, tmp_path, monkeyp
     assert [e.sequence.token_ids for e in remote] == [e.sequence.token_ids for e in local]
     assert {e.policy_version for e in remote} == {1}
     assert {e.policy_version for e in local} == {None}
+
+
+def test_dapo_loop_pushes_each_update_to_the_pool(tmp_path_factory, tmp_path):
+    """The real DAPO loop on a server pool: after every update the servers hold the trainer's
+    weights, and each step's episodes carry the version they were sampled with."""
+    import torch
+    from train_fixtures import dapo_world
+
+    from ecomrlve.train.curriculum import CurriculumSampler
+    from ecomrlve.train.loop import train_dapo
+    from ecomrlve.train.rollout import run_episodes
+
+    catalog, frame, model_dir, cfg = dapo_world(tmp_path_factory.mktemp("models"), 2, 8)
+    torch.manual_seed(0)
+    policy, tokenizer = load_model_and_tokenizer(str(model_dir), device="cpu", dtype="float32")
+    chat = ChatFormat(tokenizer, tool_schemas(), enable_thinking=False)
+    sampled: list[set[int | None]] = []
+    pushed: list[int] = []
+
+    def play(*args: Any, **kwargs: Any):
+        episodes = run_episodes(*args, **kwargs)
+        sampled.append({e.policy_version for e in episodes})
+        return episodes
+
+    served = LoopbackModel(model_dir, name="policy")
+    with serve(build_app(served), max_seconds=300) as url:
+        engine = EndpointEngine(url, "policy", weights_dir=tmp_path / "weights")
+        result = train_dapo(
+            policy,
+            engine,
+            chat,
+            catalog,
+            CurriculumSampler(frame, seed=cfg.training.seed),
+            cfg,
+            play=play,
+            record=lambda *rows: pushed.append(engine.policy_version),
+        )
+    served.close()
+    assert result.steps == 2 and result.updates >= 1
+    assert served.weights_loaded == engine.policy_version == pushed[-1] >= 1
+    assert sampled[0] == {0}  # the first step samples the starting weights
+    assert [min(v) for v in sampled] == sorted(min(v) for v in sampled)  # never older
+    mine, theirs = policy.state_dict(), served.model.state_dict()
+    assert all(torch.equal(mine[k], theirs[k]) for k in mine)  # the pool holds the last update

@@ -436,6 +436,11 @@ class EndpointEngine:
             raise WeightSyncUnsupportedError(
                 "the endpoint engine has no weights_dir: servers cannot receive weights"
             )
+        if not hasattr(policy, "save_pretrained"):
+            raise WeightSyncUnsupportedError(
+                "the endpoint engine pushes a saved model: pass the policy module "
+                f"(with save_pretrained), not a {type(policy).__name__}"
+            )
         version = self.policy_version + 1
         target = self.weights_dir / f"policy-{version:06d}"
         tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
