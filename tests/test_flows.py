@@ -309,6 +309,53 @@ def test_dask_task_runner_gives_the_same_rows_as_threads(pipeline_run) -> None:
 # ---- deployments --------------------------------------------------------------------------------
 
 
+def test_pipeline_publishes_artifacts_and_stage_edges(pipeline_run) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterKey,
+        FlowRunFilter,
+        FlowRunFilterId,
+    )
+
+    from ecomrlve.flows.artifacts import MANIFEST_KEY, PLOTS_KEY
+
+    _, summary, _ = pipeline_run
+    with get_client(sync_client=True) as client:
+        keys = ArtifactFilterKey(any_=[PLOTS_KEY, MANIFEST_KEY])
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(key=keys))
+        by_key = {a.key: a for a in artifacts}
+        assert set(by_key) == {PLOTS_KEY, MANIFEST_KEY}
+        assert by_key[PLOTS_KEY].data.count("data:image/png;base64,") == len(summary.plots)
+        rows = json.loads(by_key[MANIFEST_KEY].data)
+        assert sum(r["tasks"] for r in rows) == 108 and len(rows) == len(SCENARIOS)
+        run_id = by_key[MANIFEST_KEY].flow_run_id
+        runs = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run_id]))
+        )
+    ids = {r.id: r.name.split("-")[0] for r in runs}
+    upstream = {
+        ids[r.id]: {ids.get(i.id) for inputs in r.task_inputs.values() for i in inputs}
+        for r in runs
+        if r.name.split("-")[0]
+        in {"publish", "build_curriculum", "plot_dataset", "publish_artifacts"}
+    }
+    assert "build_catalog" in upstream["publish"]
+    assert "publish" in upstream["build_curriculum"] and "publish" in upstream["plot_dataset"]
+    assert {"build_curriculum", "plot_dataset"} <= upstream["publish_artifacts"]
+
+
+def test_a_partial_override_keeps_the_other_parameters(pipeline_run) -> None:
+    from ecomrlve.flows.params import with_overrides
+
+    data, _, _ = pipeline_run
+    params = params_for(data)
+    changed = with_overrides(params, {"skip_train": False, "config": {"data": {"tasks": 50}}})
+    assert changed.config.data.tasks == 50 and changed.skip_train is False
+    assert changed.config.data.products == params.config.data.products == 2_000
+    assert changed.data_dir == params.data_dir and with_overrides(params, None) is params
+
+
 def test_deployments_carry_schedule_and_parameters(pipeline_run) -> None:
     from ecomrlve.flows.serve import build_deployments
 
@@ -341,8 +388,11 @@ def test_regeneration_runs_from_its_deployment(copied_store) -> None:
     _, deployment = build_deployments(params_for(data), regenerate)
     runner = Runner(name="test-runner", query_seconds=1)
     runner.add_deployment(deployment)
-    flow_run = run_deployment(
-        f"{deployment.flow_name}/{deployment.name}", timeout=0, poll_interval=1
+    flow_run = run_deployment(  # a partial override: one field, the rest from the deployment
+        f"{deployment.flow_name}/{deployment.name}",
+        parameters={"overrides": {"tasks": 3}},
+        timeout=0,
+        poll_interval=1,
     )
     asyncio.run(runner.start(run_once=True))
     from prefect.client.orchestration import get_client
@@ -351,7 +401,7 @@ def test_regeneration_runs_from_its_deployment(copied_store) -> None:
         state = client.read_flow_run(flow_run.id).state
     assert state.is_completed(), state
     manifest = json.loads((data / "curricula" / "deployed" / "manifest.json").read_text())
-    assert manifest["tasks"] == 4 and manifest["step_bands"] == {"6-8": 4}
+    assert manifest["tasks"] == 3 and manifest["step_bands"] == {"6-8": 3}
 
 
 # ---- the CLI ------------------------------------------------------------------------------------

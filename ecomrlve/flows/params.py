@@ -7,7 +7,7 @@ written nothing; Prefect validates them again when a deployment run arrives from
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -19,6 +19,9 @@ TaskRunnerKind = Literal["threads", "processes", "dask"]
 
 class FlowParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+P = TypeVar("P", bound=FlowParams)
 
 
 class PipelineParams(FlowParams):
@@ -107,6 +110,29 @@ class CurriculumParams(FlowParams):
     def _check(self) -> CurriculumParams:
         validate_identifier(self.name, "curriculum name")
         return self
+
+
+def with_overrides(params: P, overrides: dict[str, Any] | None) -> P:
+    """`params` with `overrides` merged in, nested dicts key by key, validated again.
+
+    Prefect replaces a deployment parameter as a whole, so `--params '{"params": {...}}'` must
+    name every required field; the flows take a second parameter, `overrides`, merged here:
+    `{"overrides": {"config": {"data": {"tasks": 500}}}}` changes one field and keeps the rest.
+    """
+    if not overrides:
+        return params
+    merged = _deep_merge(params.model_dump(mode="json"), overrides)
+    return type(params).model_validate(merged)
+
+
+def _deep_merge(base: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in change.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 # Step bands of the curriculum manifest: label -> inclusive (lo, hi); hi None = open.

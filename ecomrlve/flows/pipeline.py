@@ -23,8 +23,14 @@ from pydantic import BaseModel, Field
 
 from ecomrlve import store
 from ecomrlve.config import SCENARIOS
+from ecomrlve.flows.artifacts import publish_artifacts_stage
 from ecomrlve.flows.curriculum import catalog_predicate
-from ecomrlve.flows.params import CurriculumParams, PipelineParams, RegenerateParams
+from ecomrlve.flows.params import (
+    CurriculumParams,
+    PipelineParams,
+    RegenerateParams,
+    with_overrides,
+)
 from ecomrlve.flows.progress import report
 from ecomrlve.flows.publishing import PublishResult, existing_task_ids, store_seeds, tasks_version
 from ecomrlve.flows.regenerate import (
@@ -232,8 +238,15 @@ def _generation(kind: str, workers: int, dask_address: str | None) -> Any:
 
 
 @flow(name="ecomrlve-pipeline", persist_result=False)
-def pipeline(params: PipelineParams) -> PipelineSummary:
-    """catalog → tasks (fanned out) → validate → publish → curriculum shards → plots → train."""
+def pipeline(params: PipelineParams, overrides: dict[str, Any] | None = None) -> PipelineSummary:
+    """catalog → tasks (fanned out) → validate → publish → curriculum shards → plots → train.
+
+    `overrides` is merged into `params` (nested keys kept), so a deployment run can change a
+    few fields: `prefect deployment run ... --params '{"overrides": {"skip_train": true}}'`.
+    Each stage waits on the stage whose data it reads (the UI draws those edges); the plots,
+    the manifest summary and the held-out table become Prefect artifacts.
+    """
+    params = with_overrides(params, overrides)
     logger = get_run_logger()
     data_dir, cfg = params.data_dir, params.config
     clock = _Clock()
@@ -285,6 +298,7 @@ def pipeline(params: PipelineParams) -> PipelineSummary:
             data_dir=data_dir,
             run=PIPELINE_RUN,
             chunks=validated,
+            wait_for=[catalog],
         )
         rec.status = _status(cached)
         rec.detail = f"{published.tasks:,} tasks in {len(published.files)} files"
@@ -306,6 +320,7 @@ def pipeline(params: PipelineParams) -> PipelineSummary:
                 interleave=True,
                 tasks_version=version,
                 code_version=source_fingerprint(*CURRICULUM_CODE),
+                wait_for=[published],
             )
 
         curriculum, cached = shards(cfg.data.curriculum, cfg.data.curriculum_where or current)
@@ -330,6 +345,7 @@ def pipeline(params: PipelineParams) -> PipelineSummary:
             data_dir=data_dir,
             tasks_version=version,
             code_version=source_fingerprint(*PLOT_CODE),
+            wait_for=[published],
         )
         rec.status = _status(cached)
         rec.detail = ", ".join(Path(p).name for p in plots)
@@ -349,6 +365,7 @@ def pipeline(params: PipelineParams) -> PipelineSummary:
                 curriculum=training_shards.name,
                 curriculum_hash=training_shards.manifest_hash,
                 code_version=source_fingerprint(*TRAIN_CODE),
+                wait_for=[training_shards],
             )
             rec.status = _status(cached)
             held_out = train.get("held_out", {})
@@ -356,6 +373,7 @@ def pipeline(params: PipelineParams) -> PipelineSummary:
                 f"{stage} pass@1 {m.get('pass_at_1', 0.0):.2f}" for stage, m in held_out.items()
             )
 
+    publish_artifacts_stage(curriculum.path, plots, train, wait_for=[curriculum, plots, train])
     logger.info("pipeline finished: %s", {r.stage: r.status for r in clock.records})
     return PipelineSummary(
         data_dir=data_dir,
@@ -406,13 +424,16 @@ def _chunks_for(need: dict[tuple[str, int], int], chunk_size: int) -> list[Chunk
 
 
 @flow(name="ecomrlve-regenerate-curriculum", persist_result=False)
-def regenerate_curriculum(params: RegenerateParams) -> RegenerateSummary:
+def regenerate_curriculum(
+    params: RegenerateParams, overrides: dict[str, Any] | None = None
+) -> RegenerateSummary:
     """Generate fresh tasks in a step band until `tasks` valid new ones exist; publish; shard.
 
     Round r generates each cell's missing count with a fresh seed. A cell whose chunk yields
     nothing is dropped and its share moves to the others; after `max_rounds` rounds short of the
-    target the flow fails and publishes nothing.
+    target the flow fails and publishes nothing. `overrides`: as in `pipeline`.
     """
+    params = with_overrides(params, overrides)
     from ecomrlve.catalogs import catalog_hash as current_catalog_hash
 
     logger = get_run_logger()

@@ -8,8 +8,13 @@ Trigger one from the UI or with::
     prefect deployment run 'ecomrlve-pipeline/pipeline'
     prefect deployment run 'ecomrlve-regenerate-curriculum/regenerate-hard'
 
-The parameters are the flows' pydantic models, fixed when serving (change them in the UI's
-"custom run" form, or pass `--params '{"params": {...}}'`).
+The parameters are the flows' pydantic models, fixed when serving. Change a few fields of a run
+with `overrides` (merged key by key into `params`)::
+
+    prefect deployment run 'ecomrlve-pipeline/pipeline' \
+        --params '{"overrides": {"skip_train": true}}'
+
+(`--params '{"params": {...}}'` replaces the whole model, so it must name every field.)
 """
 
 from __future__ import annotations
