@@ -31,7 +31,7 @@ from ecomrlve.train.engines.hf import HFEngine
 from ecomrlve.train.evaluate import evaluate_episodes
 from ecomrlve.train.model import load_model_and_tokenizer
 
-console = Console()
+console = Console(width=120)
 
 
 def quantile(values: list[float], q: float) -> float:
