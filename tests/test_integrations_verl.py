@@ -164,6 +164,9 @@ def test_a_spent_response_budget_is_judged_truncated(dataset, verl_config, qwen3
     out = asyncio.run(loop.run(sampling_params={}, **row))
     assert len(out.response_ids) == 64 and all(out.response_mask)
     assert out.extra_fields[ours.VERDICT_KEY]["success"] is False
+    loop.prompt_length = 100  # a prompt over verl's prompt budget: a clear error, not a crash
+    with pytest.raises(ValueError, match=r"over data\.max_prompt_length=100"):
+        asyncio.run(loop.run(sampling_params={}, **row))
 
 
 def test_compute_score_contract(data) -> None:

@@ -45,6 +45,9 @@ from ecomrlve.flows.curriculum import (
 DATA_ENV = "ECOMRLVE_DATA"  # where compute_score and the loop find the catalog
 VERDICT_KEY = "ecomrlve_verdict"
 VERL_VERSIONS = ">=0.8,<0.10"
+# opening prompt budget: system text + customer profile + the 15 tool schemas rendered by the
+# Qwen3 template + the request come to ~2,000 tokens with the real tokenizer
+PROMPT_TOKENS = 4096
 
 
 # ---- reward ------------------------------------------------------------------------------------
@@ -168,6 +171,7 @@ def _make_agent_loop_class() -> type:
         def __init__(self, *args: Any, **kwargs: Any):
             super().__init__(*args, **kwargs)
             self.response_length = int(self.rollout_config.response_length)
+            self.prompt_length = int(self.rollout_config.prompt_length)
             ours = self.config.get("ecomrlve", None) or {}
             self.data_dir = ours.get("data_dir") or os.environ.get(DATA_ENV)
             env_file = ours.get("env_config", None)
@@ -187,6 +191,11 @@ def _make_agent_loop_class() -> type:
             env.reset(include_tools=False)
             messages = [dict(m) for m in kwargs["raw_prompt"]]
             prompt_ids = self.renderer.prompt_ids(messages, tool_schemas())
+            if len(prompt_ids) > self.prompt_length:  # verl pads prompts to this length
+                raise ValueError(
+                    f"task {task.task_id}: the prompt is {len(prompt_ids)} tokens, over "
+                    f"data.max_prompt_length={self.prompt_length}; raise it"
+                )
             tokens = EpisodeTokens(list(prompt_ids), [], [], [])
             request_id = uuid4().hex
             turns = 1
@@ -302,7 +311,7 @@ def verl_launch(
         "data.prompt_key=prompt",
         "data.return_raw_chat=True",
         "data.filter_overlong_prompts=False",
-        f"data.max_prompt_length={max(1024, response // 4)}",
+        f"data.max_prompt_length={PROMPT_TOKENS}",
         f"data.max_response_length={response}",
         f"data.train_batch_size={t.prompts_per_step}",
         f"data.seed={t.seed}",
