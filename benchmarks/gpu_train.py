@@ -1,19 +1,29 @@
-"""Update-phase and rollout throughput of a Qwen3-8B-shaped policy on one GPU.
+"""Update-phase and rollout throughput, and peak memory against the dry-run plan, on one GPU.
 
-    python benchmarks/gpu_train.py            # 8B shape, bf16, on CUDA; <= 8 minutes
+    python benchmarks/gpu_train.py            # Qwen3-8B shape (16 of its 36 layers); <= 8 min
+    python benchmarks/gpu_train.py --layers 36 --max-tokens 4096   # the full depth, if it fits
     python benchmarks/gpu_train.py --tiny     # the same code on CPU in seconds
 
 Weights cannot be downloaded on the GPU machine, so the model is Qwen3-8B's architecture
-(hidden 4096, 36 layers, 32 heads, 8 KV heads, head_dim 128, intermediate 12288, vocab 151936)
-randomly initialised; throughput does not depend on the values of the weights.
+(hidden 4096, 32 heads, 8 KV heads, head_dim 128, intermediate 12288, vocab 151936) randomly
+initialised; throughput does not depend on the values of the weights. A full fine-tune of all
+36 layers does not fit one GPU with fp32 master weights (the dry-run says so), hence the
+default depth of 16 layers on one card; per-token cost scales with depth.
+
+The update runs the trainer's memory path: fp32 master weights and AdamW states, bf16 autocast
+compute (`ecomrlve_autocast`, as `plan.apply_plan` sets it on one process), micro-batches cut
+by a token budget (`batching.token_micro_batches`), log-probs through the chunked LM head at
+trained positions only (`batching.forward_logprobs`), fused AdamW.
 
 Measured, each beside its baseline:
-- update: one DAPO optimizer step (old-log-prob pass, clipped-surrogate loss with the training
-  core's `collate` / `forward_logprobs` / `dapo.policy_loss`, backward, clip, fused AdamW) on
-  synthetic episodes, with gradient checkpointing (the article's setting) and without (baseline).
-  tokens/s counts every position of every sequence; MFU = 6·N·tokens/s over the peak bf16 dense
-  rate (H200/H100 ≈ 990 TFLOP/s; attention FLOPs and the checkpoint recompute are not counted,
-  as is usual for MFU). The old-log-prob pass is timed apart, so MFU covers the update only.
+- update: one DAPO optimizer step (old-log-prob pass, clipped-surrogate loss with
+  `dapo.policy_loss`, backward, clip, AdamW) on synthetic episodes, with gradient checkpointing
+  (the article's setting) and without (baseline). tokens/s counts every position of every
+  sequence; MFU = 6·N·tokens/s over the peak bf16 dense rate (H200/H100 ≈ 990 TFLOP/s; attention
+  FLOPs and the checkpoint recompute are not counted, as is usual for MFU). The old-log-prob
+  pass is timed apart, so MFU covers the update only. Peak GB is `max_memory_allocated`;
+  "plan GB" is `ecomrlve.train.memory`'s update-phase estimate for the same shape and token
+  budget (without the CUDA context, which the allocator does not count).
 - rollout: the HF `generate` engine at batch B (what the loop runs without vLLM) against
   batch 1 (baseline).
 """
@@ -30,11 +40,13 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
+from ecomrlve.config import EcomConfig
 from ecomrlve.train import dapo
-from ecomrlve.train.batching import collate, forward_logprobs
+from ecomrlve.train.batching import collate, forward_logprobs, token_micro_batches
 from ecomrlve.train.chat import TokenSequence
 from ecomrlve.train.engine import SamplingParams
 from ecomrlve.train.engines.hf import HFEngine
+from ecomrlve.train.memory import CONTEXT_BYTES, GIB, ModelShape, plan_memory
 
 PEAK_BF16_TFLOPS = 990.0  # H200 (and H100 SXM) dense bf16
 QWEN3_8B = {
@@ -72,6 +84,7 @@ class Row:
     tflops: float | None
     mfu: float | None
     peak_mem_gb: float | None
+    plan_gb: float | None = None
     note: str = ""
 
 
@@ -146,7 +159,7 @@ def update_phase(
     model,
     episodes,
     *,
-    micro_batch: int,
+    max_tokens: int,
     steps: int,
     device: torch.device,
     n_params: int,
@@ -164,7 +177,11 @@ def update_phase(
         model.gradient_checkpointing_disable()
     fused = device.type == "cuda"
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6, weight_decay=0.1, fused=fused)
-    batches = [episodes[i : i + micro_batch] for i in range(0, len(episodes), micro_batch)]
+    cuts = token_micro_batches(
+        range(len(episodes)), [len(s) for s in episodes], max_tokens, len(episodes)
+    )
+    batches = [[episodes[i] for i in cut] for cut in cuts]
+    starts = [cut[0] for cut in cuts]
     total_tokens = float(sum(s.generated_tokens for s in episodes))
     positions = sum(len(s) for s in episodes)
     advantages = torch.randn(len(episodes), generator=torch.Generator().manual_seed(1))
@@ -184,7 +201,7 @@ def update_phase(
         for k, chunk in enumerate(batches):
             batch = collate(chunk, 0).to(device)
             logprobs, _ = forward_logprobs(model, batch)  # (b, L-1)
-            adv = advantages[k * micro_batch : k * micro_batch + len(chunk)].to(device)  # (b,)
+            adv = advantages[starts[k] : starts[k] + len(chunk)].to(device)  # (b,)
             loss, _ = dapo.policy_loss(
                 logprobs,
                 old[k],
@@ -211,7 +228,7 @@ def update_phase(
     except torch.OutOfMemoryError:
         optimizer.state.clear()
         reset_peak(device)
-        return Row("update", variant, positions, 0.0, 0.0, None, None, None, "out of memory")
+        return Row("update", variant, positions, 0.0, 0.0, None, None, None, None, "out of memory")
     finally:
         model.zero_grad(set_to_none=True)
     optimizer.state.clear()  # free the moments before the next variant builds its own
@@ -228,8 +245,35 @@ def update_phase(
         tflops,
         mfu,
         peak_gb(device),
-        f"{len(times)} steps, {len(episodes)} seqs x {len(episodes[0])} tokens",
+        plan_gb(model, max_tokens, checkpointing),
+        f"{len(times)} steps, {len(episodes)} seqs x {len(episodes[0])} tokens, "
+        f"{len(batches)} micro-batches <= {max_tokens} tokens",
     )
+
+
+def plan_gb(model, tokens: int, checkpointing: bool) -> float:
+    """The dry-run's update-phase estimate for this model on one GPU (no vLLM, no context)."""
+    c = model.config
+    shape = ModelShape(
+        c.hidden_size,
+        c.num_hidden_layers,
+        c.intermediate_size,
+        c.num_attention_heads,
+        c.num_key_value_heads,
+        c.head_dim,
+        c.vocab_size,
+        bool(c.tie_word_embeddings),
+    )
+    cfg = EcomConfig.model_validate(
+        {
+            "training": {
+                "gradient_checkpointing": checkpointing,
+                "max_tokens_per_micro_batch": tokens,
+            }
+        }
+    )
+    plan = plan_memory(cfg, gpus=1, gpu_memory_gb=1000.0, shape=shape)
+    return (plan.update_peak - CONTEXT_BYTES) / GIB
 
 
 def rollout_phase(
@@ -268,6 +312,7 @@ def rollout_phase(
         None,
         None,
         peak_gb(device),
+        None,
         f"{prompts} prompts x {prompt_len} + {new_tokens} new tokens",
     )
 
@@ -276,7 +321,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tiny", action="store_true", help="tiny shape on CPU (seconds)")
     parser.add_argument("--sequences", type=int, default=None, help="episodes per update")
-    parser.add_argument("--micro-batch", type=int, default=None)
+    parser.add_argument("--max-tokens", type=int, default=None, help="tokens per micro-batch")
+    parser.add_argument("--layers", type=int, default=None, help="decoder layers (8B: 16)")
     parser.add_argument("--prompt-len", type=int, default=None)
     parser.add_argument("--response-len", type=int, default=None)
     parser.add_argument("--steps", type=int, default=3, help="timed optimizer steps")
@@ -289,12 +335,14 @@ def main() -> None:
     started = time.perf_counter()
     cuda = torch.cuda.is_available() and not args.tiny
     device = torch.device("cuda" if cuda else "cpu")
-    dtype = torch.bfloat16 if cuda else torch.float32
-    shape = TINY if args.tiny else QWEN3_8B
+    dtype = torch.float32  # fp32 master weights; bf16 compute comes from autocast on CUDA
+    shape = dict(TINY if args.tiny else QWEN3_8B)
+    if args.layers or not args.tiny:
+        shape["num_hidden_layers"] = args.layers or 16
     # Defaults: an 8B update of 8 x 2048 tokens in micro-batches of 2; rollouts of 32 x 256.
     big = not args.tiny
     sequences = args.sequences or 8
-    micro = args.micro_batch or (2 if big else 4)
+    max_tokens = args.max_tokens or (4096 if big else 128)
     prompt_len = args.prompt_len or (1024 if big else 32)
     response_len = args.response_len or (1024 if big else 32)
     rollout_prompts = args.rollout_prompts or (32 if big else 4)
@@ -305,6 +353,8 @@ def main() -> None:
 
     n_params = count_parameters(shape)
     model = build_model(shape, device, dtype)
+    if cuda:
+        model.ecomrlve_autocast = torch.bfloat16  # what plan.apply_plan sets on one process
     build_s = time.perf_counter() - started
     deadline = started + args.budget_s
     episodes = synthetic_episodes(sequences, prompt_len, response_len, shape["vocab_size"], 0)
@@ -313,7 +363,7 @@ def main() -> None:
         update_phase(
             model,
             episodes,
-            micro_batch=micro,
+            max_tokens=max_tokens,
             steps=args.steps,
             device=device,
             n_params=n_params,
@@ -323,7 +373,7 @@ def main() -> None:
         update_phase(
             model,
             episodes,
-            micro_batch=micro,
+            max_tokens=max_tokens,
             steps=args.steps,
             device=device,
             n_params=n_params,
@@ -356,8 +406,9 @@ def main() -> None:
     name = torch.cuda.get_device_name(device) if cuda else "CPU"
     size = f"{n_params / 1e9:.2f}B" if n_params >= 1e8 else f"{n_params / 1e6:.2f}M"
     table = Table(
-        title=f"{'tiny' if args.tiny else 'Qwen3-8B'}-shaped policy, {size} params, "
-        f"{str(dtype).removeprefix('torch.')} on {name} (built in {build_s:.0f}s)"
+        title=f"{'tiny' if args.tiny else 'Qwen3-8B'}-shaped policy, {size} params "
+        f"({shape['num_hidden_layers']} layers), fp32 master"
+        f"{' + bf16 autocast' if cuda else ''} on {name} (built in {build_s:.0f}s)"
     )
     for col in (
         "phase",
@@ -368,6 +419,7 @@ def main() -> None:
         "TFLOP/s",
         "MFU",
         "peak GB",
+        "plan GB",
         "note",
     ):
         table.add_column(col, justify="left" if col in ("phase", "variant", "note") else "right")
@@ -381,6 +433,7 @@ def main() -> None:
             "-" if r.tflops is None else f"{r.tflops:.1f}",
             "-" if r.mfu is None else f"{100 * r.mfu:.1f}%",
             "-" if r.peak_mem_gb is None else f"{r.peak_mem_gb:.1f}",
+            "-" if r.plan_gb is None else f"{r.plan_gb:.1f}",
             r.note,
         )
     console = Console(width=160)

@@ -208,6 +208,9 @@ class TrainingConfig(StrictModel):
     """DAPO (arXiv 2503.14476). Each technique is one field; turning all four off gives GRPO."""
 
     algorithm: Literal["dapo", "grpo"] = "dapo"
+    engine: Literal["ecomrlve", "verl"] = Field(
+        "ecomrlve", description="trainer: ecomrlve's own DAPO loop, or verl's (GPU; see README)"
+    )
     learning_rate: float = Field(1e-6, gt=0.0)
     weight_decay: float = Field(0.1, ge=0.0)
     max_grad_norm: float = Field(1.0, gt=0.0)
@@ -257,6 +260,9 @@ class TrainingConfig(StrictModel):
     seed: int = Field(0, ge=0)
     save_every: int = Field(50, ge=1)
     # --- scale (ecomrlve/train/plan.py turns "auto" into engines for this machine)
+    gpus: int = Field(
+        1, ge=1, description="ranks the pipeline's train stage starts with torchrun (> 1: FSDP2)"
+    )
     rollout_engine: Literal["auto", "hf", "vllm", "endpoint"] = Field(
         "auto", description="auto: vllm on CUDA; endpoint: a pool of OpenAI-compatible servers"
     )

@@ -23,7 +23,7 @@ def test_article_config_loads_with_warning_naming_ignored_keys() -> None:
     w = cfg.env.reward_weights
     assert (w.success, w.step_bonus, w.efficiency) == (1.0, 0.1, 0.2)
     t = cfg.training
-    assert (t.clip_ratio_low, t.clip_ratio_high, t.group_size) == (0.2, 0.28, 16)
+    assert (t.clip_ratio_low, t.clip_ratio_high, t.group_size) == (0.2, 0.28, 32)
     assert t.loss_agg_mode == "token-mean" and t.dynamic_sampling and t.overlong_shaping
     assert t.kl_coef == 0.0
 

@@ -45,6 +45,7 @@ def test_tiny_mode_runs_every_phase_on_cpu(tmp_path: Path) -> None:
         assert row["tokens"] > 0 and row["tokens_per_s"] > 0 and row["note"] != "out of memory"
     update = result["rows"][0]
     assert update["tflops"] > 0 and update["mfu"] is None  # no MFU claim on CPU
+    assert update["plan_gb"] > 0  # the dry-run's estimate for the same shape, beside the peak
 
 
 def test_without_cuda_the_full_shape_refuses_cleanly() -> None:

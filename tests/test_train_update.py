@@ -146,3 +146,13 @@ def test_article_training_keys_map_onto_dapo_settings():
     assert (t.clip_ratio_low, t.clip_ratio_high) == (0.1, 0.28)
     with pytest.raises(ValueError, match="multiple of batch_size"):
         config_from_dict({"training": {"batch_size": 3, "num_rollout_steps": 32}})
+
+
+def test_vllm_outside_the_tested_range_is_a_clear_error():
+    from ecomrlve.train.engines.vllm import VLLMUnavailableError, check_vllm_version
+
+    check_vllm_version("0.32.0")
+    check_vllm_version("0.34.1+cpu")
+    for version in ("0.10.2", "0.35.0"):
+        with pytest.raises(VLLMUnavailableError, match="outside the tested range"):
+            check_vllm_version(version)

@@ -388,24 +388,29 @@ def train_stage(
     run is reused, and its rows are not appended to the results tables twice); the flow checks
     that `OUTPUT/summary.json` still names the cached run.
     """
-    from ecomrlve.train.run import train_from_config
+    from ecomrlve.train.run import train_from_config, train_with_torchrun
 
     logger = stage_logger()
 
     def on_progress(stage: str, fraction: float) -> None:
         report("train", min(fraction, 1.0))
 
-    summary = train_from_config(
-        config, Path(data_dir), Path(output), curriculum=curriculum, progress=on_progress
-    )
-    result = summary.to_json()
+    if config.training.gpus > 1:  # FSDP2 over that many ranks, one torchrun per stage run
+        result = train_with_torchrun(
+            config, Path(data_dir), Path(output), curriculum, config.training.gpus
+        )
+    else:
+        summary = train_from_config(
+            config, Path(data_dir), Path(output), curriculum=curriculum, progress=on_progress
+        )
+        result = summary.to_json()
     logger.info(
         "training run %s: %d SFT steps, %d RL steps, held-out %s, output %s",
-        summary.run_id,
-        summary.sft_steps,
-        summary.rl_steps,
-        {k: round(v.get("pass_at_1", 0.0), 3) for k, v in summary.held_out.items()},
-        summary.output,
+        result["run_id"],
+        result["sft_steps"],
+        result["rl_steps"],
+        {k: round(v.get("pass_at_1", 0.0), 3) for k, v in result["held_out"].items()},
+        result["output"],
     )
     return result
 

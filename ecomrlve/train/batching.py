@@ -8,7 +8,7 @@ token t+1 is an assistant token.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -166,12 +166,25 @@ def _full_logprobs(
     return logprobs, entropy
 
 
+def padding_sequence(pad_token_id: int) -> TokenSequence:
+    """Two pad tokens, the second 'trained': the micro-batch a rank with less data runs at
+    weight 0, so its forward and backward still touch every weight as FSDP's collectives need,
+    while the gradient stays unchanged."""
+    sequence = TokenSequence()
+    sequence.add_prompt([pad_token_id])
+    sequence.add_generated([pad_token_id], [0.0])
+    return sequence
+
+
 def micro_batches(indices: Sequence[int], size: int) -> list[list[int]]:
     return [list(indices[i : i + size]) for i in range(0, len(indices), size)]
 
 
 def token_micro_batches(
-    indices: Sequence[int], lengths: Sequence[int], max_tokens: int, max_sequences: int
+    indices: Sequence[int],
+    lengths: Sequence[int] | Mapping[int, int],
+    max_tokens: int,
+    max_sequences: int,
 ) -> list[list[int]]:
     """Split `indices` (in order) into micro-batches whose padded size, sequences x longest
     sequence, stays within `max_tokens` and which hold at most `max_sequences` sequences.

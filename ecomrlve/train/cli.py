@@ -31,37 +31,47 @@ def register(app: typer.Typer) -> None:
 
 def train(
     config: Path | None = typer.Option(None, "--config", "-c", help="YAML config"),
-    output: Path = typer.Option(..., "--output", "-o", help="run folder (model, plots, summary)"),
-    data: Path = typer.Option(Path("data"), "--data", help="data directory"),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="run folder (model, plots, summary)"
+    ),
+    data: Path | None = typer.Option(
+        None, "--data", help="data directory (default: env.catalog_path's folder, else ./data)"
+    ),
     curriculum: str | None = typer.Option(
         None, "--curriculum", help="curriculum under DATA/curricula (default: training.curriculum)"
     ),
-    engine: TrainEngine = EngineOpt,
-    print_only: bool = PrintOnlyOpt,
-    gpus: int = typer.Option(1, "--gpus", help="GPUs (verl: trainer.n_gpus_per_node)"),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="print the per-GPU memory plan and exit (0: fits, 2: does not)"
+    ),
+    gpus: int = typer.Option(1, "--gpus", help="with --dry-run: GPUs (torchrun ranks)"),
+    gpu_memory: float = typer.Option(80.0, "--gpu-memory", help="with --dry-run: GB per GPU"),
 ) -> None:
     """SFT warm-start, then DAPO on the curriculum; held-out success for base -> SFT -> DAPO.
 
-    `--engine verl`: write a verl config from ours and run verl's trainer (`--print-only`:
-    print the command and the config verl composes, on any machine)."""
+    Multi-GPU: torchrun --nproc_per_node N -m ecomrlve train ... (FSDP2, one vLLM per rank)."""
+    import os
+
     from ecomrlve.config import load_config
 
     with user_errors():
         cfg = load_config(config)
-    if engine is TrainEngine.verl:
-        from ecomrlve.integrations.cli import train_with_verl
-
-        train_with_verl(cfg, data, curriculum, output, gpus, print_only)
-        return
-    if print_only:
-        fail("--print-only goes with --engine verl")
-    with user_errors():
+        if dry_run:
+            _print_memory_plan(cfg, gpus, gpu_memory)
+            return
+        if output is None:
+            fail("--output is required (the run folder)")
         if output.exists() and not output.is_dir():
             fail(f"--output {output} exists and is not a folder")
-        from ecomrlve.train.run import train_from_config
+        from ecomrlve.train.run import data_dir_for, train_from_config
 
+        data = data_dir_for(cfg, data)
         with progress_bar("train") as update:
             summary = train_from_config(cfg, data, output, curriculum=curriculum, progress=update)
+    from ecomrlve.train.distributed import shutdown_distributed
+
+    shutdown_distributed()
+    if os.environ.get("RANK", "0") != "0":
+        return  # under torchrun, rank 0 prints the summary
     rows = [
         {
             "stage": stage,
@@ -79,6 +89,41 @@ def train(
         f"references, {summary.rl_steps} {summary.algorithm.upper()} steps on "
         f"{summary.train_tasks} tasks in {summary.seconds:.0f} s; model {summary.model_dir}; "
         f"plots {summary.output / 'plots'}"
+    )
+
+
+def _print_memory_plan(cfg, gpus: int, gpu_memory: float) -> None:
+    """The --dry-run table; exit 2 with one line naming what would fit when it does not."""
+    from ecomrlve.train.memory import model_shape, plan_memory, what_would_fit
+
+    if gpus < 1 or gpu_memory <= 0:
+        fail(f"--gpus must be >= 1 and --gpu-memory > 0, got {gpus} and {gpu_memory}")
+    if cfg.training.lora_rank > 0 and gpus > 1:
+        fail("training.lora_rank > 0 is the one-GPU mode: use --gpus 1 or lora_rank: 0")
+    shape = model_shape(cfg.agent.model)
+    plan = plan_memory(cfg, gpus=gpus, gpu_memory_gb=gpu_memory, shape=shape)
+    mode = (
+        f"LoRA rank {plan.lora_rank}"
+        if plan.lora_rank
+        else "full fine-tune" + (", FSDP2" if gpus > 1 else "")
+    )
+    table = pl.DataFrame([{"per GPU": item, "GiB": round(gib, 2)} for item, gib in plan.rows()])
+    console.print(
+        frame_table(
+            table,
+            title=f"{cfg.agent.model} ({shape.params / 1e9:.2f}B params), {mode}, "
+            f"{gpus} x {gpu_memory:g} GB",
+        )
+    )
+    verdict = f"peak {plan.peak / 2**30:.1f} GiB of {plan.gpu_memory / 2**30:.1f} GiB per GPU"
+    if plan.fits:
+        console.print(f"fits: {verdict}")
+        return
+    options = what_would_fit(cfg, plan, shape)
+    fail(
+        f"does not fit: {verdict}; would fit: {', or '.join(options)}"
+        if options
+        else f"does not fit: {verdict}; nothing smaller found (fewer tokens, LoRA, more GPUs)"
     )
 
 

@@ -41,8 +41,13 @@ import torch
 from ecomrlve.config import EcomConfig
 from ecomrlve.env import Catalog
 from ecomrlve.train import dapo
-from ecomrlve.train.batching import collate, forward_logprobs, token_micro_batches
-from ecomrlve.train.chat import ChatFormat, TokenSequence
+from ecomrlve.train.batching import (
+    collate,
+    forward_logprobs,
+    padding_sequence,
+    token_micro_batches,
+)
+from ecomrlve.train.chat import ChatFormat
 from ecomrlve.train.checkpoint import Checkpointer
 from ecomrlve.train.curriculum import CurriculumSampler
 from ecomrlve.train.distributed import (
@@ -512,7 +517,9 @@ def _mini_batch(
     while len(micros) < count:
         micros.append(
             _Micro(
-                [(-1, -1)], collate([_padding_sequence(chat)], chat.pad_token_id).to(device), 0.0
+                [(-1, -1)],
+                collate([padding_sequence(chat.pad_token_id)], chat.pad_token_id).to(device),
+                0.0,
             )
         )
     return _MiniBatch(
@@ -520,15 +527,6 @@ def _mini_batch(
         sequences=float(len(members)),
         micros=micros,
     )
-
-
-def _padding_sequence(chat: ChatFormat) -> TokenSequence:
-    """Two pad tokens, the second 'trained', so the forward and backward touch every weight
-    (as FSDP's collectives need) while weight 0 keeps the gradient unchanged."""
-    sequence = TokenSequence()
-    sequence.add_prompt([chat.pad_token_id])
-    sequence.add_generated([chat.pad_token_id], [0.0])
-    return sequence
 
 
 def _unusable_batch(trained: list[Outcome]) -> str | None:

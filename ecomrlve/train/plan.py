@@ -269,15 +269,18 @@ def build_rollout_engine(
         return engine
     if model_dir is None:
         raise PlanError("the vLLM engine needs the policy's model folder to start from")
-    from ecomrlve.train.engines.vllm import VLLMEngine
+    from ecomrlve.train.engines.vllm import VLLMEngine, VLLMUnavailableError
 
-    engine = VLLMEngine(
-        model_dir,
-        dtype="bfloat16" if plan.dtype == "bf16" else "float32",
-        max_model_len=max_model_len,
-        gpu_memory_utilization=plan.vllm_gpu_memory_utilization,
-        distributed=plan.world_size > 1,
-        seed=seed,
-    )
+    try:
+        engine = VLLMEngine(
+            model_dir,
+            dtype="bfloat16" if plan.dtype == "bf16" else "float32",
+            max_model_len=max_model_len,
+            gpu_memory_utilization=plan.vllm_gpu_memory_utilization,
+            distributed=plan.world_size > 1,
+            seed=seed,
+        )
+    except VLLMUnavailableError as err:  # e.g. a vllm outside the tested range: one clear line
+        raise PlanError(str(err)) from None
     engine.sync_weights(policy)
     return engine

@@ -2,7 +2,8 @@
 
 Stages: held-out evaluation of the base model -> SFT on reference trajectories -> evaluation ->
 DAPO -> evaluation. Each evaluation runs `eval_samples` episodes on each of `eval_tasks` held-out
-tasks, which never reach SFT or RL.
+tasks, which never reach SFT or RL. Under torchrun every rank runs the same stages on its share
+of the work (FSDP2), and rank 0 alone writes files and tables.
 
 The run folder (`output`) receives::
 
@@ -18,9 +19,12 @@ eval_results and eval_episodes rows under the run's `run_id`.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import logging
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -29,12 +33,53 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import torch
 import yaml
 
 from ecomrlve import store
 from ecomrlve.config import EcomConfig, EnvConfig
+from ecomrlve.env import Catalog, EcomEnv, reference_turns, tool_schemas
 from ecomrlve.store import DataPaths, StoreError
 from ecomrlve.tasks import Task
+from ecomrlve.train.chat import ChatFormat
+from ecomrlve.train.checkpoint import Checkpointer
+from ecomrlve.train.curriculum import (
+    AdaptiveDifficulty,
+    CurriculumSampler,
+    read_curriculum,
+    read_store_tasks,
+    row_to_task,
+    split_heldout,
+)
+from ecomrlve.train.distributed import (
+    DistContext,
+    barrier,
+    broadcast_object,
+    gathered_for_generation,
+    init_distributed,
+    is_sharded,
+    iter_full_weights,
+)
+from ecomrlve.train.engine import RolloutEngine
+from ecomrlve.train.evaluate import evaluate_episodes, store_report
+from ecomrlve.train.loop import train_dapo
+from ecomrlve.train.lora import is_lora_model
+from ecomrlve.train.model import (
+    TINY_MODEL,
+    TinySpec,
+    ensure_tiny_model,
+    load_model_and_tokenizer,
+    render_chat_text,
+    resolve_model_path,
+)
+from ecomrlve.train.plan import (
+    EnginePlan,
+    apply_plan,
+    build_rollout_engine,
+    plan_for_this_machine,
+)
+from ecomrlve.train.results import RUN_SCHEMA, RunLog, append
+from ecomrlve.train.sft import reference_data, train_sft
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +87,14 @@ ProgressFn = Callable[[str, float], None]
 
 TINY_CORPUS_EPISODES = 256
 TINY_CORPUS_TITLES = 5000
+RESULT_TABLES = [
+    "train_runs",
+    "train_steps",
+    "train_scenarios",
+    "train_rollouts",
+    "eval_results",
+    "eval_episodes",
+]
 
 # Share of the progress bar each stage takes.
 _STAGE_SPANS = {
@@ -83,6 +136,36 @@ class TrainSummary:
         return out
 
 
+@dataclass
+class TrainRun:
+    """Everything the stages share, built once by `_setup` (nothing written yet)."""
+
+    cfg: EcomConfig
+    data: Path
+    output: Path
+    curriculum: str | None
+    train_frame: pl.DataFrame
+    heldout: list[Task]
+    catalog: Catalog
+    plan: EnginePlan
+    ctx: DistContext
+    policy: torch.nn.Module
+    tokenizer: Any
+    chat: ChatFormat
+    engine: RolloutEngine
+    run_log: RunLog
+    summary: TrainSummary
+    progress: ProgressFn | None
+    started: float
+
+    def stage_progress(self, stage: str) -> ProgressFn | None:
+        if self.progress is None or not self.ctx.is_main:
+            return None
+        lo, hi = _STAGE_SPANS[stage]
+        report = self.progress
+        return lambda _name, fraction: report(stage, lo + (hi - lo) * fraction)
+
+
 def train_from_config(
     cfg: EcomConfig,
     data: Path,
@@ -109,53 +192,51 @@ def train_from_config(
         a missing catalog/tasks/curriculum, ValueError for a config that cannot run. All are
         raised before anything is written.
     """
-    import torch
+    run = _setup(cfg, Path(data), Path(output), curriculum, progress)
+    _evaluate_stage(run, "base")
+    if cfg.training.sft_epochs > 0:
+        _sft_stage(run)
+        _evaluate_stage(run, "sft")
+    sampler = _sampler(run)
+    if cfg.training.total_steps > 0:
+        _dapo_stage(run, sampler)
+        _evaluate_stage(run, "final")
+    _write_outputs(run, sampler)
+    if progress and run.ctx.is_main:
+        progress("done", 1.0)
+    return run.summary
 
-    from ecomrlve.env import Catalog, tool_schemas
-    from ecomrlve.train.chat import ChatFormat
-    from ecomrlve.train.checkpoint import Checkpointer
-    from ecomrlve.train.curriculum import (
-        AdaptiveDifficulty,
-        CurriculumSampler,
-        read_curriculum,
-        read_store_tasks,
-        row_to_task,
-        split_heldout,
-    )
-    from ecomrlve.train.distributed import init_distributed
-    from ecomrlve.train.evaluate import evaluate_episodes, store_report
-    from ecomrlve.train.loop import train_dapo
-    from ecomrlve.train.lora import is_lora_model
-    from ecomrlve.train.model import (
-        TINY_MODEL,
-        TinySpec,
-        ensure_tiny_model,
-        load_model_and_tokenizer,
-        resolve_model_path,
-    )
-    from ecomrlve.train.plan import (
-        PlanError,
-        apply_plan,
-        build_rollout_engine,
-        plan_for_this_machine,
-    )
-    from ecomrlve.train.results import RUN_SCHEMA, RunLog, append
-    from ecomrlve.train.sft import reference_data, train_sft
 
+# ---------------------------------------------------------------------------------------------
+# Stages
+# ---------------------------------------------------------------------------------------------
+
+
+def _setup(
+    cfg: EcomConfig,
+    data: Path,
+    output: Path,
+    curriculum: str | None,
+    progress: ProgressFn | None,
+) -> TrainRun:
+    """Read the tasks, load the model and plan the engines; everything that can fail is
+    checked before anything is written (then rank 0 prepares the run folder)."""
     started = time.perf_counter()
     training, agent = cfg.training, cfg.agent
     paths = DataPaths.of(data)
-    output = Path(output).expanduser().resolve()
-
-    # ---- inputs: everything that can fail is checked before anything is written
+    output = output.expanduser().resolve()
+    if agent.model != TINY_MODEL:
+        resolve_model_path(agent.model)  # a missing model is the first thing to say
     name = curriculum or training.curriculum
     frame = read_curriculum(paths.root, name) if name else read_store_tasks(paths.root)
     frame = frame.filter(pl.col("scenario").is_in(cfg.env.scenarios))
     if frame.is_empty():
         raise StoreError(f"no tasks of the scenarios {cfg.env.scenarios} to train on")
+    tools = offered_tools(agent.tools)
     train_frame, heldout_frame = split_heldout(frame, training.eval_tasks, training.seed)
-    heldout = [row_to_task(r) for r in heldout_frame.iter_rows(named=True)]
     catalog = Catalog.load(paths.root)
+    plan = plan_for_this_machine(cfg)  # vLLM + FSDP + bf16 with CUDA, HF + fp32 without
+    ctx = init_distributed()
     torch.manual_seed(training.seed)
     corpus = None
     if agent.model == TINY_MODEL:
@@ -166,25 +247,8 @@ def train_from_config(
             cfg.env,
             enable_thinking=agent.enable_thinking,
         )
-    # Engines for this machine: vLLM + FSDP + bf16 with CUDA, HF + fp32 without (logged).
-    plan = plan_for_this_machine(cfg)
-    if plan.world_size > 1:
-        raise PlanError(
-            f"ecomrlve train runs one process; launched with {plan.world_size} ranks. The FSDP "
-            "update path (ecomrlve.train.distributed) is not wired into the DAPO loop yet"
-        )
-    policy, tokenizer = load_model_and_tokenizer(
-        agent.model,
-        tiny_cache=paths.root / "models",
-        tiny_corpus=corpus,
-        dtype=plan.torch_dtype_name,
-    )
-    policy = apply_plan(policy, plan, init_distributed(), seed=training.seed)
-    _prepare_output(output)
-    write_config(cfg, output)
-
-    run_id = f"{output.name}-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
-    chat = ChatFormat(tokenizer, tool_schemas(), enable_thinking=agent.enable_thinking)
+    policy, tokenizer = _load_policy(cfg, plan, ctx, paths.root, corpus)
+    chat = ChatFormat(tokenizer, tools, enable_thinking=agent.enable_thinking)
     engine = build_rollout_engine(
         plan,
         policy,
@@ -199,38 +263,11 @@ def train_from_config(
         max_model_len=agent.max_episode_tokens,
         seed=training.seed,
     )
-    run_log = RunLog(paths.root, run_id)
-
-    def stage_progress(stage: str) -> ProgressFn | None:
-        if progress is None:
-            return None
-        lo, hi = _STAGE_SPANS[stage]
-        return lambda _name, fraction: progress(stage, lo + (hi - lo) * fraction)
-
-    def held_out_eval(stage: str) -> dict[str, float] | None:
-        if not heldout:
-            return None
-        eval_started = time.perf_counter()
-        report = evaluate_episodes(
-            heldout,
-            engine,
-            chat,
-            catalog,
-            cfg,
-            samples=training.eval_samples,
-            k=training.eval_samples,
-            seed=training.seed + 1,
-            stage=stage,
-            progress=stage_progress(
-                "final" if stage == "final" else ("base" if stage == "base" else "sft-eval")
-            ),
-        )
-        store_report(paths.root, report, run_id=run_id, model=agent.model, where=None)
-        seconds = time.perf_counter() - eval_started
-        summary.stage_seconds[f"eval_{stage}"] = seconds
-        log.info("held-out %s: pass@1 %.3f (%.1f s)", stage, report.pass_at_1, seconds)
-        return report.overall
-
+    run_id = f"{output.name}-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+    run_id = broadcast_object(run_id, ctx)
+    if ctx.is_main:
+        _prepare_output(output)
+        write_config(cfg, output)
     summary = TrainSummary(
         run_id=run_id,
         output=output,
@@ -239,113 +276,198 @@ def train_from_config(
         algorithm=training.algorithm,
         curriculum=name,
         train_tasks=train_frame.height,
-        heldout_tasks=len(heldout),
+        heldout_tasks=heldout_frame.height,
         sft_sequences=0,
         sft_steps=0,
         rl_steps=0,
     )
-
     summary.stage_seconds["setup"] = time.perf_counter() - started
+    return TrainRun(
+        cfg=cfg,
+        data=paths.root,
+        output=output,
+        curriculum=name,
+        train_frame=train_frame,
+        heldout=[row_to_task(r) for r in heldout_frame.iter_rows(named=True)],
+        catalog=catalog,
+        plan=plan,
+        ctx=ctx,
+        policy=policy,
+        tokenizer=tokenizer,
+        chat=chat,
+        engine=engine,
+        run_log=RunLog(paths.root, run_id),
+        summary=summary,
+        progress=progress,
+        started=started,
+    )
 
-    # ---- stage 1: the base model on held-out tasks
-    base = held_out_eval("base")
-    if base is not None:
-        summary.held_out["base"] = base
 
-    # ---- stage 2: SFT warm-start on reference trajectories
-    if training.sft_epochs > 0:
-        sft_started = time.perf_counter()
-        sft_tasks = [row_to_task(r) for r in train_frame.iter_rows(named=True)]
-        sft_data = reference_data(sft_tasks, chat, catalog, cfg.env, agent)
-        sft = train_sft(
-            policy,
-            sft_data.sequences,
-            training,
-            pad_token_id=chat.pad_token_id,
-            progress=stage_progress("sft"),
+def _load_policy(
+    cfg: EcomConfig, plan: EnginePlan, ctx: DistContext, data: Path, corpus: list[str] | None
+) -> tuple[torch.nn.Module, Any]:
+    """The policy in fp32 master weights (bf16 base with LoRA), ready as planned; rank 0 builds
+    a tiny model's cache folder before the other ranks read it."""
+    agent = cfg.agent
+    for turn in ("build", "load") if ctx.is_distributed else ("load",):
+        if turn == "build" and not ctx.is_main:
+            barrier(ctx)
+            continue
+        policy, tokenizer = load_model_and_tokenizer(
+            agent.model,
+            tiny_cache=data / "models",
+            tiny_corpus=corpus,
+            dtype=plan.load_dtype_name,
+            device=str(ctx.device),
         )
-        engine.sync_weights(policy)
-        summary.sft_sequences, summary.sft_steps = len(sft_data.sequences), sft.steps
-        summary.stage_seconds["sft"] = time.perf_counter() - sft_started
-        log.info(
-            "SFT: %d steps on %d references (%.1f s), last loss %.3f",
-            sft.steps,
-            len(sft_data.sequences),
-            summary.stage_seconds["sft"],
-            sft.losses[-1] if sft.losses else float("nan"),
-        )
-        if sft_data.skipped_failed or sft_data.skipped_long:
-            log.warning(
-                "SFT skipped %d references that do not verify and %d longer than %d tokens",
-                sft_data.skipped_failed,
-                sft_data.skipped_long,
-                agent.max_episode_tokens,
-            )
-        after_sft = held_out_eval("sft")
-        if after_sft is not None:
-            summary.held_out["sft"] = after_sft
+        if turn == "build":
+            barrier(ctx)
+    if agent.tokenizer and agent.tokenizer != agent.model:
+        from transformers import AutoTokenizer
 
-    # ---- stage 3: DAPO on the curriculum
+        tokenizer = AutoTokenizer.from_pretrained(
+            resolve_model_path(agent.tokenizer), local_files_only=True
+        )
+    return apply_plan(policy, plan, ctx, seed=cfg.training.seed), tokenizer
+
+
+def _evaluate_stage(run: TrainRun, stage: str) -> None:
+    """Held-out pass@1 of the current policy (every rank plays all of it; rank 0 stores it).
+    The vLLM engine sleeps again afterwards, so SFT and the update have the GPU."""
+    if not run.heldout:
+        return
+    training = run.cfg.training
+    started = time.perf_counter()
+    shares_policy = getattr(run.engine, "model", None) is run.policy
+    generation = gathered_for_generation(run.policy) if shares_policy else contextlib.nullcontext()
+    with generation:
+        report = evaluate_episodes(
+            run.heldout,
+            run.engine,
+            run.chat,
+            run.catalog,
+            run.cfg,
+            samples=training.eval_samples,
+            k=training.eval_samples,
+            seed=training.seed + 1,
+            stage=stage,
+            progress=run.stage_progress({"base": "base", "sft": "sft-eval"}.get(stage, "final")),
+        )
+    if hasattr(run.engine, "sleep"):
+        run.engine.sleep()
+    if run.ctx.is_main:
+        store_report(
+            run.data, report, run_id=run.summary.run_id, model=run.cfg.agent.model, where=None
+        )
+    seconds = time.perf_counter() - started
+    run.summary.stage_seconds[f"eval_{stage}"] = seconds
+    run.summary.held_out[stage] = report.overall
+    log.info("held-out %s: pass@1 %.3f (%.1f s)", stage, report.pass_at_1, seconds)
+
+
+def _sft_stage(run: TrainRun) -> None:
+    """SFT warm-start on the reference trajectories of the training tasks."""
+    cfg, summary = run.cfg, run.summary
+    started = time.perf_counter()
+    tasks = [row_to_task(r) for r in run.train_frame.iter_rows(named=True)]
+    data = reference_data(tasks, run.chat, run.catalog, cfg.env, cfg.agent)
+    sft = train_sft(
+        run.policy,
+        data.sequences,
+        cfg.training,
+        pad_token_id=run.chat.pad_token_id,
+        progress=run.stage_progress("sft"),
+        ctx=run.ctx,
+    )
+    run.engine.sync_weights(run.policy)
+    summary.sft_sequences, summary.sft_steps = len(data.sequences), sft.steps
+    summary.stage_seconds["sft"] = time.perf_counter() - started
+    log.info(
+        "SFT: %d steps on %d references (%.1f s), last loss %.3f",
+        sft.steps,
+        len(data.sequences),
+        summary.stage_seconds["sft"],
+        sft.losses[-1] if sft.losses else float("nan"),
+    )
+    if data.skipped_failed or data.skipped_long:
+        log.warning(
+            "SFT skipped %d references that do not verify and %d longer than %d tokens",
+            data.skipped_failed,
+            data.skipped_long,
+            cfg.agent.max_episode_tokens,
+        )
+
+
+def _sampler(run: TrainRun) -> CurriculumSampler:
+    training = run.cfg.training
     adaptive = None
     if training.adaptive_difficulty:
         adaptive = AdaptiveDifficulty(
-            CurriculumSampler.levels_of(train_frame),
+            CurriculumSampler.levels_of(run.train_frame),
             width=training.adaptive_window,
             threshold=training.adaptive_threshold,
             episodes=training.adaptive_episodes,
         )
-    sampler = CurriculumSampler(train_frame, seed=training.seed, adaptive=adaptive)
-    if training.total_steps > 0:
-        rl_started = time.perf_counter()
-        loop = train_dapo(
-            policy,
-            engine,
-            chat,
-            catalog,
-            sampler,
-            cfg,
-            record=run_log.record_step,
-            progress=stage_progress("dapo"),
-            checkpoints=Checkpointer(
-                output / "checkpoints",
-                every=training.save_every,
-                keep_last=training.keep_checkpoints,
-                resume=training.resume,
-            ),
-        )
-        summary.rl_steps = loop.steps
-        summary.stage_seconds["rl"] = time.perf_counter() - rl_started
-        final = held_out_eval("final")
-        if final is not None:
-            summary.held_out["final"] = final
+    return CurriculumSampler(run.train_frame, seed=training.seed, adaptive=adaptive)
 
-    # ---- outputs
-    summary.model_dir.mkdir(parents=True, exist_ok=True)
+
+def _dapo_stage(run: TrainRun, sampler: CurriculumSampler) -> None:
+    """DAPO on the curriculum, checkpointed (and resumable) under OUTPUT/checkpoints."""
+    training = run.cfg.training
+    started = time.perf_counter()
+    loop = train_dapo(
+        run.policy,
+        run.engine,
+        run.chat,
+        run.catalog,
+        sampler,
+        run.cfg,
+        record=run.run_log.record_step,
+        progress=run.stage_progress("dapo"),
+        checkpoints=Checkpointer(
+            run.output / "checkpoints",
+            every=training.save_every,
+            keep_last=training.keep_checkpoints,
+            resume=training.resume,
+        ),
+        ctx=run.ctx,
+    )
+    run.summary.rl_steps = loop.steps
+    run.summary.stage_seconds["rl"] = time.perf_counter() - started
+
+
+def _write_outputs(run: TrainRun, sampler: CurriculumSampler) -> None:
+    """The model folder, curriculum state, plots, the train_runs row and summary.json (rank 0;
+    a sharded policy's full weights are gathered on every rank first)."""
+    summary, cfg = run.summary, run.cfg
+    policy = run.policy
     if is_lora_model(policy):  # a plain model folder, as `ecomrlve eval --model` expects
         policy = policy.merge_and_unload()
-    policy.save_pretrained(summary.model_dir)
-    tokenizer.save_pretrained(summary.model_dir)
-    sampler.save(output / "curriculum_state.json")
-    summary.plots = run_log.plot(output / "plots")
-    summary.seconds = time.perf_counter() - started
-    summary.tables = [
-        "train_runs",
-        "train_steps",
-        "train_scenarios",
-        "train_rollouts",
-        "eval_results",
-        "eval_episodes",
-    ]
+    weights = None
+    if is_sharded(policy):  # gathered on every rank; tied heads saved once, as HF does
+        weights = dict(iter_full_weights(policy))
+        if getattr(policy.config, "tie_word_embeddings", False):
+            weights.pop("lm_head.weight", None)
+    if not run.ctx.is_main:
+        barrier(run.ctx)
+        return
+    summary.model_dir.mkdir(parents=True, exist_ok=True)
+    policy.save_pretrained(summary.model_dir, state_dict=weights)
+    run.tokenizer.save_pretrained(summary.model_dir)
+    sampler.save(run.output / "curriculum_state.json")
+    summary.plots = run.run_log.plot(run.output / "plots")
+    summary.seconds = time.perf_counter() - run.started
+    summary.tables = list(RESULT_TABLES)
     append(
-        paths.root,
+        run.data,
         "train_runs",
         [
             {
-                "run_id": run_id,
-                "output": str(output),
-                "model": agent.model,
-                "algorithm": training.algorithm,
-                "curriculum": name,
+                "run_id": summary.run_id,
+                "output": str(run.output),
+                "model": cfg.agent.model,
+                "algorithm": cfg.training.algorithm,
+                "curriculum": run.curriculum,
                 "config": json.dumps(cfg.model_dump(mode="json"), sort_keys=True),
                 "steps": summary.rl_steps,
                 "base_success": summary.held_out.get("base", {}).get("pass_at_1"),
@@ -359,11 +481,60 @@ def train_from_config(
     )
     store.atomic_write_bytes(
         json.dumps(summary.to_json(), indent=2, sort_keys=True).encode(),
-        output / "summary.json",
+        run.output / "summary.json",
     )
-    if progress:
-        progress("done", 1.0)
-    return summary
+    barrier(run.ctx)
+
+
+def train_with_torchrun(
+    cfg: EcomConfig, data: Path, output: Path, curriculum: str | None, gpus: int
+) -> dict[str, Any]:
+    """Run `ecomrlve train` as `gpus` torchrun ranks (what the pipeline's train stage does when
+    `training.gpus` > 1) and return the run's summary.json. Raises RuntimeError with the tail
+    of the ranks' output when they fail."""
+    output = Path(output).expanduser().resolve()
+    output.mkdir(parents=True, exist_ok=True)
+    config = output / "launch_config.yaml"
+    write_config(cfg, output, name=config.name)
+    command = [
+        *(sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(gpus)),
+        *("--standalone", "-m", "ecomrlve", "train", "--config", str(config)),
+        *("--output", str(output), "--data", str(Path(data).resolve())),
+        *(("--curriculum", curriculum) if curriculum else ()),
+    ]
+    log.info("training on %d ranks: %s", gpus, " ".join(command))
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"torchrun training failed ({done.returncode}): {done.stderr[-3000:]}")
+    return json.loads((output / "summary.json").read_text())
+
+
+def data_dir_for(cfg: EcomConfig, data: Path | None) -> Path:
+    """The data folder a run reads: `--data`, else the folder `env.catalog_path` points into
+    (the article's `./data/catalog.json` selects `./data`), else `./data`."""
+    if data is not None:
+        return data
+    if cfg.env.catalog_path is None:
+        return Path("data")
+    path = Path(cfg.env.catalog_path).expanduser()
+    for folder in (path, *path.parents):
+        if (folder / "catalog" / "products.parquet").exists() or (
+            folder / "ecomrlve.duckdb"
+        ).exists():
+            return folder
+    return path if path.suffix == "" else path.parent
+
+
+def offered_tools(names: list[str] | None) -> list[dict[str, Any]]:
+    """The tool schemas offered in an episode: all of them, or those `agent.tools` names."""
+    schemas = tool_schemas()
+    if names is None:
+        return schemas
+    known = {s["function"]["name"]: s for s in schemas}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"agent.tools: unknown tool(s) {unknown}; known: {sorted(known)}")
+    return [known[n] for n in names]
 
 
 def _prepare_output(output: Path) -> None:
@@ -372,14 +543,12 @@ def _prepare_output(output: Path) -> None:
         log.warning("%s holds an earlier run; its files are replaced", output)
 
 
-def write_config(cfg: EcomConfig, output: Path) -> None:
+def write_config(cfg: EcomConfig, output: Path, name: str = "config.yaml") -> None:
     text = yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
-    store.atomic_write_bytes(text.encode(), output / "config.yaml")
+    store.atomic_write_bytes(text.encode(), output / name)
 
 
 def _sample_tasks(frame: pl.DataFrame, limit: int) -> list[Task]:
-    from ecomrlve.train.curriculum import row_to_task
-
     step = max(1, frame.height // limit)
     return [row_to_task(r) for r in frame.gather_every(step).head(limit).iter_rows(named=True)]
 
@@ -394,9 +563,6 @@ def tiny_corpus(
 ) -> list[str]:
     """The texts the tiny tokenizer learns from: reference episodes through the chat template
     (prompts, tool schemas, tool calls, real tool responses), catalog titles, policy texts."""
-    from ecomrlve.env import EcomEnv, reference_turns, tool_schemas
-    from ecomrlve.train.model import render_chat_text
-
     texts: list[str] = []
     for task in tasks:
         env = EcomEnv(task, catalog, env_config)

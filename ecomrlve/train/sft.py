@@ -19,9 +19,20 @@ import torch
 from ecomrlve.config import AgentConfig, EnvConfig, TrainingConfig
 from ecomrlve.env import Catalog
 from ecomrlve.tasks import Task
-from ecomrlve.train.batching import collate, forward_logprobs, micro_batches
+from ecomrlve.train.batching import (
+    collate,
+    forward_logprobs,
+    padding_sequence,
+    token_micro_batches,
+)
 from ecomrlve.train.chat import ChatFormat, TokenSequence
 from ecomrlve.train.dapo import sft_loss
+from ecomrlve.train.distributed import (
+    DistContext,
+    all_gather_objects,
+    all_reduce_sum,
+    shard_items,
+)
 from ecomrlve.train.rollout import reference_episode
 
 log = logging.getLogger(__name__)
@@ -73,13 +84,17 @@ def train_sft(
     *,
     pad_token_id: int,
     progress: ProgressFn | None = None,
+    ctx: DistContext | None = None,
 ) -> SFTResult:
     """`sft_epochs` passes over `sequences`, `sft_batch_size` sequences per optimizer step,
-    micro-batched by `mini_batch_size`; loss on assistant tokens only."""
+    micro-batched by `max_tokens_per_micro_batch` (at most `mini_batch_size` sequences); loss
+    on assistant tokens only. Under torchrun each rank takes every world_size-th sequence of a
+    step, normalised by the step's global token count, so the summed gradient is one process's.
+    """
     result = SFTResult()
     if config.sft_epochs == 0 or not sequences:
         return result
-    device = next(model.parameters()).device
+    ctx = ctx or DistContext(device=next(model.parameters()).device)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config.sft_learning_rate, weight_decay=config.weight_decay
     )
@@ -91,23 +106,43 @@ def train_sft(
     for _ in range(config.sft_epochs):
         order = rng.permutation(len(sequences))
         for start in range(0, len(order), config.sft_batch_size):
-            batch_ids = order[start : start + config.sft_batch_size]
+            batch_ids = order[start : start + config.sft_batch_size].tolist()
             total_tokens = float(sum(sequences[i].generated_tokens for i in batch_ids))
             optimizer.zero_grad(set_to_none=True)
             loss_sum = 0.0
-            for micro in micro_batches(batch_ids.tolist(), config.mini_batch_size):
-                batch = collate([sequences[i] for i in micro], pad_token_id).to(device)
+            for micro, weight in rank_micro_batches(
+                shard_items(batch_ids, ctx), sequences, config, ctx
+            ):
+                batch = collate(micro, pad_token_id).to(ctx.device)
                 logprobs, _ = forward_logprobs(model, batch)  # (b, L-1)
                 loss = sft_loss(logprobs, batch.loss_mask, total_tokens=total_tokens)
-                loss.backward()
-                loss_sum += float(loss.detach())
+                (loss * weight).backward()
+                loss_sum += float(loss.detach()) * weight
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
             optimizer.step()
             result.steps += 1
             result.sequences += len(batch_ids)
             result.tokens += int(total_tokens)
-            result.losses.append(loss_sum)
+            result.losses.append(all_reduce_sum(loss_sum, ctx))
             if progress:
                 progress("sft", result.steps / total)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def rank_micro_batches(
+    indices: list[int], sequences: list[TokenSequence], config: TrainingConfig, ctx: DistContext
+) -> list[tuple[list[TokenSequence], float]]:
+    """This rank's `indices` cut into token-budget micro-batches, as (sequences, weight). Every
+    rank gets the same count (FSDP gathers layers in each forward): a rank with fewer pads with
+    weight-0 micro-batches of `padding_sequence`."""
+    cuts = token_micro_batches(
+        indices,
+        {i: len(sequences[i]) for i in indices},
+        config.max_tokens_per_micro_batch,
+        config.mini_batch_size,
+    )
+    out = [([sequences[i] for i in cut], 1.0) for cut in cuts]
+    count = max(all_gather_objects(len(out), ctx))
+    pad = padding_sequence(0)
+    return out + [([pad], 0.0)] * (count - len(out))

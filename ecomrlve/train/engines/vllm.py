@@ -2,9 +2,10 @@
 
 Colocated means vLLM runs inside the trainer's process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`,
 set here before vLLM is imported): weight sync is then a function call on the live vLLM worker
-(`LLM.collective_rpc` -> `worker.reload_weights(weights_iterator=...)`, or
-`model.load_weights` on versions without it), tensors move by reference and nothing is written
-to disk. Under FSDP every rank runs its own vLLM (tensor parallel 1,
+(`LLM.collective_rpc` -> `worker.reload_weights(weights_iterator=..., is_checkpoint_format=
+True)`), tensors move by reference and nothing is written to disk. That call is what the tested
+range `TESTED_VLLM` (the `gpu` extra's pin) offers; another version stops with an error naming
+the range before any engine starts. Under FSDP every rank runs its own vLLM (tensor parallel 1,
 `external_launcher`, as TRL's colocate mode does) and the full weights are streamed one tensor
 at a time.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -45,6 +47,24 @@ def vllm_available() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
+# The vLLM versions this engine is tested with (the `gpu` extra pins the same range): their
+# workers have `reload_weights(weights_iterator=, is_checkpoint_format=True)`, which weight sync
+# needs; older ones lack it and newer ones are unknown.
+TESTED_VLLM = ((0, 32), (0, 35))  # >= 0.32, < 0.35
+
+
+def check_vllm_version(version: str) -> None:
+    """Raise `VLLMUnavailableError` naming the tested range unless `version` is inside it."""
+    numbers = tuple(int(n) for n in re.findall(r"\d+", version)[:2])
+    low, high = TESTED_VLLM
+    if not low <= numbers < high:
+        raise VLLMUnavailableError(
+            f"vllm {version} is outside the tested range >={'.'.join(map(str, low))},"
+            f"<{'.'.join(map(str, high))} (weight sync uses worker.reload_weights); "
+            "pip install 'ecomrlve[gpu]' installs a tested version"
+        )
+
+
 def _import_vllm():
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     try:
@@ -54,6 +74,7 @@ def _import_vllm():
             f"the vLLM rollout engine needs vllm ({err}); install the gpu extra: "
             "pip install 'ecomrlve[gpu]' (on CPU: scripts/vllm_cpu_env.sh)"
         ) from None
+    check_vllm_version(getattr(vllm, "__version__", "0"))
     return vllm
 
 
@@ -73,16 +94,17 @@ def request_seed(seed: int, index: int) -> int:
 def _load_weights_on_worker(worker: Any, weights: Any) -> str:
     """Runs inside vLLM's worker (in this process): load checkpoint-format weights.
 
-    vLLM >= 0.11 repacks weights after loading (the CPU backend into oneDNN layouts, quantised
-    kernels likewise), so a plain `model.load_weights` then meets empty parameters;
-    `reload_weights` restores the checkpoint layout layer by layer, loads, and repacks.
-    Older versions have no `reload_weights` and keep loadable parameters.
+    vLLM repacks weights after loading (the CPU backend into oneDNN layouts, quantised kernels
+    likewise), so a plain `model.load_weights` would meet empty parameters; `reload_weights`
+    restores the checkpoint layout layer by layer, loads, and repacks.
     """
-    if hasattr(worker, "reload_weights"):
-        worker.reload_weights(weights_iterator=weights, is_checkpoint_format=True)
-        return "reload_weights"
-    worker.model_runner.model.load_weights(weights)
-    return "load_weights"
+    if not hasattr(worker, "reload_weights"):
+        raise VLLMUnavailableError(
+            "this vLLM worker has no reload_weights: use a vllm in the tested range "
+            f"{TESTED_VLLM} (pip install 'ecomrlve[gpu]')"
+        )
+    worker.reload_weights(weights_iterator=weights, is_checkpoint_format=True)
+    return "reload_weights"
 
 
 class VLLMEngine:
