@@ -113,7 +113,10 @@ def test_endpoint_eval_gives_the_local_verdicts(world, loopback):
         for r in local.iter_rows(named=True)
     ]
     assert max(len(e.turns) for e in remote) >= 2  # multi-turn: tool results went back and forth
-    assert any(isinstance(e.turns[0].get("tool_calls"), list) for e in remote)  # server-parsed
+    assert any(
+        e.turns[0].get("tool_calls") or "<tool_call>" in (e.turns[0]["content"] or "")
+        for e in remote
+    )
     assert all(e.prompt_tokens > 0 and e.completion_tokens > 0 for e in remote)
 
 
@@ -198,6 +201,20 @@ def test_cli_eval_endpoint_bad_input_exits_2(world, tmp_path, monkeypatch):
     assert result.exit_code == 2 and "not an http(s) URL" in result.output
 
 
+def test_loopback_parses_tool_calls_like_vllms_hermes_parser(loopback):
+    _, served = loopback
+    text = '<tool_call>\n{"name": "search", "arguments": {"query": "boots"}}\n</tool_call>'
+    message, parsed = served.chat_reply(text)
+    assert parsed and message["content"] is None
+    [call] = message["tool_calls"]
+    assert call["function"] == {"name": "search", "arguments": '{"query": "boots"}'}
+    for raw in (text[:-3], text + " trailing words", '<tool_call>\n["search"]\n</tool_call>'):
+        assert served.chat_reply(raw) == (
+            {"role": "assistant", "content": raw, "tool_calls": []},
+            False,
+        )
+
+
 def test_wrong_key_is_refused_without_echoing_it(loopback):
     url, _ = loopback
     engine = EndpointEngine(url, "tiny", api_key=SECRET + "-wrong")
@@ -279,6 +296,7 @@ def test_malformed_tool_calls_are_format_errors_not_crashes(world):
         }
 
     broken = [
+        call("c0", "search", '{"query": "running shoes"}'),  # a good call, run by the env
         call("c1", "search", "{not json"),  # arguments that do not parse
         call("c2", "no_such_tool", "{}"),
         {"content": None, "tool_calls": "not a list"},
@@ -301,7 +319,8 @@ def test_malformed_tool_calls_are_format_errors_not_crashes(world):
             tasks[:1], engine, catalog, env_config=cfg.env, agent=cfg.agent
         )
     assert episode.finish == "answer" and episode.error is None
-    assert len(episode.turns) == 5
+    assert len(episode.turns) == 6
+    assert episode.verdict.tool_calls >= 1
     assert episode.verdict.components["format"] < 0
 
 
