@@ -246,3 +246,31 @@ def test_cli_train_engine_verl_print_only(data, tmp_path) -> None:
     assert missing.exit_code == 2 and "no verl rows" in missing.stderr
     stray = runner.invoke(app, ["train", "--print-only", "-o", str(out), "--data", str(data)])
     assert stray.exit_code == 2 and "--print-only goes with --engine verl" in stray.stderr
+
+
+def test_pipeline_train_stage_runs_verl_with_the_generated_config(
+    data, tmp_path, monkeypatch
+) -> None:
+    import subprocess
+
+    from ecomrlve.flows import verl_stage
+
+    cfg = EcomConfig.model_validate({"training": {"engine": "verl"}})
+    out = tmp_path / "run"
+    monkeypatch.setattr(verl_stage, "visible_gpus", lambda: 0)
+    with pytest.raises(RuntimeError, match="needs CUDA GPUs"):
+        verl_stage.verl_train_stage.fn(cfg, str(data), str(out), "demo")
+    calls = []
+
+    def fake_run(command, env, check):
+        calls.append((command, env))
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(verl_stage, "visible_gpus", lambda: 4)
+    monkeypatch.setattr(verl_stage.subprocess, "run", fake_run)
+    result = verl_stage.verl_train_stage.fn(cfg, str(data), str(out), "demo")
+    ((command, env),) = calls
+    assert command[1:3] == ["-m", "verl.trainer.main_ppo"]
+    assert "trainer.n_gpus_per_node=4" in command and env[ours.DATA_ENV] == str(data.resolve())
+    assert (out / "verl" / "agent_loops.yaml").exists() and (out / "verl" / "env.json").exists()
+    assert result["engine"] == "verl" and result["held_out"] == {}

@@ -104,7 +104,7 @@ def publish_artifacts_stage(
         description=manifest_markdown(manifest, curriculum_path),
     )
     keys.append(MANIFEST_KEY)
-    if train:
+    if train and train.get("held_out"):  # a verl run reports no held-out table of ours
         create_table_artifact(
             eval_rows(train),
             key=EVAL_KEY,

@@ -63,6 +63,7 @@ from ecomrlve.flows.stages import (
     training_intact,
     validate_tasks_stage,
 )
+from ecomrlve.flows.verl_stage import verl_train_stage
 from ecomrlve.generators import feasible_cells
 from ecomrlve.generators.generate import Chunk, check_band, plan_run
 
@@ -354,6 +355,15 @@ def pipeline(params: PipelineParams, overrides: dict[str, Any] | None = None) ->
     with clock.stage("train") as rec:
         if params.skip_train:
             rec.status, rec.detail = "skipped", "--skip-train"
+        elif cfg.training.engine == "verl":
+            train = verl_train_stage(
+                cfg,
+                data_dir,
+                str(params.training_output()),
+                training_shards.name,
+                wait_for=[training_shards],
+            )
+            rec.detail = f"verl run in {train['output']}"
         else:
             train, cached = _run_verified(
                 train_stage,
