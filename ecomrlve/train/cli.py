@@ -43,18 +43,33 @@ def train(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="print the per-GPU memory plan and exit (0: fits, 2: does not)"
     ),
-    gpus: int = typer.Option(1, "--gpus", help="with --dry-run: GPUs (torchrun ranks)"),
+    gpus: int = typer.Option(
+        1, "--gpus", help="with --dry-run: GPUs (torchrun ranks); verl: trainer.n_gpus_per_node"
+    ),
     gpu_memory: float = typer.Option(80.0, "--gpu-memory", help="with --dry-run: GB per GPU"),
+    engine: TrainEngine = EngineOpt,
+    print_only: bool = PrintOnlyOpt,
 ) -> None:
     """SFT warm-start, then DAPO on the curriculum; held-out success for base -> SFT -> DAPO.
 
-    Multi-GPU: torchrun --nproc_per_node N -m ecomrlve train ... (FSDP2, one vLLM per rank)."""
+    Multi-GPU: torchrun --nproc_per_node N -m ecomrlve train ... (FSDP2, one vLLM per rank).
+    `--engine verl`: write a verl config from ours and run verl's trainer (`--print-only`:
+    print the command and the config verl composes, on any machine)."""
     import os
 
     from ecomrlve.config import load_config
 
     with user_errors():
         cfg = load_config(config)
+    if engine is TrainEngine.verl:
+        from ecomrlve.integrations.cli import train_with_verl
+        from ecomrlve.train.run import data_dir_for
+
+        train_with_verl(cfg, data_dir_for(cfg, data), curriculum, output, gpus, print_only)
+        return
+    if print_only:
+        fail("--print-only goes with --engine verl")
+    with user_errors():
         if dry_run:
             _print_memory_plan(cfg, gpus, gpu_memory)
             return
