@@ -142,7 +142,7 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
     size_start = _pick_local(rng, size_len[cat] - n_sizes + 1)
     # palette position: common colours first; a stride that never wraps onto an earlier
     # variant of the same family (n_colors <= 3, so 2 * stride < palette length)
-    color_base = _pick_local(rng, pal_len[cat], skew=1.6)
+    color_base = _pick_local(rng, pal_len[cat], skew=1.2)
     max_stride = np.maximum(np.minimum(3, (pal_len[cat] - 1) // 2), 1)
     color_stride = 1 + (rng.random(n_fam) * max_stride).astype(np.int64)
     per_family = n_colors * n_sizes

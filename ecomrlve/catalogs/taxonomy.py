@@ -53,22 +53,36 @@ US_SHOE_SIZES = ("6", "6.5", "7", "7.5", "8", "8.5", "9", "9.5", "10", "10.5", "
 PALETTES: dict[str, tuple[str, ...]] = {
     "apparel": (
         "black", "white", "navy", "grey", "beige", "olive", "burgundy", "light blue", "pink",
-        "red", "forest green", "charcoal", "cream", "mustard", "lavender", "brown",
+        "red", "forest green", "charcoal", "cream", "mustard", "lavender", "brown", "sky blue",
+        "rust", "teal", "ivory", "khaki", "coral",
     ),
-    "denim": ("dark wash", "mid wash", "light wash", "black", "grey", "white", "indigo"),
+    "denim": (
+        "dark wash", "mid wash", "light wash", "black", "grey", "white", "indigo", "stone wash",
+        "ecru",
+    ),
     "outdoor": (
         "black", "navy", "olive", "khaki", "red", "grey", "forest green", "orange", "sand",
-        "royal blue", "yellow",
+        "royal blue", "yellow", "teal", "burgundy", "charcoal",
     ),
     "footwear": (
         "black", "white", "grey", "navy", "brown", "tan", "beige", "red", "olive", "burgundy",
+        "cream", "khaki", "sand", "green",
     ),
-    "tech": ("black", "white", "silver", "space grey", "graphite", "midnight blue", "rose gold"),
+    "tech": (
+        "black", "white", "silver", "space grey", "graphite", "midnight blue", "rose gold",
+        "blue", "green", "purple",
+    ),
     "home": (
         "white", "ivory", "grey", "charcoal", "sage", "navy", "blush pink", "taupe", "sky blue",
+        "mustard", "terracotta", "dusty rose",
     ),
-    "cookware": ("black", "graphite", "silver", "red", "cream", "sage", "navy", "copper"),
-    "sport": ("black", "purple", "teal", "blue", "pink", "grey", "green", "orange", "red", "white"),
+    "cookware": (
+        "black", "graphite", "silver", "red", "cream", "sage", "navy", "copper", "teal", "mint",
+    ),
+    "sport": (
+        "black", "purple", "teal", "blue", "pink", "grey", "green", "orange", "red", "white",
+        "lime", "coral", "yellow",
+    ),
     "roast": ("medium roast", "dark roast", "light roast", "espresso roast", "french roast"),
     "tea": ("classic", "jasmine", "lemon", "mint", "ginger", "berry", "vanilla", "honey"),
     "scent": ("woody", "floral", "citrus", "fresh", "oriental", "aquatic", "spicy", "gourmand"),
