@@ -151,7 +151,11 @@ def _search_filters(task: Task) -> list[dict]:
 def test_discovery_acceptable_set_is_the_catalog_filter(ctx):
     for task in tasks_of(ctx, "product_discovery"):
         spec = task.goal.recommend
-        filters = _search_filters(task)[-1]  # the search the recommendation comes from
+        # the discovery's own calls end with `recommend` (a follow-up purchase may come after)
+        rec_at = next(k for k, c in enumerate(task.reference) if c.name == "recommend")
+        own = task.reference[: rec_at + 1]
+        searches = [c for c in own if c.name == "search"]
+        filters = searches[-1].arguments["filters"]  # the search the recommendation comes from
         rows = np.flatnonzero(ctx.catalog.filter_mask(filters))
         quantity = 1
         match = re.search(r"I need (\d+) units", task.prompt)
@@ -159,10 +163,9 @@ def test_discovery_acceptable_set_is_the_catalog_filter(ctx):
             quantity = int(match.group(1))
             rows = rows[ctx.stock[rows] >= quantity]
         assert sorted(spec.acceptable) == sorted(ctx.ids(rows)), task.task_id
-        for item_id in task.reference[-1].arguments["item_ids"]:
+        for item_id in own[-1].arguments["item_ids"]:
             assert ctx.stock[ctx.catalog.row_of(item_id)] >= quantity
         # a relaxation means the first choice really is unavailable
-        searches = [c for c in task.reference if c.name == "search"]
         if len(searches) == 2:
             assert not ctx.catalog.filter_mask(searches[0].arguments["filters"]).any()
 
@@ -224,14 +227,27 @@ def _days_since_delivery(task: Task, order_id: str) -> int:
     return (today - dt.date.fromisoformat(order["delivered"])).days
 
 
+def _own_ids(task: Task) -> list[str]:
+    """The scenario's own relevant ids, without those of follow-up requests (the order a
+    follow-up asks about, read with `get_order`, and the item a follow-up purchase buys); for
+    the return and cancel scenarios, whose own calls never read one order."""
+    asked = {c.arguments["order_id"] for c in task.reference if c.name == "get_order"}
+    followup = set(asked)
+    for order in task.initial_state["orders"]:
+        if order["order_id"] in asked:
+            followup.update(line["item_id"] for line in order["items"])
+    bought = {c.arguments["item_id"] for c in task.reference if c.name == "add_to_cart"}
+    return [i for i in task.goal.relevant_ids if i not in followup | bought]
+
+
 def test_return_eligibility_matches_policy(ctx):
     seen_ineligible = 0
     for task in tasks_of(ctx, "return"):
         membership = task.initial_state["user"]["membership"]
         done = {(r.order_id, r.item_id) for r in task.goal.returns}
         done |= {(e.order_id, e.item_id) for e in task.goal.exchanges}
-        requested_orders = [i for i in task.goal.relevant_ids if ORDER_ID.fullmatch(i)]
-        requested_items = {i for i in task.goal.relevant_ids if ITEM_ID.fullmatch(i)}
+        requested_orders = [i for i in _own_ids(task) if ORDER_ID.fullmatch(i)]
+        requested_items = {i for i in _own_ids(task) if ITEM_ID.fullmatch(i)}
         for order in task.initial_state["orders"]:
             if order["order_id"] not in requested_orders:
                 continue
@@ -256,7 +272,7 @@ def test_cancel_only_cancellable_orders(ctx):
         status = {o["order_id"]: o["status"] for o in task.initial_state["orders"]}
         for order_id in task.goal.cancel:
             assert status[order_id] in ("pending", "processing")
-        requested = [i for i in task.goal.relevant_ids if ORDER_ID.fullmatch(i)]
+        requested = [i for i in _own_ids(task) if ORDER_ID.fullmatch(i)]
         shipped = [o for o in requested if status[o] == "shipped"]
         assert set(requested) == set(task.goal.cancel) | set(shipped)
         if shipped:
@@ -283,7 +299,10 @@ def test_order_status_answers_state_status_and_dates(ctx):
 def test_policy_answers_follow_the_policy_book(ctx):
     for task in tasks_of(ctx, "policy"):
         assert task.goal.answer_facts
-        assert all(c.name in ("search_policy", "ask_user", "list_orders") for c in task.reference)
+        # the policy's own calls, then perhaps a follow-up purchase (search, add, checkout)
+        purchase = ("search", "add_to_cart", "checkout")
+        own = [c.name for c in task.reference if c.name not in purchase]
+        assert all(name in ("search_policy", "ask_user", "list_orders") for name in own)
         for call in task.reference:
             if call.name == "search_policy":
                 assert policy_search(ctx.catalog, call.arguments["query"])

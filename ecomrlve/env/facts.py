@@ -328,6 +328,8 @@ def _hypothetical(before: str) -> bool:
         return True  # "has not shipped", "hasn't been processed", "not yet shipped"
     if any(w in _MODAL_BEFORE for w in words):
         return True  # "once it has shipped", "if it was delivered"
+    if any(a in ("order", "orders", "one") and b == "that" for a, b in itertools.pairwise(words)):
+        return True  # "an order that has already shipped", "an order that is still processing"
     return len(words) > 1 and words[-2] == "that" and words[-1] in ("have", "has", "are", "is")
 
 

@@ -24,6 +24,7 @@ from ecomrlve.generators.phrasing import (
     ask_question,
     constraint_phrase,
     join_words,
+    money,
     month_phrase,
     spoken_date,
     user_fact,
@@ -361,6 +362,35 @@ def fee_fact(fee: float, say: str = "", **fields: Any) -> AnswerFact:
         f"There's a {pct}% restocking fee on opened items." if pct else "There's no restocking fee."
     )
     return fact("percent", pct, say, **fields)
+
+
+def paid_with(rng: np.random.Generator, saved: list[str], order_id: str) -> str:
+    """The card an order was paid with. With one saved card it is an older, no longer saved
+    one: the system prompt lists the saved cards, and the answer must need `get_order`."""
+    if len(saved) > 1:
+        return pick(rng, saved)
+    for brand in ("visa", "mastercard", "amex"):
+        card = f"{brand}-{order_id[-4:]}"
+        if card not in saved:
+            return card
+    raise GenerationError(f"no retired card for {order_id}")
+
+
+def detail_fact(ctx: GenContext, order: dict, row: int, detail: str) -> AnswerFact:
+    """The detail only `get_order` shows: where it goes, what paid for it, what it cost."""
+    subject = about(ctx, order, row)
+    if detail == "address":
+        address = order["shipping_address"]
+        return fact("address", address, f"It's going to {address}.", **subject)
+    if detail == "payment":
+        method = order["payment_method"]
+        brand, _, last4 = method.rpartition("-")
+        say = f"It was paid with your {PAYMENT_NAMES.get(brand, brand)} ending in {last4}."
+        return fact("payment", method, say, **subject)
+    line = order["items"][0]
+    paid = [f"{line['price'] * line['quantity']:.2f}", f"{order['total']:.2f}"]
+    price = f"{line['price']:.2f}"
+    return fact("money", price, f"You paid {money(line['price'])} for it.", allowed=paid, **subject)
 
 
 # ---- policy look-ups ---------------------------------------------------------------------------

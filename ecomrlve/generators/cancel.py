@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
+from ecomrlve.generators import followups
 from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
     World,
@@ -37,7 +38,7 @@ from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.phrasing import join_words
 from ecomrlve.generators.prompts import compose
-from ecomrlve.tasks import AnswerFact, Goal
+from ecomrlve.tasks import AnswerFact, Goal, PurchaseSpec
 
 REASONS: tuple[str, ...] = (
     "I ordered it by mistake",
@@ -51,6 +52,7 @@ TEMPLATES: tuple[str, ...] = (
     "Can you cancel {orders} for me?{reason}",
 )
 CANCELLATION_POLICY = ("cancellation", "", "any")
+FOLLOWUPS: tuple[str, ...] = ("order_detail", "reorder")
 
 
 class CancelConfig(ScenarioConfig):
@@ -60,6 +62,7 @@ class CancelConfig(ScenarioConfig):
     hidden_detail_share: float = Field(ge=0.0, le=1.0)
     typo_rate: float = Field(ge=0.0, le=1.0)
     shipped_prob: float = Field(ge=0.0, le=1.0, description="P(one requested order shipped)")
+    n_intents: int = Field(ge=1, description="requests in one message: 1 + follow-ups")
 
 
 class Cancel(Scenario):
@@ -75,6 +78,7 @@ class Cancel(Scenario):
             hidden_detail_share=axes["hidden_detail_share"],
             typo_rate=axes["typo_rate"],
             shipped_prob=min(0.6, 0.08 * difficulty),
+            n_intents=int(axes["n_intents"]),
         )
 
     def plan(self, config: CancelConfig, rng: np.random.Generator) -> Plan:
@@ -83,8 +87,17 @@ class Cancel(Scenario):
         n_cancel = n_requested - int(shipped)
         hide_reason = n_cancel > 0 and bool(rng.random() < config.hidden_detail_share)
         statuses = [pick(rng, ("pending", "processing")) for _ in range(n_cancel)]
-        steps = int(hide_reason) + 1 + n_cancel + int(shipped)
-        return Plan(steps, {"statuses": statuses, "shipped": shipped, "hide_reason": hide_reason})
+        more = followups.draw(rng, FOLLOWUPS, config.n_intents - 1, config.difficulty)
+        steps = int(hide_reason) + 1 + n_cancel + int(shipped) + followups.cost(more)
+        return Plan(
+            steps,
+            {
+                "statuses": statuses,
+                "shipped": shipped,
+                "hide_reason": hide_reason,
+                "followups": more,
+            },
+        )
 
     def build(
         self, config: CancelConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
@@ -138,6 +151,13 @@ class Cancel(Scenario):
             rng,
             config.typo_rate,
         )
+        extra = followups.add_followups(
+            plan["followups"], ctx, rng, world, set(categories), typo_rate=config.typo_rate
+        )
+        reference += extra.reference
+        answer_facts += extra.facts
+        policies += extra.policies
+        prompt = extra.prompt(prompt)
         order0, row0 = targets[0]
         goal = Goal(
             user_facts={
@@ -145,10 +165,12 @@ class Cancel(Scenario):
                 "order": f"{order_ref(order0)}, with {line_phrase(ctx, row0, rng)}",
             },
             cancel=cancel_ids,
+            purchase=PurchaseSpec(slots=extra.slots) if extra.slots else None,
             answer_facts=answer_facts,
             relevant_policies=policies,
             relevant_ids=[o["order_id"] for o, _ in targets]
-            + [ctx.item_ids[r] for _, r in targets],
+            + [ctx.item_ids[r] for _, r in targets]
+            + extra.relevant,
             typo_rate=config.typo_rate,
         )
         return Draft(prompt, goal, world.state(), reference)

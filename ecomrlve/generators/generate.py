@@ -327,15 +327,28 @@ def plan_run(
     band: tuple[int, int] | None,
     chunk_size: int = CHUNK_SIZE,
 ) -> tuple[list[Chunk], list[str]]:
-    """Spread `n` tasks evenly over the feasible cells; cut each cell into index chunks."""
+    """Spread `n` tasks evenly over the scenarios that can reach the step band, then evenly
+    over each scenario's feasible difficulties (a scenario that reaches the band at fewer
+    difficulties gets more tasks per difficulty, so the mix stays balanced); cut each cell
+    into index chunks."""
     cells, skipped = feasible_cells(scenarios, difficulty, band)
     if not cells:
         lo, hi = band or (0, 0)
         raise ValueError(
             f"no scenario x difficulty in the selection can produce tasks with {lo}-{hi} steps"
         )
+    by_scenario: dict[str, list[int]] = {}
+    for scenario, d in cells:
+        by_scenario.setdefault(scenario, []).append(d)
+    counts: dict[tuple[str, int], int] = {}
+    for (scenario, ds), share in zip(
+        by_scenario.items(), split_evenly(n, len(by_scenario)), strict=True
+    ):
+        for d, count in zip(ds, split_evenly(share, len(ds)), strict=True):
+            counts[(scenario, d)] = count
     chunks = []
-    for (scenario, d), count in zip(cells, split_evenly(n, len(cells)), strict=True):
+    for scenario, d in cells:
+        count = counts[(scenario, d)]
         for offset in range(0, count, chunk_size):
             chunks.append(Chunk(scenario, d, offset, min(chunk_size, count - offset)))
     return chunks, skipped

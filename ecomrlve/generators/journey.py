@@ -20,6 +20,7 @@ import numpy as np
 from pydantic import Field
 
 from ecomrlve.env.user import INTENT_SWITCH_TURN
+from ecomrlve.generators import followups
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
     ProductNeed,
@@ -122,8 +123,14 @@ class Journey(Scenario):
         first_of_last += int(any(i in ORDER_INTENTS for i in story[:-1]))
         revealed_in_time = hide_reason or first_of_last >= INTENT_SWITCH_TURN
         switch = revealed_in_time and bool(rng.random() < config.intent_switch_prob)
+        # one more question about another order (its id comes from the listed orders)
+        more = followups.draw(rng, ("order_detail",) if uses_orders else (), 1, config.difficulty)
         steps = int(hide_reason) + int(uses_orders) + sum(INTENT_CALLS[i] for i in story)
-        return Plan(steps, {"story": story, "hide_reason": hide_reason, "switch": switch})
+        steps += followups.cost(more)
+        return Plan(
+            steps,
+            {"story": story, "hide_reason": hide_reason, "switch": switch, "followups": more},
+        )
 
     def build(
         self, config: JourneyConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
@@ -249,6 +256,13 @@ class Journey(Scenario):
         if plan["switch"]:
             switch_text = sentences.pop()
         prompt = frame(" ".join(sentences), rng, config.typo_rate)
+        more = followups.add_followups(
+            plan["followups"], ctx, rng, world, {category}, typo_rate=config.typo_rate
+        )
+        reference += more.reference
+        answer_facts += more.facts
+        prompt = more.prompt(prompt)
+        relevant += more.relevant
         goal = Goal(
             user_facts={
                 "reason": reason,

@@ -17,19 +17,19 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
+from ecomrlve.generators import followups
+from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
-    PAYMENT_NAMES,
     World,
-    about,
     ask_call,
     call,
-    fact,
+    detail_fact,
     filler_orders,
     line_phrase,
     look_alike,
     order_ref,
     order_when,
+    paid_with,
     placed_days_ago_for,
     policy_call,
     shipped_no_cancel_facts,
@@ -37,9 +37,9 @@ from ecomrlve.generators.blocks import (
 )
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import between, pick
-from ecomrlve.generators.phrasing import join_words, money
+from ecomrlve.generators.phrasing import join_words
 from ecomrlve.generators.prompts import compose
-from ecomrlve.tasks import AnswerFact, Goal
+from ecomrlve.tasks import AnswerFact, Goal, PurchaseSpec
 
 STATUSES: tuple[str, ...] = ("pending", "processing", "shipped", "delivered", "cancelled")
 DETAILS: tuple[str, ...] = ("address", "payment", "price")
@@ -63,35 +63,7 @@ VAGUE_TEMPLATES: tuple[str, ...] = (
 )
 CANCEL_QUESTION = " If the one with the {noun} has already shipped, can I still cancel it?"
 CANCELLATION_POLICY = ("cancellation", "", "any")
-
-
-def paid_with(rng: np.random.Generator, saved: list[str], order_id: str) -> str:
-    """The card an order was paid with. With one saved card it is an older, no longer saved
-    one: the system prompt lists the saved cards, and the answer must need `get_order`."""
-    if len(saved) > 1:
-        return pick(rng, saved)
-    for brand in ("visa", "mastercard", "amex"):
-        card = f"{brand}-{order_id[-4:]}"
-        if card not in saved:
-            return card
-    raise GenerationError(f"no retired card for {order_id}")
-
-
-def detail_fact(ctx: GenContext, order: dict, row: int, detail: str) -> AnswerFact:
-    """The detail only `get_order` shows: where it goes, what paid for it, what it cost."""
-    subject = about(ctx, order, row)
-    if detail == "address":
-        address = order["shipping_address"]
-        return fact("address", address, f"It's going to {address}.", **subject)
-    if detail == "payment":
-        method = order["payment_method"]
-        brand, _, last4 = method.rpartition("-")
-        say = f"It was paid with your {PAYMENT_NAMES.get(brand, brand)} ending in {last4}."
-        return fact("payment", method, say, **subject)
-    line = order["items"][0]
-    paid = [f"{line['price'] * line['quantity']:.2f}", f"{order['total']:.2f}"]
-    price = f"{line['price']:.2f}"
-    return fact("money", price, f"You paid {money(line['price'])} for it.", allowed=paid, **subject)
+FOLLOWUPS: tuple[str, ...] = ("order_detail", "reorder")
 
 
 class OrderStatusConfig(ScenarioConfig):
@@ -102,6 +74,7 @@ class OrderStatusConfig(ScenarioConfig):
     typo_rate: float = Field(ge=0.0, le=1.0)
     policy_branches: int = Field(ge=1)
     detail_prob: float = Field(ge=0.0, le=1.0, description="P(a detail only get_order shows)")
+    n_intents: int = Field(ge=1, description="requests in one message: 1 + follow-ups")
 
 
 class OrderStatus(Scenario):
@@ -118,6 +91,7 @@ class OrderStatus(Scenario):
             typo_rate=axes["typo_rate"],
             policy_branches=int(axes["policy_branches"]),
             detail_prob=min(0.85, 0.1 * difficulty),
+            n_intents=int(axes["n_intents"]),
         )
 
     def plan(self, config: OrderStatusConfig, rng: np.random.Generator) -> Plan:
@@ -133,10 +107,13 @@ class OrderStatus(Scenario):
         cancel_question = bool(rng.random() < 0.2 * (config.policy_branches - 1))
         if cancel_question:
             statuses[0] = "shipped"
+        more = followups.draw(rng, FOLLOWUPS, config.n_intents - 1, config.difficulty)
         steps = int(vague) + 1 + sum(d is not None for d in details) + int(cancel_question)
+        steps += followups.cost(more)
         return Plan(
             steps,
             {
+                "followups": more,
                 "details": details,
                 "vague": vague,
                 "statuses": statuses,
@@ -221,6 +198,13 @@ class OrderStatus(Scenario):
             template = pick(rng, TEMPLATES if n == 1 else MANY_TEMPLATES)
         values = {"orders": orders_text, "question": question, "vague": "my order", "n": str(n)}
         prompt = compose(template, values, rng, config.typo_rate)
+        extra = followups.add_followups(
+            plan["followups"], ctx, rng, world, set(categories), typo_rate=config.typo_rate
+        )
+        reference += extra.reference
+        answer_facts += extra.facts
+        policies += extra.policies
+        prompt = extra.prompt(prompt)
         described = [f"{order_ref(o)}, with {line_phrase(ctx, r, rng)}" for o, r in targets]
         facts = {
             "order": join_words(described),
@@ -228,10 +212,11 @@ class OrderStatus(Scenario):
         }
         relevant = [o["order_id"] for o, _ in targets] + [ctx.item_ids[r] for _, r in targets]
         goal = Goal(
+            purchase=PurchaseSpec(slots=extra.slots) if extra.slots else None,
             user_facts=facts,
             answer_facts=answer_facts,
             relevant_policies=policies,
-            relevant_ids=relevant,
+            relevant_ids=relevant + extra.relevant,
             typo_rate=config.typo_rate,
         )
         return Draft(prompt, goal, world.state(), reference)

@@ -19,6 +19,7 @@ import numpy as np
 from pydantic import Field
 
 from ecomrlve.catalogs.policies import FREE_SHIPPING_THRESHOLD
+from ecomrlve.generators import followups
 from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
     World,
@@ -40,7 +41,7 @@ from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.phrasing import money
 from ecomrlve.generators.prompts import compose
-from ecomrlve.tasks import AnswerFact, Goal
+from ecomrlve.tasks import AnswerFact, Goal, PurchaseSpec
 
 TOPICS: tuple[str, ...] = (
     "return_window",
@@ -51,6 +52,8 @@ TOPICS: tuple[str, ...] = (
     "cancellation",
 )
 ITEM_TOPICS = frozenset({"return_window", "restocking_fee", "exchange"})
+# no order_detail: a policy question does not list the orders, so the order id is never seen
+FOLLOWUPS: tuple[str, ...] = ("reorder",)
 TEMPLATES: tuple[str, ...] = (
     "I have a few questions. {questions}",
     "Quick policy questions: {questions}",
@@ -74,6 +77,7 @@ class PolicyConfig(ScenarioConfig):
     hidden_detail_share: float = Field(ge=0.0, le=1.0)
     typo_rate: float = Field(ge=0.0, le=1.0)
     lookup_prob: float = Field(ge=0.0, le=1.0, description="P(the item is named via an order)")
+    n_intents: int = Field(ge=1, description="requests in one message: 1 + follow-ups")
 
 
 class Policy(Scenario):
@@ -88,6 +92,7 @@ class Policy(Scenario):
             hidden_detail_share=axes["hidden_detail_share"],
             typo_rate=axes["typo_rate"],
             lookup_prob=min(0.8, 0.1 * difficulty),
+            n_intents=int(axes["n_intents"]),
         )
 
     def plan(self, config: PolicyConfig, rng: np.random.Generator) -> Plan:
@@ -100,10 +105,17 @@ class Policy(Scenario):
         vague = about_item and rng.random() < config.hidden_detail_share
         # one search_policy per policy document: window and fee share the returns rule
         documents = {d for t in topics for d in policy_documents(t, final_sale)}
-        steps = int(vague) + int(lookup) + len(documents)
+        more = followups.draw(rng, FOLLOWUPS, config.n_intents - 1, config.difficulty)
+        steps = int(vague) + int(lookup) + len(documents) + followups.cost(more)
         return Plan(
             steps,
-            {"topics": topics, "lookup": lookup, "vague": vague, "final_sale": final_sale},
+            {
+                "topics": topics,
+                "lookup": lookup,
+                "vague": vague,
+                "final_sale": final_sale,
+                "followups": more,
+            },
         )
 
     def build(
@@ -297,11 +309,19 @@ class Policy(Scenario):
         prompt = compose(
             pick(rng, TEMPLATES), {"questions": " ".join(questions)}, rng, config.typo_rate
         )
+        extra = followups.add_followups(
+            plan["followups"], ctx, rng, world, {category}, typo_rate=config.typo_rate
+        )
+        reference += extra.reference
+        answer_facts += extra.facts
+        policies += extra.policies
+        prompt = extra.prompt(prompt)
         goal = Goal(
             user_facts=facts,
             answer_facts=answer_facts,
             relevant_policies=policies,
-            relevant_ids=[order["order_id"], ctx.item_ids[row]],
+            relevant_ids=[order["order_id"], ctx.item_ids[row], *extra.relevant],
+            purchase=PurchaseSpec(slots=extra.slots) if extra.slots else None,
             typo_rate=config.typo_rate,
         )
         return Draft(prompt, goal, world.state(), reference)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
+from ecomrlve.generators import followups
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
     ATTRIBUTE_KEYS,
@@ -36,7 +37,7 @@ from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import FACT_KEY, constraint_phrase
 from ecomrlve.generators.prompts import compose
-from ecomrlve.tasks import Goal, RecommendSpec
+from ecomrlve.tasks import Goal, PurchaseSpec, RecommendSpec
 
 TEMPLATES: tuple[str, ...] = (
     "I'm looking for {category}{constraints}.{extra} Can you recommend {count} that I can "
@@ -63,6 +64,10 @@ ANCHOR_KEYS = ("brand", "color", "size")
 RELAX_KEYS = ("color", "brand")
 
 
+# a discovery request with an unrelated purchase on the side ("…and order me a kettle")
+FOLLOWUPS: tuple[str, ...] = ("reorder",)
+
+
 class DiscoveryConfig(ScenarioConfig):
     n_constraints: int = Field(ge=2, le=7, description="category + attribute constraints")
     n_items: int = Field(ge=1, description="how many items the user wants recommended (<= 3)")
@@ -73,6 +78,7 @@ class DiscoveryConfig(ScenarioConfig):
     search_top_k: int = Field(ge=1, le=50)
     anchor_prob: float = Field(ge=0.0, le=1.0, description="P(a constraint via order history)")
     bulk_prob: float = Field(ge=0.0, le=1.0, description="P(a multi-unit request)")
+    n_intents: int = Field(ge=1, description="requests in one message: 1 + follow-ups")
 
 
 class ProductDiscovery(Scenario):
@@ -91,6 +97,7 @@ class ProductDiscovery(Scenario):
             search_top_k=int(axes["search_top_k"]),
             anchor_prob=min(0.7, 0.08 * difficulty),
             bulk_prob=min(0.7, 0.07 * difficulty),
+            n_intents=int(axes["n_intents"]),
         )
 
     def plan(self, config: DiscoveryConfig, rng: np.random.Generator) -> Plan:
@@ -115,9 +122,12 @@ class ProductDiscovery(Scenario):
             + (n_recommend if bulk else 0)
             + 1
         )
+        more = followups.draw(rng, FOLLOWUPS, config.n_intents - 1, config.difficulty)
+        steps += followups.cost(more)
         return Plan(
             steps,
             {
+                "followups": more,
                 "keys": keys,
                 "anchor": anchor,
                 "relax": relax,
@@ -212,15 +222,21 @@ class ProductDiscovery(Scenario):
         if quantity > 1:
             reference.extend(call("get_product", item_id=ctx.item_ids[r]) for r in chosen)
         reference.append(call("recommend", item_ids=ctx.ids(chosen)))
+        more = followups.add_followups(
+            plan["followups"], ctx, rng, world, {category}, typo_rate=config.typo_rate
+        )
+        reference += more.reference
+        prompt = more.prompt(prompt)
         acceptable = need.acceptable_ids(ctx)
         facts = need.facts()
-        relevant = [*ctx.ids(chosen)]
+        relevant = [*ctx.ids(chosen), *more.relevant]
         if anchor_order is not None:
             relevant += [anchor_order["order_id"], anchor_order["items"][0]["item_id"]]
         goal = Goal(
             user_facts=facts,
             recommend=RecommendSpec(acceptable=acceptable, min_items=n_recommend, max_items=3),
             relevant_ids=relevant,
+            purchase=PurchaseSpec(slots=more.slots) if more.slots else None,
             typo_rate=config.typo_rate,
         )
         return Draft(prompt, goal, world.state(), reference)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
+from ecomrlve.generators import followups
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
     World,
@@ -40,7 +41,7 @@ from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import join_words
 from ecomrlve.generators.prompts import compose
-from ecomrlve.tasks import AnswerFact, ExchangeSpec, Goal, ReturnSpec
+from ecomrlve.tasks import AnswerFact, ExchangeSpec, Goal, PurchaseSpec, ReturnSpec
 
 REASONS: tuple[str, ...] = (
     "it doesn't fit",
@@ -54,6 +55,7 @@ TEMPLATES: tuple[str, ...] = (
     "I need some help with my orders: {requests}.{reason}{question}",
     "Could you sort this out for me? {requests_cap}.{reason}{question}",
 )
+FOLLOWUPS: tuple[str, ...] = ("refund", "order_detail", "reorder")
 FEE_QUESTIONS: tuple[str, ...] = (
     " Will I be charged a restocking fee for the {noun}?",
     " Is there a restocking fee on the {noun}?",
@@ -88,6 +90,7 @@ class ReturnConfig(ScenarioConfig):
     hidden_detail_share: float = Field(ge=0.0, le=1.0)
     typo_rate: float = Field(ge=0.0, le=1.0)
     policy_branches: int = Field(ge=1, description="rule dimensions: eligibility, fee, membership")
+    n_intents: int = Field(ge=1, description="requests in one message: 1 + follow-ups")
 
 
 class Return(Scenario):
@@ -103,6 +106,7 @@ class Return(Scenario):
             hidden_detail_share=axes["hidden_detail_share"],
             typo_rate=axes["typo_rate"],
             policy_branches=int(axes["policy_branches"]),
+            n_intents=int(axes["n_intents"]),
         )
 
     def plan(self, config: ReturnConfig, rng: np.random.Generator) -> Plan:
@@ -126,9 +130,12 @@ class Return(Scenario):
             + sum({"return": 1, "exchange": 2, "ineligible": 1}[k] for k in kinds)
             + int(fee_question)
         )
+        more = followups.draw(rng, FOLLOWUPS, config.n_intents - 1, config.difficulty)
+        steps += followups.cost(more)
         return Plan(
             steps,
             {
+                "followups": more,
                 "kinds": kinds,
                 "fee_question": fee_question,
                 "hide_reason": hide_reason,
@@ -261,6 +268,13 @@ class Return(Scenario):
             rng,
             config.typo_rate,
         )
+        extra = followups.add_followups(
+            plan["followups"], ctx, rng, world, used_categories, typo_rate=config.typo_rate
+        )
+        reference += extra.reference
+        answer_facts += extra.facts
+        policies += extra.policies
+        prompt = extra.prompt(prompt)
         first = items[0]
         facts = {
             "reason": reason,
@@ -269,12 +283,13 @@ class Return(Scenario):
         }
         relevant = [o["order_id"] for o in orders] + [ctx.item_ids[it["row"]] for it in items]
         goal = Goal(
+            purchase=PurchaseSpec(slots=extra.slots) if extra.slots else None,
             user_facts=facts,
             returns=returns,
             exchanges=exchanges,
             answer_facts=answer_facts,
             relevant_policies=policies,
-            relevant_ids=relevant,
+            relevant_ids=relevant + extra.relevant,
             typo_rate=config.typo_rate,
         )
         return Draft(prompt, goal, world.state(), reference)

@@ -1,0 +1,178 @@
+"""Follow-up requests: a second, independent thing the customer asks for in the same message.
+
+Real customers bundle requests ("cancel this — and while you're at it, which card did I pay
+the boots with?"). A scenario draws up to `n_followups` of them in its plan (their reference
+cost is fixed, so the plan still knows its step count) and appends them after its own work:
+
+============  ====  ===================================================================
+follow-up     cost  what the agent must do
+============  ====  ===================================================================
+order_detail  1     `get_order` on another order the user describes: its status, its
+                    delivery date and the card it was paid with (only `get_order` shows it)
+refund        1     `search_policy` for refund timing: "5 to 7 business days"
+reorder       3     search with the stated constraints, add one acceptable item, checkout
+============  ====  ===================================================================
+
+Each follow-up is stated in the prompt (nothing hidden), adds its own facts or purchase slot to
+the goal, and touches nothing the scenario's own goal checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ecomrlve.generators.base import GenerationError
+from ecomrlve.generators.blocks import (
+    ProductNeed,
+    World,
+    call,
+    detail_fact,
+    fact,
+    line_phrase,
+    order_when,
+    paid_with,
+    placed_days_ago_for,
+    policy_call,
+    query_for,
+    status_facts,
+)
+from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.draws import pick
+from ecomrlve.generators.phrasing import render
+from ecomrlve.tasks import AnswerFact, Slot, ToolCall
+
+COST: dict[str, int] = {"order_detail": 1, "refund": 1, "reorder": 3}
+REORDER_KEYS = ["brand", "color", "size"]
+REFUND_POLICY = ("refunds", "", "any")
+
+DETAIL_SENTENCES: tuple[str, ...] = (
+    "Also, which card did I pay with for my order with {thing} (placed {when}), and has it "
+    "arrived yet?",
+    "One more thing: my order with {thing} from {when} — where is it, and which card was it "
+    "charged to?",
+    "While you're at it, could you check my order with {thing} (placed {when})? I'd like its "
+    "status, the delivery date and the card I paid with.",
+)
+REFUND_SENTENCES: tuple[str, ...] = (
+    "How long will the refund take to reach me?",
+    "And when should I expect the money back?",
+    "Also, how long until the refund shows up on my card?",
+)
+REORDER_SENTENCES: tuple[str, ...] = (
+    "Also, please order me {what}.",
+    "And while you're at it, buy me {what} and check out with my saved details.",
+    "Then please place an order for {what}.",
+)
+
+
+def draw(
+    rng: np.random.Generator, allowed: tuple[str, ...], most: int, difficulty: int
+) -> list[str]:
+    """Up to `most` distinct follow-ups of `allowed`: each of `most` chances is taken with
+    probability `followup_prob(difficulty)`, then the kinds are uniform."""
+    chance = followup_prob(difficulty)
+    count = min(sum(bool(rng.random() < chance) for _ in range(most)), len(allowed))
+    if count == 0:
+        return []
+    order = rng.permutation(len(allowed))[:count]
+    return [allowed[int(i)] for i in sorted(order)]
+
+
+def followup_prob(difficulty: int) -> float:
+    """Harder tasks bundle more requests: 0.16 at d2, 0.4 at d5, 0.6 from d8 on."""
+    return min(0.6, 0.08 * difficulty)
+
+
+def cost(followups: list[str]) -> int:
+    return sum(COST[f] for f in followups)
+
+
+@dataclass
+class FollowUps:
+    """What the follow-ups add to a task: reference calls, facts, goal parts, prompt text."""
+
+    reference: list[ToolCall] = field(default_factory=list)
+    facts: list[AnswerFact] = field(default_factory=list)
+    policies: list[str] = field(default_factory=list)
+    relevant: list[str] = field(default_factory=list)
+    slots: list[Slot] = field(default_factory=list)
+    sentences: list[str] = field(default_factory=list)
+
+    def prompt(self, prompt: str) -> str:
+        return " ".join([prompt, *self.sentences]) if self.sentences else prompt
+
+
+def add_followups(
+    followups: list[str],
+    ctx: GenContext,
+    rng: np.random.Generator,
+    world: World,
+    avoid_categories: set[str],
+    *,
+    typo_rate: float,
+    top_k: int = 10,
+) -> FollowUps:
+    """Build `followups` into `world` (a new order for `order_detail`) and return what they
+    add; their categories avoid `avoid_categories` so no look-alike of a target appears."""
+    out = FollowUps()
+
+    def say(templates: tuple[str, ...], **values: Any) -> None:
+        out.sentences.append(render(pick(rng, templates), values, rng, typo_rate))
+
+    pool = [c for c in ctx.categories if c not in avoid_categories] or list(ctx.categories)
+    for kind in followups:
+        category = pick(rng, pool)
+        pool = [c for c in pool if c != category] or pool
+        if kind == "order_detail":
+            order, row = _described_order(ctx, rng, world, category)
+            out.reference.append(call("get_order", order_id=order["order_id"]))
+            out.facts += status_facts(ctx, order, row)
+            out.facts.append(detail_fact(ctx, order, row, "payment"))
+            out.relevant += [order["order_id"], ctx.item_ids[row]]
+            say(DETAIL_SENTENCES, thing=line_phrase(ctx, row, rng), when=order_when(order, rng))
+        elif kind == "refund":
+            query = pick(rng, ("refund business days", "refunds original payment method"))
+            policy_id = ctx.policy_ids[REFUND_POLICY]
+            out.reference.append(policy_call(ctx, query, policy_id, out.policies))
+            told = (
+                "Refunds reach your original payment method within 5 to 7 business days after "
+                "the returned item is received."
+            )
+            out.facts.append(fact("duration", "5-7", told))
+            say(REFUND_SENTENCES)
+        elif kind == "reorder":
+            target = ctx.pick_in_stock(rng, category)
+            need = ProductNeed.build(ctx, target, REORDER_KEYS, rng)
+            search, good = need.search(ctx, query_for(ctx, target, rng), top_k)
+            chosen = ctx.item_ids[good[0]]
+            out.reference += [
+                search,
+                call("add_to_cart", item_id=chosen, quantity=1),
+                call("checkout"),
+            ]
+            out.slots.append(Slot(acceptable=need.acceptable_ids(ctx), quantity=1))
+            out.relevant.append(chosen)
+            say(REORDER_SENTENCES, what=f"{category} {need.phrase(rng)}")
+        else:
+            raise ValueError(f"unknown follow-up {kind!r}")
+    return out
+
+
+def _described_order(
+    ctx: GenContext, rng: np.random.Generator, world: World, category: str
+) -> tuple[dict[str, Any], int]:
+    """A shipped or delivered order of one `category` item, paid with a card only
+    `get_order` shows, added to the world's history."""
+    taken = {o["order_id"] for o in world.orders}
+    ids = [i for i in ctx.order_ids(rng, 4) if i not in taken]
+    if not ids:
+        raise GenerationError("no free order id for a follow-up")
+    status = pick(rng, ("shipped", "delivered"))
+    row = ctx.pick_any(rng, category)
+    order = ctx.order(ids[0], [row], [1], status, placed_days_ago_for(status, rng), user=world.user)
+    order["payment_method"] = paid_with(rng, world.user["payment_methods"], ids[0])
+    world.orders.append(order)
+    return order, row
