@@ -108,3 +108,17 @@ def test_train_py_forwards_to_ecomrlve_train() -> None:
     assert done.returncode == 2  # a full Qwen3-8B fine-tune on one 80 GB GPU does not fit
     assert done.stderr.strip().splitlines()[-1].startswith("error: does not fit")
     assert "Traceback" not in done.stderr
+
+
+def test_tasks_that_need_tools_not_offered_are_counted_in_a_warning(caplog) -> None:
+    import logging
+
+    from train_fixtures import train_store_dir
+
+    from ecomrlve.train.curriculum import read_store_tasks
+    from ecomrlve.train.run import _warn_unsolvable
+
+    frame = read_store_tasks(train_store_dir())
+    with caplog.at_level(logging.WARNING, logger="ecomrlve.train.run"):
+        _warn_unsolvable(frame, {"search"})
+    assert "cannot succeed" in caplog.text and f"of {frame.height} tasks" in caplog.text

@@ -233,6 +233,8 @@ def _setup(
     if frame.is_empty():
         raise StoreError(f"no tasks of the scenarios {cfg.env.scenarios} to train on")
     tools = offered_tools(agent.tools)
+    if agent.tools is not None:
+        _warn_unsolvable(frame, set(agent.tools))
     train_frame, heldout_frame = split_heldout(frame, training.eval_tasks, training.seed)
     catalog = Catalog.load(paths.root)
     plan = plan_for_this_machine(cfg)  # vLLM + FSDP + bf16 with CUDA, HF + fp32 without
@@ -263,6 +265,8 @@ def _setup(
         max_model_len=agent.max_episode_tokens,
         seed=training.seed,
     )
+    if hasattr(engine, "sleep"):  # vLLM gives the card back until the first generation
+        engine.sleep()
     run_id = f"{output.name}-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     run_id = broadcast_object(run_id, ctx)
     if ctx.is_main:
@@ -523,6 +527,24 @@ def data_dir_for(cfg: EcomConfig, data: Path | None) -> Path:
         ).exists():
             return folder
     return path if path.suffix == "" else path.parent
+
+
+def _warn_unsolvable(frame: pl.DataFrame, offered: set[str]) -> None:
+    """Say how many tasks need a tool `agent.tools` does not offer (their reference uses it)."""
+    needs = frame["reference"].map_elements(
+        lambda text: sorted({call["name"] for call in json.loads(text)} - offered),
+        return_dtype=pl.List(pl.String),
+    )
+    missing = sorted({name for names in needs for name in names})
+    blocked = int((needs.list.len() > 0).sum())
+    if blocked:
+        log.warning(
+            "agent.tools offers %d tools; %d of %d tasks need others (%s) and cannot succeed",
+            len(offered),
+            blocked,
+            frame.height,
+            ", ".join(missing),
+        )
 
 
 def offered_tools(names: list[str] | None) -> list[dict[str, Any]]:
