@@ -17,6 +17,7 @@ rename) so that kills land between the renames of a journaled publish.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import psutil
 import pytest
 
 from ecomrlve import store
@@ -365,3 +367,34 @@ def test_recovery_spares_temp_files_of_live_processes(tmp_path: Path) -> None:
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_workers_die_with_their_parent(small_catalog_dir, tmp_path: Path) -> None:
+    """`kill -9` of `ecomrlve generate --workers 3` alone (not its group): its spawned workers
+    notice the dead parent and exit within seconds instead of lingering as orphans."""
+    data = tmp_path / "data"
+    shutil.copytree(small_catalog_dir, data)
+    argv = [*ECOMRLVE, "generate", "--tasks", "20000", "--seed", "3", "--workers", "3"]
+    proc = subprocess.Popen(
+        [*argv, "--data", str(data)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        parent = psutil.Process(proc.pid)
+        workers: list = []
+        deadline = time.monotonic() + 60
+        while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            workers = [
+                p for p in parent.children(recursive=True) if "spawn_main" in " ".join(p.cmdline())
+            ]
+            time.sleep(0.2)
+        assert len(workers) >= 2, "the pool never started"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        _, alive = psutil.wait_procs(workers, timeout=10)
+        assert not alive, [p.pid for p in alive]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)

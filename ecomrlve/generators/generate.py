@@ -38,6 +38,7 @@ from ecomrlve.generators.base import GenerationError, ScenarioConfig, TaskKey
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.difficulty import axes_for, check_difficulty
 from ecomrlve.generators.registry import get_scenario
+from ecomrlve.procs import exit_with_parent
 from ecomrlve.store import DataPaths, StoreError
 from ecomrlve.tasks import DIFFICULTY_AXES, Task
 
@@ -364,8 +365,9 @@ def _spawn_can_import_main() -> bool:
 _WORKER_CTX: GenContext | None = None
 
 
-def _init_worker(data_dir: str) -> None:
+def _init_worker(data_dir: str, parent_pid: int) -> None:
     global _WORKER_CTX
+    exit_with_parent(parent_pid)  # a kill -9 of the command must not leave workers behind
     logging.getLogger("ecomrlve").setLevel(logging.WARNING)
     _WORKER_CTX = GenContext.load(data_dir)
     # the catalog (~10^5 strings and lists) lives as long as the worker: keep the cyclic GC
@@ -445,7 +447,7 @@ def _completed_chunks(
         max_workers=pool_size,
         mp_context=mp.get_context("spawn"),
         initializer=_init_worker,
-        initargs=(data_dir,),
+        initargs=(data_dir, os.getpid()),
     ) as pool:
         running: dict[Future, Chunk] = {}
         while pending or running:
