@@ -39,7 +39,9 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    verbose: bool = typer.Option(False, "--verbose/--quiet", "-v", help="debug logging"),
+    verbose: bool = typer.Option(
+        False, "--verbose/--quiet", "-v", help="debug logging", metavar=""
+    ),
     version: bool = typer.Option(
         False,
         "--version",

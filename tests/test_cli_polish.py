@@ -32,6 +32,8 @@ def test_version() -> None:
 def test_boolean_flags_come_in_pairs(data, tmp_path) -> None:
     help_text = runner.invoke(app, ["curriculum", "build", "--help"], env={"COLUMNS": "200"})
     assert "--interleave" in help_text.stdout and "--no-interleave" in help_text.stdout
+    line = next(x for x in help_text.stdout.splitlines() if "--no-interleave" in x)
+    assert "<bool>" not in line  # a flag pair takes no value, and help does not suggest one
     # both spellings parse (the run then stops at the empty selection, not at the option)
     for flag in ("--interleave", "--no-interleave"):
         result = runner.invoke(

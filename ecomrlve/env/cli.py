@@ -188,7 +188,7 @@ def register(app: typer.Typer) -> None:
         data: Path = DataOpt,
         config: Path | None = ConfigOpt,
         show_system: bool = typer.Option(
-            False, "--show-system/--no-show-system", help="print the system prompt"
+            False, "--show-system/--no-show-system", help="print the system prompt", metavar=""
         ),
     ) -> None:
         """Play a task by hand: type tool calls, see the env answer; plain text ends it.

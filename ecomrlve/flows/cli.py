@@ -144,7 +144,7 @@ def pipeline_command(
     workers: int | None = WorkersOpt,
     dask_address: str | None = DaskOpt,
     skip_train: bool = typer.Option(
-        False, "--skip-train/--no-skip-train", help="stop after the shards"
+        False, "--skip-train/--no-skip-train", help="stop after the shards", metavar=""
     ),
     train_output: Path | None = typer.Option(
         None, "--train-output", help="training run folder (default DATA/runs/CURRICULUM)"
@@ -207,6 +207,7 @@ def curriculum_build(
         "--interleave/--no-interleave",
         help="interleave scenarios within a difficulty (--no-interleave: plain (difficulty, "
         "min_steps) order)",
+        metavar="",
     ),
     data: Path = DataOpt,
 ) -> None:

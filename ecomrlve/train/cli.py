@@ -20,7 +20,10 @@ EngineOpt = typer.Option(
     TrainEngine.ecomrlve, "--engine", help="ecomrlve (our DAPO loop) or verl (verl's trainer)"
 )
 PrintOnlyOpt = typer.Option(
-    False, "--print-only/--no-print-only", help="with --engine verl: print command and config"
+    False,
+    "--print-only/--no-print-only",
+    help="with --engine verl: print command and config",
+    metavar="",
 )
 
 
