@@ -174,6 +174,8 @@ def _make_agent_loop_class() -> type:
             self.prompt_length = int(self.rollout_config.prompt_length)
             ours = self.config.get("ecomrlve", None) or {}
             self.data_dir = ours.get("data_dir") or os.environ.get(DATA_ENV)
+            # per assistant turn (agent.max_new_tokens); the episode's budget is response_length
+            self.turn_tokens = int(ours.get("max_turn_tokens") or self.response_length)
             env_file = ours.get("env_config", None)
             self.env_config = (
                 EnvConfig.model_validate_json(Path(env_file).read_text()) if env_file else None
@@ -203,7 +205,7 @@ def _make_agent_loop_class() -> type:
                 budget = self.response_length - len(tokens.response_ids)
                 if budget <= 0:
                     break
-                params = {**sampling_params, "max_tokens": budget}
+                params = {**sampling_params, "max_tokens": min(budget, self.turn_tokens)}
                 output = await self.server_manager.generate(
                     request_id=request_id,
                     prompt_ids=tokens.prompt_ids + tokens.response_ids,
@@ -350,6 +352,8 @@ def verl_launch(
         f"+reward.reward_kwargs.overlong_buffer_cfg.penalty_factor={t.overlong_penalty}",
         "+reward.reward_kwargs.overlong_buffer_cfg.log=False",
         f"+ecomrlve.data_dir={root}",
+        f"+ecomrlve.max_turn_tokens={agent.max_new_tokens}",
+        f"+data.apply_chat_template_kwargs.enable_thinking={agent.enable_thinking}",
         f"+ecomrlve.env_config={out / 'verl' / 'env.json'}",
         f"trainer.total_training_steps={t.total_steps}",
         f"trainer.save_freq={t.save_every}",
