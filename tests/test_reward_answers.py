@@ -114,6 +114,16 @@ def test_conflicting_or_wrong_answers_fail(answer, facts):
     assert not checked.ok, answer
 
 
+def test_today_may_be_mentioned_but_no_other_date():
+    facts = [fact("status", "shipped"), fact("date", "2026-06-18")]
+    assert check_answer(
+        "As of today, June 15, it has shipped; it arrives June 18.", facts, today="2026-06-15"
+    ).ok
+    assert not check_answer(
+        "It has shipped; it arrives June 18 or June 20.", facts, today="2026-06-15"
+    ).ok
+
+
 def test_values_the_user_stated_are_allowed():
     facts = [fact("duration", "30"), fact("duration", "12")]
     prompt = "Can I still return the boots I received 18 days ago?"

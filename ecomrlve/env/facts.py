@@ -40,8 +40,8 @@ Precision — an answer that states a conflicting value of a checked kind fails:
 * A value conflicts when it is none of: the targets of that kind (for the same subject), the
   fact's `allowed` values (context the generator knows is legitimate: the order's own placed
   date, the order value the question names, the free-shipping threshold, days since delivery,
-  days the window closed ago, the item's price and order total), or a value the user's own
-  request states (the prompt's values of that kind are always allowed).
+  days the window closed ago, the item's price and order total), today's date, or a value the
+  user's own request states (the prompt's values of that kind are always allowed).
 * With facts about several orders, the answer is split into sentences; a sentence that names
   an order (its id, item id or product noun) and the sentences after it, until another order
   is named, are about that order. A fact must be stated about its own order, and a value
@@ -682,9 +682,14 @@ _VALUE_KIND_SET = frozenset(_VALUE_KINDS)
 
 
 def check_answer(
-    answer: str, facts: list[AnswerFact], prompt: str = "", known_addresses: Iterable[str] = ()
+    answer: str,
+    facts: list[AnswerFact],
+    prompt: str = "",
+    known_addresses: Iterable[str] = (),
+    today: str | None = None,
 ) -> AnswerCheck:
-    """Check a final answer against `facts` (see the module docstring for the rules)."""
+    """Check a final answer against `facts` (see the module docstring for the rules);
+    `today` (ISO) is a date any answer may mention ("as of today, June 15, …")."""
     result = AnswerCheck()
     if not facts:
         return result
@@ -754,6 +759,8 @@ def check_answer(
                         result.conflicts.append(f"verdict {value[0] or '?'}:{said}")
                 continue
             allowed = targets + [a for f in relevant for a in f.allowed]
+            if kind == "date" and today:
+                allowed.append(today)
             for value in found:
                 if not _conflicts_with(kind, value, allowed) or any(
                     _same(kind, value, p) for p in prompt_values

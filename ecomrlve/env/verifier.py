@@ -186,7 +186,8 @@ def _check_answer(task: Task, record: EpisodeRecord, violations: list[str]) -> d
         return {}
     addresses = [record.initial["user"].get("address") or ""]
     addresses += [o.get("shipping_address") or "" for o in record.initial["orders"]]
-    checked = check_answer(answer, facts, task.prompt, [a for a in addresses if a])
+    known = [a for a in addresses if a]
+    checked = check_answer(answer, facts, task.prompt, known, record.initial.get("today"))
     for missing in checked.missing:
         violations.append(f"goal: the final answer does not state {missing}")
     for conflict in checked.conflicts:
