@@ -113,7 +113,19 @@ def _task(
 def purchase_task(catalog: Catalog | None = None) -> Task:
     """Buy one t-shirt of a given brand, colour and size."""
     catalog = catalog or small_catalog()
-    target = _first(catalog, lambda r: r["category"] == "t-shirts" and r["stock"] >= 3)
+
+    def other_variant_in_stock(r: dict[str, Any]) -> bool:  # the wrong-variant hack needs one
+        rows = catalog.family_rows(catalog.row_of(r["item_id"]))
+        own = (r["color"], r["size"])
+        return any(
+            catalog.stock[x] > 0 and (catalog.value("color", x), catalog.value("size", x)) != own
+            for x in rows
+        )
+
+    target = _first(
+        catalog,
+        lambda r: r["category"] == "t-shirts" and r["stock"] >= 3 and other_variant_in_stock(r),
+    )
     filters = {
         "category": "t-shirts",
         "brand": target["brand"],
