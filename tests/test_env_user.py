@@ -7,6 +7,8 @@ import re
 
 import env_fixtures as fx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env import EcomEnv, SimulatedUser, format_call
@@ -197,3 +199,45 @@ def test_replies_are_consistent_across_turns(catalog):
     for _ in range(5):
         reply = user.answer("Which brand and colour?")
         assert "Smith Labs" in reply and "navy" in reply
+
+
+SLOT_WORDS = {
+    "brand": ["brand", "make", "label", "manufacturer"],
+    "color": ["colour", "color", "shade"],
+    "size": ["size", "fit"],
+    "budget": ["budget", "price"],
+    "min_rating": ["rating", "stars"],
+    "max_ship_days": ["delivery", "shipping"],
+}
+FACT_VALUES = {
+    "brand": "Smith Labs",
+    "color": "navy",
+    "size": "42",
+    "budget": "$40",
+    "min_rating": "4 stars",
+    "max_ship_days": "3 days",
+}
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    known=st.sets(st.sampled_from(sorted(FACT_VALUES)), min_size=1),
+    asked=st.lists(st.sampled_from(sorted(SLOT_WORDS)), min_size=1, max_size=3, unique=True),
+    pick=st.integers(0, 3),
+    opener=st.sampled_from(["Which", "Any preferred", "What", "Could you tell me the"]),
+)
+def test_asked_slots_are_answered_and_known_slots_never_waved_off(
+    catalog, known, asked, pick, opener
+):
+    task = _discovery_task(catalog, **{k: FACT_VALUES[k] for k in known})
+    words = [SLOT_WORDS[k][pick % len(SLOT_WORDS[k])] for k in asked]
+    reply = user_for(task, catalog).answer(f"{opener} {' and '.join(words)}?")
+    for key in asked:
+        if key in known:
+            assert FACT_VALUES[key] in reply, (key, reply)
+    open_slots = [k for k in asked if k not in known]
+    waved_off = any(w in reply for w in ("matter", "fine", "mind", "flexible", "important"))
+    assert waved_off == bool(open_slots), reply
+    assert not re.search(r"\b(\w+) \1\b", reply, re.IGNORECASE)

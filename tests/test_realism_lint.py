@@ -41,3 +41,29 @@ def test_user_replies_pass_the_lint_and_vary(generated):
     assert n_replies >= 5_000
     assert not findings, findings[:10]
     assert all(len(found) >= 6 for found in forms.values()), {k: len(v) for k, v in forms.items()}
+
+
+def test_counts_sizes_and_frames_read_right():
+    import numpy as np
+
+    from ecomrlve.generators.prompts import compose, counted, size_phrase
+
+    assert counted(2, "fragrance", "woody") == "two bottles of woody fragrance"
+    assert counted(1, "jeans", "dark wash") == "one pair of dark wash jeans"
+    assert counted(1, "t-shirts", "navy") == "one navy t-shirt"
+    assert counted(3, "t-shirts", "navy") == "three navy t-shirts"
+    assert counted(None, "tea", "jasmine") == "some jasmine tea"
+    assert size_phrase("one size") == "" and size_phrase("M") == "in size M"
+    assert size_phrase("queen") == "in queen size" and size_phrase("50 ml") == "in 50 ml"
+    texts = [
+        compose("Hi, please cancel {x}.", {"x": "my order"}, np.random.default_rng(i), 0.0)
+        for i in range(40)
+    ]
+    assert all(t.startswith("Hi, please cancel my order.") for t in texts)  # no second greeting
+    again = [
+        compose("Please cancel {x}.", {"x": "it"}, np.random.default_rng(i), 0.0) for i in range(40)
+    ]
+    assert again == [
+        compose("Please cancel {x}.", {"x": "it"}, np.random.default_rng(i), 0.0) for i in range(40)
+    ]
+    assert len(set(again)) > 20 and not any(lint(t) for t in again)

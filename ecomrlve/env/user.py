@@ -219,8 +219,14 @@ def _pick(options: tuple[str, ...], *key: object) -> str:
     return options[digest % len(options)]
 
 
+# Phrases in which a keyword does not name its slot ("make sure" is not about the brand).
+NOT_A_SLOT: dict[str, str] = {"make": r"(?!\s+sure)", "label": r"(?!\s+(?:for|to print))"}
+
+
 def _keyword_pattern(keywords: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile("|".join(r"\b" + re.escape(k) for k in keywords), re.IGNORECASE)
+    return re.compile(
+        "|".join(r"\b" + re.escape(k) + NOT_A_SLOT.get(k, "") for k in keywords), re.IGNORECASE
+    )
 
 
 KEYWORD_PATTERNS: dict[str, re.Pattern[str]] = {
