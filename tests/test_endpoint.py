@@ -267,14 +267,14 @@ def test_500s_and_timeouts_are_retried_and_a_dead_episode_does_not_sink_the_othe
     def reply(body: dict[str, Any], n: int) -> Any:
         prompt = body["messages"][1]["content"]
         if prompt == flaky:
-            return {1: 500, 2: 2.0}.get(n, {"content": "Your order is on its way."})
+            return {1: 500, 2: 4.0}.get(n, {"content": "Your order is on its way."})
         if prompt == dead:
             return 503
         return {"content": "Your order is on its way."}
 
     cfg = _cfg(model_dir)
     with scripted_server(reply) as url:
-        engine = EndpointEngine(url, "scripted", timeout_s=0.5, max_retries=2, backoff_s=0.01)
+        engine = EndpointEngine(url, "scripted", timeout_s=1.0, max_retries=2, backoff_s=0.01)
         episodes = run_chat_episodes(
             tasks[:6], engine, catalog, env_config=cfg.env, agent=cfg.agent
         )
