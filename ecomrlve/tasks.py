@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import orjson
+import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from ecomrlve.config import SCENARIOS
@@ -46,6 +47,30 @@ DIFFICULTY_AXES: tuple[str, ...] = (
     "n_intents",
     "budget_slack",
 )
+
+# The stored task row, column -> Parquet type: the one schema generators write, publishing
+# validates and shards select from. `attempt` is the plan attempt the task id spells.
+TASK_SCHEMA: dict[str, pl.DataType] = {
+    "task_id": pl.String,
+    "scenario": pl.String,
+    "difficulty": pl.Int64,
+    "min_steps": pl.Int64,
+    "seed": pl.Int64,
+    "index": pl.Int64,
+    "prompt": pl.String,
+    "goal": pl.String,
+    "initial_state": pl.String,
+    "reference": pl.String,
+    **{axis: pl.Float64 for axis in DIFFICULTY_AXES},
+    "catalog_hash": pl.String,
+    "attempt": pl.Int64,
+}
+# CONTRACT.md's columns: every task row has them
+CONTRACT_COLUMNS: tuple[str, ...] = tuple(
+    c for c in TASK_SCHEMA if c not in DIFFICULTY_AXES and c != "attempt"
+)
+# a trainer shard's task columns, in order
+SHARD_COLUMNS: tuple[str, ...] = tuple(c for c in TASK_SCHEMA if c != "attempt")
 
 # Keys of `Goal.user_facts` and the words in an `ask_user` question that refer to each (matched
 # at word starts, case-insensitive; synonyms a shopper or an agent would use). The simulated

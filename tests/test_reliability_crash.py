@@ -325,7 +325,7 @@ def test_a_crash_between_the_renames_and_the_view_refresh_is_rolled_forward(
 ) -> None:
     """Regression: the journal was dropped before the views were refreshed, so a first publish
     of tasks killed in between left task files without a `tasks` view, and nothing fixed it."""
-    from ecomrlve.generators.generate import TASK_SCHEMA
+    from ecomrlve.tasks import TASK_SCHEMA
 
     data = tmp_path / "data"
     store.ensure_writable(data)

@@ -36,7 +36,7 @@ from ecomrlve import store
 from ecomrlve.catalogs import catalog_hash as current_catalog_hash
 from ecomrlve.flows.params import step_band
 from ecomrlve.read_sql import ReadOnlySQLError, check_read_query
-from ecomrlve.tasks import DIFFICULTY_AXES, Task
+from ecomrlve.tasks import SHARD_COLUMNS, Task
 
 log = logging.getLogger(__name__)
 
@@ -53,21 +53,8 @@ ABILITY = "ecommerce_tool_use"
 AGENT_NAME = "ecomrlve_agent"
 MANIFEST_FORMAT = 1
 
-# Columns of a trainer shard, in order (axis columns follow `reference`).
-TASK_COLUMNS: tuple[str, ...] = (
-    "task_id",
-    "scenario",
-    "difficulty",
-    "min_steps",
-    "seed",
-    "index",
-    "prompt",
-    "goal",
-    "initial_state",
-    "reference",
-    *DIFFICULTY_AXES,
-    "catalog_hash",
-)
+# Columns of a trainer shard, in order (the task schema of `ecomrlve.tasks`)
+TASK_COLUMNS = SHARD_COLUMNS
 
 ProgressFn = Callable[[str, float], None]
 

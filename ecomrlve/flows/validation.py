@@ -14,21 +14,9 @@ from collections import Counter
 
 import polars as pl
 
-from ecomrlve.tasks import Task
+from ecomrlve.tasks import CONTRACT_COLUMNS, Task
 
-REQUIRED_COLUMNS: tuple[str, ...] = (
-    "task_id",
-    "scenario",
-    "difficulty",
-    "min_steps",
-    "seed",
-    "index",
-    "prompt",
-    "goal",
-    "initial_state",
-    "reference",
-    "catalog_hash",
-)
+REQUIRED_COLUMNS = CONTRACT_COLUMNS  # the task schema of `ecomrlve.tasks`
 
 
 class TaskSchemaError(ValueError):

@@ -40,7 +40,7 @@ from ecomrlve.generators.difficulty import axes_for, check_difficulty
 from ecomrlve.generators.registry import get_scenario
 from ecomrlve.procs import exit_with_parent
 from ecomrlve.store import DataPaths, StoreError
-from ecomrlve.tasks import DIFFICULTY_AXES, Task
+from ecomrlve.tasks import TASK_SCHEMA, Task
 
 log = logging.getLogger(__name__)
 
@@ -54,21 +54,6 @@ IN_FLIGHT_PER_WORKER = 3  # chunks queued per pool process (one running, two rea
 
 ProgressFn = Callable[[str, float], None]
 
-TASK_SCHEMA: dict[str, pl.DataType] = {
-    "task_id": pl.String,
-    "scenario": pl.String,
-    "difficulty": pl.Int64,
-    "min_steps": pl.Int64,
-    "seed": pl.Int64,
-    "index": pl.Int64,
-    "attempt": pl.Int64,
-    "prompt": pl.String,
-    "goal": pl.String,
-    "initial_state": pl.String,
-    "reference": pl.String,
-    "catalog_hash": pl.String,
-    **{axis: pl.Float64 for axis in DIFFICULTY_AXES},
-}
 
 
 @dataclass
