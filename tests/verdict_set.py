@@ -40,7 +40,8 @@ def verdict_line(verdict: Any) -> str:
 
 
 def messages_digest(task: Any, turns: list[Any], catalog: Any) -> str:
-    """sha256 of every message an env shows while `turns` are played (tool results included)."""
+    """sha256 of every message an env shows while `turns` are played (tool results included;
+    the system prompt left out, so a tool's description can be reworded)."""
     from ecomrlve.env import EcomEnv
 
     env = EcomEnv(task, catalog)
@@ -49,7 +50,8 @@ def messages_digest(task: Any, turns: list[Any], catalog: Any) -> str:
         if env.done:
             break
         env.step(turn)
-    text = json.dumps(env.messages, sort_keys=True, ensure_ascii=True, default=repr)
+    shown = [m for m in env.messages if m.get("role") != "system"]
+    text = json.dumps(shown, sort_keys=True, ensure_ascii=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
