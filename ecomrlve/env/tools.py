@@ -89,8 +89,15 @@ class SearchFilters(BaseModel):
     model_config = ConfigDict(extra="forbid")
     category: str | None = Field(None, description="exact category, e.g. 'sneakers'")
     brand: str | None = Field(None, description="exact brand name")
-    color: str | None = Field(None, description="exact colour, e.g. 'navy'")
-    size: str | None = Field(None, description="exact size, e.g. 'M', '42', '256 GB'")
+    color: str | None = Field(
+        None,
+        description="exact colour, e.g. 'navy'; for products without one, the variant: roast "
+        "(coffee, 'dark roast'), flavour (tea, 'jasmine'), scent (fragrance, 'woody'), skin type "
+        "(skincare, 'dry skin')",
+    )
+    size: str | None = Field(
+        None, description="exact size, e.g. 'M', '42', '256 GB', '500 g', 'queen', 'over-ear'"
+    )
     min_price: float | None = Field(None, description="lowest price, inclusive")
     max_price: float | None = Field(None, description="highest price, inclusive")
     min_rating: float | None = Field(None, description="lowest average rating (1-5), inclusive")
