@@ -31,6 +31,7 @@ from ecomrlve.catalogs.taxonomy import (
     SIZE_WORDS,
     VARIANT_WORDS,
     Category,
+    fix_articles,
 )
 
 # SeedSequence stream ids: each consumer of the seed gets its own stream.
@@ -71,7 +72,7 @@ def _size_text(category: Category, size: str) -> str:
 
 def _variant_text(category: Category, value: str) -> str:
     before, after = VARIANT_WORDS[category.variant]
-    return f"{before}{value}{after}"
+    return fix_articles(f"{before}{value}{after}")
 
 
 def _pick_local(rng: np.random.Generator, lengths: np.ndarray, skew: float = 1.0) -> np.ndarray:

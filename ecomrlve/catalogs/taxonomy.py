@@ -402,6 +402,14 @@ def size_words(value: str) -> str:
     return f"size {value}"
 
 
+_A_BEFORE_VOWEL = re.compile(r"\b([Aa]) (?=[aeioAEIO])(?!one\b)")
+
+
+def fix_articles(text: str) -> str:
+    """ "a aquatic scent" -> "an aquatic scent" (vowel-initial words after "a")."""
+    return _A_BEFORE_VOWEL.sub(lambda m: m.group(1) + "n ", text)
+
+
 def variant_label(category: str) -> str:
     """What the `color` column is called in `category` ("colour" unless it has no colour)."""
     found = CATEGORY_BY_NAME.get(category)

@@ -53,10 +53,10 @@ FACT_TEMPLATES: dict[str, tuple[str, ...]] = {
     "category": (
         "I'm looking for {v}.",
         "It's {v} that I need.",
-        "What I want is {v}.",
+        "What I want: {v}.",
         "I'm shopping for {v}.",
         "I need {v}.",
-        "It's for {v}.",
+        "I'm hoping to find {v}.",
         "Mostly I need {v}.",
     ),
     "brand": (
@@ -135,7 +135,7 @@ FACT_TEMPLATES: dict[str, tuple[str, ...]] = {
     "order": (
         "It's about {v}.",
         "I mean {v}.",
-        "The order is {v}.",
+        "I'm asking about {v}.",
         "I'm talking about {v}.",
         "That would be {v}.",
         "It's {v}.",

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ecomrlve.catalogs.taxonomy import variant_label
 from ecomrlve.generators.base import GenerationError
 from ecomrlve.generators.context import TODAY, GenContext, iso
 from ecomrlve.generators.draws import below, between, pick
@@ -244,6 +245,12 @@ def line_phrase(ctx: GenContext, row: int, rng: np.random.Generator, omit: str =
         return f"the {product['color']} {noun}"
     if omit == "color":
         return f"the {noun} from {product['brand']}"
+    # "the Smith Labs tee in navy", but "the Ware aquatic body mist" (a variant, not a colour)
+    in_variant = (
+        f"{noun} in {product['color']}"
+        if variant_label(product["category"]) == "colour"
+        else f"{product['color']} {noun}"
+    )
     return pick(
         rng,
         (

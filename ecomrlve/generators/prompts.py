@@ -14,7 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from ecomrlve.catalogs.taxonomy import CATEGORY_BY_NAME, HEADPHONE_FITS, size_words
+from ecomrlve.catalogs.taxonomy import (
+    CATEGORY_BY_NAME,
+    HEADPHONE_FITS,
+    fix_articles,
+    size_words,
+)
 from ecomrlve.generators.draws import pick
 from ecomrlve.generators.phrasing import add_typos, render
 
@@ -77,7 +82,8 @@ def variant_phrase(category: str, value: str, rng: np.random.Generator) -> str:
     """The `color` value after a category name: "in navy", "with a woody scent"."""
     spec = CATEGORY_BY_NAME.get(category)
     kind = spec.variant if spec is not None else "colour"
-    return pick(rng, VARIANT_PHRASES.get(kind, VARIANT_PHRASES["colour"])).format(v=value)
+    phrase = pick(rng, VARIANT_PHRASES.get(kind, VARIANT_PHRASES["colour"])).format(v=value)
+    return fix_articles(phrase)
 
 
 # ---- composing a prompt: opener x request x closer ---------------------------------------------

@@ -29,6 +29,7 @@ LINT_RULES: dict[str, re.Pattern[str]] = {
     "count of a mass noun": re.compile(
         rf"\b{_COUNT} of the (?:[\w-]+ ){{0,3}}(?:{'|'.join(MASS_NOUNS)})\b", re.IGNORECASE
     ),
+    "a before a vowel": re.compile(r"\ba (?=[aeio])(?!one\b)\w+", re.IGNORECASE),
     "unfilled placeholder": re.compile(r"\{[^{}]*\}|<v>|\bNone\b|\bnan\b"),
     # item, family, user and policy ids (order ids belong to what the user may quote)
     "id": re.compile(r"\b(?:I\d{7}|F\d{7}|U\d{6}|POL-\d{3})\b"),
