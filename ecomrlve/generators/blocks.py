@@ -255,7 +255,7 @@ def line_phrase(ctx: GenContext, row: int, rng: np.random.Generator, omit: str =
         rng,
         (
             f"the {product['color']} {noun} from {product['brand']}",
-            f"the {product['brand']} {noun} in {product['color']}",
+            f"the {product['brand']} {in_variant}",
         ),
     )
 
