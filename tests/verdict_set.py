@@ -40,8 +40,9 @@ def verdict_line(verdict: Any) -> str:
 
 
 def messages_digest(task: Any, turns: list[Any], catalog: Any) -> str:
-    """sha256 of every message an env shows while `turns` are played (tool results included;
-    the system prompt left out, so a tool's description can be reworded)."""
+    """sha256 of the tool results an env shows while `turns` are played. The system prompt
+    and the simulated user's words are left out: rewording a tool description or a reply of
+    `env/user.py` is no change of the tools."""
     from ecomrlve.env import EcomEnv
 
     env = EcomEnv(task, catalog)
@@ -50,7 +51,7 @@ def messages_digest(task: Any, turns: list[Any], catalog: Any) -> str:
         if env.done:
             break
         env.step(turn)
-    shown = [m for m in env.messages if m.get("role") != "system"]
+    shown = [m for m in env.messages if m.get("role") == "tool" and m.get("name") != "ask_user"]
     text = json.dumps(shown, sort_keys=True, ensure_ascii=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -1,9 +1,11 @@
 """The read-only catalog an env episode acts on: columnar arrays, an id index, policies, search.
 
 One `Catalog` is shared by every episode in a process (`Catalog.load` caches it per data
-directory and catalog hash). Everything an episode needs per step is an O(1) look-up here:
-`row_of(item_id)` is a dict look-up, columns are numpy / Arrow arrays, and search goes through
-a tantivy index that is built once and cached on disk next to the catalog.
+directory and catalog hash), and its columns are memory-mapped files shared by every process on
+the machine (`ecomrlve.env.columns`). Everything an episode needs per step is an O(1) look-up
+here: `row_of(item_id)` parses the id (or binary-searches a sorted byte array), columns are
+numpy / Arrow arrays, and search goes through a tantivy index that is built once and cached on
+disk next to the catalog.
 
 Filter semantics (shared by `filter_mask`, the tantivy query and the `search` tool):
 
@@ -17,6 +19,7 @@ Filter semantics (shared by `filter_mask`, the tantivy query and the `search` to
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import logging
@@ -32,6 +35,8 @@ import numpy as np
 import polars as pl
 
 from ecomrlve.catalogs.policies import PolicyBook
+from ecomrlve.env import columns as column_files
+from ecomrlve.env.columns import IdIndex
 from ecomrlve.env.search import SearchIndex, analyzer_tokens, valid_utf8
 from ecomrlve.store import DataPaths, StoreError
 
@@ -164,23 +169,35 @@ def _codes(values: pl.Series) -> tuple[np.ndarray, list[str]]:
 class _LowCardinality:
     """A string column as codes: the original spelling for display, normalised for filters.
 
-    Normalising the vocabulary instead of the column keeps loading a million rows fast.
+    Normalising the vocabulary instead of the column keeps loading a million rows fast. The
+    arrays may be memory-mapped (`ecomrlve.env.columns`); `derive` computes them.
     """
 
-    def __init__(self, values: pl.Series):
-        display_codes, self.display_vocab = _codes(values)
-        self.display_codes = display_codes.astype(np.int32)
-        normalised_vocab = sorted({normalise_text(v) for v in self.display_vocab})
-        self.code_of = {v: i for i, v in enumerate(normalised_vocab)}
-        self.normalised_vocab = normalised_vocab
-        to_normalised = np.array(
-            [self.code_of[normalise_text(v)] for v in self.display_vocab], dtype=np.int32
-        )
-        self.codes = to_normalised[self.display_codes]
+    ARRAYS = ("display_codes", "codes", "order", "bounds")
+
+    def __init__(self, arrays: dict[str, np.ndarray], vocab: dict[str, list[str]]):
+        self.display_codes = arrays["display_codes"]
+        self.codes = arrays["codes"]
+        self.display_vocab: list[str] = vocab["display"]
+        self.normalised_vocab: list[str] = vocab["normalised"]
+        self.code_of = {v: i for i, v in enumerate(self.normalised_vocab)}
         # rows of each normalised value, ascending (an exact filter's candidate list)
-        order = np.argsort(self.codes, kind="stable").astype(np.int32)
-        bounds = np.searchsorted(self.codes[order], np.arange(len(normalised_vocab) + 1))
-        self._order, self._bounds = order, bounds
+        self._order, self._bounds = arrays["order"], arrays["bounds"]
+
+    @staticmethod
+    def derive(values: pl.Series) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
+        display_codes, display_vocab = _codes(values)
+        display_codes = display_codes.astype(np.int32)
+        normalised_vocab = sorted({normalise_text(v) for v in display_vocab})
+        code_of = {v: i for i, v in enumerate(normalised_vocab)}
+        to_normalised = np.array(
+            [code_of[normalise_text(v)] for v in display_vocab], dtype=np.int32
+        )
+        codes = to_normalised[display_codes]
+        order = np.argsort(codes, kind="stable").astype(np.int32)
+        bounds = np.searchsorted(codes[order], np.arange(len(normalised_vocab) + 1))
+        arrays = {"display_codes": display_codes, "codes": codes, "order": order, "bounds": bounds}
+        return arrays, {"display": display_vocab, "normalised": normalised_vocab}
 
     def rows(self, value: str) -> np.ndarray:
         """Rows whose normalised value equals `value`, in row (item_id) order."""
@@ -203,6 +220,63 @@ class _LowCardinality:
         return self.codes == code
 
 
+def _checked_products(products: pl.DataFrame) -> pl.DataFrame:
+    missing = [c for c in REQUIRED_COLUMNS if c not in products.columns]
+    if missing:
+        raise StoreError(f"products table lacks column(s) {missing}")
+    if products.height == 0:
+        raise StoreError("products table is empty")
+    if not products["item_id"].is_sorted():
+        products = products.sort("item_id")
+    if products["item_id"].n_unique() != products.height:
+        raise StoreError("products table has duplicate item_id values")
+    return products
+
+
+def derive_columns(
+    products: pl.DataFrame, catalog_hash: str
+) -> tuple[pl.DataFrame, dict[str, np.ndarray], dict[str, Any]]:
+    """(products sorted by item_id, derived arrays, meta) — what `columns.save` stores."""
+    products = _checked_products(products)
+    arrays: dict[str, np.ndarray] = {
+        "price": products["price"].cast(pl.Float64).to_numpy(),
+        "rating": products["rating"].cast(pl.Float64).to_numpy(),
+        "ship_days": products["ship_days"].cast(pl.Int64).to_numpy(),
+        "stock": products["stock"].cast(pl.Int64).to_numpy(),
+        "in_stock": products["in_stock"].cast(pl.Boolean).to_numpy(),
+    }
+    vocab: dict[str, dict[str, list[str]]] = {}
+    for name in TEXT_FILTERS:
+        text_arrays, vocab[name] = _LowCardinality.derive(products[name])
+        arrays.update({f"{name}.{key}": value for key, value in text_arrays.items()})
+    family_codes, family_vocab = _codes(products["family_id"])
+    family_order = np.argsort(family_codes, kind="stable")
+    sorted_codes = family_codes[family_order]
+    families = np.arange(len(family_vocab))
+    arrays["family.codes"] = family_codes
+    arrays["family.order"] = family_order
+    arrays["family.start"] = np.searchsorted(sorted_codes, families)
+    arrays["family.end"] = np.searchsorted(sorted_codes, families, side="right")
+    ids = products["item_id"].cast(pl.String)
+    scheme = IdIndex.scheme_of(ids)
+    if scheme is None:
+        arrays["ids"] = _id_bytes(ids)
+    meta = {
+        "catalog_hash": catalog_hash,
+        "size": products.height,
+        "arrays": sorted(arrays),
+        "vocab": vocab,
+        "id_scheme": scheme,
+    }
+    return products, arrays, meta
+
+
+def _id_bytes(ids: pl.Series) -> np.ndarray:
+    """Sorted ids as a fixed-width UTF-8 byte array (what `IdIndex` binary-searches)."""
+    encoded = [value.encode("utf-8") for value in ids.to_list()]
+    return np.array(encoded, dtype=np.bytes_)
+
+
 class Catalog:
     """Products + policies, read-only, with O(1) id look-ups, exact filters and search."""
 
@@ -216,31 +290,36 @@ class Catalog:
         *,
         catalog_hash: str,
         index_dir: Path | None = None,
+        columns_dir: Path | None = None,
     ):
-        missing = [c for c in REQUIRED_COLUMNS if c not in products.columns]
-        if missing:
-            raise StoreError(f"products table lacks column(s) {missing}")
-        if products.height == 0:
-            raise StoreError("products table is empty")
-        if not products["item_id"].is_sorted():
-            products = products.sort("item_id")
+        parts = column_files.open_folder(columns_dir, catalog_hash) if columns_dir else None
+        if parts is None:
+            parts = derive_columns(products, catalog_hash)
+            if columns_dir is not None:
+                try:
+                    column_files.save(columns_dir, *parts)
+                    parts = column_files.open_folder(columns_dir, catalog_hash) or parts
+                except OSError as err:
+                    log.warning("cannot keep catalog columns in %s (%s)", columns_dir, err)
+        products, arrays, meta = parts
         self.products = products
         self.policies = PolicyBook(policies)
         self.catalog_hash = catalog_hash
         self.size = products.height
-        self.item_ids: list[str] = products["item_id"].to_list()
-        # titles appear in every search result, cart and order view: a list is 30x faster
-        # than Arrow scalar access (≈60 MB per million products)
-        self.titles: list[str] = products["title"].cast(pl.String).to_list()
-        self._row_of: dict[str, int] = dict(zip(self.item_ids, range(self.size), strict=True))
-        if len(self._row_of) != self.size:
-            raise StoreError("products table has duplicate item_id values")
-        self.price = products["price"].cast(pl.Float64).to_numpy()
-        self.rating = products["rating"].cast(pl.Float64).to_numpy()
-        self.ship_days = products["ship_days"].cast(pl.Int64).to_numpy()
-        self.stock = products["stock"].cast(pl.Int64).to_numpy()
-        self.in_stock = products["in_stock"].cast(pl.Boolean).to_numpy()
-        self._text = {name: _LowCardinality(products[name]) for name in TEXT_FILTERS}
+        self._ids = IdIndex(self.size, meta["id_scheme"], arrays.get("ids"))
+        self._title_series = products["title"]
+        self.price = arrays["price"]
+        self.rating = arrays["rating"]
+        self.ship_days = arrays["ship_days"]
+        self.stock = arrays["stock"]
+        self.in_stock = arrays["in_stock"]
+        self._text = {
+            name: _LowCardinality(
+                {key: arrays[f"{name}.{key}"] for key in _LowCardinality.ARRAYS},
+                meta["vocab"][name],
+            )
+            for name in TEXT_FILTERS
+        }
         self._numeric = {
             "price": self.price,
             "rating": self.rating,
@@ -248,13 +327,10 @@ class Catalog:
             "in_stock": self.in_stock,
         }
         self._posting_samples: dict[tuple[str, str], tuple[int, dict[str, np.ndarray]]] = {}
-        family_codes, family_vocab = _codes(products["family_id"])
-        self._family_codes = family_codes
-        self._family_order = np.argsort(family_codes, kind="stable")
-        sorted_codes = family_codes[self._family_order]
-        families = np.arange(len(family_vocab))
-        self._family_start = np.searchsorted(sorted_codes, families)
-        self._family_end = np.searchsorted(sorted_codes, families, side="right")
+        self._family_codes = arrays["family.codes"]
+        self._family_order = arrays["family.order"]
+        self._family_start = arrays["family.start"]
+        self._family_end = arrays["family.end"]
         self._series = {name: products[name] for name in products.columns}
         self._index = SearchIndex.open_or_build(self, index_dir)
         self._sample_rows = np.linspace(0, self.size - 1, min(self.size, SHARE_SAMPLE)).astype(
@@ -262,6 +338,17 @@ class Catalog:
         )
         self._search_cache: OrderedDict[tuple, list] = OrderedDict()
         self._search_lock = threading.Lock()
+
+    @functools.cached_property
+    def item_ids(self) -> list[str]:
+        """Every item id in row order, as a list (built on first use: generators and tests
+        want one; env workers never build it — `item_id(row)` / `row_of(id)` need none)."""
+        return self.products["item_id"].cast(pl.String).to_list()
+
+    @functools.cached_property
+    def titles(self) -> list[str]:
+        """Every title in row order, as a list (built on first use)."""
+        return self._title_series.cast(pl.String).to_list()
 
     # ---- construction ---------------------------------------------------------------------
     @classmethod
@@ -286,7 +373,8 @@ class Catalog:
     def load(cls, data_dir: str | os.PathLike) -> Catalog:
         """The catalog of a data directory, loaded once per (path, catalog_hash) per process.
 
-        The search index is cached on disk in `DIR/catalog/search-<catalog_hash>/`.
+        The search index is cached on disk in `DIR/catalog/search-<catalog_hash>/`, the columns
+        in `DIR/catalog/columns-<catalog_hash>/` (memory-mapped: workers share one copy).
         """
         from ecomrlve.catalogs.build import catalog_hash as stored_hash
 
@@ -301,36 +389,43 @@ class Catalog:
             cached = cls._cache.get(key)
             if cached is not None:
                 return cached
-            products = pl.read_parquet(paths.products)
+            columns_dir = paths.catalog / f"columns-{digest}"
+            mapped = column_files.open_folder(columns_dir, digest)
+            products = mapped[0] if mapped else pl.read_parquet(paths.products)
             policies = pl.read_parquet(paths.policies)
             catalog = cls(
                 products,
                 policies,
                 catalog_hash=digest,
                 index_dir=paths.catalog / f"search-{digest}",
+                columns_dir=columns_dir,
             )
             cls._cache[key] = catalog
             return catalog
 
     # ---- look-ups ---------------------------------------------------------------------------
     def __contains__(self, item_id: object) -> bool:
-        return isinstance(item_id, str) and item_id in self._row_of
+        return self._ids.row_of(item_id) is not None
 
     def row_of(self, item_id: str) -> int | None:
         """The row index of `item_id`, or None when it is not in the catalog."""
-        return self._row_of.get(item_id)
+        return self._ids.row_of(item_id)
+
+    def item_id(self, row: int) -> str:
+        """The item id of `row`."""
+        return self._ids.item_id(row)
 
     def value(self, column: str, row: int) -> Any:
         text = self._text.get(column)
         if text is not None:
             return text.display(row)
         if column == "title":
-            return self.titles[row]
+            return self._title_series[row]
         return self._series[column][row]
 
     def row(self, item_id: str) -> dict[str, Any]:
         """Every column of one product; raises KeyError for an unknown id."""
-        index = self._row_of.get(item_id)
+        index = self._ids.row_of(item_id)
         if index is None:
             raise KeyError(item_id)
         return self.products.row(index, named=True)
@@ -339,8 +434,8 @@ class Catalog:
         """The short product record search results carry."""
         text = self._text
         return {
-            "item_id": self.item_ids[row],
-            "title": self.titles[row],
+            "item_id": self._ids.item_id(row),
+            "title": self._title_series[row],
             "brand": text["brand"].display(row),
             "category": text["category"].display(row),
             "color": text["color"].display(row),
@@ -357,7 +452,7 @@ class Catalog:
         return self._family_order[self._family_start[code] : self._family_end[code]]
 
     def same_family(self, item_a: str, item_b: str) -> bool:
-        a, b = self._row_of.get(item_a), self._row_of.get(item_b)
+        a, b = self._ids.row_of(item_a), self._ids.row_of(item_b)
         if a is None or b is None:
             return False
         return bool(self._family_codes[a] == self._family_codes[b])

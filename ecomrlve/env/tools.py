@@ -275,7 +275,7 @@ class ShopTools:
         product["in_stock"] = product["stock"] > 0
         variants = []
         for r in self.catalog.family_rows(row)[:MAX_VARIANTS_SHOWN]:
-            vid = self.catalog.item_ids[r]
+            vid = self.catalog.item_id(r)
             variants.append(
                 {
                     "item_id": vid,
