@@ -48,6 +48,7 @@ FILTER_KEYS: tuple[str, ...] = (*TEXT_FILTERS, *NUMERIC_FILTERS, "in_stock")
 MAX_TOP_K = 50
 MAX_FILTER_TEXT = 500  # characters of a text filter value (catalog values are far shorter)
 SEARCH_CACHE_SIZE = 8192
+MEMO_SIZE = 65536  # ids / titles memoised per process (of the rows episodes actually touch)
 MAX_OVERFETCH = 4096  # deepest tantivy fetch before the full filtered query is run
 DIRECT_QUERY_ROWS = 8192  # an exact-filter posting this small: one full tantivy query
 MIN_POSTFILTER_SHARE = 0.02  # below this share of survivors, one full query is cheaper
@@ -118,15 +119,38 @@ def _number(key: str, value: Any) -> float:
     return number
 
 
+_FILTER_MEMO: dict[tuple, tuple[tuple[str, Any], ...]] = {}
+FILTER_MEMO_SIZE = 16384
+
+
 def normalise_filters(filters: dict[str, Any] | None) -> tuple[tuple[str, Any], ...]:
     """Validate agent-supplied filters; return a canonical, hashable tuple of (key, value).
 
-    Raises `FilterError` naming the first bad key. `None` values are dropped.
+    Raises `FilterError` naming the first bad key. `None` values are dropped. Valid filter
+    dicts are memoised on their (key, type, value) items (a step checks its filters, then the
+    search normalises them again; tasks repeat theirs): the type keeps `1`, `1.0` and `True`
+    apart, and whatever raises is never stored.
     """
     if filters is None:
         return ()
     if not isinstance(filters, dict):
         raise FilterError(f"filters must be an object, got {type(filters).__name__}")
+    try:
+        key = tuple((k, type(v), v) for k, v in filters.items())
+        hit = _FILTER_MEMO.get(key)
+    except TypeError:  # an unhashable value: validate (and refuse) it below
+        key, hit = None, None
+    if hit is not None:
+        return hit
+    out = _normalise_filters(filters)
+    if key is not None:
+        if len(_FILTER_MEMO) >= FILTER_MEMO_SIZE:
+            _FILTER_MEMO.clear()
+        _FILTER_MEMO[key] = out
+    return out
+
+
+def _normalise_filters(filters: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     out: list[tuple[str, Any]] = []
     for key, value in filters.items():
         if key not in FILTER_KEYS:
@@ -157,6 +181,12 @@ def normalise_filters(filters: dict[str, Any] | None) -> tuple[tuple[str, Any], 
         else:
             out.append((key, _number(key, value)))
     return tuple(sorted(out))
+
+
+@functools.lru_cache(maxsize=16384)
+def _query_tokens(query: str) -> tuple[str, ...]:
+    """The distinct analyzer tokens of a query, in order (queries recur across episodes)."""
+    return tuple(dict.fromkeys(analyzer_tokens(query)))
 
 
 def _codes(values: pl.Series) -> tuple[np.ndarray, list[str]]:
@@ -308,6 +338,9 @@ class Catalog:
         self.size = products.height
         self._ids = IdIndex(self.size, meta["id_scheme"], arrays.get("ids"))
         self._title_series = products["title"]
+        # the few ids/titles episodes touch, memoised (bounded: no per-process copy of all 1M)
+        self._row_memo: dict[str, int | None] = {}
+        self._title_memo: dict[int, str] = {}
         self.price = arrays["price"]
         self.rating = arrays["rating"]
         self.ship_days = arrays["ship_days"]
@@ -405,11 +438,29 @@ class Catalog:
 
     # ---- look-ups ---------------------------------------------------------------------------
     def __contains__(self, item_id: object) -> bool:
-        return self._ids.row_of(item_id) is not None
+        return isinstance(item_id, str) and self.row_of(item_id) is not None
 
     def row_of(self, item_id: str) -> int | None:
         """The row index of `item_id`, or None when it is not in the catalog."""
-        return self._ids.row_of(item_id)
+        memo = self._row_memo
+        row = memo.get(item_id, -1)
+        if row == -1:
+            row = self._ids.row_of(item_id)
+            if len(memo) >= MEMO_SIZE:
+                memo.clear()
+            memo[item_id] = row
+        return row
+
+    def title(self, row: int) -> str:
+        """The title of `row`."""
+        memo = self._title_memo
+        title = memo.get(row)
+        if title is None:
+            title = self._title_series[row]
+            if len(memo) >= MEMO_SIZE:
+                memo.clear()
+            memo[row] = title
+        return title
 
     def item_id(self, row: int) -> str:
         """The item id of `row`."""
@@ -420,12 +471,12 @@ class Catalog:
         if text is not None:
             return text.display(row)
         if column == "title":
-            return self._title_series[row]
+            return self.title(row)
         return self._series[column][row]
 
     def row(self, item_id: str) -> dict[str, Any]:
         """Every column of one product; raises KeyError for an unknown id."""
-        index = self._ids.row_of(item_id)
+        index = self.row_of(item_id)
         if index is None:
             raise KeyError(item_id)
         return self.products.row(index, named=True)
@@ -435,7 +486,7 @@ class Catalog:
         text = self._text
         return {
             "item_id": self._ids.item_id(row),
-            "title": self._title_series[row],
+            "title": self.title(row),
             "brand": text["brand"].display(row),
             "category": text["category"].display(row),
             "color": text["color"].display(row),
@@ -452,7 +503,7 @@ class Catalog:
         return self._family_order[self._family_start[code] : self._family_end[code]]
 
     def same_family(self, item_a: str, item_b: str) -> bool:
-        a, b = self._ids.row_of(item_a), self._ids.row_of(item_b)
+        a, b = self.row_of(item_a), self.row_of(item_b)
         if a is None or b is None:
             return False
         return bool(self._family_codes[a] == self._family_codes[b])
@@ -607,7 +658,7 @@ class Catalog:
             raise FilterError(f"query must be a string, got {type(query).__name__}")
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
             raise FilterError(f"top_k must be an integer from 1 to {MAX_TOP_K}, got {brief(top_k)}")
-        return tuple(dict.fromkeys(analyzer_tokens(query))), normalise_filters(filters), top_k
+        return _query_tokens(query), normalise_filters(filters), top_k
 
     def search_rows(
         self, query: str, filters: dict[str, Any] | None = None, top_k: int = 10

@@ -115,7 +115,7 @@ class Progress:
         return identifier in self._initial_orders
 
     def _shown(self, ids: list[str]) -> list[Milestone]:
-        return [part for part, acceptable in self._parts if any(i in acceptable for i in ids)]
+        return [part for part, acceptable in self._parts if not acceptable.isdisjoint(ids)]
 
     # ---- credit --------------------------------------------------------------------------------
     def credit(
