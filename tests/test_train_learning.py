@@ -68,14 +68,14 @@ def world():
         {
             "agent": {"max_new_tokens": TURN_TOKENS, "max_episode_tokens": 128},
             "training": {
-                "total_steps": 4,
+                "total_steps": 6,
                 "prompts_per_step": 4,
                 "group_size": 4,
                 "ppo_mini_batch_size": 2,  # two optimizer steps per rollout batch
                 "ppo_epochs": 2,
                 "mini_batch_size": 4,  # two micro-batches per optimizer step
                 "max_tokens_per_micro_batch": 256,
-                "learning_rate": 1e-2,
+                "learning_rate": 2e-2,
                 "weight_decay": 0.0,
                 "dynamic_sampling_metric": "reward",
                 "overlong_buffer": 16,
@@ -100,7 +100,7 @@ def run(world) -> tuple[float, float, list[dict]]:
 
 def test_dapo_loop_learns_a_rewardable_task(world):
     before, after, history = run(world)
-    assert after > before + 0.1, (before, after)
+    assert after > before + 0.2, (before, after)
     assert history[-1]["reward_mean"] > history[0]["reward_mean"]
     # 2 epochs x 2 mini-batches per step: from the second optimizer step on the ratio moves
     assert any(h["clip_fraction"] > 0 for h in history)
