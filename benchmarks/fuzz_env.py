@@ -20,16 +20,14 @@ import random
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-import env_fixtures as fx
-import reliability_fixtures as rf
 from rich.console import Console
 from rich.table import Table
 
 from ecomrlve.config import EnvConfig
+from ecomrlve.testing import env_tasks as fx
+from ecomrlve.testing.episode_check import COUNTERS, fuzz_episode
+from ecomrlve.testing.fuzzer import task_pool
 
 HUGE_RATE = 2e-4  # share of fuzzed text values that are 10 MB
 
@@ -46,10 +44,10 @@ def main(argv: list[str] | None = None) -> int:
 
     console = Console()
     start = time.perf_counter()
-    pool = rf.task_pool()
+    pool = task_pool()
     catalog = fx.small_catalog()
     counts: Counter[str] = Counter()
-    samples: dict[str, list[str]] = {name: [] for name in rf.COUNTERS}
+    samples: dict[str, list[str]] = {name: [] for name in COUNTERS}
     turns = huge = 0
     by_scenario: Counter[str] = Counter()
     master = random.Random(args.seed)
@@ -57,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         rng = random.Random(master.getrandbits(64))
         task = pool[rng.randrange(len(pool))]
         config = EnvConfig(max_steps=rng.choice([1, 2, 4, 8, 10]), binary_reward=rng.random() < 0.2)
-        check = rf.fuzz_episode(task, catalog, rng, config, huge_rate=args.huge_rate)
+        check = fuzz_episode(task, catalog, rng, config, huge_rate=args.huge_rate)
         turns += check.turns
         huge += check.huge_arguments
         by_scenario[task.scenario] += 1
@@ -75,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     table.add_row("turns played", f"{turns:,}")
     table.add_row("scenarios covered", f"{len(by_scenario)} of 9")
     table.add_row("10 MB values sent", f"{huge:,}")
-    for name in rf.COUNTERS:
+    for name in COUNTERS:
         table.add_row(name, f"{counts[name]:,}", style="red" if counts[name] else None)
     table.add_row("seconds", f"{elapsed:,.1f}")
     console.print(table)

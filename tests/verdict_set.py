@@ -65,9 +65,8 @@ def _round_trips(turns: list[Any]) -> bool:
 
 
 def _fuzzed(task: Any, catalog: Any, seed: int) -> list[Any]:
-    from reliability_fixtures import Fuzzer
-
     from ecomrlve.env import EcomEnv
+    from ecomrlve.testing.fuzzer import Fuzzer
 
     fuzzer = Fuzzer(random.Random(seed), task, catalog)
     env = EcomEnv(task, catalog)
@@ -82,10 +81,9 @@ def _fuzzed(task: Any, catalog: Any, seed: int) -> list[Any]:
 
 def trajectories(task: Any, catalog: Any, k: int) -> list[tuple[str, list[Any]]]:
     """(kind, turns) played on `task`: reference, perturbed, hacked and failing episodes."""
-    from reliability_fixtures import goal_decoy
-
     from ecomrlve.env import reference_turns
     from ecomrlve.env.facts import spellings
+    from ecomrlve.testing.leaks import goal_decoy
 
     reference = reference_turns(task)
     out = [("reference", reference)]
@@ -106,11 +104,10 @@ def trajectories(task: Any, catalog: Any, k: int) -> list[tuple[str, list[Any]]]
 
 def build() -> None:
     """Write the catalog, the episodes and the verdicts of today's code."""
-    import env_fixtures as fx
-    from reliability_fixtures import task_pool
-
     from ecomrlve.catalogs import build_policies, build_products
     from ecomrlve.env import verify
+    from ecomrlve.testing import env_tasks as fx
+    from ecomrlve.testing.fuzzer import task_pool
 
     DATA.mkdir(parents=True, exist_ok=True)
     products = build_products(fx.N_PRODUCTS, fx.CATALOG_SEED)
