@@ -11,8 +11,13 @@ Rows (all on one core, warm caches unless said otherwise):
   `Catalog._run_search` (ordered posting scan for filter-only queries; tantivy plus numpy
   post-filter, or one full tantivy query, for queries with words), the single tantivy query it
   must equal, and a plain numpy-mask baseline (exact mask + substring match of the words);
-* replay+verify throughput of reference episodes (search cache warm, and cold).
-Targets from the issue are printed beside the numbers.
+* replay+verify throughput of reference episodes (search cache warm, and cold) and of 900
+  generated tasks mixed over the nine scenarios (CPU time of this process, best of 3 rounds);
+* catalog load time and memory, and the PSS of 1/4/8 worker processes holding the catalog
+  (its columns are memory-mapped: the workers share one copy).
+Baselines are the issue's figures (1M products, before the work); targets are the issue's. The
+machine's load average is printed at the start and the end: on a shared machine, compare runs
+made back to back.
 """
 
 from __future__ import annotations
@@ -21,16 +26,11 @@ import argparse
 import gc
 import os
 import resource
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import polars as pl
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-import env_fixtures as fx
 
 from ecomrlve import store
 from ecomrlve.catalogs import build_catalog
@@ -42,6 +42,7 @@ from ecomrlve.env.search import analyzer_tokens
 from ecomrlve.generators import generate_tasks
 from ecomrlve.store import DataPaths
 from ecomrlve.tasks import Task
+from ecomrlve.testing import env_tasks as fx
 
 Row = tuple[str, str, str, str]  # (what, measured, baseline, target)
 
@@ -68,16 +69,98 @@ def load_catalog(data: Path, n: int, seed: int) -> tuple[Catalog, list[Row]]:
     t = time.perf_counter()
     catalog = Catalog.load(data)
     label = "Catalog.load incl. one-time index build" if built else "Catalog.load (index cached)"
-    rows.append((label, f"{time.perf_counter() - t:.1f} s", "", ""))
+    rows.append((label, f"{time.perf_counter() - t:.1f} s", "31.5 s / 2.1 s", "≤ 15 s / ≤ 1 s"))
     if built:
         Catalog._cache.clear()
         gc.collect()
         t = time.perf_counter()
         catalog = Catalog.load(data)
-        rows.append(("Catalog.load (index cached)", f"{time.perf_counter() - t:.1f} s", "", ""))
+        took = f"{time.perf_counter() - t:.1f} s"
+        rows.append(("Catalog.load (index cached)", took, "2.1 s", "≤ 1 s"))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    rows.append((f"catalog: {catalog.size:,} products, peak RSS", f"{rss:,.0f} MiB", "", ""))
+    anon = _status_kib("RssAnon") / 1024
+    rows.append(
+        (
+            f"catalog: {catalog.size:,} products, peak RSS (private now)",
+            f"{rss:,.0f} MiB ({anon:,.0f} MiB)",
+            "1,554 MiB",
+            "≤ 1 GB",
+        )
+    )
     return catalog, rows
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+# ---- shared memory: PSS of N worker processes -------------------------------------------------
+
+
+def _smaps(pid: int) -> dict[str, int]:
+    """Pss / Rss / Private_* of a process in KiB (from /proc/PID/smaps_rollup)."""
+    out = {}
+    with open(f"/proc/{pid}/smaps_rollup") as fh:
+        for line in fh:
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit():
+                out[parts[0].rstrip(":")] = int(parts[1])
+    return out
+
+
+def _worker(data: str, ready, release) -> None:
+    """Load the catalog and touch what episodes touch (ids, titles, filters, search), then
+    wait while the parent reads this process's PSS."""
+    catalog = Catalog.load(data)
+    rng = np.random.default_rng(os.getpid())
+    for row in rng.integers(0, catalog.size, 2000).tolist():
+        item_id = catalog.item_id(row)
+        catalog.row_of(item_id)
+        catalog.value("title", row)
+    for k in range(50):
+        row = int(rng.integers(catalog.size))
+        catalog.search("shoes" if k % 2 else "", {"category": catalog.value("category", row)})
+    catalog.filter_mask({"in_stock": True, "max_price": 50.0})
+    ready.set()
+    release.wait(120)
+
+
+def bench_workers(data: Path, counts: tuple[int, ...] = (1, 4, 8)) -> list[Row]:
+    """PSS (proportional set size: shared pages divided among their users) of N env workers
+    that each load the catalog; a worker's private memory is what N copies would cost."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    rows: list[Row] = []
+    for n in counts:
+        release = ctx.Event()
+        readies = [ctx.Event() for _ in range(n)]
+        procs = [ctx.Process(target=_worker, args=(str(data), r, release)) for r in readies]
+        for proc in procs:
+            proc.start()
+        try:
+            for ready in readies:
+                ready.wait(600)
+            stats = [_smaps(proc.pid) for proc in procs]
+        finally:
+            release.set()
+            for proc in procs:
+                proc.join(60)
+        pss = sum(s["Pss"] for s in stats) / 1024
+        private = sum(s.get("Private_Clean", 0) + s.get("Private_Dirty", 0) for s in stats) / n
+        rows.append(
+            (
+                f"{n} env worker(s) holding the catalog: PSS total / per worker",
+                f"{pss:,.0f} MiB / {pss / n:,.0f} MiB",
+                f"private {private / 1024:,.0f} MiB each",
+                "≤ 1 GB per worker",
+            )
+        )
+    return rows
 
 
 # ---- tool steps ---------------------------------------------------------------------------------
@@ -87,7 +170,9 @@ def bench_steps(catalog: Catalog, repeats: int) -> list[Row]:
     config = EnvConfig(max_steps=64)
     env = EcomEnv(fx.world_task(catalog), catalog, config)
     env.reset()
-    item = next(i for i in catalog.item_ids[:5000] if catalog.stock[catalog.row_of(i)] >= 20)
+    item = next(
+        catalog.item_id(r) for r in range(min(5000, catalog.size)) if catalog.stock[r] >= 20
+    )
     plans = {
         "add_to_cart": {"item_id": item, "quantity": 1},
         "set_quantity": {"item_id": item, "quantity": 2},
@@ -236,9 +321,9 @@ def bench_search(catalog: Catalog, n: int, seed: int) -> list[Row]:
             f"search p50 / p99, {n:,} filtered queries (vs numpy)",
             p50_p99(plan_ns),
             p50_p99(base_ns),
-            "≤ 2 ms / ≤ 10 ms",
+            "",
         ),
-        ("  queries with words", p50_p99(words), "", ""),
+        ("  queries with words", p50_p99(words), "2.13 / 5.80 ms", "≤ 1 ms / ≤ 5 ms"),
         ("  filters only (ordered posting scan)", p50_p99(no_words), "", ""),
         ("  one tantivy query with every filter", p50_p99(single_ns), "", ""),
         ("  plan results different from that query", str(mismatches), "", "0"),
@@ -282,13 +367,13 @@ def bench_verify(catalog: Catalog, episodes: int, data: Path) -> list[Row]:
             raise RuntimeError(f"reference of {task.task_id} fails: {verdict.violations}")
     rows: list[Row] = []
     for label, clear in (("warm search cache", False), ("cold search cache", True)):
-        t = time.perf_counter()
+        t = time.process_time()
         for k in range(episodes):
             task, turns = plays[k % len(plays)]
             if clear:
                 catalog._search_cache.clear()
             verify(task, turns, catalog)
-        rate = episodes / (time.perf_counter() - t)
+        rate = episodes / (time.process_time() - t)
         rows.append(
             (
                 f"replay+verify of reference episodes, {label}",
@@ -311,12 +396,14 @@ def bench_mixed(catalog: Catalog, data: Path, n_tasks: int = 900, seed: int = 7)
     for task, turns in plays:  # warm caches (search, policy ranking) and check the references
         if not verify(task, turns, catalog).success:
             raise RuntimeError(f"reference of {task.task_id} fails")
-    rounds = 3
-    t = time.perf_counter()
-    for _ in range(rounds):
+    # best of 3 rounds in CPU time of this process: the machine is shared, wall time is noisy
+    best = float("inf")
+    for _ in range(3):
+        t = time.process_time()
         for task, turns in plays:
             verify(task, turns, catalog)
-    rate = rounds * len(plays) / (time.perf_counter() - t)
+        best = min(best, time.process_time() - t)
+    rate = len(plays) / best
     answers = [
         (t.goal.answer_facts, turns[-1], t.prompt) for t, turns in plays if t.goal.answer_facts
     ]
@@ -336,8 +423,8 @@ def bench_mixed(catalog: Catalog, data: Path, n_tasks: int = 900, seed: int = 7)
             f"replay+verify, {len(plays)} generated tasks mixed over 9 scenarios "
             f"({mean_turns:.1f} turns)",
             f"{rate:,.0f} eps/s",
-            "1,654 eps/s (before typed facts)",
-            "≥ 90% of baseline",
+            "1,654 eps/s",
+            "≥ 3,000 eps/s",
         ),
         (
             f"answer check per answer with facts ({len(answers)} answers)",
@@ -371,12 +458,19 @@ def main() -> None:
     parser.add_argument(
         "--mixed-only", action="store_true", help="only the mixed-task replay+verify rows"
     )
+    parser.add_argument(
+        "--workers", type=int, nargs="*", default=[1, 4, 8], help="PSS rows for these counts"
+    )
     args = parser.parse_args()
     data = args.data or Path(f"/tmp/ecomrlve-bench-{args.products}")
+    start_load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     catalog, rows = load_catalog(data, args.products, args.seed)
+    rows.insert(0, ("machine load average (1/5/15 min) at the start", start_load, "", ""))
     if args.mixed_only:
         print_table(rows + bench_mixed(catalog, data))
         return
+    if args.workers:
+        rows += bench_workers(data, tuple(args.workers))
     rows += bench_steps(catalog, args.steps)
     rows += bench_search(catalog, args.queries, args.seed)
     rows += bench_verify(catalog, args.episodes, data)
