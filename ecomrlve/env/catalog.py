@@ -695,23 +695,28 @@ class Catalog:
                 self._search_cache.popitem(last=False)
         return entry
 
-    def index_columns(self) -> dict[str, list]:
-        """Column lists in row order for building the search index."""
-        text = (
-            self.products.select(
-                pl.concat_str(["title", "description", "category"], separator=" ").alias("t")
-            )
-            .get_column("t")
-            .to_list()
-        )
-        cols: dict[str, list] = {"text": text}
+    def index_documents(self) -> list[str]:
+        """One JSON document per row, in row order, for building the search index: the text
+        (title, description, category), the normalised string filters and the numbers.
+
+        Encoded by polars in one pass (a Python `json` call per row cost ~5 s at 1M rows).
+        """
+        text = pl.concat_str(["title", "description", "category"], separator=" ")
+        columns: dict[str, Any] = {"text": self.products.select(text).to_series()}
         for name in TEXT_FILTERS:
-            cols[name] = self._text[name].normalised_values()
-        cols["price"] = self.price.tolist()
-        cols["rating"] = self.rating.tolist()
-        cols["ship_days"] = self.ship_days.tolist()
-        cols["in_stock"] = self.in_stock.tolist()
-        return cols
+            low = self._text[name]
+            columns[name] = pl.Series(low.normalised_vocab, dtype=pl.String).gather(low.codes)
+        columns["price"] = pl.Series(self.price, dtype=pl.Float64)
+        columns["rating"] = pl.Series(self.rating, dtype=pl.Float64)
+        columns["ship_days"] = pl.Series(self.ship_days, dtype=pl.Int64)
+        columns["in_stock"] = pl.Series(self.in_stock, dtype=pl.Boolean)
+        frame = pl.DataFrame(columns)
+        if frame.select(pl.any_horizontal(pl.all().is_null().any())).item():
+            raise StoreError("the products table has missing values the search index needs")
+        for name in ("price", "rating"):
+            if not np.isfinite(self._numeric[name]).all():
+                raise StoreError(f"the products table has a non-finite {name}")
+        return frame.select(pl.struct(list(columns)).struct.json_encode()).to_series().to_list()
 
     def __repr__(self) -> str:
         return f"Catalog({self.size:,} products, catalog_hash={self.catalog_hash})"
