@@ -361,10 +361,14 @@ def reference_tasks(data: Path, catalog: Catalog, limit: int = 2000) -> tuple[li
 def bench_verify(catalog: Catalog, episodes: int, data: Path) -> list[Row]:
     tasks, source = reference_tasks(data, catalog)
     plays = [(t, reference_turns(t)) for t in tasks]
-    for task, turns in plays:
-        verdict = verify(task, turns, catalog)
-        if not verdict.success:
-            raise RuntimeError(f"reference of {task.task_id} fails: {verdict.violations}")
+    # the hand-made fixtures are written for the 3k fixture catalog: on another catalog a
+    # reference may fail (e.g. fx-ask at 1M); those are left out and counted
+    passing = [(t, turns) for t, turns in plays if verify(t, turns, catalog).success]
+    if not passing:
+        raise RuntimeError("no reference episode succeeds on this catalog")
+    if len(passing) < len(plays):
+        source += f", {len(plays) - len(passing)} left out (reference fails on this catalog)"
+    plays = passing
     rows: list[Row] = []
     for label, clear in (("warm search cache", False), ("cold search cache", True)):
         t = time.process_time()
