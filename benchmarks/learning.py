@@ -8,7 +8,8 @@
 Reads `eval_episodes` (every held-out episode of a training run: `training.eval_tasks` tasks x
 `training.eval_samples` samples per stage). pass@1 is the share of successful episodes; its 95%
 interval is a percentile bootstrap that resamples held-out *tasks* (2,000 resamples, seed 0),
-because the samples of one task are not independent. The change from base is bootstrapped the
+because the samples of one task are not independent, widened where needed to Wilson's interval
+on the episodes (which stays honest at 0 or 100% success). The change from base is bootstrapped the
 same way, with each resample using the same tasks for both stages. At least 100 episodes per
 stage are needed for an interval worth quoting; fewer are flagged.
 """
@@ -40,12 +41,26 @@ def task_success(episodes: pl.DataFrame, stage: str) -> pl.DataFrame:
     )
 
 
+def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson's 95% score interval for a binomial share."""
+    if trials == 0:
+        return 0.0, 1.0
+    p = successes / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * np.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 def bootstrap(wins: np.ndarray, n: np.ndarray, base_wins: np.ndarray | None, seed: int):
     """pass@1, its 95% interval, and (with base) the interval of the change from base."""
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, len(n), size=(RESAMPLES, len(n)))  # resampled task indices
     rates = wins[picks].sum(1) / n[picks].sum(1)
     low, high = np.percentile(rates, [2.5, 97.5])
+    # never narrower than Wilson's interval on the episodes (the bootstrap collapses to a point
+    # when no episode, or every one, succeeds)
+    w_low, w_high = wilson(int(wins.sum()), int(n.sum()))
+    low, high = min(low, w_low), max(high, w_high)
     delta = None
     if base_wins is not None:
         diffs = rates - base_wins[picks].sum(1) / n[picks].sum(1)
@@ -87,7 +102,9 @@ def report(episodes: pl.DataFrame, run_id: str, console: Console) -> dict[str, d
 
 def read_frame(data: Path, query: str, params: list | None = None) -> pl.DataFrame:
     with connect(data) as con:
-        return con.execute(query, params or []).pl()
+        result = con.execute(query, params or [])
+        columns = [d[0] for d in result.description]
+        return pl.DataFrame(result.fetchall(), schema=columns, orient="row")
 
 
 def main() -> None:
