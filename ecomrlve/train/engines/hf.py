@@ -6,6 +6,7 @@ another module or a state dict, it loads those weights.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
@@ -131,7 +132,17 @@ class HFEngine:
         was_training = self.model.training
         self.model.eval()
         try:
-            with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            # bf16 compute on fp32 master weights, as the update runs it (plan.apply_plan)
+            autocast = getattr(self.model, "ecomrlve_autocast", None)
+            precision = (
+                torch.autocast(device.type, dtype=autocast)
+                if autocast is not None
+                else contextlib.nullcontext()
+            )
+            with (
+                torch.random.fork_rng(devices=[device] if device.type == "cuda" else []),
+                precision,
+            ):
                 torch.manual_seed(seed)
                 result = self.model.generate(
                     input_ids=input_ids.to(device),  # (B, P)
