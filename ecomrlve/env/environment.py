@@ -222,8 +222,12 @@ class NeededIds:
 
 def _call_ids(arguments: dict[str, Any]) -> list[str]:
     ids: list[str] = []
+    if not arguments:
+        return ids
     for key in ID_ARGUMENTS:
-        value = arguments.get(key)
+        if key not in arguments:
+            continue
+        value = arguments[key]
         if isinstance(value, str):
             ids.append(value)
         elif isinstance(value, list):

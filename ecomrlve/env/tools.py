@@ -186,7 +186,7 @@ class ShopTools:
         for item_id, quantity in self.state.cart.items():
             row = self.catalog.row_of(item_id)
             price = float(self.catalog.price[row]) if row is not None else 0.0
-            title = self.catalog.value("title", row) if row is not None else "(unknown product)"
+            title = self.catalog.title(row) if row is not None else "(unknown product)"
             lines.append(
                 {
                     "item_id": item_id,
@@ -431,19 +431,21 @@ class ShopTools:
             self.state.orders.values(), key=lambda o: (o["placed"], o["order_id"]), reverse=True
         )
         out = []
+        catalog, seen = self.catalog, self.seen_ids
         for order in orders:
             items = []
             for line in order["items"]:
-                row = self.catalog.row_of(line["item_id"])
+                item_id = line["item_id"]
+                row = catalog.row_of(item_id)
                 items.append(
                     {
-                        "item_id": line["item_id"],
-                        "title": self.catalog.value("title", row) if row is not None else "",
+                        "item_id": item_id,
+                        "title": catalog.title(row) if row is not None else "",
                         "quantity": line["quantity"],
                     }
                 )
-                self.seen_ids.add(line["item_id"])
-            self.seen_ids.add(order["order_id"])
+                seen.add(item_id)
+            seen.add(order["order_id"])
             out.append(
                 {
                     "order_id": order["order_id"],
@@ -466,13 +468,14 @@ class ShopTools:
         """
         order = self._order(order_id)
         items = []
+        catalog = self.catalog
         for line in order["items"]:
-            row = self.catalog.row_of(line["item_id"])
+            row = catalog.row_of(line["item_id"])
             items.append(
                 {
                     **line,
-                    "title": self.catalog.value("title", row) if row is not None else "",
-                    "category": self.catalog.value("category", row) if row is not None else "",
+                    "title": catalog.title(row) if row is not None else "",
+                    "category": catalog.value("category", row) if row is not None else "",
                 }
             )
             self.seen_ids.add(line["item_id"])
