@@ -40,6 +40,15 @@ TEMPLATES: tuple[str, ...] = (
     "I'm putting together a set: {items}. {budget} Please order it.",
     "Can you buy {items} for me? {budget}",
     "I need {items}. {budget} Add them to my cart and check out.",
+    "I'm assembling a kit: {items}. {budget} Please put it all in one order.",
+    "Could you order {items} together? {budget}",
+    "Please get me {items} in one go. {budget} Check out when it's ready.",
+    "I'd like a bundle of {items}. {budget} Add everything and check out.",
+    "Help me buy {items} as one order. {budget}",
+    "Shopping list for one order: {items}. {budget} Please place it.",
+    "Put together {items} for me. {budget} Then check out.",
+    "Order {items} for me, please. {budget}",
+    "I need a complete set: {items}. {budget} Please order all of it at once.",
 )
 BUDGET_STATED: tuple[str, ...] = (
     "My budget for everything is {v}.",

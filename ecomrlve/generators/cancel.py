@@ -50,6 +50,15 @@ TEMPLATES: tuple[str, ...] = (
     "Please cancel {orders}.{reason}",
     "I need to cancel {orders}.{reason} Thanks!",
     "Can you cancel {orders} for me?{reason}",
+    "Please stop {orders} from going out.{reason}",
+    "I'd like to cancel {orders}, please.{reason}",
+    "Could you call off {orders}?{reason}",
+    "Change of plans: cancel {orders}.{reason}",
+    "Is it too late to cancel {orders}? If not, please cancel.{reason}",
+    "Please cancel {orders} before anything ships.{reason}",
+    "I want to cancel {orders}.{reason} Let me know once it's done.",
+    "Can you cancel {orders} right away?{reason}",
+    "Cancel {orders}, please.{reason} Let me know once that's done.",
 )
 CANCELLATION_POLICY = ("cancellation", "", "any")
 FOLLOWUPS: tuple[str, ...] = ("order_detail", "reorder")

@@ -30,6 +30,15 @@ TEMPLATES_FRESH: tuple[str, ...] = (
     "Please put {lines} in my cart and check out.",
     "I'd like to order {lines}. Add them to the cart and place the order, please.",
     "Can you buy {lines} for me? Check out when the cart is ready.",
+    "I want {lines}. Please add them to my cart and complete the checkout.",
+    "Order {lines} for me, please, and check out with my saved details.",
+    "Could you place an order for {lines}? Add them and check out.",
+    "Time to restock: {lines}. Put them in the cart and check out.",
+    "Please buy {lines} and finish the checkout for me.",
+    "I'd like to get {lines}. Can you add them and place the order?",
+    "Add {lines} to my cart, then check out please.",
+    "Let's order {lines}. Fill the cart and check out when it's done.",
+    "My shopping list: {lines}. Please order exactly that.",
 )
 TEMPLATES_FIX: tuple[str, ...] = (
     "My cart is a mess. I want to check out with exactly {lines} — nothing else. Please fix "
@@ -38,6 +47,18 @@ TEMPLATES_FIX: tuple[str, ...] = (
     "should go.",
     "I need my order to be exactly {lines}. There's already some stuff in the cart; sort it out "
     "and check out.",
+    "My cart has the wrong things in it. I only want {lines}; remove the rest and check out.",
+    "Please tidy up my cart: it should be exactly {lines}, nothing more. Then place the order.",
+    "Clean up my cart so it's only {lines}, and check out after that.",
+    "I left a few things in my cart by mistake. Make it exactly {lines} and order it.",
+    "Can you correct my cart? I want {lines} and nothing else, then check out.",
+    (
+        "The cart should contain {lines} only. Fix the quantities, drop anything extra and "
+        "check out."
+    ),
+    "Before I pay: the order has to be exactly {lines}. Please adjust the cart and check out.",
+    "Sort out my cart for me — exactly {lines}, everything else removed — and place the order.",
+    "I changed my mind about some items. Keep it to exactly {lines} and check out.",
 )
 
 

@@ -42,17 +42,19 @@ from ecomrlve.generators.blocks import (
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import pick
 from ecomrlve.generators.phrasing import render
+from ecomrlve.generators.prompts import CLOSERS, counted
 from ecomrlve.tasks import AnswerFact, Slot, ToolCall
 
 COST: dict[str, int] = {"order_detail": 1, "refund": 1, "reorder": 3}
+CLOSERS_LONGEST_FIRST = sorted((c for c in CLOSERS if c), key=len, reverse=True)
 REORDER_KEYS = ["brand", "color", "size"]
 REFUND_POLICY = ("refunds", "", "any")
 
 DETAIL_SENTENCES: tuple[str, ...] = (
     "Also, which card did I pay with for my order with {thing} (placed {when}), and has it "
     "arrived yet?",
-    "One more thing: my order with {thing} from {when} — where is it, and which card was it "
-    "charged to?",
+    "One more thing: my order with {thing} (placed {when}) — where is it, and which card was "
+    "it charged to?",
     "While you're at it, could you check my order with {thing} (placed {when})? I'd like its "
     "status, the delivery date and the card I paid with.",
 )
@@ -102,7 +104,12 @@ class FollowUps:
     sentences: list[str] = field(default_factory=list)
 
     def prompt(self, prompt: str) -> str:
-        return " ".join([prompt, *self.sentences]) if self.sentences else prompt
+        """`prompt` with the follow-up sentences, before its closing thanks if it has one."""
+        if not self.sentences:
+            return prompt
+        closer = next((c for c in CLOSERS_LONGEST_FIRST if prompt.endswith(" " + c)), "")
+        body = prompt[: len(prompt) - len(closer)].rstrip() if closer else prompt
+        return " ".join([body, *self.sentences, closer]).strip()
 
 
 def add_followups(
@@ -155,7 +162,7 @@ def add_followups(
             ]
             out.slots.append(Slot(acceptable=need.acceptable_ids(ctx), quantity=1))
             out.relevant.append(chosen)
-            say(REORDER_SENTENCES, what=f"{category} {need.phrase(rng)}")
+            say(REORDER_SENTENCES, what=f"{counted(1, category)} {need.phrase(rng)}")
         else:
             raise ValueError(f"unknown follow-up {kind!r}")
     return out

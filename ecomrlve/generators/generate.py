@@ -55,7 +55,6 @@ IN_FLIGHT_PER_WORKER = 3  # chunks queued per pool process (one running, two rea
 ProgressFn = Callable[[str, float], None]
 
 
-
 @dataclass
 class GenerationReport:
     """What a run did: tasks kept, and every task given up on or rejected, by reason."""

@@ -81,6 +81,43 @@ STORIES: dict[int, tuple[tuple[str, ...], ...]] = {
 REASONS: tuple[str, ...] = ("it doesn't fit", "it arrived damaged", "I changed my mind")
 CANCEL_REASONS: tuple[str, ...] = ("it takes too long to arrive", "I ordered the wrong one")
 BUY_KEYS = ["brand", "color", "size"]
+# Each intent's sentence in several forms: a story of 2-3 intents has 16-64 request frames.
+STATUS_SAYS: tuple[str, ...] = (
+    "Can you check the status and delivery date of my order with {thing} (placed {when})?",
+    "What's the status of my order with {thing} (placed {when}), and when does it arrive?",
+    "Could you look up my order with {thing} (placed {when}) — status and delivery date?",
+    "Where is my order with {thing} (placed {when})? I'd like the status and the date.",
+)
+RETURN_SAYS: tuple[str, ...] = (
+    "I want to return {it}{reason}.",
+    "Please start a return for {it}{reason}.",
+    "I'd like to send back {it}{reason}.",
+    "Can you set up a return for {it}{reason}?",
+)
+EXCHANGE_SAYS: tuple[str, ...] = (
+    "Then please exchange it for {words}.",
+    "After that, swap it for {words}, please.",
+    "I'd rather exchange it for {words}.",
+    "Could you exchange it for {words}?",
+)
+CANCEL_SAYS: tuple[str, ...] = (
+    "Please cancel {it}{reason}.",
+    "I'd like to cancel {it}{reason}.",
+    "Can you cancel {it}{reason}?",
+    "Go ahead and cancel {it}{reason}.",
+)
+POLICY_SAYS: tuple[str, ...] = (
+    "How long do I have to return {category}?",
+    "What's the return window for {category}?",
+    "How many days do I get to return {category}?",
+    "For {category}, how many days do I have to send them back?",
+)
+BUY_SAYS: tuple[str, ...] = (
+    "Also, please order me a new one: {what}.",
+    "And please buy me a replacement: {what}.",
+    "Then order a new one for me: {what}.",
+    "I'll need a new one too, so please order {what}.",
+)
 
 
 class JourneyConfig(ScenarioConfig):
@@ -191,25 +228,21 @@ class Journey(Scenario):
                 listed = True
             mentioned = bool(sentences) and story[0] == "status"
             if intent == "status":
-                say(
-                    "Can you check the status of my order with {thing} (placed {when})?",
-                    thing=thing,
-                    when=when,
-                )
+                say(pick(rng, STATUS_SAYS), thing=thing, when=when)
                 # the story may cancel it afterwards: "cancelled" is then allowed too
                 answer_facts += status_facts(
                     ctx, order, row, allowed=("cancelled",) if "cancel" in story else ()
                 )
             elif intent == "return":
                 it = "it" if mentioned else f"{thing} I ordered {when}"
-                say("I want to return {it}{reason}.", it=it, reason=reason_text)
+                say(pick(rng, RETURN_SAYS), it=it, reason=reason_text)
                 reference.append(
                     call("return_item", order_id=order_id, item_id=item_id, reason=reason)
                 )
                 returns.append(ReturnSpec(order_id=order_id, item_id=item_id))
             elif intent == "exchange":
                 new_row, words, acceptable = exchange
-                say("Then please exchange it for {words}.", words=words)
+                say(pick(rng, EXCHANGE_SAYS), words=words)
                 reference += [
                     call("get_product", item_id=item_id),
                     call(
@@ -226,12 +259,12 @@ class Journey(Scenario):
                 )
             elif intent == "cancel":
                 it = "it" if mentioned else f"my order with {thing} (placed {when})"
-                say("Please cancel {it}{reason}.", it=it, reason=reason_text)
+                say(pick(rng, CANCEL_SAYS), it=it, reason=reason_text)
                 reference.append(call("cancel_order", order_id=order_id, reason=reason))
                 cancel.append(order_id)
                 answer_facts.append(cancelled_fact(ctx, order, row, was=order["status"]))
             elif intent == "policy":
-                say("How long do I have to return {category}?", category=category)
+                say(pick(rng, POLICY_SAYS), category=category)
                 reference.append(returns_policy_call(ctx, category, membership, rng, policies))
                 window = ctx.policies.return_rule(category, membership).window_days
                 told = f"You have {window} days from delivery to return {category}."
@@ -248,10 +281,7 @@ class Journey(Scenario):
                 ]
                 slots.append(Slot(acceptable=need.acceptable_ids(ctx), quantity=1))
                 relevant.append(ctx.item_ids[pick_row])
-                say(
-                    "Also, please order me a new one: {what}.",
-                    what=f"{category} {need.phrase(rng)}",
-                )
+                say(pick(rng, BUY_SAYS), what=f"{category} {need.phrase(rng)}")
         switch_text = None
         if plan["switch"]:
             switch_text = sentences.pop()

@@ -52,10 +52,25 @@ TEMPLATES: tuple[str, ...] = (
     "Can you tell me the status of {orders}?{question}",
     "Where is {orders}? I'd like the status and the delivery date.{question}",
     "Could you check on {orders} for me — status and when it arrives?{question}",
+    "Any update on {orders}? Status and delivery date, please.{question}",
+    "Has {orders} arrived or shipped yet? I need the status and the date.{question}",
+    "I'm waiting on {orders}. What's its status, and when does it arrive?{question}",
+    "Can you track {orders} for me? Status plus delivery date, please.{question}",
+    "What's the latest on {orders}? I'd like to know the status and the delivery date.{question}",
+    "Please look up {orders}: is it on its way, and when will it be here?{question}",
+    "Checking in on {orders}. Status and expected delivery, please.{question}",
+    "Could you tell me where {orders} is and when I'll get it?{question}",
+    "I'd like a status update on {orders}, with the delivery date.{question}",
 )
 MANY_TEMPLATES: tuple[str, ...] = (
     "Could you check {n} of my orders — status and delivery date of each? {orders}.{question}",
     "Where are my orders? For each, the status and the delivery date: {orders}.{question}",
+    "Can you track {n} orders for me? Status and delivery date of each: {orders}.{question}",
+    (
+        "Please give me an update on these {n} orders, with status and delivery date: "
+        "{orders}.{question}"
+    ),
+    "I'm waiting on {n} orders. For each, what's the status and the date? {orders}.{question}",
 )
 VAGUE_TEMPLATES: tuple[str, ...] = (
     "What's going on with {vague}? I'd like the status and the delivery date.{question}",

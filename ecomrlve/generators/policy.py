@@ -58,6 +58,15 @@ TEMPLATES: tuple[str, ...] = (
     "I have a few questions. {questions}",
     "Quick policy questions: {questions}",
     "Before I decide anything: {questions}",
+    "A few questions about your policies. {questions}",
+    "Can you help me understand the store rules? {questions}",
+    "I'd like to know a few things. {questions}",
+    "Some questions before I go further. {questions}",
+    "Could you check your policies for me? {questions}",
+    "I'm trying to figure out my options. {questions}",
+    "Please clarify a couple of things. {questions}",
+    "I have some questions about returns and orders. {questions}",
+    "Before I contact anyone else: {questions}",
 )
 
 

@@ -36,7 +36,7 @@ from ecomrlve.generators.blocks import (
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import FACT_KEY, constraint_phrase
-from ecomrlve.generators.prompts import compose
+from ecomrlve.generators.prompts import compose, hidden_signal
 from ecomrlve.tasks import Goal, PurchaseSpec, RecommendSpec
 
 TEMPLATES: tuple[str, ...] = (
@@ -45,6 +45,21 @@ TEMPLATES: tuple[str, ...] = (
     "Can you find me {category}{constraints}?{extra} Please suggest {count}, in stock only.",
     "I need {category}{constraints}.{extra} Please recommend {count} — in stock only.",
     "Looking to buy {category}{constraints}.{extra} Please recommend {count} currently in stock.",
+    "Could you help me pick {category}{constraints}?{extra} Please suggest {count} from what's "
+    "in stock.",
+    "I'm shopping for {category}{constraints}.{extra} What would you suggest? {count_cap}, in "
+    "stock please.",
+    "Do you carry {category}{constraints}?{extra} Recommend {count} I can get right away.",
+    "I'm after {category}{constraints}.{extra} Show me {count} available right now.",
+    "What do you have in {category}{constraints}?{extra} Recommend {count} that you have in stock.",
+    "I'm hunting for {category}{constraints}.{extra} Could you point me to {count} you have in "
+    "stock?",
+    "Any good {category}{constraints}?{extra} Please recommend {count} — only ones in stock.",
+    "I want to buy {category}{constraints}.{extra} What would you recommend? {count_cap} from "
+    "what's in stock.",
+    "My search for {category}{constraints} keeps coming up empty.{extra} Can you find {count} "
+    "in stock?",
+    "Help me choose {category}{constraints}.{extra} Just {count}, in stock only.",
 )
 COUNT_WORDS = {1: "something", 2: "two or three options", 3: "three options"}
 ANCHOR_PHRASES = {
@@ -193,6 +208,8 @@ class ProductDiscovery(Scenario):
         constraints = " " + ", ".join(stated_parts) if stated_parts else ""
         if quantity > 1:
             extra.append(f" I need {quantity} units, so it has to have enough stock.")
+        if hidden:  # say that more requirements exist (the agent must ask for them)
+            extra.append(" " + hidden_signal(len(hidden), rng))
         prompt = compose(
             pick(rng, TEMPLATES),
             {
@@ -200,6 +217,7 @@ class ProductDiscovery(Scenario):
                 "constraints": constraints,
                 "extra": "".join(extra),
                 "count": COUNT_WORDS[n_recommend],
+                "count_cap": COUNT_WORDS[n_recommend].capitalize(),
             },
             rng,
             config.typo_rate,

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 import numpy as np
+from faker.providers.job.en_US import Provider as JobProvider
 
 from ecomrlve.catalogs.taxonomy import (
     CATEGORY_BY_NAME,
@@ -105,6 +106,111 @@ _GREETING = re.compile(r"^(?:hi|hello|hey|good (?:morning|afternoon|evening))\b"
 _THANKS = re.compile(r"\b(?:thanks|thank you)\b[.!]?$", re.IGNORECASE)
 
 
+# Who is writing and in what situation: a sentence of context about the customer (never about
+# the request: no products, numbers, dates or policy words), drawn for some prompts. Faker's job
+# titles give the customers their trades, and with them a wide everyday vocabulary.
+_JOBS: tuple[str, ...] = tuple(
+    job.lower() for job in JobProvider.jobs if not any(c in job for c in ",()/")
+)
+JOB_SENTENCES: tuple[str, ...] = (
+    "I'm {job} and I'm between meetings, so I'll keep this short.",
+    "I work as {job}, so my time is tight this week.",
+    "Writing from work — I'm {job} — on a short break.",
+    "As {job}, I rarely get a quiet moment to shop.",
+    "I'm {job}, and my shifts have been long lately.",
+    "Sending this on my lunch break; I'm {job}.",
+)
+MOMENTS: tuple[str, ...] = (
+    "It's been a hectic week.",
+    "I'm typing this on my phone on the train.",
+    "The kids are finally asleep, so I'm catching up on errands.",
+    "I'm trying to get my chores sorted before the weekend.",
+    "We just moved house, so everything is chaotic.",
+    "I'm recovering from a cold and doing everything online.",
+    "My neighbour recommended your shop.",
+    "I'm not very good with websites, sorry.",
+    "I'm organising things before my holiday.",
+    "My partner usually handles this, but they're travelling.",
+    "I'm a longtime customer and usually very happy.",
+    "I'm sorting this out during a rainy afternoon at home.",
+    "Apologies in advance if this is confusing.",
+    "I tried the app first but got lost in the menus.",
+    "Our renovation is finally finished, so I'm catching up on shopping.",
+    "My calendar is packed, so I appreciate a quick answer.",
+    "I'm at the airport waiting for a delayed flight.",
+    "My grandmother taught me to keep receipts, so I'm tidying my accounts.",
+    "I'm a student, so I watch every penny.",
+    "Our basement flooded last month and we're still replacing things.",
+    "I'm volunteering at the community garden all weekend.",
+    "The office printer jammed again, so I'm doing admin from home.",
+    "My sister is visiting and borrowed half my wardrobe.",
+    "We're expecting twins soon, so I'm getting organised.",
+    "I've just started a new job across town.",
+    "I'm training for a half marathon and short on spare time.",
+    "The weather here has been miserable, so I'm shopping indoors.",
+    "My landlord is repainting the flat, so things are upside down.",
+    "I'm planning a surprise party for a friend.",
+    "My dog keeps chewing everything, which explains a lot.",
+    "I'm a bit of a perfectionist about these things.",
+    "I'm writing during halftime of my son's football match.",
+    "Our wifi keeps dropping, so bear with me.",
+    "I'm helping my elderly father with his shopping too.",
+    "I've been meaning to deal with this for weeks.",
+    "I'm on night shifts, so apologies for the odd hour.",
+    "We're hosting relatives over the holidays.",
+    "I just got back from a conference and I'm catching up.",
+    "I'm decluttering the whole apartment this month.",
+    "My budget spreadsheet told me to sort this out.",
+    "I'm not in a rush, but I'd like clarity.",
+    "I'm usually patient, but this has dragged on.",
+    "A colleague said your support is quick, so here I am.",
+    "I'm restoring an old cottage in the countryside.",
+    "The holidays snuck up on me this year.",
+    "I'm juggling three projects at once right now.",
+    "My previous message might have gone astray, so I'm writing again.",
+    "I'm doing this between school pickups.",
+    "Our choir rehearses tonight, so I'm squeezing this in.",
+    "I'm fairly new to online shopping.",
+    "My physiotherapist says I should sit less, so I'll be brief.",
+    "I'm on a boat trip with patchy signal.",
+    "The garden shed is finally built, so I'm back to normal errands.",
+    "I'm preparing for exams and need this off my plate.",
+    "My flatmates and I share an account, which gets confusing.",
+    "It's my first week back after parental leave.",
+)
+CONTEXT_PROB = 0.45
+
+
+def context(rng: np.random.Generator) -> str:
+    """A sentence about the customer (their trade or situation), or "" for most prompts."""
+    if rng.random() >= CONTEXT_PROB:
+        return ""
+    if rng.random() < 0.6:
+        return pick(rng, JOB_SENTENCES).format(job=fix_articles(f"a {pick(rng, _JOBS)}"))
+    return pick(rng, MOMENTS)
+
+
+# A request with details left out says so: what the verifier checks is stated, signalled or
+# readable through a tool (issue 13: discoverable goals).
+HIDDEN_SIGNALS: dict[int, tuple[str, ...]] = {
+    1: (
+        "There's one more requirement — ask me about it.",
+        "I also have one more preference, so check with me before you pick.",
+        "One more detail matters to me; just ask.",
+    ),
+    2: (
+        "I have a couple more requirements — ask me about them.",
+        "There are a few more details that matter to me, so check with me first.",
+        "Ask me about my other requirements before you choose.",
+    ),
+}
+
+
+def hidden_signal(n_hidden: int, rng: np.random.Generator) -> str:
+    """A sentence telling the agent that `n_hidden` requirements are not stated yet."""
+    return pick(rng, HIDDEN_SIGNALS[1 if n_hidden == 1 else 2]) if n_hidden else ""
+
+
 def _join(opener: str, request: str, closer: str) -> str:
     # "Hey, can you…" (an opener that runs on), but "I" and names stay capitalised
     runs_on = opener.endswith(",") or opener == "Okay, so"
@@ -129,12 +235,17 @@ def compose(
     Typos (at `typo_rate`) touch only the literal words, never the values, as in `render`.
     """
     opener, closer = frame_parts(template, rng)
+    about = "" if _GREETING.match(template) else context(rng)  # context never precedes a "Hi"
+    about = about.replace("{", "{{").replace("}", "}}")
+    opener = " ".join(part for part in (opener, about) if part)
     return render(_join(opener, template, closer), values, rng, typo_rate)
 
 
 def frame(text: str, rng: np.random.Generator, typo_rate: float) -> str:
     """An already rendered request with an opener and a closer (their words may get typos)."""
     opener, closer = frame_parts(text, rng)
+    about = "" if _GREETING.match(text) else context(rng)
+    opener = " ".join(part for part in (opener, about) if part)
     opener = add_typos(opener, typo_rate, rng)
     closer = add_typos(closer, typo_rate, rng)
     return _join(opener, text, closer)

@@ -54,6 +54,15 @@ TEMPLATES: tuple[str, ...] = (
     "{requests_cap}.{reason}{question}",
     "I need some help with my orders: {requests}.{reason}{question}",
     "Could you sort this out for me? {requests_cap}.{reason}{question}",
+    "Hello, returns question: {requests}.{reason}{question}",
+    "I'd like to sort out some returns: {requests}.{reason}{question}",
+    "Can you handle this for me? {requests_cap}.{reason}{question}",
+    "A couple of items need to go back: {requests}.{reason}{question}",
+    "Please take care of the following: {requests}.{reason}{question}",
+    "I'm not happy with some things I bought: {requests}.{reason}{question}",
+    "Please help with these orders: {requests}.{reason}{question}",
+    "Here's the situation: {requests}.{reason}{question}",
+    "I need to send some things back: {requests}.{reason}{question}",
 )
 FOLLOWUPS: tuple[str, ...] = ("refund", "order_detail", "reorder")
 FEE_QUESTIONS: tuple[str, ...] = (

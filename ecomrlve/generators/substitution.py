@@ -35,7 +35,7 @@ from ecomrlve.generators.blocks import (
 )
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import below, between, pick
-from ecomrlve.generators.prompts import compose, size_phrase, variant_phrase
+from ecomrlve.generators.prompts import compose, hidden_signal, size_phrase, variant_phrase
 from ecomrlve.tasks import Goal, RecommendSpec
 
 TEMPLATES: tuple[str, ...] = (
@@ -43,12 +43,30 @@ TEMPLATES: tuple[str, ...] = (
     "recommend?",
     "{item_cap} seems to be sold out.{rules} Can you recommend a substitute?",
     "{item_cap} isn't available any more.{rules} Please suggest the best replacement.",
+    "I was going to buy {item}, but it's sold out.{rules} What would you suggest instead?",
+    "{item_cap} is out of stock again.{rules} Could you find me something close?",
+    "No luck with {item}: out of stock.{rules} Which replacement would you pick?",
+    "I can't order {item} because it's unavailable.{rules} Recommend the nearest match, please.",
+    "{item_cap} was my first choice, but you've run out.{rules} What's the best stand-in?",
+    "Your shop says {item} is out of stock.{rules} Please recommend a similar one I can buy.",
+    "Looks like {item} is gone.{rules} Can you suggest a comparable alternative?",
+    "{item_cap} is sold out, unfortunately.{rules} Help me find a good swap.",
+    (
+        "I needed {item}, but there's none left.{rules} Which product would you recommend in "
+        "its place?"
+    ),
 )
 HISTORY_TEMPLATES: tuple[str, ...] = (
     "I'd like to buy {item} again, the one I ordered {when}, but it's out of stock.{rules} "
     "What's the closest alternative?",
     "I wanted to reorder {item} from my order {when}; it's sold out now.{rules} Can you "
     "recommend a substitute?",
+    (
+        "Last time I bought {item} ({when}), and now it's sold out.{rules} What should I get "
+        "instead?"
+    ),
+    "I'd order {item} again, like I did {when}, but it's out of stock.{rules} Any substitute?",
+    "I got {item} {when} and loved it, but it's out of stock now.{rules} What's closest?",
 )
 RULES = (
     " It has to be the same type of product ({noun}) in the same size{price}{brands}; failing"
@@ -196,6 +214,8 @@ class Substitution(Scenario):
             price="" if "budget" in hidden else PRICE_RULE.format(pct=pct),
             brands="" if "preference" in hidden else BRAND_RULE.format(order=preference_text),
         )
+        if hidden:  # say that more requirements exist (the agent must ask for them)
+            rules += " " + hidden_signal(len(hidden), rng)
         prompt = compose(
             template,
             {"item": item, "item_cap": item[0].upper() + item[1:], "rules": rules, "when": when},
