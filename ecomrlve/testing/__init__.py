@@ -1,1 +1,8 @@
-"""Fixtures and probes that tests and benchmarks share (importable, no sys.path edits)."""
+"""Fixtures and probes that tests and benchmarks share (importable, no sys.path edits).
+
+* `env_tasks`: the small fixture catalog and hand-made tasks, one per goal kind;
+* `fuzzer`: generated tasks of every scenario (`task_pool`) and adversarial turns (`Fuzzer`);
+* `episode_check`: `play_checked` / `fuzz_episode`, the env's invariants checked every turn;
+* `leaks`: `LeakScanner` (what the agent sees vs the hidden goal) and `goal_decoy`;
+* `reward_probes`: scripted policies that probe the reward.
+"""
