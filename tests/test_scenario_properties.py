@@ -21,7 +21,9 @@ from hypothesis import strategies as st
 from ecomrlve.config import SCENARIOS
 from ecomrlve.env.tools import policy_search
 from ecomrlve.generators import GenContext, TaskKey, generate_task, regenerate, validate
+from ecomrlve.generators.bundle import BUDGET_HIDDEN
 from ecomrlve.generators.generate import config_of, task_row
+from ecomrlve.generators.prompts import HIDDEN_SIGNALS
 from ecomrlve.generators.registry import get_scenario
 from ecomrlve.tasks import USER_FACT_KEYWORDS, Task
 
@@ -347,3 +349,38 @@ def test_any_seed_gives_a_valid_reproducible_task(ctx, scenario, seed, index, di
     )
     assert task_row(regenerate(task.task_id, ctx)) == task_row(task)
     assert all(task.axes[a] >= 0 for a in task.axes)
+
+
+# ---- discoverable goals ------------------------------------------------------------------------
+# Details the agent may have to ask for without the prompt saying so: a reason (the tool that
+# needs one asks for it) and which order / item / kind of thing a vague request means.
+_ASKABLE = frozenset({"reason", "order", "item", "category"})
+_ANCHOR_WORDS = {"brand": "brand", "color": "colour", "size": "size"}
+
+
+def test_every_checked_detail_is_stated_signalled_or_readable(ctx):
+    """A detail the goal depends on is in the prompt, or the prompt signals that more exists
+    ("I have a couple more requirements — ask me"), or a tool shows it (a value anchored to a
+    past order), or a count is left open ("some …"); over all scenarios x difficulties."""
+    signals = [s for group in HIDDEN_SIGNALS.values() for s in group] + list(BUDGET_HIDDEN)
+    checked = 0
+    for scenario in SCENARIOS:
+        for task in tasks_of(ctx, scenario):
+            if not any(c.name == "ask_user" for c in task.reference):
+                continue  # the reference solves it from the prompt and the tools alone
+            prompt = task.prompt.lower()
+            unstated = [
+                key
+                for key, value in task.goal.user_facts.items()
+                if key not in _ASKABLE and value.lower() not in prompt
+            ]
+            for key in unstated:
+                checked += 1
+                if key == "quantity":
+                    assert re.search(r"\bsome\b", prompt), (task.task_id, task.prompt)
+                elif key in _ANCHOR_WORDS and f"same {_ANCHOR_WORDS[key]} as" in prompt:
+                    # "from the same brand as the boots I ordered in May": the order history
+                    assert any(c.name == "list_orders" for c in task.reference), task.task_id
+                else:
+                    assert any(s in task.prompt for s in signals), (task.task_id, key, task.prompt)
+    assert checked > 50

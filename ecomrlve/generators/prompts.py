@@ -110,7 +110,9 @@ _THANKS = re.compile(r"\b(?:thanks|thank you)\b[.!]?$", re.IGNORECASE)
 # the request: no products, numbers, dates or policy words), drawn for some prompts. Faker's job
 # titles give the customers their trades, and with them a wide everyday vocabulary.
 _JOBS: tuple[str, ...] = tuple(
-    job.lower() for job in JobProvider.jobs if not any(c in job for c in ",()/")
+    job if job.split()[0].isupper() else job[0].lower() + job[1:]  # "IT trainer" stays
+    for job in JobProvider.jobs
+    if not any(c in job for c in ",()/")
 )
 JOB_SENTENCES: tuple[str, ...] = (
     "I'm {job} and I'm between meetings, so I'll keep this short.",
