@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from ecomrlve.config import SCENARIOS
 from ecomrlve.env.tools import policy_search
 from ecomrlve.generators import GenContext, TaskKey, generate_task, regenerate, validate
-from ecomrlve.generators.bundle import BUDGET_HIDDEN
 from ecomrlve.generators.generate import config_of, task_row
 from ecomrlve.generators.prompts import HIDDEN_SIGNALS
 from ecomrlve.generators.registry import get_scenario
+from ecomrlve.generators.scenarios.bundle import BUDGET_HIDDEN
 from ecomrlve.tasks import USER_FACT_KEYWORDS, Task
 
 ITEM_ID = re.compile(r"\bI\d{7}\b")

@@ -1,22 +1,37 @@
 """The scenario registry: every scenario imported explicitly, registered once, looked up by name.
 
-Adding a tenth scenario = one module with a `Scenario` subclass + one `register(...)` line here
-(and its name in `ecomrlve.config.SCENARIOS`, which fixes its seed id).
+Adding a tenth scenario = one module under `generators/scenarios/` with a `Scenario` subclass +
+one entry in `SCENARIO_TYPES` here. A scenario's seed id is its position in `SCENARIO_TYPES`;
+`ecomrlve.config.SCENARIOS` (the contract's list of names, which layers below the generators
+read) must name them in the same order, which is checked on import.
 """
 
 from __future__ import annotations
 
 from ecomrlve.config import SCENARIOS
 from ecomrlve.generators.base import Scenario
-from ecomrlve.generators.bundle import Bundle
-from ecomrlve.generators.cancel import Cancel
-from ecomrlve.generators.cart import Cart
-from ecomrlve.generators.journey import Journey
-from ecomrlve.generators.order_status import OrderStatus
-from ecomrlve.generators.policy import Policy
-from ecomrlve.generators.product_discovery import ProductDiscovery
-from ecomrlve.generators.returns import Return
-from ecomrlve.generators.substitution import Substitution
+from ecomrlve.generators.scenarios.bundle import Bundle
+from ecomrlve.generators.scenarios.cancel import Cancel
+from ecomrlve.generators.scenarios.cart import Cart
+from ecomrlve.generators.scenarios.journey import Journey
+from ecomrlve.generators.scenarios.order_status import OrderStatus
+from ecomrlve.generators.scenarios.policy import Policy
+from ecomrlve.generators.scenarios.product_discovery import ProductDiscovery
+from ecomrlve.generators.scenarios.returns import Return
+from ecomrlve.generators.scenarios.substitution import Substitution
+
+# In seed-id order: never reorder (a task id's seed stream depends on the position).
+SCENARIO_TYPES: tuple[type[Scenario], ...] = (
+    ProductDiscovery,
+    Substitution,
+    Cart,
+    Return,
+    OrderStatus,
+    Policy,
+    Bundle,
+    Journey,
+    Cancel,
+)
 
 REGISTRY: dict[str, Scenario] = {}
 
@@ -34,15 +49,12 @@ def register(scenario: Scenario, registry: dict[str, Scenario] = REGISTRY) -> Sc
     return scenario
 
 
-register(ProductDiscovery())
-register(Substitution())
-register(Cart())
-register(Return())
-register(OrderStatus())
-register(Policy())
-register(Bundle())
-register(Journey())
-register(Cancel())
+for _type in SCENARIO_TYPES:
+    register(_type())
+if tuple(REGISTRY) != SCENARIOS:
+    raise RuntimeError(
+        f"internal: SCENARIO_TYPES {list(REGISTRY)} and config.SCENARIOS {list(SCENARIOS)} differ"
+    )
 
 
 def get_scenario(name: str) -> Scenario:

@@ -42,7 +42,7 @@ from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.phrasing import render
 from ecomrlve.generators.prompts import frame
-from ecomrlve.generators.returns import Return
+from ecomrlve.generators.scenarios.returns import Return
 from ecomrlve.tasks import (
     AnswerFact,
     ExchangeSpec,
