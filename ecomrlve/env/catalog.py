@@ -37,7 +37,7 @@ import polars as pl
 from ecomrlve.catalogs.policies import PolicyBook
 from ecomrlve.env import columns as column_files
 from ecomrlve.env.columns import IdIndex
-from ecomrlve.env.search import SearchIndex, analyzer_tokens, valid_utf8
+from ecomrlve.env.search import SearchIndex, analyzer_tokens, build_lock, valid_utf8
 from ecomrlve.store import DataPaths, StoreError
 
 log = logging.getLogger(__name__)
@@ -322,15 +322,20 @@ class Catalog:
         index_dir: Path | None = None,
         columns_dir: Path | None = None,
     ):
-        parts = column_files.open_folder(columns_dir, catalog_hash) if columns_dir else None
-        if parts is None:
+        if columns_dir is None:
             parts = derive_columns(products, catalog_hash)
-            if columns_dir is not None:
-                try:
-                    column_files.save(columns_dir, *parts)
-                    parts = column_files.open_folder(columns_dir, catalog_hash) or parts
-                except OSError as err:
-                    log.warning("cannot keep catalog columns in %s (%s)", columns_dir, err)
+        else:
+            parts = column_files.open_folder(columns_dir, catalog_hash)
+            if parts is None:
+                with build_lock(columns_dir):  # workers starting together write it once
+                    parts = column_files.open_folder(columns_dir, catalog_hash)
+                    if parts is None:
+                        parts = derive_columns(products, catalog_hash)
+                        try:
+                            column_files.save(columns_dir, *parts)
+                            parts = column_files.open_folder(columns_dir, catalog_hash) or parts
+                        except OSError as err:
+                            log.warning("cannot keep catalog columns in %s (%s)", columns_dir, err)
         products, arrays, meta = parts
         self.products = products
         self.policies = PolicyBook(policies)

@@ -124,8 +124,10 @@ def save(folder: Path, products: pl.DataFrame, arrays: dict[str, np.ndarray], me
         shutil.rmtree(tmp, ignore_errors=True)
     for sibling in folder.parent.glob("columns-*"):
         if sibling != folder and sibling.is_dir():
+            # processes still reading them keep their mapped pages until they close
             log.info("removing the columns of an older catalog: %s", sibling)
             shutil.rmtree(sibling, ignore_errors=True)
+            sibling.with_name(f".{sibling.name}.lock").unlink(missing_ok=True)
 
 
 def open_folder(

@@ -81,8 +81,9 @@ def _writer_heap(n_docs: int) -> int:
 
 
 @contextlib.contextmanager
-def _build_lock(index_dir: Path) -> Iterator[None]:
-    """An exclusive flock next to `index_dir` (none if the folder cannot be written)."""
+def build_lock(index_dir: Path) -> Iterator[None]:
+    """An exclusive flock on `.<name>.lock` next to `index_dir` (none if the folder cannot be
+    written): one process builds a cache folder while the others wait, then open it."""
     try:
         index_dir.parent.mkdir(parents=True, exist_ok=True)
         handle = open(index_dir.with_name(f".{index_dir.name}.lock"), "a")  # noqa: SIM115
@@ -142,7 +143,7 @@ class SearchIndex:
         existing = cls._open_existing(index_dir, catalog)
         if existing is not None:
             return existing
-        with _build_lock(index_dir):
+        with build_lock(index_dir):
             return cls._build(catalog, index_dir)
 
     @classmethod
