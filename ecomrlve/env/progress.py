@@ -28,14 +28,34 @@ nothing; failed and repeated calls earn nothing (the reward charges them as wast
 
 from __future__ import annotations
 
-from functools import cached_property
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.state import WorldState
 from ecomrlve.tasks import Task
 
 Milestone = tuple[str, ...]
+_T = TypeVar("_T")
+
+
+class cached_property(Generic[_T]):  # a drop-in for functools.cached_property
+    """`functools.cached_property` without its lock: before Python 3.12 every first access
+    takes one RLock shared by all instances, which a Progress pays a few times per episode."""
+
+    def __init__(self, fn: Callable[[Any], _T]):
+        self.fn = fn
+        self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
 
 
 class Progress:
