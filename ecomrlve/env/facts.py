@@ -218,8 +218,15 @@ def extract_dates(text: str) -> list[tuple[int, frozenset[Day]]]:
 
 # ---- money, percent, duration ----------------------------------------------------------------
 _AMOUNT = r"(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,2}))?"
-_MONEY = re.compile(
-    rf"(?:us\s?)?\$\s?{_AMOUNT}|\busd\s?{_AMOUNT}|{_AMOUNT}\s?(?:usd|dollars?|bucks)\b"
+_SPACE = r"\s?"
+# one pattern per spelling, each run only when its anchor is in the text (a single alternation
+# with optional prefixes is tried at every position: several times slower)
+_MONEY_FORMS = (
+    ("$", re.compile(rf"\${_SPACE}{_AMOUNT}")),
+    ("usd", re.compile(rf"\busd\s?{_AMOUNT}")),
+    ("usd", re.compile(rf"{_AMOUNT}\s?usd\b")),
+    ("dollar", re.compile(rf"{_AMOUNT}\s?dollars?\b")),
+    ("buck", re.compile(rf"{_AMOUNT}\s?bucks\b")),
 )
 _MONEY_ZERO = re.compile(
     r"(?<!feel )(?<!-)\bfree\b(?!\s+to\b)(?!-)|\bno (?:extra |additional )?(?:charge|cost)\b"
@@ -249,14 +256,10 @@ def _has(text: str, words: tuple[str, ...]) -> bool:
 
 def extract_money(text: str) -> list[tuple[int, float]]:
     out = []
-    if not _has(text, ("$", "usd", "dollar", "buck")):
-        return out + _money_zero(text)
-    for m in _MONEY.finditer(text):
-        groups = m.groups()
-        for k in (0, 2, 4):
-            if groups[k] is not None:
-                out.append((m.start(), round(_amount(groups[k], groups[k + 1]), 2)))
-                break
+    for anchor, pattern in _MONEY_FORMS:
+        if anchor in text:
+            out += [(m.start(), round(_amount(m[1], m[2]), 2)) for m in pattern.finditer(text)]
+    out.sort()
     return out + _money_zero(text)
 
 
@@ -478,6 +481,9 @@ _ADVICE_PAIRS = frozenset({("after", "it"), ("after", "delivery"), ("after", "th
                            ("when", "it")})  # fmt: skip
 
 
+_VERDICT_HINT = re.compile(r"return|exchang|swap|cancel|send|call|yes|\bno\b|final sale")
+
+
 def _topics(words: list[str], pairs: set[tuple[str, str]]) -> set[str]:
     found = set()
     for w in words:
@@ -566,14 +572,19 @@ class _Segment:
     start: int = 0  # offset in the normalised answer
 
 
-def _segments(text: str, facts: list[AnswerFact]) -> list[_Segment]:
+def _segments(
+    text: str, facts: list[AnswerFact], spans: list[tuple[int, int]] | None = None
+) -> list[_Segment]:
     subjects = {f.subject for f in facts if f.subject}
     if len(subjects) <= 1:
         return [_Segment(text, frozenset(subjects))]
-    cues = {s: [_words(c) for f in facts if f.subject == s for c in f.cues] for s in subjects}
+    cues: dict[str, set[str]] = {s: set() for s in subjects}
+    for f in facts:
+        if f.subject:
+            cues[f.subject].update(_words(c) for c in f.cues)
     out: list[_Segment] = []
     current: frozenset[str] = frozenset()
-    for start, end in sentence_spans(text):
+    for start, end in sentence_spans(text) if spans is None else spans:
         sentence = text[start:end]
         words = _words(sentence)
         named = frozenset(s for s, said in cues.items() if any(c in words for c in said))
@@ -583,6 +594,7 @@ def _segments(text: str, facts: list[AnswerFact]) -> list[_Segment]:
     return out
 
 
+@functools.lru_cache(maxsize=16384)
 def _words(text: str) -> str:
     """Words separated by single spaces, padded: `_words(cue) in _words(sentence)` is a
     whole-word match."""
@@ -620,8 +632,11 @@ def _located(kind: str, text: str, context: dict) -> list[tuple[int, Any]]:
     if kind != "verdict":
         return []
     verdicts = []
-    for start, end in sentence_spans(text):
-        for clause in _CLAUSE.split(text[start:end]):
+    for start, end in context.get("spans") or sentence_spans(text):
+        sentence = text[start:end]
+        if not _VERDICT_HINT.search(sentence):
+            continue  # no topic, no yes/no, no final sale: nothing to read
+        for clause in _CLAUSE.split(sentence):
             for topic, polarity in extract_verdicts(clause):
                 verdicts.append((start, (topic or context.get("only_topic", ""), polarity)))
     return verdicts
@@ -700,7 +715,9 @@ def check_answer(
         topics = {f.value.partition(":")[0] for f in facts if f.kind == "verdict"}
         if len(topics) == 1:
             context["only_topic"] = next(iter(topics))
-    segments = _segments(text, facts)
+    spans = sentence_spans(text)
+    context["spans"] = spans
+    segments = _segments(text, facts, spans)
     # values per kind, read once over the whole answer, then bucketed by segment
     per_segment: list[dict[str, list]] = [{} for _ in segments]
     starts = [seg.start for seg in segments]
@@ -713,7 +730,11 @@ def check_answer(
             buckets[kind] = []
         for offset, value in located:
             per_segment[max(0, bisect.bisect_right(starts, offset) - 1)][kind].append(value)
-    about = [[_about(f.subject, seg) for seg in segments] for f in facts]
+    by_subject = {
+        subject: [not subject or not seg.subjects or subject in seg.subjects for seg in segments]
+        for subject in {f.subject for f in facts}
+    }
+    about = [by_subject[f.subject] for f in facts]
 
     for fact, on in zip(facts, about, strict=True):
         kind = fact.kind
@@ -776,11 +797,6 @@ def check_answer(
                 result.conflicts.append(f"address {other!r}")
     result.conflicts = list(dict.fromkeys(result.conflicts))
     return result
-
-
-def _about(subject: str, seg: _Segment) -> bool:
-    """Is a sentence about the fact's subject (or is the fact/sentence about no order)?"""
-    return not subject or not seg.subjects or subject in seg.subjects
 
 
 def _same(kind: str, a, b) -> bool:
