@@ -130,10 +130,12 @@ def test_eval_command_reports_and_stores(tiny_run, runner):
     )
     assert result.exit_code == 0, result.output
     assert "pass^2" in result.output
+    # the store is shared with other tests' evals (the endpoint's too): this model's rows only
     rows = _sql(
         data,
         "SELECT sum(tasks), max(k), sum(samples) FROM eval_results "
-        "WHERE stage = 'eval' AND \"where\" = 'difficulty = 0'",
+        "WHERE stage = 'eval' AND \"where\" = 'difficulty = 0' AND model = ?",
+        [str(output / "model")],
     )
     assert rows == [(3, 2, 6)]  # samples: episodes in the cell (3 tasks x 2)
 
