@@ -217,6 +217,11 @@ class Goal(Model):
             value = self._derived[name] = build()
         return value
 
+    def slot_sets(self) -> list[frozenset[str]]:
+        """Each purchase slot's acceptable ids as a set (built once per Goal object)."""
+        slots = self.purchase.slots if self.purchase else []
+        return self.derived("slot_sets", lambda: [frozenset(s.acceptable) for s in slots])
+
     @field_validator("answer_facts", mode="before")
     @classmethod
     def _legacy_facts(cls, value: Any) -> Any:

@@ -766,7 +766,6 @@ def check_answer(
     # precision: every value of a checked kind must be a target or allowed for its subject
     for kind in sorted(kinds & _VALUE_KIND_SET):
         indexed = [(f, on) for f, on in zip(facts, about, strict=True) if f.kind == kind]
-        prompt_values = () if kind == "verdict" or not prompt else _prompt_values(prompt, kind)
         for k, values in enumerate(per_segment):
             found = values.get(kind)
             if not found:
@@ -783,9 +782,10 @@ def check_answer(
             if kind == "date" and today:
                 allowed.append(today)
             for value in found:
-                if not _conflicts_with(kind, value, allowed) or any(
-                    _same(kind, value, p) for p in prompt_values
-                ):
+                if not _conflicts_with(kind, value, allowed):
+                    continue
+                # read the prompt only for a value that would conflict (rare, and cached)
+                if prompt and any(_same(kind, value, p) for p in _prompt_values(prompt, kind)):
                     continue
                 result.conflicts.append(f"{kind} {_show(kind, value)}")
     if "address" in kinds:

@@ -76,11 +76,7 @@ class Progress:
     def _build_parts(self) -> list[tuple[Milestone, frozenset[str]]]:
         goal = self.goal
         parts: list[tuple[Milestone, frozenset[str]]] = []
-        if goal.purchase:
-            parts += [
-                (("slot", str(k)), frozenset(s.acceptable))
-                for k, s in enumerate(goal.purchase.slots)
-            ]
+        parts += [(("slot", str(k)), ids) for k, ids in enumerate(goal.slot_sets())]
         if goal.recommend:
             parts.append((("rec",), frozenset(goal.recommend.acceptable)))
         parts += [

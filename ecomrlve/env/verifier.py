@@ -60,15 +60,18 @@ class Verdict:
 # --------------------------------------------------------------------------------------------
 
 
-def _match_slots(lines: list[dict[str, Any]], spec: PurchaseSpec) -> bool:
-    """True if the order lines match the slots one-to-one (bipartite matching, exact)."""
+def _match_slots(
+    lines: list[dict[str, Any]], spec: PurchaseSpec, acceptable: list[frozenset[str]]
+) -> bool:
+    """True if the order lines match the slots one-to-one (bipartite matching, exact);
+    `acceptable[k]` is slot k's acceptable ids as a set."""
     slots = spec.slots
     if len(lines) != len(slots):
         return False
-    # fits[i]: slots line i may fill (each acceptable list is scanned once per line)
+    # fits[i]: slots line i may fill
     fits = [
         [k for k, slot in enumerate(slots)
-         if line["quantity"] == slot.quantity and line["item_id"] in slot.acceptable]
+         if line["quantity"] == slot.quantity and line["item_id"] in acceptable[k]]
         for line in lines
     ]  # fmt: skip
     slot_owner: dict[int, int] = {}
@@ -103,8 +106,9 @@ def _check_purchase(task: Task, record: EpisodeRecord, violations: list[str]) ->
             return
     order = new_orders[0]
     lines = order["items"]
-    if not _match_slots(lines, spec):
-        acceptable = set().union(*(s.acceptable for s in spec.slots))
+    slot_sets = task.goal.slot_sets()
+    if not _match_slots(lines, spec, slot_sets):
+        acceptable = frozenset().union(*slot_sets)
         extra = [line["item_id"] for line in lines if line["item_id"] not in acceptable]
         for item_id in extra:
             violations.append(f"goal: new order has extra line {item_id}")
