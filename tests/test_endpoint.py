@@ -423,6 +423,7 @@ def test_dapo_loop_pushes_each_update_to_the_pool(tmp_path_factory, tmp_path):
     chat = ChatFormat(tokenizer, tool_schemas(), enable_thinking=False)
     sampled: list[set[int | None]] = []
     pushed: list[int] = []
+    recorded: list[dict[str, Any]] = []
 
     def play(*args: Any, **kwargs: Any):
         episodes = run_episodes(*args, **kwargs)
@@ -440,12 +441,17 @@ def test_dapo_loop_pushes_each_update_to_the_pool(tmp_path_factory, tmp_path):
             CurriculumSampler(frame, seed=cfg.training.seed),
             cfg,
             play=play,
-            record=lambda *rows: pushed.append(engine.policy_version),
+            record=lambda metrics, scenarios, rows: (
+                pushed.append(engine.policy_version),
+                recorded.extend(rows),
+            ),
         )
     served.close()
     assert result.steps == 2 and result.updates >= 1
     assert served.weights_loaded == engine.policy_version == pushed[-1] >= 1
     assert sampled[0] == {0}  # the first step samples the starting weights
+    # train_rollouts rows carry the version each episode was sampled with
+    assert {r["policy_version"] for r in recorded} == set().union(*sampled)
     assert [min(v) for v in sampled] == sorted(min(v) for v in sampled)  # never older
     mine, theirs = policy.state_dict(), served.model.state_dict()
     assert all(torch.equal(mine[k], theirs[k]) for k in mine)  # the pool holds the last update

@@ -94,6 +94,7 @@ class Outcome:
     truncated: bool
     response_tokens: int
     generated_tokens: int
+    policy_version: int | None = None  # the weights version a server pool sampled it with
 
     @property
     def key(self) -> Key:
@@ -203,6 +204,7 @@ def train_dapo(
                 "truncated": o.truncated,
                 "response_tokens": o.response_tokens,
                 "trained": o.key in trained_keys,
+                "policy_version": o.policy_version,
             }
             for o in rollouts.sampled
         ]
@@ -336,6 +338,7 @@ def _outcomes(episodes: list[Episode], cfg: EcomConfig) -> list[Outcome]:
             truncated=e.truncated,
             response_tokens=e.sequence.response_length,
             generated_tokens=e.sequence.generated_tokens,
+            policy_version=e.policy_version,
         )
         for e, p in zip(episodes, penalty.tolist(), strict=True)
     ]

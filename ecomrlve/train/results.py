@@ -89,6 +89,8 @@ ROLLOUT_SCHEMA: dict[str, pl.DataType] = {
     "truncated": pl.Boolean,
     "response_tokens": pl.Int64,
     "trained": pl.Boolean,
+    # the weights version an endpoint pool sampled the episode with (null for local engines)
+    "policy_version": pl.Int64,
 }
 EVAL_SCHEMA: dict[str, pl.DataType] = {
     "run_id": pl.String,
