@@ -114,6 +114,14 @@ def test_conflicting_or_wrong_answers_fail(answer, facts):
     assert not checked.ok, answer
 
 
+def test_a_date_in_the_prompt_allows_that_date_only():
+    facts = [fact("status", "delivered"), fact("date", "2026-05-25")]
+    prompt = "Where is my order placed on May 22?"
+    assert check_answer("Placed May 22, delivered May 25.", facts, prompt).ok
+    dump = "Delivered. Dates: 2026-05-22, 2026-05-25, 2026-04-18."
+    assert not check_answer(dump, facts, prompt).ok
+
+
 def test_today_may_be_mentioned_but_no_other_date():
     facts = [fact("status", "shipped"), fact("date", "2026-06-18")]
     assert check_answer(

@@ -800,8 +800,14 @@ def check_answer(
 
 
 def _same(kind: str, a, b) -> bool:
+    """Do two extracted values say the same thing? Dates: one reading of each agrees on
+    month and day, and on the year when both state one."""
     if kind == "date":
-        return bool(a & b) or any((None, m, d) in b or (None, m, d) in a for _, m, d in a | b)
+        return any(
+            m1 == m2 and d1 == d2 and (y1 is None or y2 is None or y1 == y2)
+            for y1, m1, d1 in a
+            for y2, m2, d2 in b
+        )
     return a == b
 
 
