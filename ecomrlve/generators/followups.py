@@ -43,7 +43,7 @@ from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import pick
 from ecomrlve.generators.phrasing import render
 from ecomrlve.generators.prompts import CLOSERS, counted
-from ecomrlve.tasks import AnswerFact, Slot, ToolCall
+from ecomrlve.tasks import AnswerFact, PurchaseSpec, Slot, ToolCall
 
 COST: dict[str, int] = {"order_detail": 1, "refund": 1, "reorder": 3}
 CLOSERS_LONGEST_FIRST = sorted((c for c in CLOSERS if c), key=len, reverse=True)
@@ -110,6 +110,29 @@ class FollowUps:
         closer = next((c for c in CLOSERS_LONGEST_FIRST if prompt.endswith(" " + c)), "")
         body = prompt[: len(prompt) - len(closer)].rstrip() if closer else prompt
         return " ".join([body, *self.sentences, closer]).strip()
+
+    def merge(
+        self,
+        reference: list[ToolCall],
+        facts: list[AnswerFact] | None = None,
+        policies: list[str] | None = None,
+    ) -> None:
+        """Append the follow-ups' calls, facts and policy rows to a scenario's own lists; a
+        part the scenario keeps no list for must be empty (nothing is dropped silently)."""
+        for mine, theirs, name in (
+            (reference, self.reference, "calls"),
+            (facts, self.facts, "facts"),
+            (policies, self.policies, "policy rows"),
+        ):
+            if mine is not None:
+                mine += theirs
+            elif theirs:
+                raise GenerationError(f"this scenario has no place for follow-up {name}")
+
+    @property
+    def purchase(self) -> PurchaseSpec | None:
+        """The goal's purchase when a follow-up buys something (else None)."""
+        return PurchaseSpec(slots=self.slots) if self.slots else None
 
 
 def add_followups(

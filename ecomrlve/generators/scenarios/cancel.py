@@ -38,7 +38,7 @@ from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.phrasing import join_words
 from ecomrlve.generators.prompts import compose
-from ecomrlve.tasks import AnswerFact, Goal, PurchaseSpec
+from ecomrlve.tasks import AnswerFact, Goal
 
 REASONS: tuple[str, ...] = (
     "I ordered it by mistake",
@@ -163,9 +163,7 @@ class Cancel(Scenario):
         extra = followups.add_followups(
             plan["followups"], ctx, rng, world, set(categories), typo_rate=config.typo_rate
         )
-        reference += extra.reference
-        answer_facts += extra.facts
-        policies += extra.policies
+        extra.merge(reference, answer_facts, policies)
         prompt = extra.prompt(prompt)
         order0, row0 = targets[0]
         goal = Goal(
@@ -174,7 +172,7 @@ class Cancel(Scenario):
                 "order": f"{order_ref(order0)}, with {line_phrase(ctx, row0, rng)}",
             },
             cancel=cancel_ids,
-            purchase=PurchaseSpec(slots=extra.slots) if extra.slots else None,
+            purchase=extra.purchase,
             answer_facts=answer_facts,
             relevant_policies=policies,
             relevant_ids=[o["order_id"] for o, _ in targets]

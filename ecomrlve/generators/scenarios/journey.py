@@ -289,8 +289,8 @@ class Journey(Scenario):
         more = followups.add_followups(
             plan["followups"], ctx, rng, world, {category}, typo_rate=config.typo_rate
         )
-        reference += more.reference
-        answer_facts += more.facts
+        more.merge(reference, answer_facts, policies)
+        slots += more.slots
         prompt = more.prompt(prompt)
         relevant += more.relevant
         goal = Goal(

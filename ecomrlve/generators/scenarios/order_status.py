@@ -39,7 +39,7 @@ from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.phrasing import join_words
 from ecomrlve.generators.prompts import compose
-from ecomrlve.tasks import AnswerFact, Goal, PurchaseSpec
+from ecomrlve.tasks import AnswerFact, Goal
 
 STATUSES: tuple[str, ...] = ("pending", "processing", "shipped", "delivered", "cancelled")
 DETAILS: tuple[str, ...] = ("address", "payment", "price")
@@ -216,9 +216,7 @@ class OrderStatus(Scenario):
         extra = followups.add_followups(
             plan["followups"], ctx, rng, world, set(categories), typo_rate=config.typo_rate
         )
-        reference += extra.reference
-        answer_facts += extra.facts
-        policies += extra.policies
+        extra.merge(reference, answer_facts, policies)
         prompt = extra.prompt(prompt)
         described = [f"{order_ref(o)}, with {line_phrase(ctx, r, rng)}" for o, r in targets]
         facts = {
@@ -227,7 +225,7 @@ class OrderStatus(Scenario):
         }
         relevant = [o["order_id"] for o, _ in targets] + [ctx.item_ids[r] for _, r in targets]
         goal = Goal(
-            purchase=PurchaseSpec(slots=extra.slots) if extra.slots else None,
+            purchase=extra.purchase,
             user_facts=facts,
             answer_facts=answer_facts,
             relevant_policies=policies,

@@ -41,7 +41,7 @@ from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.phrasing import money
 from ecomrlve.generators.prompts import compose
-from ecomrlve.tasks import AnswerFact, Goal, PurchaseSpec
+from ecomrlve.tasks import AnswerFact, Goal
 
 TOPICS: tuple[str, ...] = (
     "return_window",
@@ -321,16 +321,14 @@ class Policy(Scenario):
         extra = followups.add_followups(
             plan["followups"], ctx, rng, world, {category}, typo_rate=config.typo_rate
         )
-        reference += extra.reference
-        answer_facts += extra.facts
-        policies += extra.policies
+        extra.merge(reference, answer_facts, policies)
         prompt = extra.prompt(prompt)
         goal = Goal(
             user_facts=facts,
             answer_facts=answer_facts,
             relevant_policies=policies,
             relevant_ids=[order["order_id"], ctx.item_ids[row], *extra.relevant],
-            purchase=PurchaseSpec(slots=extra.slots) if extra.slots else None,
+            purchase=extra.purchase,
             typo_rate=config.typo_rate,
         )
         return Draft(prompt, goal, world.state(), reference)

@@ -37,7 +37,7 @@ from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import FACT_KEY, constraint_phrase
 from ecomrlve.generators.prompts import compose, hidden_signal
-from ecomrlve.tasks import Goal, PurchaseSpec, RecommendSpec
+from ecomrlve.tasks import Goal, RecommendSpec
 
 TEMPLATES: tuple[str, ...] = (
     "I'm looking for {category}{constraints}.{extra} Can you recommend {count} that I can "
@@ -243,7 +243,7 @@ class ProductDiscovery(Scenario):
         more = followups.add_followups(
             plan["followups"], ctx, rng, world, {category}, typo_rate=config.typo_rate
         )
-        reference += more.reference
+        more.merge(reference)
         prompt = more.prompt(prompt)
         acceptable = need.acceptable_ids(ctx)
         facts = need.facts()
@@ -254,7 +254,7 @@ class ProductDiscovery(Scenario):
             user_facts=facts,
             recommend=RecommendSpec(acceptable=acceptable, min_items=n_recommend, max_items=3),
             relevant_ids=relevant,
-            purchase=PurchaseSpec(slots=more.slots) if more.slots else None,
+            purchase=more.purchase,
             typo_rate=config.typo_rate,
         )
         return Draft(prompt, goal, world.state(), reference)

@@ -41,7 +41,7 @@ from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import join_words
 from ecomrlve.generators.prompts import compose
-from ecomrlve.tasks import AnswerFact, ExchangeSpec, Goal, PurchaseSpec, ReturnSpec
+from ecomrlve.tasks import AnswerFact, ExchangeSpec, Goal, ReturnSpec
 
 REASONS: tuple[str, ...] = (
     "it doesn't fit",
@@ -280,9 +280,7 @@ class Return(Scenario):
         extra = followups.add_followups(
             plan["followups"], ctx, rng, world, used_categories, typo_rate=config.typo_rate
         )
-        reference += extra.reference
-        answer_facts += extra.facts
-        policies += extra.policies
+        extra.merge(reference, answer_facts, policies)
         prompt = extra.prompt(prompt)
         first = items[0]
         facts = {
@@ -292,7 +290,7 @@ class Return(Scenario):
         }
         relevant = [o["order_id"] for o in orders] + [ctx.item_ids[it["row"]] for it in items]
         goal = Goal(
-            purchase=PurchaseSpec(slots=extra.slots) if extra.slots else None,
+            purchase=extra.purchase,
             user_facts=facts,
             returns=returns,
             exchanges=exchanges,
