@@ -59,7 +59,7 @@ def _arguments_key(arguments: dict[str, Any]) -> str:
         return _JSON_KEY(arguments)
 
 
-@dataclass
+@dataclass(slots=True)
 class StepResult:
     observation: list[dict[str, Any]]
     reward: float

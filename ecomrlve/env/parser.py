@@ -58,7 +58,7 @@ class FormatError(str):
         return obj
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ParsedCall:
     name: str
     arguments: dict[str, Any]
@@ -145,9 +145,10 @@ def _blocks(text: str) -> list[tuple[int, int]]:
 
 
 def _parse_text(text: str, turn: ParsedTurn) -> None:
-    text, think_error = strip_think(text)
-    if think_error is not None:
-        turn.errors.append(think_error)
+    if "think>" in text:  # both tags end so; most turns have neither
+        text, think_error = strip_think(text)
+        if think_error is not None:
+            turn.errors.append(think_error)
     pieces: list[str] = []
     last = 0
     for k, (start, end) in enumerate(_blocks(text), start=1):
@@ -167,14 +168,16 @@ def _parse_text(text: str, turn: ParsedTurn) -> None:
         add(turn, _call_from_object(obj, where))
     pieces.append(text[last:])
     rest = "".join(pieces)
-    if last or "tool_call>" in rest:
+    if last:
         turn.attempted = True
-    if "<tool_call>" in rest:
-        turn.errors.append(FormatError("<tool_call> is never closed with </tool_call>"))
-        rest = rest.split("<tool_call>", 1)[0]
-    if "</tool_call>" in rest:
-        turn.errors.append(FormatError("</tool_call> without an opening <tool_call>"))
-        rest = rest.replace("</tool_call>", "")
+    if "tool_call>" in rest:  # a stray tag, opening or closing
+        turn.attempted = True
+        if "<tool_call>" in rest:
+            turn.errors.append(FormatError("<tool_call> is never closed with </tool_call>"))
+            rest = rest.split("<tool_call>", 1)[0]
+        if "</tool_call>" in rest:
+            turn.errors.append(FormatError("</tool_call> without an opening <tool_call>"))
+            rest = rest.replace("</tool_call>", "")
     turn.content = (turn.content + "\n" + rest).strip() if turn.content else rest.strip()
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import operator
 import re
 import typing
 from collections.abc import Callable
@@ -54,6 +55,7 @@ CONTRACT_ORDER: tuple[str, ...] = (
     "recommend",
 )
 ID_ARGUMENTS: tuple[str, ...] = ("item_id", "order_id", "new_item_id", "item_ids")
+_NEWEST_FIRST = operator.itemgetter("placed", "order_id")  # list_orders' order (reversed)
 # what counts as an id-like token in text the agent is shown (prompt, user replies)
 VISIBLE_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
@@ -427,20 +429,19 @@ class ShopTools:
     @tool(ToolKind.READ)
     def list_orders(self) -> dict[str, Any]:
         """List the customer's orders, newest first, with their items and status."""
-        orders = sorted(
-            self.state.orders.values(), key=lambda o: (o["placed"], o["order_id"]), reverse=True
-        )
+        orders = sorted(self.state.orders.values(), key=_NEWEST_FIRST, reverse=True)
         out = []
-        catalog, seen = self.catalog, self.seen_ids
+        seen = self.seen_ids
+        row_of, title = self.catalog.row_of, self.catalog.title
         for order in orders:
             items = []
             for line in order["items"]:
                 item_id = line["item_id"]
-                row = catalog.row_of(item_id)
+                row = row_of(item_id)
                 items.append(
                     {
                         "item_id": item_id,
-                        "title": catalog.title(row) if row is not None else "",
+                        "title": title(row) if row is not None else "",
                         "quantity": line["quantity"],
                     }
                 )
