@@ -17,14 +17,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from endpoint_fixtures import ENABLE_THINKING, endpoint_world
 from rich.console import Console
 from rich.table import Table
 
 from ecomrlve.config import config_from_dict
 from ecomrlve.env import tool_schemas
+from ecomrlve.testing.endpoint import ENABLE_THINKING, endpoint_world
 from ecomrlve.train.chat import ChatFormat
 from ecomrlve.train.engines.endpoint import EndpointEngine, run_chat_episodes
 from ecomrlve.train.engines.hf import HFEngine

@@ -3,10 +3,10 @@
     python benchmarks/fuzz_env.py                       # 10,000 episodes, seed 0
     python benchmarks/fuzz_env.py --cases 50000 --seed 3
 
-Each case is one episode on a task drawn from `reliability_fixtures.task_pool()` (generated
+Each case is one episode on a task drawn from `ecomrlve.testing.fuzzer.task_pool()` (generated
 tasks of every scenario at difficulties 0, 2, 5, 8, 10 plus the env's fixture tasks, on the
 3,000-product fixture catalog), with a random turn limit and reward mode. Its turns come from
-`reliability_fixtures.Fuzzer`: broken JSON, wrong types, huge/negative/float/NaN/bool numbers,
+`ecomrlve.testing.fuzzer.Fuzzer`: broken JSON, wrong types, huge/negative/float/NaN/bool numbers,
 unknown tools, unicode and lone surrogates, injected `</tool_call>` and fake `<tool_response>`
 text, SQL/regex/query-syntax metacharacters, OpenAI dicts of the wrong shape, and (rarely)
 10 MB arguments. After every turn `play_checked` checks the invariants (see its docstring);

@@ -17,12 +17,9 @@ import argparse
 import atexit
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ecomrlve.config import SCENARIOS, DataConfig
 from ecomrlve.flows import prefect_env, quiet_settings

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import env_fixtures as fx
-
 from ecomrlve import store
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.flows import curriculum as cur
 from ecomrlve.tasks import Task
+from ecomrlve.testing import env_tasks as fx
 
 CURRICULUM = "demo"
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import io
 import sys
 
-import env_fixtures as fx
 import pytest
 from typer.testing import CliRunner
 
 from ecomrlve import __version__, cli_common
 from ecomrlve.cli import app
+from ecomrlve.testing import env_tasks as fx
 
 runner = CliRunner()
 

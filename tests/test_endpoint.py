@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 import yaml
-from endpoint_fixtures import ENABLE_THINKING, endpoint_world
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from typer.testing import CliRunner
@@ -25,6 +24,7 @@ from ecomrlve import store
 from ecomrlve.cli import app
 from ecomrlve.config import config_from_dict
 from ecomrlve.env import tool_schemas
+from ecomrlve.testing.endpoint import ENABLE_THINKING, endpoint_world
 from ecomrlve.train.chat import ChatFormat
 from ecomrlve.train.engine import SamplingParams
 from ecomrlve.train.engines.endpoint import (
@@ -411,8 +411,8 @@ def test_dapo_loop_pushes_each_update_to_the_pool(tmp_path_factory, tmp_path):
     """The real DAPO loop on a server pool: after every update the servers hold the trainer's
     weights, and each step's episodes carry the version they were sampled with."""
     import torch
-    from train_fixtures import dapo_world
 
+    from ecomrlve.testing.training import dapo_world
     from ecomrlve.train.curriculum import CurriculumSampler
     from ecomrlve.train.loop import train_dapo
     from ecomrlve.train.rollout import run_episodes

@@ -6,7 +6,6 @@ import importlib.util
 import json
 import os
 
-import env_fixtures as fx
 import pytest
 
 from ecomrlve.catalogs import build_policies, build_products
@@ -24,6 +23,7 @@ from ecomrlve.env import (
 )
 from ecomrlve.store import StoreError
 from ecomrlve.tasks import PurchaseSpec, Slot
+from ecomrlve.testing import env_tasks as fx
 
 
 @pytest.fixture(scope="module")

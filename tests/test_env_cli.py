@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-import env_fixtures as fx
 import pytest
 from typer.testing import CliRunner
 
 from ecomrlve.cli import app
+from ecomrlve.testing import env_tasks as fx
 
 runner = CliRunner()
 

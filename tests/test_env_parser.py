@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-import env_fixtures as fx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env import TOOL_NAMES, EcomEnv, FormatError, parse_turn
+from ecomrlve.testing import env_tasks as fx
 
 SEARCH = {"name": "search", "arguments": {"query": "boots", "filters": {"size": "9"}}}
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import env_fixtures as fx
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,6 +10,7 @@ from hypothesis import strategies as st
 from ecomrlve.catalogs import build_policies, build_products
 from ecomrlve.env import Catalog, FilterError
 from ecomrlve.env.search import SearchIndex
+from ecomrlve.testing import env_tasks as fx
 
 
 @pytest.fixture(scope="module")

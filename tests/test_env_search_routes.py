@@ -8,7 +8,6 @@ tested too; both must equal the single tantivy query with every filter.
 
 from __future__ import annotations
 
-import env_fixtures as fx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,6 +15,7 @@ from hypothesis import strategies as st
 import ecomrlve.env.catalog as catalog_module
 from ecomrlve.env.catalog import normalise_filters
 from ecomrlve.env.search import analyzer_tokens
+from ecomrlve.testing import env_tasks as fx
 
 QUERIES = ["cotton tee", "running shoes", "leather boots", "laptop 512", "dress silk", "Phone"]
 

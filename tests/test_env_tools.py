@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-import env_fixtures as fx
 import numpy as np
 import pytest
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env import TOOL_NAMES, TOOL_SPECS, WRITE_TOOLS, EcomEnv, format_call, tool_schemas
+from ecomrlve.testing import env_tasks as fx
 
 CONFIG = EnvConfig(max_steps=64)
 

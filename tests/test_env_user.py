@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 
-import env_fixtures as fx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,6 +13,7 @@ from ecomrlve.config import EnvConfig
 from ecomrlve.env import EcomEnv, SimulatedUser, format_call
 from ecomrlve.env.user import DONT_KNOW, INTENT_SWITCH_TURN
 from ecomrlve.tasks import USER_FACT_KEYWORDS, RecommendSpec
+from ecomrlve.testing import env_tasks as fx
 
 
 @pytest.fixture(scope="module")

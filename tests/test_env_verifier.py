@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import env_fixtures as fx
 import pytest
 
 from ecomrlve.config import EnvConfig, RewardWeights
 from ecomrlve.env import COMPONENTS, EcomEnv, format_call, reference_turns, verify
 from ecomrlve.env.verifier import MAX_ANSWER_CHARS
+from ecomrlve.testing import env_tasks as fx
 
 
 @pytest.fixture(scope="module")

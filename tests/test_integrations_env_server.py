@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 
-import env_fixtures as fx
 import httpx
 import pytest
 from typer.testing import CliRunner
@@ -21,6 +20,7 @@ from ecomrlve.integrations.env_server import (
     TaskPool,
     serve_in_thread,
 )
+from ecomrlve.testing import env_tasks as fx
 
 TOKEN = "test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

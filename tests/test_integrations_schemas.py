@@ -4,11 +4,11 @@ TRL environment's tools."""
 
 from __future__ import annotations
 
-import env_fixtures as fx
 import jsonschema
 import pytest
 
 from ecomrlve.env.tools import TOOL_NAMES, SearchFilters, tool_schemas
+from ecomrlve.testing import env_tasks as fx
 
 
 @pytest.fixture(scope="module")

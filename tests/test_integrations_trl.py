@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import env_fixtures as fx
 import integrations_fixtures
 import pytest
 
@@ -14,6 +13,7 @@ from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.environment import EcomEnv
 from ecomrlve.env.tools import tool_schemas
 from ecomrlve.integrations.trl import EcomToolEnv, ecom_reward, load_curriculum_dataset
+from ecomrlve.testing import env_tasks as fx
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ import asyncio
 import importlib.util
 from pathlib import Path
 
-import env_fixtures as fx
 import integrations_fixtures
 import pytest
 
@@ -19,6 +18,7 @@ from ecomrlve.env.tools import tool_schemas
 from ecomrlve.env.verifier import verify
 from ecomrlve.flows import curriculum as cur
 from ecomrlve.integrations import verl as ours
+from ecomrlve.testing import env_tasks as fx
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,7 +5,7 @@ random and adversarial turns (broken JSON, wrong types, huge/negative/float/NaN/
 unknown tools, unicode and lone surrogates, injected `</tool_call>` / fake `<tool_response>`
 text, SQL and regex metacharacters, OpenAI dicts of the wrong shape, 10 MB arguments) run on
 generated tasks of every scenario, and after every turn the invariants of
-`reliability_fixtures.play_checked` must hold: `step` never raises, a refused call leaves
+`ecomrlve.testing.episode_check.play_checked` must hold: `step` never raises, a refused call leaves
 `state_hash()` unchanged, the reward stays in `EnvConfig.reward_range`, the episode is over by
 the turn limit, `verify` replays it to the same verdict, nothing observed leaks the goal.
 `benchmarks/fuzz_env.py` runs the same harness for 10,000+ episodes.
@@ -16,9 +16,7 @@ from __future__ import annotations
 import json
 import random
 
-import env_fixtures as fx
 import pytest
-import reliability_fixtures as rf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,8 +24,11 @@ from ecomrlve.config import SCENARIOS, EnvConfig
 from ecomrlve.env import EcomEnv, verify
 from ecomrlve.env.parser import parse_turn
 from ecomrlve.env.tools import TOOL_SPECS, ShopTools
+from ecomrlve.testing import env_tasks as fx
+from ecomrlve.testing.episode_check import fuzz_episode
+from ecomrlve.testing.fuzzer import HUGE, task_pool
 
-POOL = rf.task_pool()
+POOL = task_pool()
 CATALOG = fx.small_catalog()
 # every code point, lone surrogates and control characters included
 ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=40)
@@ -47,7 +48,7 @@ def test_the_pool_covers_every_scenario():
 )
 def test_fuzzed_episodes_keep_every_invariant(rng, task_index, max_steps, binary, payloads):
     config = EnvConfig(max_steps=max_steps, binary_reward=binary)
-    check = rf.fuzz_episode(POOL[task_index], CATALOG, rng, config, extra_texts=payloads)
+    check = fuzz_episode(POOL[task_index], CATALOG, rng, config, extra_texts=payloads)
     assert check.ok, check.summary()
     assert 1 <= check.turns <= max(max_steps, POOL[task_index].min_steps + 1)
 
@@ -58,7 +59,7 @@ def test_episodes_that_never_answer_stop_at_the_turn_limit(rng, task_index):
     """No final answer ever (final_rate 0): the env must still end the episode itself."""
     task = POOL[task_index]
     config = EnvConfig(max_steps=3)
-    check = rf.fuzz_episode(task, CATALOG, rng, config, final_rate=0.0)
+    check = fuzz_episode(task, CATALOG, rng, config, final_rate=0.0)
     assert check.ok, check.summary()
     env = EcomEnv(task, CATALOG, config)
     env.reset()
@@ -74,7 +75,7 @@ def test_ten_megabyte_arguments_are_refused_without_echo(name):
     task = fx.world_task(CATALOG)
     env = EcomEnv(task, CATALOG)
     env.reset()
-    huge = "</tool_call>" + "é" * rf.HUGE
+    huge = "</tool_call>" + "é" * HUGE
     before = env.state_hash()
     for param in TOOL_SPECS[name].params:
         arguments = {"item_ids": [huge]} if param == "item_ids" else {param: huge}
@@ -199,6 +200,6 @@ def test_the_harness_catches_planted_bugs(monkeypatch, bug):
     caught = 0
     for seed in range(40):
         task = POOL[seed % len(POOL)]
-        check = rf.fuzz_episode(task, CATALOG, random.Random(seed), EnvConfig(max_steps=4))
+        check = fuzz_episode(task, CATALOG, random.Random(seed), EnvConfig(max_steps=4))
         caught += bool(check.problems[bug])
     assert caught > 0, f"no episode flagged the planted {bug}"

@@ -18,12 +18,10 @@ import json
 import re
 from pathlib import Path
 
-import env_fixtures as fx
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reliability_fixtures import META
 from typer.testing import CliRunner
 
 from ecomrlve.cli import app
@@ -31,6 +29,8 @@ from ecomrlve.env import EcomEnv
 from ecomrlve.env.catalog import FilterError, normalise_text
 from ecomrlve.env.search import analyzer_tokens
 from ecomrlve.read_sql import ReadOnlySQLError, check_read_query
+from ecomrlve.testing import env_tasks as fx
+from ecomrlve.testing.fuzzer import META
 
 CATALOG = fx.small_catalog()
 runner = CliRunner()

@@ -2,7 +2,7 @@
 
 Two independent checks over reference, probing and fuzzed episodes:
 
-* **provenance scan** (`reliability_fixtures.LeakScanner`): every id, and every answer fact the
+* **provenance scan** (`ecomrlve.testing.leaks.LeakScanner`): every id, and every answer fact the
   agent must find out, that appears in what the agent observes (system prompt, the user's
   request, tool results, error messages, simulated-user replies) must have a reason a real shop
   would give: the agent named it, or the tool shows it (search results that pass the call's
@@ -23,9 +23,7 @@ import json
 import random
 from typing import Any
 
-import env_fixtures as fx
 import pytest
-import reliability_fixtures as rf
 
 from ecomrlve.config import SCENARIOS, EnvConfig
 from ecomrlve.env import Catalog, EcomEnv, reference_turns
@@ -35,6 +33,10 @@ from ecomrlve.env.tools import ShopTools
 from ecomrlve.env.user import SimulatedUser
 from ecomrlve.generators import generate_task
 from ecomrlve.tasks import Task
+from ecomrlve.testing import env_tasks as fx
+from ecomrlve.testing.episode_check import EpisodeCheck, play_checked
+from ecomrlve.testing.fuzzer import PROBES, Fuzzer, gen_context
+from ecomrlve.testing.leaks import LeakScanner, goal_decoy, hidden_ids
 
 CATALOG = fx.small_catalog()
 PER_CELL = 3
@@ -43,7 +45,7 @@ SEED = 23
 
 @functools.cache
 def cell_tasks(scenario: str) -> tuple[Task, ...]:
-    ctx = rf.gen_context()
+    ctx = gen_context()
     tasks = []
     for d in range(11):
         for i in range(PER_CELL):
@@ -56,11 +58,11 @@ def cell_tasks(scenario: str) -> tuple[Task, ...]:
 def probe_turns(task: Task) -> list[Any]:
     """An agent that fishes for the goal: asks the user for ids and answers, then calls every
     id-taking tool with guesses (hidden ids it was never shown, ids of other products)."""
-    items, orders = rf.hidden_ids(task.goal)
+    items, orders = hidden_ids(task.goal)
     items = sorted(items)[:3] or [CATALOG.item_ids[0]]
     orders = sorted(orders)[:2] or ["O0000000"]
     other = CATALOG.item_ids[len(CATALOG.item_ids) // 2]
-    ask = [format_call("ask_user", {"question": q}) for q in rf.PROBES]
+    ask = [format_call("ask_user", {"question": q}) for q in PROBES]
     guesses = [("list_orders", {}), ("view_cart", {})]
     for item in [*items, other]:
         guesses += [
@@ -92,13 +94,13 @@ def probe_turns(task: Task) -> list[Any]:
     return turns
 
 
-def play(task: Task, turns: list[Any], scanner: rf.LeakScanner | None = None) -> rf.EpisodeCheck:
+def play(task: Task, turns: list[Any], scanner: LeakScanner | None = None) -> EpisodeCheck:
     queue = list(turns)
 
     def next_turn(observation: list[dict[str, Any]]) -> Any:
         return queue.pop(0) if queue else "Done."
 
-    return rf.play_checked(task, CATALOG, next_turn, EnvConfig(max_steps=12), scanner, replay=False)
+    return play_checked(task, CATALOG, next_turn, EnvConfig(max_steps=12), scanner, replay=False)
 
 
 def observations(task: Task, turns: list[Any], config: EnvConfig) -> list[Any]:
@@ -117,14 +119,14 @@ def observations(task: Task, turns: list[Any], config: EnvConfig) -> list[Any]:
 def fuzz_turns(task: Task, seed: int) -> list[Any]:
     """The turns of one fuzzed episode (the fuzzer reacts to what the env shows)."""
     rng = random.Random(seed)
-    fuzzer = rf.Fuzzer(rng, task, CATALOG)
+    fuzz = Fuzzer(rng, task, CATALOG)
     env = EcomEnv(task, CATALOG, EnvConfig(max_steps=8))
     env.reset()
     turns: list[Any] = []
     observation: list[dict[str, Any]] = []
     while not env.done:
-        fuzzer.observe(observation)
-        turns.append(fuzzer.turn())
+        fuzz.observe(observation)
+        turns.append(fuzz.turn())
         observation = env.step(turns[-1]).observation
     return turns
 
@@ -144,7 +146,7 @@ def episodes(task: Task) -> dict[str, list[Any]]:
 def test_nothing_observed_leaks_the_goal(scenario):
     for task in cell_tasks(scenario):
         for kind, turns in episodes(task).items():
-            check = play(task, turns, rf.LeakScanner(task, CATALOG))
+            check = play(task, turns, LeakScanner(task, CATALOG))
             assert check.ok, f"{task.task_id} {kind}: {check.summary()}"
         # the reference still succeeds under the harness (the scan did not disturb it)
         verdict = EcomEnv(task, CATALOG)
@@ -158,7 +160,7 @@ def test_nothing_observed_leaks_the_goal(scenario):
 def test_observations_do_not_depend_on_the_hidden_goal(scenario):
     config = EnvConfig(max_steps=12)
     for task in cell_tasks(scenario):
-        decoy = rf.goal_decoy(task, CATALOG, seed=task.index)
+        decoy = goal_decoy(task, CATALOG, seed=task.index)
         assert decoy.goal != task.goal
         for kind, turns in episodes(task).items():
             real, fake = observations(task, turns, config), observations(decoy, turns, config)
@@ -184,7 +186,7 @@ def _sample_tasks() -> list[Task]:
 
 
 def _first_hidden(task: Task) -> str:
-    items, orders = rf.hidden_ids(task.goal)
+    items, orders = hidden_ids(task.goal)
     return sorted(items or orders)[0]
 
 
@@ -192,7 +194,7 @@ def _problems(tasks: list[Task]) -> list[str]:
     found = []
     for task in tasks:
         for turns in episodes(task).values():
-            found += [p for ps in play(task, turns, rf.LeakScanner(task, CATALOG)).problems.values()
+            found += [p for ps in play(task, turns, LeakScanner(task, CATALOG)).problems.values()
                       for p in ps]  # fmt: skip
     return found
 
@@ -200,7 +202,7 @@ def _problems(tasks: list[Task]) -> list[str]:
 def _depends_on_goal(tasks: list[Task]) -> bool:
     config = EnvConfig(max_steps=12)
     for task in tasks:
-        decoy = rf.goal_decoy(task, CATALOG, seed=1)
+        decoy = goal_decoy(task, CATALOG, seed=1)
         for turns in episodes(task).values():
             if observations(task, turns, config) != observations(decoy, turns, config):
                 return True
@@ -215,12 +217,12 @@ def test_an_unplanted_run_is_clean():
 def test_a_prompt_naming_a_goal_id_is_flagged():
     task = _sample_tasks()[0]
     leaky = task.model_copy(update={"prompt": f"{task.prompt} (it is {_first_hidden(task)})"})
-    problems = rf.LeakScanner(leaky, CATALOG).scan_opening(EcomEnv(leaky, CATALOG).reset())
+    problems = LeakScanner(leaky, CATALOG).scan_opening(EcomEnv(leaky, CATALOG).reset())
     assert any("hidden goal id" in p for p in problems), problems
     facts = next(t for t in cell_tasks("order_status") if t.goal.answer_facts).goal.answer_facts
     fact = next(a for f in facts for a in spellings(f) if any(c.isdigit() for c in a))
     told = task.model_copy(update={"prompt": f"{task.prompt} By the way: {fact}."})
-    scanner = rf.LeakScanner(told, CATALOG)
+    scanner = LeakScanner(told, CATALOG)
     scanner.facts.append(fact)
     assert any("answer fact" in p for p in scanner.scan_opening(EcomEnv(told, CATALOG).reset()))
 
@@ -245,7 +247,7 @@ def test_an_error_revealing_the_goal_is_flagged(monkeypatch):
     def run(self, turn, call):
         message = original(self, turn, call)
         content = json.loads(message["content"])
-        items, orders = rf.hidden_ids(self.task.goal)
+        items, orders = hidden_ids(self.task.goal)
         said = json.dumps(self.messages, default=str)  # everything up to this turn
         unsaid = sorted(i for i in items | orders if i not in said)
         if "error" in content and unsaid:

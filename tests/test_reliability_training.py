@@ -18,14 +18,12 @@ import pytest
 import torch
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 N_STEPS = 2
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory):
-    from train_fixtures import dapo_world
+    from ecomrlve.testing.training import dapo_world
 
     return dapo_world(tmp_path_factory.mktemp("models"), N_STEPS, max_new_tokens=8)
 

@@ -4,13 +4,10 @@ deterministic algorithms)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 N_STEPS, STOP_AT = 3, 1
 
@@ -25,7 +22,7 @@ def _deterministic():
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory):
-    from train_fixtures import dapo_world
+    from ecomrlve.testing.training import dapo_world
 
     return dapo_world(tmp_path_factory.mktemp("models"), N_STEPS, max_new_tokens=12)
 

@@ -22,9 +22,9 @@ import pytest
 import torch
 import yaml
 from safetensors.torch import load_file
-from train_fixtures import train_store_dir
 
 from ecomrlve.config import config_from_dict
+from ecomrlve.testing.training import train_store_dir
 from ecomrlve.train.run import train_with_torchrun
 
 ROOT = Path(__file__).resolve().parents[1]

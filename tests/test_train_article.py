@@ -113,8 +113,7 @@ def test_train_py_forwards_to_ecomrlve_train() -> None:
 def test_tasks_that_need_tools_not_offered_are_counted_in_a_warning(caplog) -> None:
     import logging
 
-    from train_fixtures import train_store_dir
-
+    from ecomrlve.testing.training import train_store_dir
     from ecomrlve.train.curriculum import read_store_tasks
     from ecomrlve.train.run import _warn_unsolvable
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 import torch
-from train_fixtures import tiny_lm_pair, train_store_dir
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env import Catalog, EcomEnv, final_answer, parse_turn, reference_turns, tool_schemas
+from ecomrlve.testing.training import tiny_lm_pair, train_store_dir
 from ecomrlve.train.chat import ChatFormat
 from ecomrlve.train.curriculum import read_store_tasks, row_to_task
 from ecomrlve.train.engine import SamplingParams

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from train_fixtures import train_store_dir
 from typer.testing import CliRunner
 
 from ecomrlve import store
 from ecomrlve.cli import app
+from ecomrlve.testing.training import train_store_dir
 
 TINY_RUN = {
     "env": {"max_steps": 4},

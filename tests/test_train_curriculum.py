@@ -6,8 +6,8 @@ import json
 
 import polars as pl
 import pytest
-from train_fixtures import train_store_dir
 
+from ecomrlve.testing.training import train_store_dir
 from ecomrlve.train.curriculum import (
     AdaptiveDifficulty,
     CurriculumError,

@@ -6,9 +6,9 @@ import math
 
 import pytest
 import torch
-from train_fixtures import tiny_lm_pair
 
 from ecomrlve.config import ConfigError, config_from_dict
+from ecomrlve.testing.training import tiny_lm_pair
 from ecomrlve.train import dapo
 
 

@@ -15,10 +15,10 @@ import copy
 import numpy as np
 import pytest
 import torch
-from train_fixtures import tiny_lm_pair, train_store_dir
 
 from ecomrlve.config import config_from_dict
 from ecomrlve.env.verifier import Verdict
+from ecomrlve.testing.training import tiny_lm_pair, train_store_dir
 from ecomrlve.train import dapo
 from ecomrlve.train.chat import ChatFormat, TokenSequence
 from ecomrlve.train.curriculum import CurriculumSampler, read_store_tasks

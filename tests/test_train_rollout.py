@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from train_fixtures import tiny_lm_pair, train_store_dir
 
 from ecomrlve.config import AgentConfig, EnvConfig
 from ecomrlve.env import Catalog, reference_turns, tool_schemas
+from ecomrlve.testing.training import tiny_lm_pair, train_store_dir
 from ecomrlve.train.chat import ChatFormat
 from ecomrlve.train.curriculum import read_store_tasks, row_to_task
 from ecomrlve.train.engine import Completion, RolloutEngine, SamplingParams

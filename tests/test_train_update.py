@@ -7,9 +7,9 @@ import copy
 
 import pytest
 import torch
-from train_fixtures import tiny_lm_pair
 
 from ecomrlve.config import config_from_dict
+from ecomrlve.testing.training import tiny_lm_pair
 from ecomrlve.train import dapo
 from ecomrlve.train.batching import collate, forward_logprobs, token_micro_batches
 from ecomrlve.train.chat import TokenSequence

@@ -4,5 +4,7 @@
 * `fuzzer`: generated tasks of every scenario (`task_pool`) and adversarial turns (`Fuzzer`);
 * `episode_check`: `play_checked` / `fuzz_episode`, the env's invariants checked every turn;
 * `leaks`: `LeakScanner` (what the agent sees vs the hidden goal) and `goal_decoy`;
-* `reward_probes`: scripted policies that probe the reward.
+* `reward_probes`: scripted policies that probe the reward;
+* `training`: tiny Qwen3 models/tokenizers built offline and a small training store;
+* `endpoint`: the endpoint tests' and benchmark's world (a tiny Qwen3 warmed up by SFT).
 """

@@ -59,10 +59,10 @@ def dapo_world(models_dir: Path, total_steps: int, max_new_tokens: int):
     env fixtures' tasks, a 2-layer tiny Qwen3 whose tokenizer is trained on their rendered
     prompts, and a config small enough for a few CPU steps (no SFT, no dynamic sampling)."""
     import polars as pl
-    from env_fixtures import all_tasks, small_catalog
 
     from ecomrlve.config import EnvConfig, config_from_dict
     from ecomrlve.env import EcomEnv, tool_schemas
+    from ecomrlve.testing.env_tasks import all_tasks, small_catalog
     from ecomrlve.train.model import TinySpec, ensure_tiny_model, render_chat_text
 
     catalog = small_catalog()

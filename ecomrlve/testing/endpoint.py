@@ -23,10 +23,10 @@ def endpoint_world():
     """(data dir, catalog, tasks, model folder). Cached per process; the model folder lives
     under the store's `models/` and is read-only for its users."""
     import torch
-    from train_fixtures import train_store_dir
 
     from ecomrlve.config import EnvConfig, config_from_dict
     from ecomrlve.env import Catalog, tool_schemas
+    from ecomrlve.testing.training import train_store_dir
     from ecomrlve.train.chat import ChatFormat
     from ecomrlve.train.curriculum import read_store_tasks, row_to_task
     from ecomrlve.train.model import TinySpec, ensure_tiny_model, load_model_and_tokenizer
