@@ -18,6 +18,7 @@ intermediate steps and the verifier's reward at the end.
 from __future__ import annotations
 
 import json
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -235,6 +236,13 @@ def _call_ids(arguments: dict[str, Any]) -> list[str]:
     return ids
 
 
+def _not_in(ids: list[str], known: Container[str]) -> tuple[str, ...]:
+    """The ids not in `known`, in order; one id (the usual call) without a comprehension."""
+    if len(ids) == 1:
+        return () if ids[0] in known else (ids[0],)
+    return tuple([i for i in ids if i not in known])
+
+
 # --------------------------------------------------------------------------------------------
 # the environment
 # --------------------------------------------------------------------------------------------
@@ -374,8 +382,7 @@ class EcomEnv:
         repeat = previous is not None if write else previous == version
         ids = _call_ids(call.arguments)
         if ids:
-            unseen = tuple(i for i in ids if i not in self.seen_ids)
-            irrelevant = tuple(i for i in ids if i not in self._needed)
+            unseen, irrelevant = _not_in(ids, self.seen_ids), _not_in(ids, self._needed)
         else:
             unseen = irrelevant = ()
         ok, result = self.tools.call(call.name, call.arguments)

@@ -889,7 +889,7 @@ def check_arguments(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
             out[key] = check(value)
         except TypeError as err:
             raise TypeError(f"{name}: {err}") from None
-    missing = [p for p in spec.params if p in spec.required and p not in out]
-    if missing:
+    if not spec.required <= out.keys():
+        missing = [p for p in spec.params if p in spec.required and p not in out]
         raise TypeError(f"{name}: missing argument(s) {', '.join(map(repr, missing))}")
     return out
