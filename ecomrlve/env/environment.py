@@ -17,6 +17,7 @@ intermediate steps and the verifier's reward at the end.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Container
 from dataclasses import dataclass, field
@@ -151,14 +152,37 @@ def system_prompt(task: Task, include_tools: bool = True) -> str:
 
 def _system_text(initial: dict[str, Any], include_tools: bool) -> str:
     user = initial["user"]
-    text = SYSTEM_TEMPLATE.format(
-        today=initial["today"],
-        name=user["name"] or "a customer",
-        membership=user["membership"],
-        address=user["address"] or "none",
-        payments=", ".join(user["payment_methods"]) or "none",
+    return _system_text_of(
+        initial["today"],
+        user["name"],
+        user["membership"],
+        user["address"],
+        tuple(user["payment_methods"]),
+        include_tools,
     )
-    return text + _TOOLS_TEXT if include_tools else text
+
+
+@functools.lru_cache(maxsize=4096)
+def _system_text_of(
+    today: str, name: str, membership: str, address: str, payments: tuple[str, ...], tools: bool
+) -> str:
+    """The system text of one customer profile: ~12 us to format with the tool schemas, so
+    the episodes of a task (a rollout group, replays) build it once."""
+    text = SYSTEM_TEMPLATE.format(
+        today=today,
+        name=name or "a customer",
+        membership=membership,
+        address=address or "none",
+        payments=", ".join(payments) or "none",
+    )
+    return text + _TOOLS_TEXT if tools else text
+
+
+@functools.lru_cache(maxsize=4096)
+def _visible_tokens(prompt: str) -> frozenset[str]:
+    """Every id-shaped token of a prompt (the ids an agent may use without a tool showing
+    them); ~12 us for a prompt, built once for the episodes of a task."""
+    return frozenset(VISIBLE_TOKEN.findall(prompt))
 
 
 def initial_messages(task: Task, include_tools: bool = True) -> list[dict[str, Any]]:
@@ -251,14 +275,25 @@ def _not_in(ids: list[str], known: Container[str]) -> tuple[str, ...]:
 class EcomEnv:
     """One task's episode. `reset()` starts (or restarts) it; `step()` plays one turn."""
 
-    def __init__(self, task: Task, catalog: Catalog, config: EnvConfig | None = None):
+    def __init__(
+        self,
+        task: Task,
+        catalog: Catalog,
+        config: EnvConfig | None = None,
+        *,
+        transcript: bool = True,
+    ):
+        """`transcript=False` plays without rendering anything for an agent: no messages are
+        kept and steps return empty observations, while the record, the end state and the
+        verdict are the same (what `verify` needs; it saves a third of a replayed step)."""
         self.task = task
+        self.transcript = transcript
         self.catalog = catalog
         self.config = config or EnvConfig()
         self.max_turns = max(self.config.max_steps, task.min_steps + 1)
         self._initial = normalised_initial_state(task.initial_state)
         self._needed = NeededIds(task)
-        self._prompt_ids = frozenset(VISIBLE_TOKEN.findall(task.prompt))
+        self._prompt_ids = _visible_tokens(task.prompt)
         self.record: EpisodeRecord | None = None
         self.messages: list[dict[str, Any]] = []
         self.done = True
@@ -285,6 +320,8 @@ class EcomEnv:
         self.progress = Progress(self.task, self.catalog)
         self.done = False
         self.verdict = None
+        if not self.transcript:
+            return []
         self.messages = [
             {"role": "system", "content": _system_text(self._initial, include_tools)},
             {"role": "user", "content": self.task.prompt},
@@ -301,7 +338,9 @@ class EcomEnv:
         record.turns += 1
         turn = record.turns
         parsed = parse_turn(action)
-        self.messages.append(_assistant_message(action, parsed))
+        transcript = self.transcript
+        if transcript:
+            self.messages.append(_assistant_message(action, parsed))
         errors: list[FormatError] = list(parsed.errors)
         calls = parsed.calls
         if len(calls) > MAX_CALLS_PER_TURN:
@@ -317,8 +356,10 @@ class EcomEnv:
             record.format_errors.extend((turn, str(e)) for e in errors)
         observation: list[dict[str, Any]] = []
         for call in calls:
-            observation.append(self._run(turn, call))
-        for error in errors:
+            message = self._run(turn, call)
+            if transcript:
+                observation.append(message)
+        for error in errors if transcript else ():
             observation.append(
                 _tool_message(
                     error.tool if error.tool in TOOL_SPECS else "format_error",
@@ -335,8 +376,10 @@ class EcomEnv:
         elif turn >= INTENT_SWITCH_TURN and not self.user.intent_revealed:
             text = self.user.reveal_intent()
             self.seen_ids.update(VISIBLE_TOKEN.findall(text))
-            observation.append({"role": "user", "content": text})
-        self.messages.extend(observation)
+            if transcript:
+                observation.append({"role": "user", "content": text})
+        if transcript:
+            self.messages.extend(observation)
         info: dict[str, Any] = {"turn": turn, "tool_calls": len(record.calls)}
         if errors:
             info["format_errors"] = [str(e) for e in errors]
@@ -370,7 +413,8 @@ class EcomEnv:
         return self.verdict
 
     # ---- internals ----------------------------------------------------------------------------
-    def _run(self, turn: int, call: ParsedCall) -> dict[str, Any]:
+    def _run(self, turn: int, call: ParsedCall) -> dict[str, Any] | None:
+        """Run one call and record it; its tool message (None without a transcript)."""
         record = self.record
         spec = TOOL_SPECS[call.name]
         args_key = _arguments_key(call.arguments) if call.arguments else "{}"
@@ -403,7 +447,7 @@ class EcomEnv:
                 milestones=milestones,
             )
         )
-        return _tool_message(call.name, result, call.call_id)
+        return _tool_message(call.name, result, call.call_id) if self.transcript else None
 
     def state(self) -> dict[str, Any]:
         """The episode as JSON: the current page (last tool result), cart, order history."""

@@ -266,7 +266,7 @@ def verify(
 ) -> Verdict:
     """Replay `turns` on a fresh env for `task`; return the verdict (never trusts the file)."""
     config = config or _DEFAULT_CONFIG
-    env = EcomEnv(task, catalog, config)
+    env = EcomEnv(task, catalog, config, transcript=False)  # only the record counts
     env.reset()
     played = assistant_turns(list(turns) if isinstance(turns, list | tuple) else [turns])
     extra = 0
