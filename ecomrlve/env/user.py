@@ -33,7 +33,9 @@ by "the one I mentioned". Generators phrase fact values as bare values ("$40", "
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
 import zlib
 from collections.abc import Callable
 
@@ -255,6 +257,25 @@ def _fill(template: str, value: str, key: str, label: str) -> str:
     )
 
 
+_TYPO_GENERATOR = threading.local()  # one reusable generator per thread
+
+
+@functools.lru_cache(maxsize=16384)
+def _typo_state(seed: int, task_crc: int, reply: int) -> dict:
+    return np.random.PCG64(np.random.SeedSequence([seed, TYPO_STREAM, task_crc, reply])).state
+
+
+def _typo_rng(seed: int, task_crc: int, reply: int) -> np.random.Generator:
+    """The generator of one reply's typos: `default_rng(SeedSequence([seed, TYPO_STREAM,
+    crc32(task_id), reply]))`, as a state memoised per reply and loaded into a per-thread
+    generator (1.5 us instead of 16 us for the episodes of a task that say the same reply)."""
+    rng = getattr(_TYPO_GENERATOR, "rng", None)
+    if rng is None:
+        rng = _TYPO_GENERATOR.rng = np.random.Generator(np.random.PCG64(0))
+    rng.bit_generator.state = _typo_state(seed, task_crc, reply)
+    return rng
+
+
 class SimulatedUser:
     """Answers questions from one task's hidden facts; deterministic per task."""
 
@@ -280,16 +301,7 @@ class SimulatedUser:
         rate = float(self.goal.typo_rate)
         if rate <= 0.0:
             return text
-        rng = np.random.default_rng(
-            np.random.SeedSequence(
-                [
-                    abs(self.task.seed),
-                    TYPO_STREAM,
-                    zlib.crc32(self.task.task_id.encode()),
-                    self.replies,
-                ]
-            )
-        )
+        rng = _typo_rng(abs(self.task.seed), zlib.crc32(self.task.task_id.encode()), self.replies)
         spans = []
         for value in protected:
             start = text.find(value)
