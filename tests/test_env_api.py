@@ -160,3 +160,24 @@ def test_finish_judges_a_cut_episode_like_verify(catalog):
     done.reset()
     results = [done.step(t) for t in reference_turns(task)]
     assert done.finish() is results[-1].info["verdict"]
+
+
+def test_an_episode_without_transcript_is_judged_like_one_with(catalog):
+    """`transcript=False` (what `verify` plays) keeps no messages and renders no observations,
+    and its record and verdict equal the transcript-keeping episode's, turn by turn."""
+    for task in fx.all_tasks(catalog):
+        turns = reference_turns(task)
+        # the reference, the reference cut short, and one with a malformed and a repeated call
+        variants = [turns, turns[:1], [turns[0], "<tool_call>{oops</tool_call>", *turns]]
+        for played in variants:
+            live, quiet = EcomEnv(task, catalog), EcomEnv(task, catalog, transcript=False)
+            assert live.reset() and quiet.reset() == []
+            for turn in played:
+                if live.done:
+                    break
+                a, b = live.step(turn), quiet.step(turn)
+                assert b.observation == []
+                assert (a.reward, a.done, a.info.keys()) == (b.reward, b.done, b.info.keys())
+            assert quiet.messages == []
+            assert live.finish().to_json() == quiet.finish().to_json()
+            assert live.state_hash() == quiet.state_hash()
