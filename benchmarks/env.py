@@ -12,7 +12,8 @@ Rows (all on one core, warm caches unless said otherwise):
   post-filter, or one full tantivy query, for queries with words), the single tantivy query it
   must equal, and a plain numpy-mask baseline (exact mask + substring match of the words);
 * replay+verify throughput of reference episodes (search cache warm, and cold) and of 900
-  generated tasks mixed over the nine scenarios (CPU time of this process, best of 3 rounds);
+  generated tasks mixed over the nine scenarios, on this catalog and on 20k products
+  (`--mixed-also`) (CPU time of this process, best of 3 rounds);
 * catalog load time and memory, and the PSS of 1/4/8 worker processes holding the catalog
   (its columns are memory-mapped: the workers share one copy).
 Baselines are the issue's figures (1M products, before the work); targets are the issue's. The
@@ -394,6 +395,14 @@ def bench_verify(catalog: Catalog, episodes: int, data: Path) -> list[Row]:
     return rows
 
 
+def bench_mixed_at(products: int, data: Path) -> list[Row]:
+    """`bench_mixed` on a catalog of another size (the issue's figure is at 20k products),
+    built once into `data` and cached there."""
+    if not DataPaths.of(data).products.exists():
+        build_catalog(data, products, 0)
+    return bench_mixed(Catalog.load(data), data)
+
+
 def bench_mixed(catalog: Catalog, data: Path, n_tasks: int = 900, seed: int = 7) -> list[Row]:
     """Replay+verify of generated tasks mixed over the nine scenarios (d 0-10), one core,
     and the cost of the typed answer check beside a substring check of the same facts."""
@@ -428,7 +437,7 @@ def bench_mixed(catalog: Catalog, data: Path, n_tasks: int = 900, seed: int = 7)
     return [
         (
             f"replay+verify, {len(plays)} generated tasks mixed over 9 scenarios "
-            f"({mean_turns:.1f} turns)",
+            f"({mean_turns:.1f} turns, {catalog.size:,} products)",
             f"{rate:,.0f} eps/s",
             "1,654 eps/s",
             "≥ 3,000 eps/s",
@@ -468,20 +477,35 @@ def main() -> None:
     parser.add_argument(
         "--workers", type=int, nargs="*", default=[1, 4, 8], help="PSS rows for these counts"
     )
+    parser.add_argument(
+        "--mixed-also",
+        type=int,
+        nargs="*",
+        default=[20_000],
+        help="mixed replay rows on catalogs of these sizes too (cached in /tmp)",
+    )
     args = parser.parse_args()
     data = args.data or Path(f"/tmp/ecomrlve-bench-{args.products}")
     start_load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     catalog, rows = load_catalog(data, args.products, args.seed)
     rows.insert(0, ("machine load average (1/5/15 min) at the start", start_load, "", ""))
+    sizes = [n for n in args.mixed_also if n != args.products]
+
+    def mixed_rows() -> list[Row]:
+        out = bench_mixed(catalog, data)
+        for size in sizes:
+            out += bench_mixed_at(size, Path(f"/tmp/ecomrlve-bench-{size}"))
+        return out
+
     if args.mixed_only:
-        print_table(rows + bench_mixed(catalog, data))
+        print_table(rows + mixed_rows())
         return
     if args.workers:
         rows += bench_workers(data, tuple(args.workers))
     rows += bench_steps(catalog, args.steps)
     rows += bench_search(catalog, args.queries, args.seed)
     rows += bench_verify(catalog, args.episodes, data)
-    rows += bench_mixed(catalog, data)
+    rows += mixed_rows()
     load = os.getloadavg()
     load_text = " / ".join(f"{x:.1f}" for x in load)
     rows.append(("machine load average (1/5/15 min) at the end", load_text, "", ""))
