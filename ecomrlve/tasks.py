@@ -212,9 +212,12 @@ class Goal(Model):
 
     def derived(self, name: str, build: Callable[[], Any]) -> Any:
         """`build()` once per Goal object; later calls return the same value."""
-        value = self._derived.get(name)
+        # the private dict itself: `self._derived` goes through pydantic's `__getattr__`
+        # (~1.7 us, a failed descriptor probe each time) and the env asks several times a step
+        derived = self.__pydantic_private__["_derived"]  # type: ignore[index]
+        value = derived.get(name)
         if value is None:
-            value = self._derived[name] = build()
+            value = derived[name] = build()
         return value
 
     def slot_sets(self) -> list[frozenset[str]]:
