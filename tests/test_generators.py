@@ -155,6 +155,11 @@ def test_rows_where_equals_catalog_filter_mask(ctx, data):
     expected = np.flatnonzero(ctx.catalog.filter_mask(filters))
     assert np.array_equal(ctx.rows_where(filters), expected)
     assert len(ctx.rows_where({**filters, "category": "no such category"})) == 0
+    # a brand the catalog has, but not in this category (no posting for the pair)
+    other = data.draw(st.sampled_from(ctx.brand.vocab))
+    crossed = {**filters, "brand": other}
+    expected = np.flatnonzero(ctx.catalog.filter_mask(crossed))
+    assert np.array_equal(ctx.rows_where(crossed), expected)
 
 
 # ---- runs and chunks ----------------------------------------------------------------------------
