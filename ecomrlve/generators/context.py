@@ -201,6 +201,7 @@ class GenContext:
             (r["topic"], r["category"], r["membership"]): r["policy_id"]
             for r in self.policies.frame.iter_rows(named=True)
         }
+        self._policy_hits: dict[str, frozenset[str]] = {}
         self.returnable_categories = [
             c for c in self.categories if self.policies.return_rule(c, "standard").returnable
         ]
@@ -358,6 +359,18 @@ class GenContext:
 
     def search_rows(self, query: str, filters: dict[str, Any], top_k: int) -> tuple[int, ...]:
         return self.catalog.search_rows(query, filters, top_k)
+
+    def policy_hits(self, query: str) -> frozenset[str]:
+        """Ids of the policies the env's `search_policy` returns for `query`. Memoised: the
+        generators ask a few hundred fixed questions (topic x category x membership) again
+        and again, and each answer is a pure function of the policy book."""
+        hits = self._policy_hits.get(query)
+        if hits is None:
+            from ecomrlve.env.tools import policy_search
+
+            found = policy_search(self.catalog, query)
+            hits = self._policy_hits[query] = frozenset(p["policy_id"] for p in found)
+        return hits
 
     def pick_in_stock(
         self, rng: np.random.Generator, category: str | None = None, min_stock: int = 1
