@@ -65,14 +65,20 @@ def nice_cap(price: float, slack: float) -> float:
     return float(math.ceil(raw / step) * step)
 
 
+# English month names, fixed (what `strftime('%B')` gives in the C locale, at a third of the
+# cost, and never another language whatever locale a caller has set)
+MONTHS: tuple[str, ...] = ("January", "February", "March", "April", "May", "June", "July",
+                           "August", "September", "October", "November", "December")  # fmt: skip
+
+
 def spoken_date(day: dt.date) -> str:
     """ "May 3" style, as a shopper would say it."""
-    return f"{day.strftime('%B')} {day.day}"
+    return f"{MONTHS[day.month - 1]} {day.day}"
 
 
 def month_phrase(day: dt.date) -> str:
     part = "early" if day.day <= 10 else "mid" if day.day <= 20 else "late"
-    return f"{part} {day.strftime('%B')}"
+    return f"{part} {MONTHS[day.month - 1]}"
 
 
 def join_words(words: Sequence[str]) -> str:
