@@ -29,6 +29,7 @@ from ecomrlve.generators import (
     regenerate,
     write_tasks,
 )
+from ecomrlve.generators.base import seed_sequence
 from ecomrlve.generators.difficulty import DECREASING_AXES
 from ecomrlve.generators.generate import task_row
 from ecomrlve.generators.registry import register
@@ -130,6 +131,12 @@ def test_task_key_round_trip_and_streams():
     for bad in ("cart-s1-d1-i1", "cart-s1-d99-i1-a0", "nope-s1-d1-i1-a0", "cart-s-1-d1-i1-a0"):
         with pytest.raises(ValueError):
             TaskKey.parse(bad)
+
+
+@given(st.lists(st.integers(0, 2**70), min_size=1, max_size=6))
+def test_seed_sequence_is_numpys_for_any_entropy(entropy):
+    ours = np.random.default_rng(seed_sequence(entropy)).bit_generator.state
+    assert ours == np.random.default_rng(np.random.SeedSequence(entropy)).bit_generator.state
 
 
 # ---- catalog look-ups ---------------------------------------------------------------------------
