@@ -202,6 +202,7 @@ class GenContext:
             for r in self.policies.frame.iter_rows(named=True)
         }
         self._policy_hits: dict[str, frozenset[str]] = {}
+        self._category_brands: dict[str, np.ndarray] = {}
         self.returnable_categories = [
             c for c in self.categories if self.policies.return_rule(c, "standard").returnable
         ]
@@ -359,6 +360,17 @@ class GenContext:
 
     def search_rows(self, query: str, filters: dict[str, Any], top_k: int) -> tuple[int, ...]:
         return self.catalog.search_rows(query, filters, top_k)
+
+    def brands_in(self, category: str) -> np.ndarray:
+        """A mask over the brand vocabulary: the brands with a row in `category` (memoised:
+        one pass over the category's thousands of rows)."""
+        mask = self._category_brands.get(category)
+        if mask is None:
+            rows = self.rows_by_category[category]
+            counts = np.bincount(self.brand.codes[rows], minlength=len(self.brand.vocab))
+            mask = self._category_brands[category] = counts > 0
+            mask.flags.writeable = False  # shared by every task of the process
+        return mask
 
     def policy_hits(self, query: str) -> frozenset[str]:
         """Ids of the policies the env's `search_policy` returns for `query`. Memoised: the
