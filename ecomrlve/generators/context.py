@@ -137,6 +137,9 @@ class GenContext:
         self.in_stock_by_category: dict[str, np.ndarray] = {
             name: rows[self.in_stock[rows]] for name, rows in self.rows_by_category.items()
         }
+        self.sold_out_by_category: dict[str, np.ndarray] = {
+            name: rows[~self.in_stock[rows]] for name, rows in self.rows_by_category.items()
+        }
         # for `rows_where`: every column permuted so that each category is one contiguous
         # slice (sorted by row within it), and the env's normalised text values -> our codes
         self._no_rows = np.empty(0, dtype=np.int64)

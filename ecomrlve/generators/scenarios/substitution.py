@@ -121,8 +121,7 @@ class Substitution(Scenario):
         pct: int = max(5, plan["pct"])
         empty_brands: int = plan["empty_brands"]
         category = ctx.categories[below(rng, len(ctx.categories))]
-        rows = ctx.rows_by_category[category]
-        sold_out = rows[~ctx.in_stock[rows]]
+        sold_out = ctx.sold_out_by_category[category]
         if len(sold_out) == 0:
             raise GenerationError(f"nothing in {category} is out of stock")
         wanted = int(sold_out[below(rng, len(sold_out))])
