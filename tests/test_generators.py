@@ -3,6 +3,7 @@ API (chunks, step bands, process pool), the store write and the `ecomrlve genera
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -29,8 +30,10 @@ from ecomrlve.generators import (
     regenerate,
     write_tasks,
 )
+from ecomrlve.generators.base import seed_sequence
 from ecomrlve.generators.difficulty import DECREASING_AXES
 from ecomrlve.generators.generate import task_row
+from ecomrlve.generators.phrasing import add_typos
 from ecomrlve.generators.registry import register
 from ecomrlve.store import DataPaths, StoreError, connect
 from ecomrlve.tasks import DIFFICULTY_AXES, Task
@@ -132,6 +135,36 @@ def test_task_key_round_trip_and_streams():
             TaskKey.parse(bad)
 
 
+@given(st.lists(st.integers(0, 2**70), min_size=1, max_size=6))
+def test_seed_sequence_is_numpys_for_any_entropy(entropy):
+    ours = np.random.default_rng(seed_sequence(entropy)).bit_generator.state
+    assert ours == np.random.default_rng(np.random.SeedSequence(entropy)).bit_generator.state
+
+
+def _typos_word_by_word(text: str, rate: float, rng: np.random.Generator) -> str:
+    """`add_typos` as first written: one scalar draw per word, one more per typo."""
+
+    def swap(match):
+        word = match.group(0)
+        if rng.random() >= rate:
+            return word
+        i = 1 + int(rng.random() * (len(word) - 3))
+        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+
+    return re.sub(r"[A-Za-z]{4,}", swap, text) if rate > 0 else text
+
+
+@given(
+    st.text(alphabet="abcdefgh XYZ,.'", max_size=60),
+    st.sampled_from([0.0, 0.05, 0.5, 1.0]),
+    st.integers(0, 2**32),
+)
+def test_add_typos_draws_like_word_by_word(text, rate, seed):
+    ours, reference = np.random.default_rng(seed), np.random.default_rng(seed)
+    assert add_typos(text, rate, ours) == _typos_word_by_word(text, rate, reference)
+    assert ours.random() == reference.random()  # the stream is left at the same place
+
+
 # ---- catalog look-ups ---------------------------------------------------------------------------
 @settings(
     max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -155,6 +188,11 @@ def test_rows_where_equals_catalog_filter_mask(ctx, data):
     expected = np.flatnonzero(ctx.catalog.filter_mask(filters))
     assert np.array_equal(ctx.rows_where(filters), expected)
     assert len(ctx.rows_where({**filters, "category": "no such category"})) == 0
+    # a brand the catalog has, but not in this category (no posting for the pair)
+    other = data.draw(st.sampled_from(ctx.brand.vocab))
+    crossed = {**filters, "brand": other}
+    expected = np.flatnonzero(ctx.catalog.filter_mask(crossed))
+    assert np.array_equal(ctx.rows_where(crossed), expected)
 
 
 # ---- runs and chunks ----------------------------------------------------------------------------

@@ -121,7 +121,19 @@ class TaskKey:
     def rng(self) -> np.random.Generator:
         """The task's own generator. Seed 42 task 1 never equals seed 43 task 0."""
         entropy = [self.seed, self.scenario_id, self.index, self.difficulty, self.attempt]
-        return np.random.default_rng(np.random.SeedSequence(entropy))
+        return np.random.default_rng(seed_sequence(entropy))
+
+
+_WORD = 1 << 32
+
+
+def seed_sequence(entropy: list[int]) -> np.random.SeedSequence:
+    """`SeedSequence(entropy)`, the same state, cheaper: numpy turns a list into uint32 words
+    one int at a time (~7 us); ints below 2**32 are one word each, so a uint32 array of them
+    is the same entropy, read in one step (~2 us). Larger ints keep the list form."""
+    if all(0 <= x < _WORD for x in entropy):
+        return np.random.SeedSequence(np.array(entropy, dtype=np.uint32))
+    return np.random.SeedSequence(entropy)
 
 
 class Scenario(ABC):

@@ -407,10 +407,8 @@ def policy_call(
     """A `search_policy` call with the first of `queries` whose results (the env's own
     ranking) include `policy_id`; the id is appended to `found` (the goal's
     `relevant_policies`: retrieving it is progress)."""
-    from ecomrlve.env.tools import policy_search
-
     for query in [queries] if isinstance(queries, str) else queries:
-        if any(p["policy_id"] == policy_id for p in policy_search(ctx.catalog, query)):
+        if policy_id in ctx.policy_hits(query):
             if found is not None and policy_id not in found:
                 found.append(policy_id)
             return call("search_policy", query=query)

@@ -67,6 +67,19 @@ def _codes(series: pl.Series) -> tuple[np.ndarray, list[str]]:
     return frame["code"].to_numpy(), vocab
 
 
+def _postings(groups: np.ndarray, codes: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
+    """(group, code) -> the rows with that group and code, ascending."""
+    order = np.lexsort((codes, groups))  # by group, then code, then row (lexsort is stable)
+    pairs = groups[order].astype(np.int64) * (int(codes.max(initial=0)) + 1) + codes[order]
+    cuts = np.flatnonzero(np.diff(pairs)) + 1
+    starts = np.concatenate(([0], cuts)) if len(order) else np.empty(0, dtype=np.int64)
+    ends = np.concatenate((cuts, [len(order)])) if len(order) else starts
+    return {
+        (int(groups[order[a]]), int(codes[order[a]])): order[a:b].astype(np.int64)
+        for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
+    }
+
+
 @dataclass(frozen=True)
 class Column:
     """A string column as codes + vocabulary (for fast sampling and equality masks)."""
@@ -124,6 +137,9 @@ class GenContext:
         self.in_stock_by_category: dict[str, np.ndarray] = {
             name: rows[self.in_stock[rows]] for name, rows in self.rows_by_category.items()
         }
+        self.sold_out_by_category: dict[str, np.ndarray] = {
+            name: rows[~self.in_stock[rows]] for name, rows in self.rows_by_category.items()
+        }
         # for `rows_where`: every column permuted so that each category is one contiguous
         # slice (sorted by row within it), and the env's normalised text values -> our codes
         self._no_rows = np.empty(0, dtype=np.int64)
@@ -144,11 +160,28 @@ class GenContext:
             for i, name in enumerate(self.category.vocab)
         }
         self._norm_codes: dict[str, dict[str, list[int]]] = {}
+        # (category, code) -> that category's rows with that brand / colour / size, ascending:
+        # a product need's exact filters start from one of these (tens of rows), not from the
+        # category's thousands
+        self._postings: dict[str, dict[tuple[int, int], np.ndarray]] = {}
+        self._global: dict[str, np.ndarray] = {
+            "brand": self.brand.codes,
+            "color": self.color.codes,
+            "size": self.size_col.codes,
+            "price": self.price,
+            "rating": self.rating,
+            "ship_days": self.ship_days,
+            "in_stock": self.in_stock,
+        }
         for key, column in (("brand", self.brand), ("color", self.color), ("size", self.size_col)):
             codes: dict[str, list[int]] = {}
             for code, value in enumerate(column.vocab):
                 codes.setdefault(normalise_text(value), []).append(code)
             self._norm_codes[key] = codes
+            self._postings[key] = _postings(self.category.codes, column.codes)
+        self._category_code = {
+            normalise_text(name): i for i, name in enumerate(self.category.vocab)
+        }
         # memo of `noun(row)` (a pure function of the row; a task asks for dozens)
         self._nouns: dict[int, str] = {}
         self._nouns_longest_first: dict[str, list[str]] = {
@@ -171,6 +204,8 @@ class GenContext:
             (r["topic"], r["category"], r["membership"]): r["policy_id"]
             for r in self.policies.frame.iter_rows(named=True)
         }
+        self._policy_hits: dict[str, frozenset[str]] = {}
+        self._category_brands: dict[str, np.ndarray] = {}
         self.returnable_categories = [
             c for c in self.categories if self.policies.return_rule(c, "standard").returnable
         ]
@@ -233,8 +268,9 @@ class GenContext:
         semantics (`ProductNeed.search` relies on the order).
 
         With a category filter (every product need has one) only that category's rows are
-        tested, ~20x faster than a full `Catalog.filter_mask` on 100k products; the tests check
-        both give the same rows. Without one, `Catalog.filter_mask` itself answers.
+        tested, ~20x faster than a full `Catalog.filter_mask` on 100k products, and with an
+        exact brand / colour / size only the rows of its (category, value) posting; the tests
+        check both give the same rows. Without one, `Catalog.filter_mask` itself answers.
         """
         normalised = normalise_filters(filters)
         category = next((v for k, v in normalised if k == "category"), None)
@@ -243,6 +279,16 @@ class GenContext:
         span = self._category_span.get(category)
         if span is None:
             return self._no_rows
+        exact = [
+            (key, self._norm_codes[key].get(value))
+            for key, value in normalised
+            if key in self._norm_codes
+        ]
+        if any(wanted is None for _, wanted in exact):
+            return self._no_rows
+        single = [(key, wanted[0]) for key, wanted in exact if wanted and len(wanted) == 1]
+        if single:
+            return self._rows_from_posting(normalised, self._category_code[category], single)
         lo, hi = span
         by_cat = self._by_category  # columns permuted so each category is one slice
         keep = np.ones(hi - lo, dtype=bool)
@@ -267,6 +313,48 @@ class GenContext:
                 keep &= by_cat["in_stock"][lo:hi] == value
         return by_cat["row"][lo:hi][keep]
 
+    def _rows_from_posting(
+        self,
+        normalised: tuple[tuple[str, Any], ...],
+        category: int,
+        single: list[tuple[str, int]],
+    ) -> np.ndarray:
+        """`rows_where` from the smallest (category, exact value) posting: the other filters
+        are tested on its rows only (same rows, same ascending order)."""
+        postings = self._postings
+        start_key, rows = None, None
+        for key, code in single:
+            posting = postings[key].get((category, code))
+            if posting is None:
+                return self._no_rows
+            if rows is None or len(posting) < len(rows):
+                start_key, rows = key, posting
+        if rows is None or len(rows) == 0:
+            return self._no_rows
+        columns = self._global
+        keep = None
+        for key, value in normalised:
+            if key == "category" or key == start_key:
+                continue
+            if key in self._norm_codes:
+                wanted = self._norm_codes[key][value]
+                codes = columns[key][rows]
+                test = codes == wanted[0] if len(wanted) == 1 else np.isin(codes, wanted)
+            elif key == "min_price":
+                test = columns["price"][rows] >= value
+            elif key == "max_price":
+                test = columns["price"][rows] <= value
+            elif key == "min_rating":
+                test = columns["rating"][rows] >= value
+            elif key == "max_ship_days":
+                test = columns["ship_days"][rows] <= value
+            elif key == "in_stock":
+                test = columns["in_stock"][rows] == value
+            else:
+                continue
+            keep = test if keep is None else keep & test
+        return rows if keep is None else rows[keep]
+
     def ids(self, rows: np.ndarray | list[int]) -> list[str]:
         return self._id_array[np.asarray(rows, dtype=np.int64)].tolist()
 
@@ -275,6 +363,29 @@ class GenContext:
 
     def search_rows(self, query: str, filters: dict[str, Any], top_k: int) -> tuple[int, ...]:
         return self.catalog.search_rows(query, filters, top_k)
+
+    def brands_in(self, category: str) -> np.ndarray:
+        """A mask over the brand vocabulary: the brands with a row in `category` (memoised:
+        one pass over the category's thousands of rows)."""
+        mask = self._category_brands.get(category)
+        if mask is None:
+            rows = self.rows_by_category[category]
+            counts = np.bincount(self.brand.codes[rows], minlength=len(self.brand.vocab))
+            mask = self._category_brands[category] = counts > 0
+            mask.flags.writeable = False  # shared by every task of the process
+        return mask
+
+    def policy_hits(self, query: str) -> frozenset[str]:
+        """Ids of the policies the env's `search_policy` returns for `query`. Memoised: the
+        generators ask a few hundred fixed questions (topic x category x membership) again
+        and again, and each answer is a pure function of the policy book."""
+        hits = self._policy_hits.get(query)
+        if hits is None:
+            from ecomrlve.env.tools import policy_search
+
+            found = policy_search(self.catalog, query)
+            hits = self._policy_hits[query] = frozenset(p["policy_id"] for p in found)
+        return hits
 
     def pick_in_stock(
         self, rng: np.random.Generator, category: str | None = None, min_stock: int = 1

@@ -34,7 +34,7 @@ import polars as pl
 from ecomrlve import store
 from ecomrlve.config import SCENARIOS, EnvConfig
 from ecomrlve.env import reference_turns, verify
-from ecomrlve.generators.base import GenerationError, ScenarioConfig, TaskKey
+from ecomrlve.generators.base import GenerationError, ScenarioConfig, TaskKey, seed_sequence
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.difficulty import axes_for, check_difficulty
 from ecomrlve.generators.registry import get_scenario
@@ -197,7 +197,7 @@ def _band_probability(scenario: str, difficulty: int, lo: int, hi: int) -> float
     hits = 0
     for i in range(FEASIBILITY_SAMPLES):
         entropy = [FEASIBILITY_STREAM, scenario_id, difficulty, i]
-        rng = np.random.default_rng(np.random.SeedSequence(entropy))
+        rng = np.random.default_rng(seed_sequence(entropy))
         hits += lo <= generator.plan(config, rng).steps <= hi
     return hits / FEASIBILITY_SAMPLES
 

@@ -15,25 +15,41 @@ from typing import Any
 
 import numpy as np
 
-from ecomrlve.generators.draws import between, pick
+from ecomrlve.generators.draws import pick
 
 _FORMATTER = string.Formatter()
 _WORD = re.compile(r"[A-Za-z]{4,}")
 
 
 def add_typos(text: str, rate: float, rng: np.random.Generator) -> str:
-    """Swap two inner letters in each word of 4+ letters with probability `rate`."""
+    """Swap two inner letters in each word of 4+ letters with probability `rate`.
+
+    The draws are, in order, one uniform per word and, after each word that gets a typo, one
+    for the letter (`between(rng, 1, len(word) - 2)`). They are read from one vector draw of
+    a uniform per word, topped up one at a time when typos take some: `rng.random(n)` is the
+    next n scalar draws, so the stream and the text are those of drawing word by word.
+    """
     if rate <= 0:
         return text
-
-    def swap(match: re.Match[str]) -> str:
-        word = match.group(0)
-        if rng.random() >= rate:
-            return word
-        i = between(rng, 1, len(word) - 2)
-        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
-
-    return _WORD.sub(swap, text)
+    words = [(m.start(), m.group(0)) for m in _WORD.finditer(text)]
+    if not words:
+        return text
+    draws = rng.random(len(words)).tolist()
+    at, pieces, done = 0, [], 0
+    for start, word in words:
+        if at == len(draws):
+            draws.append(rng.random())
+        u = draws[at]
+        at += 1
+        if u >= rate:
+            continue
+        if at == len(draws):
+            draws.append(rng.random())
+        i = 1 + int(draws[at] * (len(word) - 3))  # between(rng, 1, len(word) - 2)
+        at += 1
+        pieces += [text[done:start], word[:i], word[i + 1], word[i], word[i + 2 :]]
+        done = start + len(word)
+    return "".join(pieces) + text[done:] if pieces else text
 
 
 def render(
@@ -65,14 +81,20 @@ def nice_cap(price: float, slack: float) -> float:
     return float(math.ceil(raw / step) * step)
 
 
+# English month names, fixed (what `strftime('%B')` gives in the C locale, at a third of the
+# cost, and never another language whatever locale a caller has set)
+MONTHS: tuple[str, ...] = ("January", "February", "March", "April", "May", "June", "July",
+                           "August", "September", "October", "November", "December")  # fmt: skip
+
+
 def spoken_date(day: dt.date) -> str:
     """ "May 3" style, as a shopper would say it."""
-    return f"{day.strftime('%B')} {day.day}"
+    return f"{MONTHS[day.month - 1]} {day.day}"
 
 
 def month_phrase(day: dt.date) -> str:
     part = "early" if day.day <= 10 else "mid" if day.day <= 20 else "late"
-    return f"{part} {day.strftime('%B')}"
+    return f"{part} {MONTHS[day.month - 1]}"
 
 
 def join_words(words: Sequence[str]) -> str:

@@ -268,8 +268,12 @@ class ProductDiscovery(Scenario):
         rows = ctx.rows_where(others)
         column = ctx.color if key == "color" else ctx.brand
         codes = column.codes[rows]
-        have = codes[ctx.in_stock[rows]]
-        lacking = np.setdiff1d(np.unique(codes), have)
+        # the codes these rows have, none of them in stock, ascending (= setdiff1d(unique(
+        # codes), in-stock codes), counted rather than sorted: a third of the cost)
+        size = len(column.vocab)
+        seen = np.bincount(codes, minlength=size) > 0
+        stocked = np.bincount(codes[ctx.in_stock[rows]], minlength=size) > 0
+        lacking = np.flatnonzero(seen & ~stocked)
         lacking = lacking[lacking != column.codes[target]]
         if len(lacking) == 0:
             raise GenerationError(f"every {key} of this request is in stock")
