@@ -15,9 +15,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ecomrlve.config import EnvConfig
-from ecomrlve.env import EcomEnv, format_call, reference_turns, verify
+from ecomrlve.env import EcomEnv, facts, format_call, reference_turns, verify
 from ecomrlve.env.facts import check_answer, extract_dates, normalise
 from ecomrlve.env.verifier import MAX_ANSWER_CHARS
 from ecomrlve.generators import GenContext, generate_task
@@ -154,6 +156,23 @@ def test_bad_input_never_raises_and_fails_with_a_reason(answer):
 def test_unreadable_dates_are_not_dates():
     assert extract_dates(normalise("on 31/02 and on February 30")) == []
     assert extract_dates(normalise("on 6/7")) != []
+
+
+_NUMBERISH = st.lists(
+    st.sampled_from(
+        ["one", "tenth", "fifteen", "nineteenth", "canteen", "often", "phone", "someone", "ten",
+         "forty-five", "twenty", "_one", "one_", "4", "days", " ", ",", ".", "-", "x", "ë", "١"]
+    ),
+    max_size=12,
+).map("".join)  # fmt: skip
+
+
+@given(st.one_of(_NUMBERISH, st.text(max_size=40)))
+def test_the_number_word_hint_never_misses_a_number_word(text):
+    """`normalise` skips alpha2digit unless the cheap hint matches: it must match every text
+    the exact number-word pattern matches."""
+    text = text.lower()
+    assert not facts._NUMBER_WORD.search(text) or facts._NUMBER_HINT.search(text)
 
 
 # ---- suites over generated tasks ------------------------------------------------------------

@@ -84,7 +84,9 @@ def normalise(text: str) -> str:
         text = text.lower()
     else:
         text = unicodedata.normalize("NFKC", text).translate(_DASHES).translate(_QUOTES).lower()
-    if _NUMBER_WORD.search(text):  # alpha2digit costs ~40 us: only when there is a number word
+    # alpha2digit costs ~40 us: only when there is a number word (the hint, which a literal
+    # first-letter scan makes ~3x cheaper than `_NUMBER_WORD`, finds every text it matches)
+    if _NUMBER_HINT.search(text) and _NUMBER_WORD.search(text):
         with contextlib.suppress(Exception):  # an answer must never crash the verifier
             text = alpha2digit(text, "en")
         text = re.sub(r"\bzero\b", "0", text)
@@ -95,6 +97,11 @@ _NUMBER_WORD = re.compile(
     r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\w+teen|twenty"
     r"|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|fourth|fifth|sixth|seventh|eighth"
     r"|ninth|tenth|eleventh|twelfth|\w+teenth|twentieth|thirtieth)\b"
+)
+_NUMBER_HINT = re.compile(
+    r"(?<!\w)(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty"
+    r"|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|fourth|fifth|sixth|seventh|eighth"
+    r"|ninth|tenth|eleventh|twelfth|twentieth|thirtieth)(?!\w)|teen"
 )
 
 

@@ -50,33 +50,47 @@ class StateError(ValueError):
     """An `initial_state` that does not follow the documented schema."""
 
 
-def _date(value: Any, where: str, *, optional: bool = False) -> str | None:
+# A field's path is passed as parts ("orders", 2, "items", 0, "price") and spelled
+# ("orders[2].items[0].price") only for the error: a state of a few orders has dozens of
+# fields, and formatting every path up front was a third of the validation.
+FieldPath = tuple[str | int, ...]
+
+
+def _spelled(path: FieldPath) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
+def _date(value: Any, *path: str | int, optional: bool = False) -> str | None:
     if value is None and optional:
         return None
     if not isinstance(value, str):
-        raise StateError(f"initial_state: {where} must be a YYYY-MM-DD string, got {value!r}")
+        raise StateError(
+            f"initial_state: {_spelled(path)} must be a YYYY-MM-DD string, got {value!r}"
+        )
     try:
         dt.date.fromisoformat(value)
     except ValueError:
-        raise StateError(f"initial_state: {where} is not a date: {value!r}") from None
+        raise StateError(f"initial_state: {_spelled(path)} is not a date: {value!r}") from None
     return value
 
 
-def _str(value: Any, where: str) -> str:
+def _str(value: Any, *path: str | int) -> str:
     if not isinstance(value, str) or not value:
-        raise StateError(f"initial_state: {where} must be a non-empty string, got {value!r}")
+        raise StateError(
+            f"initial_state: {_spelled(path)} must be a non-empty string, got {value!r}"
+        )
     return value
 
 
-def _int(value: Any, where: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise StateError(f"initial_state: {where} must be an integer >= {minimum}, got {value!r}")
+def _int(value: Any, *path: str | int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise StateError(f"initial_state: {_spelled(path)} must be an integer >= 1, got {value!r}")
     return value
 
 
-def _number(value: Any, where: str) -> float:
+def _number(value: Any, *path: str | int) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise StateError(f"initial_state: {where} must be a number, got {value!r}")
+        raise StateError(f"initial_state: {_spelled(path)} must be a number, got {value!r}")
     return float(value)
 
 
@@ -113,8 +127,8 @@ def validate_initial_state(raw: Any) -> dict[str, Any]:
             raise StateError(f"initial_state: cart[{i}] must be an object")
         cart.append(
             {
-                "item_id": _str(line.get("item_id"), f"cart[{i}].item_id"),
-                "quantity": _int(line.get("quantity", 1), f"cart[{i}].quantity"),
+                "item_id": _str(line.get("item_id"), "cart", i, "item_id"),
+                "quantity": _int(line.get("quantity", 1), "cart", i, "quantity"),
             }
         )
     if len({line["item_id"] for line in cart}) != len(cart):
@@ -136,23 +150,27 @@ def validate_initial_state(raw: Any) -> dict[str, Any]:
                 raise StateError(f"initial_state: {where}.items[{j}] must be an object")
             lines.append(
                 {
-                    "item_id": _str(line.get("item_id"), f"{where}.items[{j}].item_id"),
-                    "quantity": _int(line.get("quantity", 1), f"{where}.items[{j}].quantity"),
-                    "price": _number(line.get("price"), f"{where}.items[{j}].price"),
+                    "item_id": _str(line.get("item_id"), "orders", i, "items", j, "item_id"),
+                    "quantity": _int(line.get("quantity", 1), "orders", i, "items", j, "quantity"),
+                    "price": _number(line.get("price"), "orders", i, "items", j, "price"),
                 }
             )
         orders.append(
             {
-                "order_id": _str(order.get("order_id"), f"{where}.order_id"),
+                "order_id": _str(order.get("order_id"), "orders", i, "order_id"),
                 "status": status,
-                "placed": _date(order.get("placed"), f"{where}.placed"),
-                "delivered": _date(order.get("delivered"), f"{where}.delivered", optional=True),
-                "eta": _date(order.get("eta"), f"{where}.eta", optional=True),
+                "placed": _date(order.get("placed"), "orders", i, "placed"),
+                "delivered": _date(order.get("delivered"), "orders", i, "delivered", optional=True),
+                "eta": _date(order.get("eta"), "orders", i, "eta", optional=True),
                 "items": lines,
                 "shipping_address": str(order.get("shipping_address", user["address"])),
                 "total": _number(
-                    order.get("total", sum(x["price"] * x["quantity"] for x in lines)),
-                    f"{where}.total",
+                    order["total"]
+                    if "total" in order
+                    else sum(x["price"] * x["quantity"] for x in lines),
+                    "orders",
+                    i,
+                    "total",
                 ),
             }
         )
@@ -173,15 +191,15 @@ def validate_initial_state(raw: Any) -> dict[str, Any]:
             raise StateError(f"initial_state: {where}.kind must be one of {RETURN_KINDS}")
         returns.append(
             {
-                "return_id": _str(entry.get("return_id"), f"{where}.return_id"),
-                "order_id": _str(entry.get("order_id"), f"{where}.order_id"),
-                "item_id": _str(entry.get("item_id"), f"{where}.item_id"),
-                "quantity": _int(entry.get("quantity", 1), f"{where}.quantity"),
+                "return_id": _str(entry.get("return_id"), "returns", i, "return_id"),
+                "order_id": _str(entry.get("order_id"), "returns", i, "order_id"),
+                "item_id": _str(entry.get("item_id"), "returns", i, "item_id"),
+                "quantity": _int(entry.get("quantity", 1), "returns", i, "quantity"),
                 "kind": kind,
                 "new_item_id": entry.get("new_item_id"),
                 "reason": str(entry.get("reason", "")),
                 "status": str(entry.get("status", "requested")),
-                "refund": _number(entry.get("refund", 0.0), f"{where}.refund"),
+                "refund": _number(entry.get("refund", 0.0), "returns", i, "refund"),
             }
         )
     return {"today": today, "user": user, "cart": cart, "orders": orders, "returns": returns}

@@ -31,12 +31,14 @@ def add_typos(text: str, rate: float, rng: np.random.Generator) -> str:
     """
     if rate <= 0:
         return text
-    words = [(m.start(), m.group(0)) for m in _WORD.finditer(text)]
-    if not words:
+    n = len(_WORD.findall(text))
+    if not n:
         return text
-    draws = rng.random(len(words)).tolist()
+    draws = rng.random(n).tolist()
+    if min(draws) >= rate:  # no word gets a typo: the n draws are all the stream holds
+        return text
     at, pieces, done = 0, [], 0
-    for start, word in words:
+    for match in _WORD.finditer(text):
         if at == len(draws):
             draws.append(rng.random())
         u = draws[at]
@@ -45,11 +47,12 @@ def add_typos(text: str, rate: float, rng: np.random.Generator) -> str:
             continue
         if at == len(draws):
             draws.append(rng.random())
+        word, start = match.group(), match.start()
         i = 1 + int(draws[at] * (len(word) - 3))  # between(rng, 1, len(word) - 2)
         at += 1
         pieces += [text[done:start], word[:i], word[i + 1], word[i], word[i + 2 :]]
         done = start + len(word)
-    return "".join(pieces) + text[done:] if pieces else text
+    return "".join(pieces) + text[done:]
 
 
 def render(
