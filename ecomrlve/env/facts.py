@@ -585,16 +585,14 @@ def _segments(
     subjects = {f.subject for f in facts if f.subject}
     if len(subjects) <= 1:
         return [_Segment(text, frozenset(subjects))]
-    cues: dict[str, set[str]] = {s: set() for s in subjects}
-    for f in facts:
-        if f.subject:
-            cues[f.subject].update(_words(c) for c in f.cues)
+    # (cue, subject) pairs, each once: a sentence names the subjects whose cue it contains
+    pairs = list(dict.fromkeys((_words(c), f.subject) for f in facts if f.subject for c in f.cues))
     out: list[_Segment] = []
     current: frozenset[str] = frozenset()
     for start, end in sentence_spans(text) if spans is None else spans:
         sentence = text[start:end]
         words = _words(sentence)
-        named = frozenset(s for s, said in cues.items() if any(c in words for c in said))
+        named = frozenset({subject for cue, subject in pairs if cue in words})
         if named:
             current = named
         out.append(_Segment(sentence, current, start))
