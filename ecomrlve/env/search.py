@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: price / rating / ship_days are fast fields only
 TOKENIZER = "shop"
 MARKER = "ecomrlve-index.json"
 _STRING_FIELDS = ("category", "brand", "color", "size")
@@ -108,9 +108,10 @@ def build_schema() -> tantivy.Schema:
     builder.add_text_field("text", tokenizer_name=TOKENIZER, index_option="freq")
     for name in _STRING_FIELDS:
         builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
-    builder.add_float_field("price", fast=True, indexed=True)
-    builder.add_float_field("rating", fast=True, indexed=True)
-    builder.add_integer_field("ship_days", fast=True, indexed=True)
+    # numeric bounds are fast-field range queries: no postings needed for these
+    builder.add_float_field("price", fast=True)
+    builder.add_float_field("rating", fast=True)
+    builder.add_integer_field("ship_days", fast=True)
     builder.add_boolean_field("in_stock", fast=True, indexed=True)
     return builder.build()
 
