@@ -67,16 +67,17 @@ def load_catalog(data: Path, n: int, seed: int) -> tuple[Catalog, list[Row]]:
         build_catalog(data, n, seed)
         rows.append(("catalog synthesis + parquet", f"{time.perf_counter() - t:.1f} s", "", ""))
     built = not any(paths.catalog.glob("search-*"))
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     catalog = Catalog.load(data)
+    took = f"{time.perf_counter() - t:.1f} s (CPU {time.process_time() - cpu:.1f} s)"
     label = "Catalog.load incl. one-time index build" if built else "Catalog.load (index cached)"
-    rows.append((label, f"{time.perf_counter() - t:.1f} s", "31.5 s / 2.1 s", "≤ 15 s / ≤ 1 s"))
+    rows.append((label, took, "31.5 s / 2.1 s", "≤ 15 s / ≤ 1 s"))
     if built:
         Catalog._cache.clear()
         gc.collect()
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         catalog = Catalog.load(data)
-        took = f"{time.perf_counter() - t:.1f} s"
+        took = f"{time.perf_counter() - t:.1f} s (CPU {time.process_time() - cpu:.1f} s)"
         rows.append(("Catalog.load (index cached)", took, "2.1 s", "≤ 1 s"))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     anon = _status_kib("RssAnon") / 1024

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ecomrlve.catalogs import build_policies, build_products
 from ecomrlve.env import Catalog, FilterError
-from ecomrlve.env.search import SearchIndex
+from ecomrlve.env.search import ANALYZER, TERMS_ANALYZER, SearchIndex, index_terms
 from ecomrlve.testing import env_tasks as fx
 
 
@@ -182,6 +183,58 @@ def test_disk_index_is_built_once_and_agrees_with_ram(tmp_path):
         assert reopened.search_rows(query, {"in_stock": True}, 20) == expected
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
     assert leftovers == [".idx.lock"]  # no temp folder left behind
+
+
+TRICKY_TEXTS = [
+    "Bradshaw travel aluminium hybrid bike - grey, frame size S",
+    "  padded\ttabs\nand  double  spaces ",
+    "2-in-1 LAPTOPS: 15.6\" (USB-C), 4K/60Hz; don't",
+    "Crème brûlée Ärmel straße ﬁne 東京 café",
+    "x" * 39 + " " + "y" * 40 + " " + "z" * 80 + " short",
+    "",
+    " ",
+    "running runs ran runner's, (jackets) [boots] {shoes} <hats>",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(max_size=60), min_size=1, max_size=5))
+def test_index_terms_analyse_like_the_index_analyzer(texts):
+    terms = index_terms(pl.Series(texts, dtype=pl.String))
+    if terms is not None:  # None: the build falls back to the analyzer itself
+        for text, term_text in zip(texts, terms.to_list(), strict=True):
+            assert TERMS_ANALYZER.analyze(term_text) == ANALYZER.analyze(text)
+
+
+def test_index_terms_of_catalog_like_text():
+    terms = index_terms(pl.Series(TRICKY_TEXTS))
+    assert terms is not None
+    for text, term_text in zip(TRICKY_TEXTS, terms.to_list(), strict=True):
+        assert TERMS_ANALYZER.analyze(term_text) == ANALYZER.analyze(text)
+
+
+def test_index_terms_refuse_a_term_the_plain_tokenizer_splits():
+    # lower-casing "İ" gives "i" + a combining dot, which the simple tokenizer splits off
+    assert index_terms(pl.Series(["İstanbul rug"])) is None
+
+
+def test_index_from_terms_equals_index_from_raw_text(monkeypatch):
+    """Same hits and scores whether the text was analysed by polars or by tantivy."""
+    products = build_products(1500, 5)
+    terms = Catalog.from_frames(products, build_policies())
+    assert terms.index_documents()[1]
+    monkeypatch.setattr("ecomrlve.env.catalog.index_terms", lambda texts: None)
+    raw = Catalog.from_frames(products, build_policies())
+    assert not raw.index_documents()[1]
+    words = sorted(set(" ".join(products["title"].to_list()).lower().split()))[::7]
+    for word in [*words, "boots leather", "2-in-1 wool"]:
+        tokens = tuple(ANALYZER.analyze(word))
+        if not tokens:
+            continue
+        query = terms._index.build_query(tokens, ())
+        expected = raw._index.searcher.search(raw._index.build_query(tokens, ()), 50).hits
+        got = terms._index.searcher.search(query, 50).hits
+        assert [(s, a.doc) for s, a in got] == [(s, a.doc) for s, a in expected], word
 
 
 def test_unsorted_frames_are_sorted_by_item_id():

@@ -37,7 +37,7 @@ import polars as pl
 from ecomrlve.catalogs.policies import PolicyBook
 from ecomrlve.env import columns as column_files
 from ecomrlve.env.columns import IdIndex
-from ecomrlve.env.search import SearchIndex, analyzer_tokens, build_lock, valid_utf8
+from ecomrlve.env.search import SearchIndex, analyzer_tokens, build_lock, index_terms, valid_utf8
 from ecomrlve.store import DataPaths, StoreError
 
 log = logging.getLogger(__name__)
@@ -700,14 +700,18 @@ class Catalog:
                 self._search_cache.popitem(last=False)
         return entry
 
-    def index_documents(self) -> list[str]:
+    def index_documents(self) -> tuple[list[str], bool]:
         """One JSON document per row, in row order, for building the search index: the text
-        (title, description, category), the normalised string filters and the numbers.
+        (title, description, category), the normalised string filters and the numbers; and
+        whether that text is already given as its index terms (`search.index_terms`).
 
         Encoded by polars in one pass (a Python `json` call per row cost ~5 s at 1M rows).
         """
-        text = pl.concat_str(["title", "description", "category"], separator=" ")
-        columns: dict[str, Any] = {"text": self.products.select(text).to_series()}
+        text = self.products.select(
+            pl.concat_str(["title", "description", "category"], separator=" ")
+        ).to_series()
+        terms = index_terms(text)
+        columns: dict[str, Any] = {"text": text if terms is None else terms}
         for name in TEXT_FILTERS:
             low = self._text[name]
             columns[name] = pl.Series(low.normalised_vocab, dtype=pl.String).gather(low.codes)
@@ -721,7 +725,8 @@ class Catalog:
         for name in ("price", "rating"):
             if not np.isfinite(self._numeric[name]).all():
                 raise StoreError(f"the products table has a non-finite {name}")
-        return frame.select(pl.struct(list(columns)).struct.json_encode()).to_series().to_list()
+        encoded = frame.select(pl.struct(list(columns)).struct.json_encode()).to_series()
+        return encoded.to_list(), terms is not None
 
     def __repr__(self) -> str:
         return f"Catalog({self.size:,} products, catalog_hash={self.catalog_hash})"

@@ -6,7 +6,9 @@ Why these choices (measured in MACHINE-NOTES):
 * exact filters are `Must` clauses wrapped in `const_score_query(..., 0.0)` so they restrict
   without changing the text score; numeric bounds are fast-field range queries;
 * free text goes through the index's own analyzer (simple tokenizer, lower case, English
-  stemmer) and becomes term queries: nothing the agent types is ever parsed as query syntax.
+  stemmer) and becomes term queries: nothing the agent types is ever parsed as query syntax;
+* the build analyses the catalog's text with that analyzer once per distinct chunk
+  (`index_terms`) instead of once per token in tantivy: the same index bytes, ~5 s less.
 
 The index is built once per catalog hash into `DIR/catalog/search-<catalog_hash>/` (written to a
 temp folder, then renamed) and opened read-only afterwards; `from_frames` catalogs get one in RAM.
@@ -25,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
 import tantivy
 
 from ecomrlve.store import StoreError
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: price / rating / ship_days are fast fields only
 TOKENIZER = "shop"
 MARKER = "ecomrlve-index.json"
 _STRING_FIELDS = ("category", "brand", "color", "size")
@@ -46,6 +49,10 @@ ANALYZER = (
     .filter(tantivy.Filter.stemmer("english"))
     .build()
 )
+
+
+# What the index build tokenizes `index_terms` output with: its terms are already analysed.
+TERMS_ANALYZER = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).build()
 
 
 def valid_utf8(text: str) -> str:
@@ -62,14 +69,49 @@ def analyzer_tokens(text: str) -> list[str]:
     return ANALYZER.analyze(valid_utf8(text)) if text else []
 
 
+def index_terms(texts: pl.Series) -> pl.Series | None:
+    """`texts` rewritten as their index terms, so that `TERMS_ANALYZER` on a result gives
+    exactly what `ANALYZER` gives on the original; None where a term could not be kept apart.
+
+    The analyzer's filters work token by token and a space always ends a token, so each
+    space-separated chunk is analysed once (a catalog has a few thousand distinct chunks in
+    ~25M) and replaced where analysing changes it (" Bike " -> " bike ", " gearing, " ->
+    " gear "). Spaces are doubled first so that every chunk has a space of its own on each
+    side. At 1M rows this costs ~4 s and saves ~9 s of tantivy's stemmer.
+
+    >>> index_terms(pl.Series(["Bike gearing, 2-in-1"])).to_list()
+    [' bike  gear  2-in-1 ']
+    """
+    chunks = texts.str.split(" ").explode().drop_nulls().unique().to_list()
+    patterns, replacements = [], []
+    for chunk in chunks:
+        if not chunk:
+            continue
+        terms = ANALYZER.analyze(chunk)
+        if TERMS_ANALYZER.analyze(chunk) == terms:
+            continue
+        replacement = " " + " ".join(terms) + " "
+        if TERMS_ANALYZER.analyze(replacement) != terms:
+            return None  # a term the plain tokenizer would split (not seen in our catalogs)
+        patterns.append(f" {chunk} ")
+        replacements.append(replacement)
+    spaced = pl.concat_str(
+        [pl.lit(" "), texts.str.replace_all(" ", "  ", literal=True), pl.lit(" ")]
+    )
+    if patterns:
+        spaced = spaced.str.replace_many(patterns, replacements)
+    return pl.select(spaced).to_series()
+
+
 def build_schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
     builder.add_text_field("text", tokenizer_name=TOKENIZER, index_option="freq")
     for name in _STRING_FIELDS:
         builder.add_text_field(name, tokenizer_name="raw", index_option="basic")
-    builder.add_float_field("price", fast=True, indexed=True)
-    builder.add_float_field("rating", fast=True, indexed=True)
-    builder.add_integer_field("ship_days", fast=True, indexed=True)
+    # numeric bounds are fast-field range queries: no postings needed for these
+    builder.add_float_field("price", fast=True)
+    builder.add_float_field("rating", fast=True)
+    builder.add_integer_field("ship_days", fast=True)
     builder.add_boolean_field("in_stock", fast=True, indexed=True)
     return builder.build()
 
@@ -211,8 +253,10 @@ class SearchIndex:
 
     @staticmethod
     def _fill(index: tantivy.Index, catalog: Catalog) -> None:
-        index.register_tokenizer(TOKENIZER, ANALYZER)
-        documents = catalog.index_documents()
+        # the text field's tokenizer is only used here (queries are analysed in Python and
+        # made of term queries): pre-analysed text gets the plain tokenizer, same index bytes
+        documents, analysed = catalog.index_documents()
+        index.register_tokenizer(TOKENIZER, TERMS_ANALYZER if analysed else ANALYZER)
         writer = index.writer(heap_size=_writer_heap(catalog.size), num_threads=1)
         add = writer.add_json  # ~20% faster than building Document objects in Python
         for document in documents:
