@@ -8,9 +8,10 @@ Rows (all on one core, warm caches unless said otherwise):
   `EcomEnv.step` (parse + checks + tool + JSON tool message); baseline: validating the same
   arguments with the tool's generated pydantic model, which the hot path avoids;
 * search latency (p50/p99) of filtered queries (LRU cache bypassed): the query plan of
-  `Catalog._run_search` (ordered posting scan for filter-only queries; tantivy plus numpy
-  post-filter, or one full tantivy query, for queries with words), the single tantivy query it
-  must equal, and a plain numpy-mask baseline (exact mask + substring match of the words);
+  `Catalog._run_search` (ordered posting scan for filter-only queries; for queries with words
+  the ranked BM25 postings of `ecomrlve.env.ranked`, else tantivy plus a numpy post-filter or
+  one full tantivy query), the single tantivy query it must equal, and a plain numpy-mask
+  baseline (exact mask + substring match of the words);
 * replay+verify throughput of reference episodes (search cache warm, and cold) and of 900
   generated tasks mixed over the nine scenarios, on this catalog and on 20k products
   (`--mixed-also`) (CPU time of this process, best of 3 rounds);
@@ -288,7 +289,7 @@ def bench_search(catalog: Catalog, n: int, seed: int) -> list[Row]:
         index.search(tokens, f, 10)
         catalog._run_search(tokens, f, 10)
     plan_ns, single_ns, base_ns, miss_ns, hit_ns, cpu_ns = [], [], [], [], [], []
-    agree = filter_only = mismatches = violations = 0
+    agree = filter_only = mismatches = violations = ranked = 0
     for (query, f), (tokens, nf) in zip(queries, prepared, strict=True):
         t, c = time.perf_counter_ns(), time.process_time_ns()
         rows = catalog._run_search(tokens, nf, 10)
@@ -313,6 +314,8 @@ def bench_search(catalog: Catalog, n: int, seed: int) -> list[Row]:
         if not tokens:
             filter_only += 1
             agree += list(rows) == expected
+        else:
+            ranked += catalog._ranked_search(tokens, nf, 10) is not None
     words = [t for t, (tok, _) in zip(plan_ns, prepared, strict=True) if tok]
     words_cpu = [t for t, (tok, _) in zip(cpu_ns, prepared, strict=True) if tok]
     no_words = [t for t, (tok, _) in zip(plan_ns, prepared, strict=True) if not tok]
@@ -329,6 +332,7 @@ def bench_search(catalog: Catalog, n: int, seed: int) -> list[Row]:
         ),
         ("  queries with words", p50_p99(words), "2.13 / 5.80 ms", "≤ 1 ms / ≤ 5 ms"),
         ("  queries with words, CPU time", p50_p99(words_cpu), "", "≤ 1 ms / ≤ 5 ms"),
+        ("  ... answered by the ranked postings (rest: tantivy)", f"{ranked}/{len(words)}", "", ""),
         ("  filters only (ordered posting scan)", p50_p99(no_words), "", ""),
         ("  one tantivy query with every filter", p50_p99(single_ns), "", ""),
         ("  plan results different from that query", str(mismatches), "", "0"),
