@@ -11,6 +11,7 @@ import contextlib
 import itertools
 
 import numpy as np
+import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -61,13 +62,45 @@ def test_fieldnorm_table_is_tantivys_length_code():
     assert (np.diff(table) > 0).all()
 
 
-def test_every_posting_scores_like_tantivy(catalog, postings):
+def _assert_every_posting_scores_like_tantivy(catalog):
     """Every term, every row: (score, row) in tantivy's order equals ours bit for bit."""
+    postings = catalog._index.postings
+    assert postings is not None
     for term, code in postings.vocab.items():
         start, end = int(postings.offsets[code]), int(postings.offsets[code + 1])
         scores, rows = postings.scores[start:end].tolist(), postings.rows[start:end].tolist()
         ours = sorted(zip(scores, rows, strict=True), key=lambda hit: (-hit[0], hit[1]))
         assert ours == _tantivy_hits(catalog, (term,), (), end - start), term
+
+
+def test_every_posting_scores_like_tantivy(catalog):
+    _assert_every_posting_scores_like_tantivy(catalog)
+
+
+TRICKY_TITLES = [
+    "2-in-1 LAPTOPS: 15.6\" (USB-C), 4K/60Hz; don't",
+    "  padded\ttabs\nand  double  spaces ",
+    "Crème brûlée Ärmel straße ﬁne 東京 café",
+    "x" * 39 + " " + "y" * 40 + " " + "z" * 80 + " short",
+    "running runs ran runner's, (jackets) [boots] {shoes} <hats>",
+    "",
+    "İstanbul rug",  # lower-cased, the plain tokenizer splits it: tantivy analyses raw text
+]
+
+
+@pytest.mark.parametrize("analysed", [True, False])
+def test_postings_of_tricky_text_score_like_tantivy(analysed):
+    products = build_products(280, 9)
+    titles = TRICKY_TITLES if not analysed else TRICKY_TITLES[:-1]
+    products = products.with_columns(
+        pl.Series("title", [titles[i % len(titles)] for i in range(products.height)])
+    )
+    catalog = Catalog.from_frames(products, build_policies())
+    assert catalog.index_documents()[1] == analysed
+    _assert_every_posting_scores_like_tantivy(catalog)
+    for query in ("2-in-1 laptop", "double spaces", "café 東京", "runner shoes boots"):
+        tokens = catalog_module._query_tokens(query)
+        assert catalog._run_search(tokens, (), 30) == catalog._index.search(tokens, (), 30)
 
 
 def test_ranked_lists_are_sorted_within_each_category(catalog, postings):

@@ -1,28 +1,32 @@
 """Exact BM25 top-k for word queries, read from postings ranked in advance.
 
 tantivy scores every row a filtered word query matches: block-max pruning does not apply under
-`Must` clauses, and at 1M products one category holds ~50k rows, so a query takes ~1 ms. But a
+`Must` clauses, and at 1M products one category holds ~50k rows, so a query takes ~1.5 ms. But a
 row's BM25 score for a term is fixed once the index is built: it depends only on the term's
 document frequency, its frequency in the row and the row's (quantised) text length. So this
 module keeps every text term's postings twice, each with its score computed the way tantivy
 computes it (float32, same formula, same order of operations):
 
 * by row, for looking up the score of given rows (`row_scores`);
-* by score, highest first, ties by row, for reading only the best rows of each term.
+* by score within each category, highest first, ties by row, for reading only the best rows of
+  a term (in the category the query filters on, or in all of them).
 
-A word query then either scores the rows of a small exact-filter posting, or walks the heads of
-its terms' ranked lists with the threshold algorithm (Fagin, Lotem and Naor): the rows seen so
-far are filtered and scored exactly, and the walk stops as soon as the k-th best score beats the
-best score an unseen row could still reach. Both give tantivy's answer: score descending, ties
-by row ascending.
+A word query then either scores the rows its exact string filters leave (a brand: a few hundred
+rows), or walks the heads of its terms' ranked lists with the threshold algorithm (Fagin, Lotem
+and Naor): the rows read so far are filtered and scored exactly, and the walk stops as soon as
+the k-th best score beats the best score a row not read yet could still reach. Both give
+tantivy's answer: score descending, ties by row ascending.
 
 Exactness, and how it is kept:
 * the scores equal tantivy's bit for bit. `Postings.agrees_with` compares the best postings of
   terms of every size with tantivy's own scores when the index is built. If they differ (say, a
   tantivy upgrade changed its BM25), the postings are not used and every query goes to tantivy;
-* a row matching several terms gets the float32 sum of their scores. With two terms the order
-  of addition cannot matter. With three or four, every order is computed (`_orders`), and if a
-  row whose orders disagree lies near the cut, the query goes back to tantivy (`None`).
+* a row matching several terms gets the float32 sum of their scores, and float32 addition is
+  not associative. Two terms commute. For three or four, tantivy adds them in query order
+  (checked at build on title queries: `clause_order`), except perhaps near the end of the
+  shortest posting, where older tantivy versions reorder finished scorers; there every order
+  is computed (`_orders`), and a row whose score is unsure and could enter the top k sends the
+  query back to tantivy (`None`).
 """
 
 from __future__ import annotations
