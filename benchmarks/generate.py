@@ -9,7 +9,8 @@ Prints three tables:
 * mixed (all nine scenarios, d 0-10, the `generate_tasks` path with its process pool): one
   worker (the baseline) beside two workers, against the issue's 5,000 tasks/s target;
 * mixed in one process, CPU time (`time.process_time`, best of `--rounds`, each round fresh
-  seeds): the rate beside the baseline commit 1b234fa's (before issue 13's richer tasks) and
+  seeds and a fresh process for each tree, so no tree gains from caches an earlier table
+  warmed): the rate beside the baseline commit 1b234fa's (before issue 13's richer tasks) and
   issue 13's acceptance target, within 20% of it. With `--baseline-tree DIR` (a checkout of
   that commit, e.g. `git worktree add /tmp/base 1b234fa`) the baseline is measured in the same
   run, alternating rounds with this tree, each on a catalog its own code builds; without it the
@@ -81,27 +82,18 @@ def mixed(data: Path, n: int, workers: int) -> tuple[float, int]:
     return df.height / report.seconds, df.height
 
 
-def mixed_cpu_round(ctx: GenContext, n: int, seed: int) -> float:
-    """Tasks/s in CPU time of one mixed run of `n` tasks."""
-    started = time.process_time()
-    df, report = generate_tasks(ctx, n, seed=seed)
-    elapsed = time.process_time() - started
-    if report.invalid:
-        raise SystemExit(f"{report.invalid} task(s) failed validation")
-    return df.height / elapsed
-
-
-def baseline_cpu_round(tree: Path, products: int, n: int, seed: int) -> float:
-    """`mixed_cpu_round` in the code of the checkout `tree` (a fresh process)."""
-    data = Path(tempfile.gettempdir()) / f"ecomrlve-bench-{products}-{tree.resolve().name}"
+def cpu_round(tree: Path, data: Path, products: int, n: int, seed: int) -> float:
+    """Tasks/s in CPU time of one mixed run of `n` tasks in the code of the checkout `tree`,
+    in a fresh process (so no tree is helped by caches an earlier table warmed), on the
+    catalog in `data` (built by that code on first use)."""
     env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
     args = [sys.executable, "-c", _CPU_ROUND, str(data), str(products), str(n), str(seed)]
     done = subprocess.run(args, cwd=tree, env=env, capture_output=True, text=True)
     if done.returncode != 0:
-        raise SystemExit(f"the baseline tree {tree} failed:\n{done.stderr[-2000:]}")
+        raise SystemExit(f"the tree {tree} failed:\n{done.stderr[-2000:]}")
     rate, invalid = done.stdout.split()[-2:]
     if int(invalid):
-        raise SystemExit(f"baseline: {invalid} task(s) failed validation")
+        raise SystemExit(f"{tree}: {invalid} task(s) failed validation")
     return float(rate)
 
 
@@ -155,12 +147,16 @@ def main() -> None:
     for column in ("", "tasks/s", "vs baseline"):
         table.add_column(column, justify="left" if not column else "right")
     rates, base_rates = [], []
+    here = Path(__file__).resolve().parents[1]
     for seed in range(2, 2 + args.rounds):  # alternating, so both see the same machine
         if args.baseline_tree is not None:
-            base_rates.append(
-                baseline_cpu_round(args.baseline_tree, args.products, args.cpu_mixed, seed)
+            base_data = Path(tempfile.gettempdir()) / (
+                f"ecomrlve-bench-{args.products}-{args.baseline_tree.resolve().name}"
             )
-        rates.append(mixed_cpu_round(ctx, args.cpu_mixed, seed))
+            base_rates.append(
+                cpu_round(args.baseline_tree, base_data, args.products, args.cpu_mixed, seed)
+            )
+        rates.append(cpu_round(here, data, args.products, args.cpu_mixed, seed))
     rate = max(rates)
     if base_rates:
         base, label = max(base_rates), f"baseline {args.baseline_tree} (measured now)"

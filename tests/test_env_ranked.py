@@ -259,7 +259,11 @@ def test_postings_are_stored_mapped_and_rebuilt_when_damaged(tmp_path):
     for name in ranked._ARRAYS:
         assert np.array_equal(getattr(reopened, name), getattr(ram, name)), name
     assert (reopened.vocab, reopened.clause_order) == (ram.vocab, ram.clause_order)
-    (folder / "scores.npy").unlink()
-    rebuilt = Catalog.from_frames(products, policies, index_dir=tmp_path / "idx")
-    assert rebuilt._index.postings is not None
-    assert (folder / "scores.npy").exists()
+    for damage in ("scores.npy", ranked.VOCAB):
+        if damage == ranked.VOCAB:
+            (folder / damage).write_text('{"terms": []}')
+        else:
+            (folder / damage).unlink()
+        rebuilt = Catalog.from_frames(products, policies, index_dir=tmp_path / "idx")
+        assert rebuilt._index.postings is not None
+        assert np.array_equal(rebuilt._index.postings.scores, ram.scores)

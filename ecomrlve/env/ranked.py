@@ -18,7 +18,7 @@ the k-th best score beats the best score a row not read yet could still reach. B
 tantivy's answer: score descending, ties by row ascending.
 
 Exactness, and how it is kept:
-* the scores equal tantivy's bit for bit. `Postings.agrees_with` compares the best postings of
+* the scores equal tantivy's bit for bit. `Postings.checked_against` compares the best postings of
   terms of every size with tantivy's own scores when the index is built. If they differ (say, a
   tantivy upgrade changed its BM25), the postings are not used and every query goes to tantivy;
 * a row matching several terms gets the float32 sum of their scores, and float32 addition is
@@ -158,7 +158,7 @@ class Postings:
     ranked_rows: np.ndarray  # int32, by score descending, then row ascending, in a (term, group)
     ranked_scores: np.ndarray  # float32, aligned with ranked_rows
     # tantivy adds a row's term scores in query order (checked on the built index, see
-    # `agrees_with`): then 3-4 term sums need no order-independence, except near the end of
+    # `checked_against`): then 3-4 term sums need no order-independence, except near the end of
     # the shortest posting, where an older tantivy reorders its scorers
     clause_order: bool = False
 
@@ -239,18 +239,21 @@ class Postings:
             name: np.asarray(np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False))
             for name in _ARRAYS
         }
-        meta = json.loads((folder / VOCAB).read_text())
-        terms, groups = meta["terms"], meta["groups"]
+        try:
+            meta = json.loads((folder / VOCAB).read_text())
+            terms, groups, clause_order = meta["terms"], int(meta["groups"]), meta["clause_order"]
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"postings in {folder} have a damaged {VOCAB}: {err!r}") from err
         if (
             len(arrays["offsets"]) != len(terms) + 1
             or len(arrays["ranked_offsets"]) != len(terms) * groups + 1
         ):
             raise ValueError(f"postings in {folder} do not match their vocabulary")
         vocab = {term: code for code, term in enumerate(terms)}
-        return cls(vocab=vocab, groups=groups, clause_order=meta["clause_order"], **arrays)
+        return cls(vocab=vocab, groups=groups, clause_order=bool(clause_order), **arrays)
 
     # ---- agreement with tantivy ---------------------------------------------------------------
-    def agrees_with(
+    def checked_against(
         self,
         top: Callable[[tuple[str, ...], int], list[tuple[float, int]]],
         queries: Sequence[tuple[str, ...]],

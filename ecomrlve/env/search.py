@@ -250,15 +250,13 @@ class SearchIndex:
             postings = built.result()
         if postings is None:
             return None
-        index.register_tokenizer(TOKENIZER, ANALYZER)
-        index.reload()
         checked = cls(index, catalog.size)
 
         def top(tokens: tuple[str, ...], limit: int) -> list[tuple[float, int]]:
             query = checked.build_query(tokens, ())
             return [(s, a.doc) for s, a in checked.searcher.search(query, limit, count=False).hits]
 
-        return postings.agrees_with(top, catalog.sample_queries())
+        return postings.checked_against(top, catalog.sample_queries())
 
     @staticmethod
     def _marker(catalog: Catalog) -> dict[str, Any]:
