@@ -23,18 +23,26 @@ from ecomrlve.env import Catalog
 from ecomrlve.env.catalog import normalise_filters
 from ecomrlve.testing import env_tasks as fx
 
+ANY_SIZE = {(catalog_module, "RANKED_MIN_POSTINGS"): 0}  # a 3k catalog's words match few rows
 ROUTES = {
     "default": {},
+    # the postings for every query they can answer: small filter sets scored, else the walk
+    "ranked": ANY_SIZE,
     # the threshold walk for every query, read one posting at a time at first
-    "walk": {(catalog_module, "RANKED_FILTER_ROWS"): -1, (ranked, "FIRST_DEPTH"): 1},
+    "walk": {
+        **ANY_SIZE,
+        (catalog_module, "RANKED_FILTER_ROWS"): -1,
+        (ranked, "FIRST_DEPTH"): 1,
+    },
     # walks that give up at once: scoring the string-filtered rows, or tantivy
     "shallow": {
+        **ANY_SIZE,
         (catalog_module, "RANKED_FILTER_ROWS"): -1,
         (catalog_module, "RANKED_MAX_DEPTH"): 2,
         (ranked, "FIRST_DEPTH"): 1,
     },
     # query-order sums trusted on every row but the last: checks tantivy's order of addition
-    "query-order": {(ranked, "CLAUSE_ORDER_MARGIN"): -1},
+    "query-order": {**ANY_SIZE, (ranked, "CLAUSE_ORDER_MARGIN"): -1},
 }
 
 
@@ -100,7 +108,8 @@ def test_postings_of_tricky_text_score_like_tantivy(analysed):
     _assert_every_posting_scores_like_tantivy(catalog)
     for query in ("2-in-1 laptop", "double spaces", "café 東京", "runner shoes boots"):
         tokens = catalog_module._query_tokens(query)
-        assert catalog._run_search(tokens, (), 30) == catalog._index.search(tokens, (), 30)
+        with _patched("ranked"):
+            assert catalog._run_search(tokens, (), 30) == catalog._index.search(tokens, (), 30)
 
 
 def test_ranked_lists_are_sorted_within_each_category(catalog, postings):
@@ -167,7 +176,7 @@ def test_each_route_equals_one_tantivy_query(catalog, postings, route, data):
 
 
 @pytest.mark.parametrize(
-    ("route", "words"), [("default", (1, 2)), ("walk", (1, 2)), ("query-order", (3, 4))]
+    ("route", "words"), [("ranked", (1, 2)), ("walk", (1, 2)), ("query-order", (3, 4))]
 )
 def test_most_word_queries_are_answered_from_the_postings(catalog, postings, route, words):
     """Not a vacuous route: on title words with the usual filters, the postings answer
@@ -189,10 +198,15 @@ def test_most_word_queries_are_answered_from_the_postings(catalog, postings, rou
     assert answered >= 180, answered
 
 
-def test_five_words_go_to_tantivy(catalog, postings):
+def test_five_words_and_rare_words_go_to_tantivy(catalog, postings):
     tokens = tuple(sorted(postings.vocab)[:5])
-    assert catalog._ranked_search(tokens, (), 10) is None
+    with _patched("ranked"):
+        assert catalog._ranked_search(tokens, (), 10) is None
     assert catalog._run_search(tokens, (), 10) == catalog._index.search(tokens, (), 10)
+    rare = min(postings.vocab, key=lambda term: postings.size([postings.vocab[term]]))
+    assert catalog._ranked_search((rare,), (), 10) is None  # tantivy is as quick for these
+    with _patched("ranked"):
+        assert catalog._ranked_search((rare,), (), 10) == catalog._index.search((rare,), (), 10)
 
 
 def test_words_the_index_lacks_match_nothing(catalog):

@@ -53,6 +53,7 @@ MEMO_SIZE = 65536  # ids / titles memoised per process (of the rows episodes act
 MAX_OVERFETCH = 4096  # deepest tantivy fetch before the full filtered query is run
 DIRECT_QUERY_ROWS = 8192  # an exact-filter posting this small: one full tantivy query
 MIN_POSTFILTER_SHARE = 0.02  # below this share of survivors, one full query is cheaper
+RANKED_MIN_POSTINGS = 16384  # query words matching fewer rows in all: tantivy is as quick
 RANKED_FILTER_ROWS = 8192  # an exact-filter posting this small: score its rows directly
 RANKED_MAX_DEPTH = 4096  # postings of each ranked list read, at most
 RANKED_STRING_ROWS = 32768  # rows all the string filters leave that are still scored directly
@@ -647,8 +648,8 @@ class Catalog:
         codes = postings.codes(tokens)
         if not codes:
             return ()  # no query word is in the index: the text clause matches nothing
-        if len(codes) > MAX_TERMS:
-            return None
+        if len(codes) > MAX_TERMS or postings.size(codes) < RANKED_MIN_POSTINGS:
+            return None  # too many words; or so few matches that tantivy is as quick
         ordered = len(codes) == len(tokens)  # tantivy's scorers are then `codes`, in order
         strings = tuple(f for f in normalised if f[0] in TEXT_FILTERS)
         numeric = tuple(f for f in normalised if f[0] not in TEXT_FILTERS)

@@ -295,6 +295,10 @@ class Postings:
     def _span(self, code: int) -> tuple[int, int]:
         return int(self.offsets[code]), int(self.offsets[code + 1])
 
+    def size(self, codes: Sequence[int]) -> int:
+        """How many postings the terms `codes` have together."""
+        return sum(int(self.offsets[code + 1] - self.offsets[code]) for code in codes)
+
     def codes(self, tokens: Sequence[str]) -> list[int]:
         """The distinct term codes of `tokens` that occur in the index, in order."""
         vocab = self.vocab
