@@ -209,6 +209,15 @@ def test_five_words_and_rare_words_go_to_tantivy(catalog, postings):
         assert catalog._ranked_search((rare,), (), 10) == catalog._index.search((rare,), (), 10)
 
 
+def test_a_repeated_word_goes_to_tantivy(catalog, postings):
+    word = max(postings.vocab, key=lambda term: postings.size([postings.vocab[term]]))
+    with _patched("ranked"):
+        assert catalog._ranked_search((word, word), (), 10) is None
+        assert catalog._run_search((word, word), (), 10) == catalog._index.search(
+            (word, word), (), 10
+        )
+
+
 def test_words_the_index_lacks_match_nothing(catalog):
     assert catalog._ranked_search(("zzqxnotaword",), (), 10) == ()
     assert catalog._index.search(("zzqxnotaword",), (), 10) == ()

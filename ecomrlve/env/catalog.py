@@ -643,8 +643,8 @@ class Catalog:
           rows all the string filters leave, when they are few enough.
         """
         postings = self._index.postings
-        if postings is None:
-            return None
+        if postings is None or len(set(tokens)) < len(tokens):
+            return None  # a repeated word is a second tantivy scorer: its score counts twice
         codes = postings.codes(tokens)
         if not codes:
             return ()  # no query word is in the index: the text clause matches nothing
@@ -654,7 +654,9 @@ class Catalog:
         strings = tuple(f for f in normalised if f[0] in TEXT_FILTERS)
         numeric = tuple(f for f in normalised if f[0] not in TEXT_FILTERS)
 
-        def score_rows(rows: np.ndarray, unchecked: tuple[tuple[str, Any], ...]):
+        def score_rows(
+            rows: np.ndarray, unchecked: tuple[tuple[str, Any], ...]
+        ) -> tuple[int, ...] | None:
             if unchecked:
                 rows = rows[self._mask_rows(rows, unchecked)]
             return postings.top_k_of_rows(codes, rows, top_k, ordered)
