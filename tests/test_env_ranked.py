@@ -85,21 +85,10 @@ def test_every_posting_scores_like_tantivy(catalog):
     _assert_every_posting_scores_like_tantivy(catalog)
 
 
-TRICKY_TITLES = [
-    "2-in-1 LAPTOPS: 15.6\" (USB-C), 4K/60Hz; don't",
-    "  padded\ttabs\nand  double  spaces ",
-    "Crème brûlée Ärmel straße ﬁne 東京 café",
-    "x" * 39 + " " + "y" * 40 + " " + "z" * 80 + " short",
-    "running runs ran runner's, (jackets) [boots] {shoes} <hats>",
-    "",
-    "İstanbul rug",  # lower-cased, the plain tokenizer splits it: tantivy analyses raw text
-]
-
-
 @pytest.mark.parametrize("analysed", [True, False])
 def test_postings_of_tricky_text_score_like_tantivy(analysed):
     products = build_products(280, 9)
-    titles = TRICKY_TITLES if not analysed else TRICKY_TITLES[:-1]
+    titles = fx.TRICKY_TEXTS if analysed else [*fx.TRICKY_TEXTS, fx.UNSPLITTABLE_TEXT]
     products = products.with_columns(
         pl.Series("title", [titles[i % len(titles)] for i in range(products.height)])
     )

@@ -185,18 +185,6 @@ def test_disk_index_is_built_once_and_agrees_with_ram(tmp_path):
     assert leftovers == [".idx.lock"]  # no temp folder left behind
 
 
-TRICKY_TEXTS = [
-    "Bradshaw travel aluminium hybrid bike - grey, frame size S",
-    "  padded\ttabs\nand  double  spaces ",
-    "2-in-1 LAPTOPS: 15.6\" (USB-C), 4K/60Hz; don't",
-    "Crème brûlée Ärmel straße ﬁne 東京 café",
-    "x" * 39 + " " + "y" * 40 + " " + "z" * 80 + " short",
-    "",
-    " ",
-    "running runs ran runner's, (jackets) [boots] {shoes} <hats>",
-]
-
-
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.text(max_size=60), min_size=1, max_size=5))
 def test_index_terms_analyse_like_the_index_analyzer(texts):
@@ -207,15 +195,14 @@ def test_index_terms_analyse_like_the_index_analyzer(texts):
 
 
 def test_index_terms_of_catalog_like_text():
-    terms = index_terms(pl.Series(TRICKY_TEXTS))
+    terms = index_terms(pl.Series(fx.TRICKY_TEXTS))
     assert terms is not None
-    for text, term_text in zip(TRICKY_TEXTS, terms.to_list(), strict=True):
+    for text, term_text in zip(fx.TRICKY_TEXTS, terms.to_list(), strict=True):
         assert TERMS_ANALYZER.analyze(term_text) == ANALYZER.analyze(text)
 
 
 def test_index_terms_refuse_a_term_the_plain_tokenizer_splits():
-    # lower-casing "İ" gives "i" + a combining dot, which the simple tokenizer splits off
-    assert index_terms(pl.Series(["İstanbul rug"])) is None
+    assert index_terms(pl.Series([fx.UNSPLITTABLE_TEXT])) is None
 
 
 def test_index_from_terms_equals_index_from_raw_text(monkeypatch):

@@ -25,6 +25,22 @@ from ecomrlve.tasks import (
     ToolCall,
 )
 
+# Text the search index must tokenise like tantivy: hyphens, tabs, doubled spaces, accents and
+# ligatures, CJK, tokens at and over the 40-character limit, punctuation, empty strings.
+TRICKY_TEXTS = [
+    "Bradshaw travel aluminium hybrid bike - grey, frame size S",
+    "  padded\ttabs\nand  double  spaces ",
+    "2-in-1 LAPTOPS: 15.6\" (USB-C), 4K/60Hz; don't",
+    "Crème brûlée Ärmel straße ﬁne 東京 café",
+    "x" * 39 + " " + "y" * 40 + " " + "z" * 80 + " short",
+    "",
+    " ",
+    "running runs ran runner's, (jackets) [boots] {shoes} <hats>",
+]
+# lower-cased, "İ" gives "i" + a combining dot, which the plain tokenizer splits off: text with
+# it cannot be pre-analysed (`search.index_terms` gives None) and tantivy analyses it itself
+UNSPLITTABLE_TEXT = "İstanbul rug"
+
 N_PRODUCTS = 3000
 CATALOG_SEED = 7
 TODAY = "2025-03-14"
