@@ -71,6 +71,7 @@ def worker(out: Path) -> None:
         all_gather_objects,
         all_reduce_sum,
         enable_gradient_checkpointing,
+        exit_rank,
         gathered_for_generation,
         init_distributed,
         iter_full_weights,
@@ -163,7 +164,9 @@ def worker(out: Path) -> None:
     (out / f"log-rank{ctx.rank}.json").write_text(
         json.dumps({"world_size": ctx.world_size, "steps": losses, "generated": generated_by_rank})
     )
-    shutdown_distributed()
+    print(f"rank {ctx.rank} done")  # not flushed: exit_rank must flush it
+    if shutdown_distributed():
+        exit_rank(0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,7 +174,7 @@ def worker(out: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _run(args: list[str], out: Path) -> None:
+def _run(args: list[str], out: Path) -> str:
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     env.pop("WORLD_SIZE", None)
     done = subprocess.run(
@@ -183,14 +186,15 @@ def _run(args: list[str], out: Path) -> None:
         timeout=240,
     )
     assert done.returncode == 0, done.stderr[-5000:]
+    return done.stdout
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory):
     single = tmp_path_factory.mktemp("single")
     fsdp = tmp_path_factory.mktemp("fsdp")
-    _run([sys.executable], single)
-    _run(
+    assert "rank 0 done" in _run([sys.executable], single)
+    stdout = _run(
         [
             sys.executable,
             "-m",
@@ -204,6 +208,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory):
         ],
         fsdp,
     )
+    # Both ranks ended through exit_rank (no interpreter teardown), their output flushed.
+    assert "rank 0 done" in stdout and "rank 1 done" in stdout
     return single, fsdp
 
 

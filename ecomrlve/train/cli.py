@@ -85,11 +85,16 @@ def train(
         data = data_dir_for(cfg, data)
         with progress_bar("train") as update:
             summary = train_from_config(cfg, data, output, curriculum=curriculum, progress=update)
-    from ecomrlve.train.distributed import shutdown_distributed
+    from ecomrlve.train.distributed import exit_rank, shutdown_distributed
 
-    shutdown_distributed()
-    if os.environ.get("RANK", "0") != "0":
-        return  # under torchrun, rank 0 prints the summary
+    if shutdown_distributed():  # under torchrun, rank 0 prints the summary
+        if os.environ.get("RANK", "0") == "0":
+            _print_summary(cfg, summary)
+        exit_rank(0)
+    _print_summary(cfg, summary)
+
+
+def _print_summary(cfg, summary) -> None:
     rows = [
         {
             "stage": stage,
