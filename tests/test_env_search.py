@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import polars as pl
 import pytest
@@ -10,7 +13,7 @@ from hypothesis import strategies as st
 
 from ecomrlve.catalogs import build_policies, build_products
 from ecomrlve.env import Catalog, FilterError
-from ecomrlve.env.search import ANALYZER, TERMS_ANALYZER, SearchIndex, index_terms
+from ecomrlve.env.search import ANALYZERS, SearchIndex, analyzer_tokens, index_terms
 from ecomrlve.testing import env_tasks as fx
 
 
@@ -191,14 +194,36 @@ def test_index_terms_analyse_like_the_index_analyzer(texts):
     terms = index_terms(pl.Series(texts, dtype=pl.String))
     if terms is not None:  # None: the build falls back to the analyzer itself
         for text, term_text in zip(texts, terms.to_list(), strict=True):
-            assert TERMS_ANALYZER.analyze(term_text) == ANALYZER.analyze(text)
+            assert ANALYZERS.terms.analyze(term_text) == analyzer_tokens(text)
 
 
 def test_index_terms_of_catalog_like_text():
     terms = index_terms(pl.Series(fx.TRICKY_TEXTS))
     assert terms is not None
     for text, term_text in zip(fx.TRICKY_TEXTS, terms.to_list(), strict=True):
-        assert TERMS_ANALYZER.analyze(term_text) == ANALYZER.analyze(text)
+        assert ANALYZERS.terms.analyze(term_text) == analyzer_tokens(text)
+
+
+def test_threads_build_and_search_at_once_each_with_its_own_analyzers():
+    """tantivy's `analyze` takes `&mut self`: one analyzer shared by threads raised "Already
+    borrowed" in a Prefect generation thread. Each thread has its own; builds and searches in
+    four threads at once give what one thread gives."""
+    products, policies = build_products(600, 9), build_policies()
+    queries = ["cotton", "boots leather", "2-in-1 wool", "running shoes"]
+    alone = Catalog.from_frames(products, policies)
+    expected = [alone.search_rows(q, {"in_stock": True}, 10) for q in queries]
+
+    def build_and_search(_: int) -> tuple[list, int, int]:
+        catalog = Catalog.from_frames(products, policies)
+        rows = [catalog.search_rows(q, {"in_stock": True}, 10) for q in queries]
+        return rows, id(ANALYZERS.shop), threading.get_ident()
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(build_and_search, range(8)))
+    assert all(rows == expected for rows, _, _ in results)
+    per_thread = {thread: analyzer for _, analyzer, thread in results}
+    assert len(set(per_thread.values())) == len(per_thread)  # no two threads share one
+    assert id(ANALYZERS.shop) not in per_thread.values()
 
 
 def test_index_terms_refuse_a_term_the_plain_tokenizer_splits():
@@ -215,7 +240,7 @@ def test_index_from_terms_equals_index_from_raw_text(monkeypatch):
     assert not raw.index_documents()[1]
     words = sorted(set(" ".join(products["title"].to_list()).lower().split()))[::7]
     for word in [*words, "boots leather", "2-in-1 wool"]:
-        tokens = tuple(ANALYZER.analyze(word))
+        tokens = tuple(analyzer_tokens(word))
         if not tokens:
             continue
         query = terms._index.build_query(tokens, ())

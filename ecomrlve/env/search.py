@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -48,17 +49,63 @@ MARKER = "ecomrlve-index.json"
 RANKED = "ranked"  # the folder of the ranked postings inside an index folder
 _STRING_FIELDS = ("category", "brand", "color", "size")
 
-ANALYZER = (
-    tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-    .filter(tantivy.Filter.remove_long(40))
-    .filter(tantivy.Filter.lowercase())
-    .filter(tantivy.Filter.stemmer("english"))
-    .build()
-)
+
+def _shop_analyzer() -> tantivy.TextAnalyzer:
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
 
 
-# What the index build tokenizes `index_terms` output with: its terms are already analysed.
-TERMS_ANALYZER = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).build()
+def _terms_analyzer() -> tantivy.TextAnalyzer:
+    """What the index build tokenizes `index_terms` output with: its terms are already analysed."""
+    return tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple()).build()
+
+
+POLICY_TOKENIZER = "policy"
+# Question words a customer wraps around the topic ("how long do refunds take?"), on top of
+# tantivy's English stop words: they would otherwise match every document a little.
+POLICY_STOP_WORDS: tuple[str, ...] = (
+    "how", "what", "when", "where", "which", "who", "why", "do", "does", "did", "can", "could",
+    "would", "should", "i", "me", "my", "mine", "you", "your", "we", "our", "us", "am", "get",
+    "got", "have", "has", "had", "any", "some", "about", "please", "tell", "know", "want",
+    "need", "there", "here", "s", "t", "d", "ll", "m", "re", "ve", "still", "much", "many",
+    "policy", "policies", "rule", "rules", "store", "shop", "hi", "hello", "thanks",
+)  # fmt: skip
+
+
+def _policy_analyzer() -> tantivy.TextAnalyzer:
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.stopword("english"))
+        .filter(tantivy.Filter.custom_stopword(list(POLICY_STOP_WORDS)))
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+class _Analyzers(threading.local):
+    """tantivy's analyzers, one set per thread.
+
+    `TextAnalyzer.analyze` takes `&mut self`, so pyo3 refuses it ("RuntimeError: Already
+    borrowed") while another borrow of the same object is alive, and a tantivy call holding one
+    across a GIL release lets a second thread in. One shared analyzer failed that way in CI (a
+    Prefect generation thread building the index while the ranked-postings thread analysed).
+    A thread builds its own set on first use (~30 µs), so no analyzer is ever shared.
+    """
+
+    def __init__(self) -> None:
+        self.shop = _shop_analyzer()
+        self.terms = _terms_analyzer()
+        self.policy = _policy_analyzer()
+
+
+ANALYZERS = _Analyzers()
 
 
 def valid_utf8(text: str) -> str:
@@ -72,12 +119,12 @@ def valid_utf8(text: str) -> str:
 
 def analyzer_tokens(text: str) -> list[str]:
     """The index terms of `text` (what a query word has to equal to match)."""
-    return ANALYZER.analyze(valid_utf8(text)) if text else []
+    return ANALYZERS.shop.analyze(valid_utf8(text)) if text else []
 
 
 def index_terms(texts: pl.Series) -> pl.Series | None:
-    """`texts` rewritten as their index terms, so that `TERMS_ANALYZER` on a result gives
-    exactly what `ANALYZER` gives on the original; None where a term could not be kept apart.
+    """`texts` rewritten as their index terms, so that `ANALYZERS.terms` on a result gives
+    exactly what `ANALYZERS.shop` gives on the original; None where a term could not be kept apart.
 
     The analyzer's filters work token by token and a space always ends a token, so each
     space-separated chunk is analysed once (a catalog has a few thousand distinct chunks in
@@ -89,15 +136,16 @@ def index_terms(texts: pl.Series) -> pl.Series | None:
     [' bike  gear  2-in-1 ']
     """
     chunks = texts.str.split(" ").explode().drop_nulls().unique().to_list()
+    shop, plain = ANALYZERS.shop, ANALYZERS.terms
     patterns, replacements = [], []
     for chunk in chunks:
         if not chunk:
             continue
-        terms = ANALYZER.analyze(chunk)
-        if TERMS_ANALYZER.analyze(chunk) == terms:
+        terms = shop.analyze(chunk)
+        if plain.analyze(chunk) == terms:
             continue
         replacement = " " + " ".join(terms) + " "
-        if TERMS_ANALYZER.analyze(replacement) != terms:
+        if plain.analyze(replacement) != terms:
             return None  # a term the plain tokenizer would split (not seen in our catalogs)
         patterns.append(f" {chunk} ")
         replacements.append(replacement)
@@ -164,7 +212,7 @@ class SearchIndex:
     """A tantivy index whose document ids equal catalog row numbers."""
 
     def __init__(self, index: tantivy.Index, n_docs: int, postings: Postings | None = None):
-        index.register_tokenizer(TOKENIZER, ANALYZER)
+        index.register_tokenizer(TOKENIZER, ANALYZERS.shop)
         index.reload()
         self.index = index
         self.schema = index.schema
@@ -244,7 +292,7 @@ class SearchIndex:
         groups, n_groups = catalog.category_groups()
         with ThreadPoolExecutor(1, thread_name_prefix="ranked-postings") as pool:
             built = pool.submit(
-                Postings.build, catalog.index_text(), ANALYZER.analyze, groups, n_groups
+                Postings.build, catalog.index_text(), analyzer_tokens, groups, n_groups
             )
             cls._fill(index, catalog)
             postings = built.result()
@@ -299,7 +347,7 @@ class SearchIndex:
         # the text field's tokenizer is only used here (queries are analysed in Python and
         # made of term queries): pre-analysed text gets the plain tokenizer, same index bytes
         documents, analysed = catalog.index_documents()
-        index.register_tokenizer(TOKENIZER, TERMS_ANALYZER if analysed else ANALYZER)
+        index.register_tokenizer(TOKENIZER, ANALYZERS.terms if analysed else ANALYZERS.shop)
         writer = index.writer(heap_size=_writer_heap(catalog.size), num_threads=1)
         add = writer.add_json  # ~20% faster than building Document objects in Python
         for document in documents:
@@ -350,31 +398,12 @@ class SearchIndex:
 
 
 # ---- policy documents: BM25 over section titles and texts ------------------------------------
-POLICY_TOKENIZER = "policy"
-# Question words a customer wraps around the topic ("how long do refunds take?"), on top of
-# tantivy's English stop words: they would otherwise match every document a little.
-POLICY_STOP_WORDS: tuple[str, ...] = (
-    "how", "what", "when", "where", "which", "who", "why", "do", "does", "did", "can", "could",
-    "would", "should", "i", "me", "my", "mine", "you", "your", "we", "our", "us", "am", "get",
-    "got", "have", "has", "had", "any", "some", "about", "please", "tell", "know", "want",
-    "need", "there", "here", "s", "t", "d", "ll", "m", "re", "ve", "still", "much", "many",
-    "policy", "policies", "rule", "rules", "store", "shop", "hi", "hello", "thanks",
-)  # fmt: skip
-POLICY_ANALYZER = (
-    tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-    .filter(tantivy.Filter.remove_long(40))
-    .filter(tantivy.Filter.lowercase())
-    .filter(tantivy.Filter.stopword("english"))
-    .filter(tantivy.Filter.custom_stopword(list(POLICY_STOP_WORDS)))
-    .filter(tantivy.Filter.stemmer("english"))
-    .build()
-)
 POLICY_TITLE_BOOST = 2.0
 
 
 def policy_tokens(text: str) -> tuple[str, ...]:
     """The distinct policy-index terms of `text`, in order (stop words dropped, stemmed)."""
-    return tuple(dict.fromkeys(POLICY_ANALYZER.analyze(valid_utf8(text)))) if text else ()
+    return tuple(dict.fromkeys(ANALYZERS.policy.analyze(valid_utf8(text)))) if text else ()
 
 
 class PolicyIndex:
@@ -391,7 +420,7 @@ class PolicyIndex:
         builder.add_text_field("text", tokenizer_name=POLICY_TOKENIZER, index_option="freq")
         self.schema = builder.build()
         index = tantivy.Index(self.schema)
-        index.register_tokenizer(POLICY_TOKENIZER, POLICY_ANALYZER)
+        index.register_tokenizer(POLICY_TOKENIZER, ANALYZERS.policy)
         writer = index.writer(heap_size=15_000_000, num_threads=1)
         for row in rows:
             writer.add_json(json.dumps({"title": row.get("title") or "", "text": row["text"]}))
