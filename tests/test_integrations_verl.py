@@ -270,12 +270,12 @@ def test_pipeline_train_stage_runs_verl_with_the_generated_config(
         verl_stage.verl_train_stage.fn(cfg, str(data), str(out), "demo")
     calls = []
 
-    def fake_run(command, env, check):
+    def fake_run(command, env):
         calls.append((command, env))
         return subprocess.CompletedProcess(command, 0)
 
     monkeypatch.setattr(verl_stage, "visible_gpus", lambda: 4)
-    monkeypatch.setattr(verl_stage.subprocess, "run", fake_run)
+    monkeypatch.setattr(verl_stage, "run_bound", fake_run)
     result = verl_stage.verl_train_stage.fn(cfg, str(data), str(out), "demo")
     ((command, env),) = calls
     assert command[1:3] == ["-m", "verl.trainer.main_ppo"]

@@ -369,32 +369,96 @@ def test_recovery_spares_temp_files_of_live_processes(tmp_path: Path) -> None:
         sleeper.wait()
 
 
-def test_workers_die_with_their_parent(small_catalog_dir, tmp_path: Path) -> None:
-    """`kill -9` of `ecomrlve generate --workers 3` alone (not its group): its spawned workers
-    notice the dead parent and exit within seconds instead of lingering as orphans."""
-    data = tmp_path / "data"
-    shutil.copytree(small_catalog_dir, data)
-    argv = [*ECOMRLVE, "generate", "--tasks", "20000", "--seed", "3", "--workers", "3"]
-    proc = subprocess.Popen(
-        [*argv, "--data", str(data)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+def _kill_parent_once_workers_run(argv: list[str], workers: int, log: Path) -> list[psutil.Process]:
+    """Start `argv` (output to `log`), wait for `workers` spawned pool workers, `kill -9` the
+    command alone (not its group) and return every descendant it had then that is still alive
+    15 s later."""
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         parent = psutil.Process(proc.pid)
-        workers: list = []
-        deadline = time.monotonic() + 60
-        while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
-            workers = [
-                p for p in parent.children(recursive=True) if "spawn_main" in " ".join(p.cmdline())
-            ]
+        children: list[psutil.Process] = []
+        spawned: list[psutil.Process] = []
+        deadline = time.monotonic() + 150  # a pipeline first starts Prefect's server
+        while time.monotonic() < deadline and proc.poll() is None:
+            children = parent.children(recursive=True)
+            spawned = [p for p in children if "spawn_main" in " ".join(_cmdline(p))]
+            if len(spawned) >= workers:
+                break
             time.sleep(0.2)
-        assert len(workers) >= 2, "the pool never started"
+        assert len(spawned) >= workers, f"the pool never started: {log.read_text()[-3000:]}"
+        children = parent.children(recursive=True)  # the resource tracker, a server, ...
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-        _, alive = psutil.wait_procs(workers, timeout=10)
-        assert not alive, [p.pid for p in alive]
+        _, alive = psutil.wait_procs(children, timeout=15)
+        return alive
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _cmdline(process: psutil.Process) -> list[str]:
+    try:
+        return process.cmdline()
+    except psutil.Error:
+        return []
+
+
+def test_workers_die_with_their_parent(small_catalog_dir, tmp_path: Path) -> None:
+    """`kill -9` of `ecomrlve generate --workers 3` alone (not its group): its spawned workers
+    and their resource tracker notice the dead parent and exit within seconds instead of
+    lingering as orphans."""
+    data = tmp_path / "data"
+    shutil.copytree(small_catalog_dir, data)
+    argv = [*ECOMRLVE, "generate", "--tasks", "20000", "--seed", "3", "--workers", "3"]
+    alive = _kill_parent_once_workers_run(
+        [*argv, "--data", str(data)], workers=2, log=tmp_path / "generate.log"
+    )
+    assert not alive, [(p.pid, _cmdline(p)) for p in alive]
+
+
+def test_pipeline_children_die_with_it(tmp_path: Path) -> None:
+    """The same for `ecomrlve pipeline --task-runner processes`: Prefect's pool workers, its
+    temporary API server (a uvicorn child Prefect stops only from an atexit hook) and the
+    reaper that ends it are all gone after a `kill -9` of the pipeline."""
+    argv = [*ECOMRLVE, "pipeline", "--data", str(tmp_path / "data"), "--products", "3000"]
+    argv += ["--tasks", "20000", "--skip-train", "--task-runner", "processes", "--workers", "2"]
+    alive = _kill_parent_once_workers_run(argv, workers=2, log=tmp_path / "pipeline.log")
+    assert not alive, [(p.pid, _cmdline(p)) for p in alive]
+
+
+REAPED_PARENT = """
+import os, signal, subprocess, sys, threading, time
+from ecomrlve.procs import reap_on_exit, run_bound
+launched = threading.Thread(target=run_bound, daemon=True, args=(  # as a trainer is launched
+    [sys.executable, "-c", "import os, time; print(os.getpid(), flush=True); time.sleep(60)"],))
+launched.start()
+polite = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+stubborn = subprocess.Popen([sys.executable, "-c", "import signal, time; "
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); time.sleep(60)"],
+    stdout=subprocess.PIPE)
+stubborn.stdout.readline()  # its SIGTERM handler is in place
+assert reap_on_exit(polite.pid, grace=1.0) and reap_on_exit(stubborn.pid, grace=1.0)
+print(polite.pid, stubborn.pid, flush=True)
+time.sleep(1)  # the launched child has printed its pid
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_reaped_children_end_when_their_parent_is_killed() -> None:
+    """`reap_on_exit`: after a `kill -9` of the parent, a child gets SIGTERM and one that
+    ignores it SIGKILL after the grace period; a `run_bound` child (how the pipeline launches
+    torchrun and verl) ends too, and so does the reaper."""
+    run = subprocess.run(
+        [sys.executable, "-c", REAPED_PARENT], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == -signal.SIGKILL, run.stderr
+    watched = [int(pid) for pid in run.stdout.split()]
+    assert len(watched) == 3, run.stdout
+    watched += [p.pid for p in psutil.process_iter() if "pidfd_open" in " ".join(_cmdline(p))]
+    processes = []
+    for pid in watched:
+        with contextlib.suppress(psutil.NoSuchProcess):  # gone already: fine
+            processes.append(psutil.Process(pid))
+    _, alive = psutil.wait_procs(processes, timeout=10)
+    assert not alive, [(p.pid, _cmdline(p)) for p in alive]

@@ -74,3 +74,26 @@ def quiet_settings() -> Iterator[None]:
 
     with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         yield
+
+
+def start_api_server() -> None:
+    """Start Prefect's temporary API server now if flows will need one (no PREFECT_API_URL),
+    and make it end with this process.
+
+    Prefect starts it lazily as a uvicorn child and stops it from an `atexit` hook, which a
+    `kill -9` of the command never runs: the server would live on as an orphan holding its port
+    and database. Started here, its pid goes to `procs.reap_on_exit`. Flows then reuse it
+    (Prefect keeps one temporary server per process).
+    """
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import get_current_settings
+
+    from ecomrlve.procs import reap_on_exit
+
+    settings = get_current_settings()
+    if settings.api.url or not settings.server.ephemeral.enabled:
+        return
+    server = SubprocessASGIServer()
+    server.start()
+    if server.server_process is not None:
+        reap_on_exit(server.server_process.pid)

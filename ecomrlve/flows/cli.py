@@ -79,9 +79,10 @@ def band_predicate(data: Any) -> str:
 
 @contextlib.contextmanager
 def prefect_session(data: Path, verbose: bool) -> Iterator[None]:
-    """Quiet offline Prefect for this process (call before importing the flow modules)."""
+    """Quiet offline Prefect for this process (call before importing the flow modules), with
+    the temporary API server started and bound to this process's life."""
     from ecomrlve import store
-    from ecomrlve.flows import prefect_env, quiet_settings
+    from ecomrlve.flows import prefect_env, quiet_settings, start_api_server
 
     store.ensure_writable(store.DataPaths.of(data).root)
     prefect_env(data, console_log_level=None if verbose else "WARNING")
@@ -91,6 +92,7 @@ def prefect_session(data: Path, verbose: bool) -> Iterator[None]:
         for handler in logging.getLogger().handlers:
             handler.setLevel(max(handler.level, logging.WARNING))
     with quiet_settings():
+        start_api_server()  # ends with this process, even on kill -9
         yield
 
 

@@ -9,9 +9,11 @@ the same data directory path and reach the Prefect API. Without an address a loc
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ecomrlve.flows.params import TaskRunnerKind
+from ecomrlve.procs import exit_with_parent
 
 
 class TaskRunnerError(ValueError):
@@ -29,7 +31,10 @@ def make_task_runner(kind: TaskRunnerKind, workers: int, dask_address: str | Non
     if kind == "processes":
         from prefect.task_runners import ProcessPoolTaskRunner
 
-        return ProcessPoolTaskRunner(max_workers=workers)
+        # a kill -9 of the flow's process must not leave its workers behind (procs.py)
+        return ProcessPoolTaskRunner(
+            max_workers=workers, initializer=exit_with_parent, initargs=(os.getpid(),)
+        )
     if kind == "dask":
         try:
             from prefect_dask import DaskTaskRunner

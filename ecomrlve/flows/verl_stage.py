@@ -8,13 +8,13 @@ GPUs. Not cached: verl keeps its own checkpoints under OUTPUT/verl/checkpoints.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from prefect import task
 
 from ecomrlve.config import EcomConfig
+from ecomrlve.procs import run_bound
 
 
 def visible_gpus() -> int:
@@ -46,7 +46,7 @@ def verl_train_stage(
     ours.compose_verl_config(launch)  # verl's own loader accepts it before anything runs
     launch.write_files()
     env = {**os.environ, ours.DATA_ENV: str(Path(data_dir).resolve())}
-    done = subprocess.run(launch.command(), env=env, check=False)
+    done = run_bound(launch.command(), env=env)  # ends with the stage, even on kill -9
     if done.returncode != 0:
         raise RuntimeError(f"verl's trainer exited with status {done.returncode}")
     return {

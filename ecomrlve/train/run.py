@@ -23,7 +23,6 @@ import contextlib
 import datetime as dt
 import json
 import logging
-import subprocess
 import sys
 import time
 import uuid
@@ -39,6 +38,7 @@ import yaml
 from ecomrlve import store
 from ecomrlve.config import EcomConfig, EnvConfig
 from ecomrlve.env import Catalog, EcomEnv, reference_turns, tool_schemas
+from ecomrlve.procs import run_bound
 from ecomrlve.store import DataPaths, StoreError
 from ecomrlve.tasks import Task
 from ecomrlve.train.chat import ChatFormat
@@ -507,7 +507,7 @@ def train_with_torchrun(
         *(("--curriculum", curriculum) if curriculum else ()),
     ]
     log.info("training on %d ranks: %s", gpus, " ".join(command))
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = run_bound(command, capture_output=True, text=True)  # ends with us, even on kill -9
     if done.returncode != 0:
         raise RuntimeError(f"torchrun training failed ({done.returncode}): {done.stderr[-3000:]}")
     return json.loads((output / "summary.json").read_text())
