@@ -50,14 +50,17 @@ RANKED = "ranked"  # the folder of the ranked postings inside an index folder
 _STRING_FIELDS = ("category", "brand", "color", "size")
 
 
+def _analyzer(*filters: tantivy.Filter) -> tantivy.TextAnalyzer:
+    """Simple tokenizer (split on non-alphanumerics), dropping terms over 40 bytes, lowercased,
+    then `filters`."""
+    builder = tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+    for step in (tantivy.Filter.remove_long(40), tantivy.Filter.lowercase(), *filters):
+        builder = builder.filter(step)
+    return builder.build()
+
+
 def _shop_analyzer() -> tantivy.TextAnalyzer:
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(40))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
-    )
+    return _analyzer(tantivy.Filter.stemmer("english"))
 
 
 def _terms_analyzer() -> tantivy.TextAnalyzer:
@@ -78,14 +81,10 @@ POLICY_STOP_WORDS: tuple[str, ...] = (
 
 
 def _policy_analyzer() -> tantivy.TextAnalyzer:
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(40))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.stopword("english"))
-        .filter(tantivy.Filter.custom_stopword(list(POLICY_STOP_WORDS)))
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
+    return _analyzer(
+        tantivy.Filter.stopword("english"),
+        tantivy.Filter.custom_stopword(list(POLICY_STOP_WORDS)),
+        tantivy.Filter.stemmer("english"),
     )
 
 
