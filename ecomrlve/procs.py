@@ -76,9 +76,9 @@ _reaper_lock = threading.Lock()
 _reaper: subprocess.Popen[str] | None = None  # kept referenced: it outlives us by design
 
 
-def reap_on_exit(pid: int, grace: float = REAP_GRACE_SECONDS) -> bool:
+def reap_on_exit(pid: int) -> bool:
     """Make sure process `pid` ends when this process ends, even by SIGKILL: SIGTERM, then
-    SIGKILL after `grace` seconds. False (and nothing done) where pidfds are missing."""
+    SIGKILL after `REAP_GRACE_SECONDS`. False (and nothing done) where pidfds are missing."""
     global _reaper
     if not hasattr(os, "pidfd_open"):
         log.debug("no pidfd_open here: process %d is not reaped when this one dies", pid)
@@ -86,7 +86,7 @@ def reap_on_exit(pid: int, grace: float = REAP_GRACE_SECONDS) -> bool:
     with _reaper_lock:
         if _reaper is None or _reaper.poll() is not None:
             _reaper = subprocess.Popen(
-                [sys.executable, "-I", "-c", _REAPER, str(grace)],
+                [sys.executable, "-I", "-c", _REAPER, str(REAP_GRACE_SECONDS)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

@@ -438,7 +438,7 @@ stubborn = subprocess.Popen([sys.executable, "-c", "import signal, time; "
     "signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); time.sleep(60)"],
     stdout=subprocess.PIPE)
 stubborn.stdout.readline()  # its SIGTERM handler is in place
-assert reap_on_exit(polite.pid, grace=1.0) and reap_on_exit(stubborn.pid, grace=1.0)
+assert reap_on_exit(polite.pid) and reap_on_exit(stubborn.pid)
 from ecomrlve import procs
 print(polite.pid, stubborn.pid, procs._reaper.pid, flush=True)
 time.sleep(1)  # the launched child has printed its pid
@@ -460,5 +460,5 @@ def test_reaped_children_end_when_their_parent_is_killed() -> None:
     for pid in watched:
         with contextlib.suppress(psutil.NoSuchProcess):  # gone already: fine
             processes.append(psutil.Process(pid))
-    _, alive = psutil.wait_procs(processes, timeout=10)
+    _, alive = psutil.wait_procs(processes, timeout=10)  # the grace is 5 s
     assert not alive, [(p.pid, _cmdline(p)) for p in alive]
