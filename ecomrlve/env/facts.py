@@ -61,9 +61,10 @@ import contextlib
 import datetime as dt
 import functools
 import itertools
+import operator
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -420,6 +421,7 @@ def _address_words(text: str) -> str:
     return " " + " ".join(_STREET_ABBR.get(w, w) for w in words) + " "
 
 
+@functools.lru_cache(maxsize=4096)
 def _street_line(address: str) -> str:
     """The house number and street of an address, normalised ("4120 oak st")."""
     return _address_words(address.split(",")[0]).strip()
@@ -491,15 +493,17 @@ _ADVICE_PAIRS = frozenset({("after", "it"), ("after", "delivery"), ("after", "th
 _VERDICT_HINT = re.compile(r"return|exchang|swap|cancel|send|call|yes|\bno\b|final sale")
 
 
-def _topics(words: list[str], pairs: set[tuple[str, str]]) -> set[str]:
+def _topics(clause: str, words: list[str], pairs: set[tuple[str, str]]) -> set[str]:
     found = set()
-    for w in words:
-        if w.startswith("return"):
-            found.add("return")
-        elif w.startswith(("exchang", "swap")):
-            found.add("exchange")
-        elif w.startswith("cancel"):
-            found.add("cancel")
+    # a word can only start with a stem the clause contains: most clauses skip the word loop
+    if "return" in clause and any(w.startswith("return") for w in words):
+        found.add("return")
+    if ("exchang" in clause or "swap" in clause) and any(
+        w.startswith(("exchang", "swap")) for w in words
+    ):
+        found.add("exchange")
+    if "cancel" in clause and any(w.startswith("cancel") for w in words):
+        found.add("cancel")
     if ("call", "off") in pairs or ("called", "off") in pairs:
         found.add("cancel")
     if (("send", "it") in pairs and ("it", "back") in pairs) or ("them", "back") in pairs:
@@ -517,16 +521,16 @@ def extract_verdicts(clause: str) -> list[tuple[str, bool]]:
     final_sale = ("final", "sale") in pairs or "non-returnable" in words
     if final_sale:
         out.append(("return", False))
-    topics = _topics(words, pairs)
+    topics = _topics(clause, words, pairs)
     bare = words[0] in ("yes", "no")
     if not topics and not bare:
         return out
     negative = (
         words[0] == "no"
         or not _NEGATIVE_WORDS.isdisjoint(words)
-        or any(w.endswith("n't") for w in words)
+        or ("n't" in clause and any(w.endswith("n't") for w in words))
         or not _NEGATIVE_PAIRS.isdisjoint(pairs)
-        or any(a in _BEYOND and b in _OWNERS for a, b in pairs)
+        or (not _BEYOND.isdisjoint(words) and any(a in _BEYOND and b in _OWNERS for a, b in pairs))
     )
     positive = not negative and (
         words[0] == "yes"
@@ -580,19 +584,17 @@ class _Segment:
 
 
 def _segments(
-    text: str, facts: list[AnswerFact], spans: list[tuple[int, int]] | None = None
+    text: str, plan: AnswerPlan, spans: list[tuple[int, int]] | None = None
 ) -> list[_Segment]:
-    subjects = {f.subject for f in facts if f.subject}
-    if len(subjects) <= 1:
-        return [_Segment(text, frozenset(subjects))]
-    # (cue, subject) pairs, each once: a sentence names the subjects whose cue it contains
-    pairs = list(dict.fromkeys((_words(c), f.subject) for f in facts if f.subject for c in f.cues))
+    if len(plan.named) <= 1:
+        return [_Segment(text, plan.named)]
+    # a sentence names the subjects whose cue it contains, and so do the ones after it
     out: list[_Segment] = []
     current: frozenset[str] = frozenset()
     for start, end in sentence_spans(text) if spans is None else spans:
         sentence = text[start:end]
         words = _words(sentence)
-        named = frozenset({subject for cue, subject in pairs if cue in words})
+        named = frozenset({subject for cue, subject in plan.cue_pairs if cue in words})
         if named:
             current = named
         out.append(_Segment(sentence, current, start))
@@ -674,77 +676,145 @@ def _target(kind: str, target: str) -> Any:
     return target
 
 
+def _date_matches(value: frozenset[Day], want: Day) -> bool:
+    year, month, day = want
+    return any(m == month and d == day and y in (None, year) for y, m, d in value)
+
+
+def _near(value: float, want: float) -> bool:
+    return abs(value - want) < 0.005
+
+
+def _payment_matches(value: tuple[str | None, str], want: tuple[str, str]) -> bool:
+    return value[1] == want[1] and value[0] in (None, want[0])
+
+
+# does one extracted value state a parsed target (`_target`)? per kind
+_MATCH: dict[str, Callable[[Any, Any], bool]] = {
+    "date": _date_matches,
+    "money": _near,
+    "percent": _near,
+    "payment": _payment_matches,
+    "duration": operator.eq,
+    "status": operator.eq,
+    "verdict": operator.eq,
+}
+
+
 def _matches(kind: str, value, target: str) -> bool:
     """Does one extracted `value` state the canonical `target`?"""
     want = _target(kind, target)
-    if want is None:
-        return False
-    if kind == "date":
-        year, month, day = want
-        return any(m == month and d == day and y in (None, year) for y, m, d in value)
-    if kind in ("money", "percent"):
-        return abs(value - want) < 0.005
-    if kind == "payment":
-        return value[1] == want[1] and value[0] in (None, want[0])
-    return value == want
-
-
-def _conflicts_with(kind: str, value, targets: list[str]) -> bool:
-    if kind == "verdict":
-        topic = value[0]
-        wanted = [t for t in targets if t.startswith(f"{topic}:")]
-        return bool(wanted) and not any(_matches(kind, value, t) for t in wanted)
-    return not any(_matches(kind, value, t) for t in targets)
+    return want is not None and _MATCH[kind](value, want)
 
 
 _VALUE_KINDS = ("date", "money", "percent", "duration", "status", "payment", "verdict")
 _VALUE_KIND_SET = frozenset(_VALUE_KINDS)
 
 
+class AnswerPlan:
+    """What `check_answer` needs from a fact list that does not depend on the answer: kinds,
+    subjects and their cues, parsed targets and allowed values, labels. Built once per list:
+    the verifier keeps one per `Goal` (`Goal.derived`), shared by all episodes of a task."""
+
+    __slots__ = (
+        "address_lines",
+        "by_kind",
+        "cue_pairs",
+        "facts",
+        "kinds",
+        "labels",
+        "named",
+        "only_topic",
+        "permitted",
+        "street_lines",
+        "targets",
+        "value_kinds",
+    )
+
+    def __init__(self, facts: Iterable[AnswerFact]):
+        facts = list(facts)
+        self.facts = facts
+        self.kinds = frozenset(f.kind for f in facts)
+        self.value_kinds = sorted(self.kinds & _VALUE_KIND_SET)
+        self.named = frozenset(f.subject for f in facts if f.subject)
+        # (cue words, subject) pairs, each once; only needed to split answers about 2+ orders
+        self.cue_pairs = (
+            list(dict.fromkeys((_words(c), f.subject) for f in facts if f.subject for c in f.cues))
+            if len(self.named) > 1
+            else []
+        )
+        topics = {f.value.partition(":")[0] for f in facts if f.kind == "verdict"}
+        self.only_topic = next(iter(topics)) if len(topics) == 1 else None
+        self.labels = [describe(f) for f in facts]
+        # parsed target of each value fact (None: unreadable, matches nothing), and the parsed
+        # values a stated value may be without conflicting (targets, then allowed context)
+        self.targets = [
+            _target(f.kind, f.value) if f.kind in _VALUE_KIND_SET else None for f in facts
+        ]
+        self.permitted = [
+            [w for w in (_target(f.kind, a) for a in f.allowed) if w is not None]
+            if f.kind in _VALUE_KIND_SET
+            else []
+            for f in facts
+        ]
+        self.street_lines = [
+            f" {_street_line(f.value)} " if f.kind == "address" else "" for f in facts
+        ]
+        self.address_lines = {_street_line(f.value) for f in facts if f.kind == "address"}
+        self.by_kind = {k: [i for i, f in enumerate(facts) if f.kind == k] for k in self.kinds}
+
+
 def check_answer(
     answer: str,
-    facts: list[AnswerFact],
+    facts: list[AnswerFact] | AnswerPlan,
     prompt: str = "",
     known_addresses: Iterable[str] = (),
     today: str | None = None,
 ) -> AnswerCheck:
-    """Check a final answer against `facts` (see the module docstring for the rules);
-    `today` (ISO) is a date any answer may mention ("as of today, June 15, …")."""
+    """Check a final answer against `facts` (or their `AnswerPlan`; see the module docstring
+    for the rules); `today` (ISO) is a date any answer may mention ("as of today, June 15,
+    …")."""
     result = AnswerCheck()
+    plan = facts if isinstance(facts, AnswerPlan) else AnswerPlan(facts)
+    facts = plan.facts
     if not facts:
         return result
     text = normalise(answer)
-    kinds = {f.kind for f in facts}
+    kinds = plan.kinds
     context: dict = {}
-    if "verdict" in kinds:
-        topics = {f.value.partition(":")[0] for f in facts if f.kind == "verdict"}
-        if len(topics) == 1:
-            context["only_topic"] = next(iter(topics))
+    if plan.only_topic is not None:
+        context["only_topic"] = plan.only_topic
     spans = sentence_spans(text)
     context["spans"] = spans
-    segments = _segments(text, facts, spans)
+    segments = _segments(text, plan, spans)
+    one = len(segments) == 1
     # values per kind, read once over the whole answer, then bucketed by segment
     per_segment: list[dict[str, list]] = [{} for _ in segments]
     starts = [seg.start for seg in segments]
-    for kind in kinds & _VALUE_KIND_SET:
+    for kind in plan.value_kinds:
         located = _located(kind, text, context)
-        if len(segments) == 1:
+        if one:
             per_segment[0][kind] = [v for _, v in located]
             continue
         for buckets in per_segment:
             buckets[kind] = []
         for offset, value in located:
             per_segment[max(0, bisect.bisect_right(starts, offset) - 1)][kind].append(value)
+    # about[i][k]: may segment k state fact i (a fact about an order, in a sentence about it)
     by_subject = {
         subject: [not subject or not seg.subjects or subject in seg.subjects for seg in segments]
         for subject in {f.subject for f in facts}
     }
     about = [by_subject[f.subject] for f in facts]
 
-    for fact, on in zip(facts, about, strict=True):
+    lowered = None
+    address_words: list[str | None] = [None] * len(segments)
+    for i, fact in enumerate(facts):
         kind = fact.kind
+        on = about[i]
         if kind == "text":
-            lowered = answer.lower()
+            if lowered is None:
+                lowered = answer.lower()
             ok = any(a.lower() in lowered for a in fact.alternatives or [fact.value])
         elif kind == "term":
             pattern = TERMS.get(fact.value)
@@ -752,53 +822,75 @@ def check_answer(
                 pattern.search(seg.text) for seg, yes in zip(segments, on, strict=True) if yes
             )
         elif kind == "address":
-            line = f" {_street_line(fact.value)} "
-            ok = any(
-                line in _address_words(seg.text)
-                for seg, yes in zip(segments, on, strict=True)
-                if yes
-            )
+            line = plan.street_lines[i]
+            ok = False
+            for k, seg in enumerate(segments):
+                if on[k]:
+                    words = address_words[k]
+                    if words is None:
+                        words = address_words[k] = _address_words(seg.text)
+                    if line in words:
+                        ok = True
+                        break
         else:
             # a subject fact must be stated in a sentence about its subject
-            ok = any(
-                _matches(kind, value, fact.value)
+            want = plan.targets[i]
+            match = _MATCH[kind]
+            subject = fact.subject
+            ok = want is not None and any(
+                match(value, want)
                 for seg, values in zip(segments, per_segment, strict=True)
-                if not fact.subject or fact.subject in seg.subjects or len(segments) == 1
+                if one or not subject or subject in seg.subjects
                 for value in values.get(kind, ())
             )
-        (result.found if ok else result.missing).append(describe(fact))
+        (result.found if ok else result.missing).append(plan.labels[i])
 
     # precision: every value of a checked kind must be a target or allowed for its subject
-    for kind in sorted(kinds & _VALUE_KIND_SET):
-        indexed = [(f, on) for f, on in zip(facts, about, strict=True) if f.kind == kind]
+    today_date = _target("date", today) if today else None
+    for kind in plan.value_kinds:
+        match = _MATCH[kind]
+        exact = match is operator.eq
+        indexed = plan.by_kind[kind]
+        # what a segment may state depends only on the subjects it is about: one list each
+        allowed_for: dict[frozenset[str], list] = {}
         for k, values in enumerate(per_segment):
             found = values.get(kind)
             if not found:
                 continue
-            relevant = [f for f, on in indexed if on[k]] or [f for f, _ in indexed]
-            targets = [f.value for f in relevant]
+            subjects = segments[k].subjects
+            allowed = allowed_for.get(subjects)
+            if allowed is None:
+                relevant = [i for i in indexed if about[i][k]] or indexed
+                if kind == "verdict":
+                    allowed = relevant
+                else:
+                    allowed = [plan.targets[i] for i in relevant if plan.targets[i] is not None]
+                    for i in relevant:
+                        allowed += plan.permitted[i]
+                    if kind == "date" and today_date is not None:
+                        allowed.append(today_date)
+                allowed_for[subjects] = allowed
             if kind == "verdict":
                 for value in found:
-                    if _conflicts_with(kind, value, targets):
+                    # a verdict conflicts with a target of its own topic that it does not state
+                    prefix = f"{value[0]}:"
+                    wanted = [plan.targets[i] for i in allowed if facts[i].value.startswith(prefix)]
+                    if wanted and value not in wanted:
                         said = "yes" if value[1] else "no"
                         result.conflicts.append(f"verdict {value[0] or '?'}:{said}")
                 continue
-            allowed = targets + [a for f in relevant for a in f.allowed]
-            if kind == "date" and today:
-                allowed.append(today)
             for value in found:
-                if not _conflicts_with(kind, value, allowed):
+                if value in allowed if exact else any(match(value, w) for w in allowed):
                     continue
                 # read the prompt only for a value that would conflict (rare, and cached)
                 if prompt and any(_same(kind, value, p) for p in _prompt_values(prompt, kind)):
                     continue
                 result.conflicts.append(f"{kind} {_show(kind, value)}")
     if "address" in kinds:
-        targets_lines = {_street_line(f.value) for f in facts if f.kind == "address"}
         words = _address_words(text)
         for other in known_addresses:
             line = _street_line(other)
-            if line not in targets_lines and f" {line} " in words:
+            if line not in plan.address_lines and f" {line} " in words:
                 result.conflicts.append(f"address {other!r}")
     result.conflicts = list(dict.fromkeys(result.conflicts))
     return result

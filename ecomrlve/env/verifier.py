@@ -27,7 +27,7 @@ from typing import Any
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.environment import EcomEnv, EpisodeRecord
-from ecomrlve.env.facts import check_answer
+from ecomrlve.env.facts import AnswerPlan, check_answer
 from ecomrlve.env.reward import reward_components, total_reward
 from ecomrlve.tasks import PurchaseSpec, Task
 
@@ -191,7 +191,8 @@ def _check_answer(task: Task, record: EpisodeRecord, violations: list[str]) -> d
     addresses = [record.initial["user"].get("address") or ""]
     addresses += [o.get("shipping_address") or "" for o in record.initial["orders"]]
     known = [a for a in addresses if a]
-    checked = check_answer(answer, facts, task.prompt, known, record.initial.get("today"))
+    plan = task.goal.derived("answer_plan", lambda: AnswerPlan(facts))
+    checked = check_answer(answer, plan, task.prompt, known, record.initial.get("today"))
     for missing in checked.missing:
         violations.append(f"goal: the final answer does not state {missing}")
     for conflict in checked.conflicts:
