@@ -211,7 +211,9 @@ class Goal(Model):
     _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
 
     def derived(self, name: str, build: Callable[[], Any]) -> Any:
-        """`build()` once per Goal object; later calls return the same value."""
+        """`build()` once per Goal object; later calls return the same value. Assigning a
+        field or copying the goal (`model_copy`, `copy`) starts afresh; a field mutated in
+        place (`goal.answer_facts.append(...)`) is not noticed."""
         # the private dict read directly: `self._derived` goes through pydantic's
         # `__getattr__` (2.8 us, several times per step) where this costs 0.1 us
         store = self.__pydantic_private__["_derived"]
@@ -219,6 +221,27 @@ class Goal(Model):
         if value is None:
             value = store[name] = build()
         return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in type(self).model_fields:
+            self._forget_derived()
+
+    def __copy__(self) -> Goal:
+        copied = super().__copy__()
+        copied._forget_derived()
+        return copied
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Goal:
+        copied = super().__deepcopy__(memo)
+        copied._forget_derived()
+        return copied
+
+    def _forget_derived(self) -> None:
+        """Drop values derived from the fields (a copy may be updated: `model_copy(update=)`)."""
+        private = self.__pydantic_private__
+        if private is not None:
+            private["_derived"] = {}
 
     def slot_sets(self) -> list[frozenset[str]]:
         """Each purchase slot's acceptable ids as a set (built once per Goal object)."""

@@ -347,3 +347,23 @@ def test_hack_buying_instead_of_recommending(tasks, catalog):
     turns = [ref[0], ref[1], c("add_to_cart", item_id=first), c("checkout"), ref[-1]]
     verdict = _hack(task, turns, catalog)
     assert any("unexpected new order" in v for v in verdict.violations)
+
+
+def test_a_copied_or_reassigned_goal_is_judged_by_its_own_facts(tasks, catalog):
+    """The verifier keeps lookups per Goal object (acceptance sets, the answer plan); a goal
+    copied with other facts, or given other facts, must not be judged by the old ones."""
+    from ecomrlve.tasks import AnswerFact
+
+    task = tasks["fx-status"]
+    turns = reference_turns(task)
+    assert verify(task, turns, catalog).success  # builds and keeps the original plan
+    other = [AnswerFact(kind="status", value="delivered")]
+    copied = task.model_copy(update={"goal": task.goal.model_copy(update={"answer_facts": other})})
+    verdict = verify(copied, turns, catalog)
+    assert not verdict.success
+    assert any("status 'delivered'" in v for v in verdict.violations), verdict.violations
+    assert verify(task, turns, catalog).success  # the original keeps its own plan
+    mine = task.model_copy(deep=True)
+    assert verify(mine, turns, catalog).success
+    mine.goal.answer_facts = other
+    assert not verify(mine, turns, catalog).success
