@@ -23,7 +23,7 @@ Goal semantics (checked by `ecomrlve.env.verifier`):
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any, Literal
 
 import orjson
@@ -210,7 +210,7 @@ class Goal(Model):
     # Goal object by the env and shared by all its episodes (a group of rollouts, replays)
     _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
 
-    def derived(self, name: str, build: Callable[[], Any]) -> Any:
+    def derived(self, name: Hashable, build: Callable[[], Any]) -> Any:
         """`build()` once per Goal object; later calls return the same value. Assigning a
         field or copying the goal (`model_copy`, `copy`) starts afresh; a field mutated in
         place (`goal.answer_facts.append(...)`) is not noticed."""

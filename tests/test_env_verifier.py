@@ -367,3 +367,22 @@ def test_a_copied_or_reassigned_goal_is_judged_by_its_own_facts(tasks, catalog):
     assert verify(mine, turns, catalog).success
     mine.goal.answer_facts = other
     assert not verify(mine, turns, catalog).success
+
+
+def test_milestone_sets_follow_each_tasks_initial_orders(tasks, catalog):
+    """Tasks may share a Goal object (a shallow copy with another initial state): which
+    relevant ids are orders comes from each task's own initial state."""
+    from ecomrlve.env.progress import Progress
+
+    task = tasks["fx-status"]
+    assert "O4001" in task.goal.relevant_ids
+    state = dict(task.initial_state)
+    state["orders"] = [o for o in state["orders"] if o["order_id"] != "O4001"]
+    other = task.model_copy(update={"initial_state": state})
+    assert other.goal is task.goal
+    for first, second in ((task, other), (other, task)):
+        a, b = Progress(first, catalog), Progress(second, catalog)
+        assert "O4001" in a._orders if first is task else "O4001" not in a._orders
+        assert "O4001" in b._orders if second is task else "O4001" not in b._orders
+        assert ("O4001" in a._relevant_items) == (first is other)
+        assert ("O4001" in b._needed_items) == (second is other)
