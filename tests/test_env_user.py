@@ -241,3 +241,27 @@ def test_asked_slots_are_answered_and_known_slots_never_waved_off(
     waved_off = any(w in reply for w in ("matter", "fine", "mind", "flexible", "important"))
     assert waved_off == bool(open_slots), reply
     assert not re.search(r"\b(\w+) \1\b", reply, re.IGNORECASE)
+
+
+_QUESTION_WORDS = sorted(
+    {w for words in USER_FACT_KEYWORDS.values() for k in words for w in k.split()}
+    | {"make sure", "label for", "ſize", "KOLOR", "which", "your", "?", "-", "é"}
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(_QUESTION_WORDS), st.text(max_size=4)), min_size=1, max_size=8
+    ),
+    st.sampled_from(["", " ", "_"]),
+)
+def test_the_keyword_prefilter_agrees_with_the_keyword_patterns(pieces, glue) -> None:
+    """`_asks` skips a key's regex when no keyword is a substring of the lower-cased ASCII
+    question: it must answer exactly what the regex answers, for any casing or script."""
+    from ecomrlve.env.user import OPEN_SLOTS, _asks, _pattern
+
+    question = glue.join(p.upper() if i % 3 == 1 else p for i, p in enumerate(pieces))
+    folded = question.lower() if question.isascii() else None
+    for key in [*USER_FACT_KEYWORDS, *OPEN_SLOTS, "quantity", "gift_wrap"]:
+        assert _asks(key, question, folded) == bool(_pattern(key).search(question)), key

@@ -239,8 +239,27 @@ KEYWORD_PATTERNS: dict[str, re.Pattern[str]] = {
 def _pattern(key: str) -> re.Pattern[str]:
     pattern = KEYWORD_PATTERNS.get(key)
     if pattern is None:  # a fact key without keywords is asked for by its own name
-        pattern = KEYWORD_PATTERNS[key] = _keyword_pattern((key.replace("_", " "),))
+        pattern = KEYWORD_PATTERNS[key] = _keyword_pattern(_keywords(key))
     return pattern
+
+
+def _keywords(key: str) -> tuple[str, ...]:
+    return USER_FACT_KEYWORDS.get(key) or (key.replace("_", " "),)
+
+
+@functools.lru_cache(maxsize=1024)
+def _folded_keywords(key: str) -> tuple[str, ...]:
+    return tuple(k.lower() for k in _keywords(key))
+
+
+def _asks(key: str, question: str, folded: str | None) -> bool:
+    """Does `question` ask about `key` (one of its keywords as a word)? `folded` is the
+    question lower-cased when it is ASCII: a keyword that is not a substring of it cannot
+    match, which rules most keys out without a regex (a non-ASCII question has case folds
+    such as "ſ" -> "s" that `lower()` does not make, so it always runs the regex)."""
+    if folded is not None and not any(k in folded for k in _folded_keywords(key)):
+        return False
+    return _pattern(key).search(question) is not None
 
 
 def _capitalise(text: str) -> str:
@@ -326,10 +345,11 @@ class SimulatedUser:
         self.questions += 1
         facts = self.goal.user_facts
         catch_all = bool(CATCH_ALL.search(question))
+        folded = question.lower() if question.isascii() else None
         parts: list[str] = []
         values: list[str] = []
         for key, raw_value in facts.items():
-            if not (catch_all or _pattern(key).search(question)):
+            if not (catch_all or _asks(key, question, folded)):
                 continue
             value = self._scrub(raw_value)  # only facts that are said get scrubbed
             kind = "budget_range" if key == "budget" and not value.startswith("$") else key
@@ -339,7 +359,7 @@ class SimulatedUser:
             parts.append(_fill(template, value, key, self._label()))
             values.append(value)
         if not catch_all:
-            parts += self._uncovered(question)
+            parts += self._uncovered(question, folded)
         if catch_all:
             opener = _pick(CATCH_ALL_OPENERS, self._key, "catch-all", self.questions)
             parts = (
@@ -358,8 +378,9 @@ class SimulatedUser:
     def _label(self) -> str:
         return variant_label(self.goal.user_facts.get("category", ""))
 
-    def _uncovered(self, question: str) -> list[str]:
-        """Replies for the product attributes the question asks about that no fact covers."""
+    def _uncovered(self, question: str, folded: str | None) -> list[str]:
+        """Replies for the product attributes the question asks about that no fact covers
+        (`folded`: see `_asks`)."""
         facts = self.goal.user_facts
         complete = self.goal.recommend is not None and "category" in facts
         asked = [
@@ -367,7 +388,7 @@ class SimulatedUser:
             for key in (*OPEN_SLOTS, "quantity")
             if key not in facts
             and not (key == "brand" and "preference" in facts)
-            and _pattern(key).search(question)
+            and _asks(key, question, folded)
         ]
         if not asked:
             return []
