@@ -315,3 +315,38 @@ def _order_and_item(task: Task, f: AnswerFact) -> tuple[str | None, str | None]:
         order_id, item_id = task.goal.relevant_ids[:2]
         return order_id, item_id
     return None, None
+
+
+def test_every_number_word_holds_a_stem() -> None:
+    """`normalise` skips the number-word regexes when no stem is in the text: each word the
+    hint matches must hold one (else "thirty days" would stay unread)."""
+    from ecomrlve.env.facts import _NUMBER_HINT, _NUMBER_STEMS
+
+    bare = re.sub(r"\(\?<!\\w\)|\(\?!\\w\)|\(\?:|\)", "", _NUMBER_HINT.pattern)
+    words = bare.split("|")
+    assert all(w.isalpha() for w in words) and {"zero", "thirty", "teen"} <= set(words)
+    for word in words:
+        assert any(stem in word for stem in _NUMBER_STEMS), word
+    assert normalise("within thirty days") == "within 30 days"
+
+
+_DATE_BITS = ["june 16", "jun 16th, 2026", "16 june", "the 16th of june", "6/16", "31/02",
+              "2026-06-16", "2026-6-1", "may", "dismay 5", "5 may", "05 may 2026", "x12 june",
+              "june12", "12june", "12 of june", "sept 3", "sep. 3", "3rd of sept.", "jan 1 2027",
+              "1/2/27", "12-05-2026", "2026-12-05x", "mar 3 mar 4", "o1234567", "$4.99",
+              "\u0661\u0662 june", "june \u0661\u0662"]  # fmt: skip
+
+
+@given(
+    st.lists(st.sampled_from(_DATE_BITS), min_size=1, max_size=6),
+    st.lists(st.sampled_from([" ", "", ". ", ", ", "\n"]), min_size=6, max_size=6),
+)
+def test_dates_read_at_candidate_offsets_equal_a_full_scan(bits, gaps) -> None:
+    """`extract_dates` tries its patterns only where a match can start (month names, digit
+    runs): the same dates as scanning every offset."""
+    from unittest import mock
+
+    text = "".join(b + g for b, g in zip(bits, gaps, strict=False))
+    fast = extract_dates(text)
+    with mock.patch.object(facts, "_matches_at", lambda p, t, _starts: list(p.finditer(t))):
+        assert extract_dates(text) == fast
