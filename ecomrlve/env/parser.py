@@ -93,21 +93,30 @@ def strip_think(text: str) -> tuple[str, FormatError | None]:
     return text, None
 
 
-def _call_from_object(obj: Any, where: str) -> ParsedCall | FormatError:
+def _call_from_object(obj: Any, where: str | int) -> ParsedCall | FormatError:
+    """A call from its JSON object; `where` names it in errors (an int k: `<tool_call> #k`,
+    formatted only when there is an error)."""
     if not isinstance(obj, dict):
-        return FormatError(f"{where}: a tool call must be a JSON object, got {type(obj).__name__}")
-    call_id = obj.get("id") if isinstance(obj.get("id"), str) else None
-    if "function" in obj and isinstance(obj["function"], dict):
-        obj = obj["function"]
+        return FormatError(
+            f"{_where(where)}: a tool call must be a JSON object, got {type(obj).__name__}"
+        )
+    call_id = obj.get("id")
+    if not isinstance(call_id, str):
+        call_id = None
+    function = obj.get("function")
+    if isinstance(function, dict):
+        obj = function
     name = obj.get("name")
     if not isinstance(name, str) or not name:
-        return FormatError(f'{where}: the tool call has no "name"')
+        return FormatError(f'{_where(where)}: the tool call has no "name"')
     if name not in TOOL_SPECS:  # before parsing its arguments, and with the name clipped
-        return FormatError(f"{where}: unknown tool {brief(name)}; tools: {', '.join(TOOL_SPECS)}")
+        return FormatError(
+            f"{_where(where)}: unknown tool {brief(name)}; tools: {', '.join(TOOL_SPECS)}"
+        )
     arguments = obj.get("arguments", {})
     if arguments is None:
         arguments = {}
-    if isinstance(arguments, str):
+    elif isinstance(arguments, str):
         text = arguments.strip()
         if not text:
             arguments = {}
@@ -116,15 +125,19 @@ def _call_from_object(obj: Any, where: str) -> ParsedCall | FormatError:
                 arguments = _loads(text)
             except json.JSONDecodeError as err:
                 return FormatError(
-                    f"{where}: {name}: arguments are not valid JSON ({err.msg})", name
+                    f"{_where(where)}: {name}: arguments are not valid JSON ({err.msg})", name
                 )
     if not isinstance(arguments, dict):
-        return FormatError(f"{where}: {name}: arguments must be a JSON object", name)
+        return FormatError(f"{_where(where)}: {name}: arguments must be a JSON object", name)
     try:
         checked = check_arguments(name, arguments)
     except TypeError as err:
-        return FormatError(f"{where}: {err}", name)
+        return FormatError(f"{_where(where)}: {err}", name)
     return ParsedCall(name, checked, call_id)
+
+
+def _where(where: str | int) -> str:
+    return where if isinstance(where, str) else f"<tool_call> #{where}"
 
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -149,6 +162,13 @@ def _parse_text(text: str, turn: ParsedTurn) -> None:
         text, think_error = strip_think(text)
         if think_error is not None:
             turn.errors.append(think_error)
+    # no tag at all (a reply to the customer): all of it is content
+    rest = text if "tool_call>" not in text else _parse_blocks(text, turn)
+    turn.content = (turn.content + "\n" + rest).strip() if turn.content else rest.strip()
+
+
+def _parse_blocks(text: str, turn: ParsedTurn) -> str:
+    """Add the calls of every `<tool_call>` block to `turn`; return the text around them."""
     pieces: list[str] = []
     last = 0
     for k, (start, end) in enumerate(_blocks(text), start=1):
@@ -159,13 +179,16 @@ def _parse_text(text: str, turn: ParsedTurn) -> None:
             fenced = _FENCE.match(body)
             if fenced:
                 body = fenced.group(1)
-        where = f"<tool_call> #{k}"
         try:
             obj = _loads(body)
         except json.JSONDecodeError as err:
-            turn.errors.append(FormatError(f"{where}: not valid JSON ({err.msg})"))
+            turn.errors.append(FormatError(f"{_where(k)}: not valid JSON ({err.msg})"))
             continue
-        add(turn, _call_from_object(obj, where))
+        item = _call_from_object(obj, k)
+        if type(item) is ParsedCall:
+            turn.calls.append(item)
+        else:
+            turn.errors.append(item)
     pieces.append(text[last:])
     rest = "".join(pieces)
     if last:
@@ -178,7 +201,7 @@ def _parse_text(text: str, turn: ParsedTurn) -> None:
         if "</tool_call>" in rest:
             turn.errors.append(FormatError("</tool_call> without an opening <tool_call>"))
             rest = rest.replace("</tool_call>", "")
-    turn.content = (turn.content + "\n" + rest).strip() if turn.content else rest.strip()
+    return rest
 
 
 def add(turn: ParsedTurn, item: ParsedCall | FormatError) -> None:
