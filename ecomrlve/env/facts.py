@@ -739,12 +739,6 @@ _MATCH: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
-def _matches(kind: str, value, target: str) -> bool:
-    """Does one extracted `value` state the canonical `target`?"""
-    want = _target(kind, target)
-    return want is not None and _MATCH[kind](value, want)
-
-
 _VALUE_KINDS = ("date", "money", "percent", "duration", "status", "payment", "verdict")
 _VALUE_KIND_SET = frozenset(_VALUE_KINDS)
 
