@@ -174,3 +174,24 @@ def test_cli_refuses_bad_input_with_one_line(tmp_path, monkeypatch) -> None:
     result = runner.invoke(app, ["env-server", "--data", str(tmp_path / "none")])
     assert result.exit_code == 2 and "no catalog" in result.stderr
     assert json.loads(json.dumps({"ok": True}))
+
+
+def test_the_served_world_is_frozen_out_of_the_collector(catalog, tasks, monkeypatch) -> None:
+    """`serve` moves everything loaded before it (catalog, tasks) out of the garbage
+    collector's generations, so full collections during steps do not walk the world."""
+    import gc
+
+    import uvicorn
+
+    from ecomrlve.integrations import env_server
+
+    world = _world(catalog, tasks)
+    seen = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **_: seen.update(frozen=gc.get_freeze_count()))
+    gc.unfreeze()
+    try:
+        env_server.serve(world, TOKEN, port=0)
+        assert seen["frozen"] > 0
+        assert not any(t is world.tasks for t in gc.get_objects())  # no longer tracked
+    finally:
+        gc.unfreeze()

@@ -24,6 +24,7 @@ to `/ws`, where multi-turn episodes run.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hmac
 import json
 import logging
@@ -362,6 +363,10 @@ def serve(world: ServedWorld, token: str, host: str = "127.0.0.1", port: int = 8
     import uvicorn
 
     app = build_app(world, token)
+    # The world (catalog, every task) lives as long as the server: out of the collector's
+    # reach, a full collection no longer walks it in the middle of a step (~190 ms with
+    # 2,700 tasks loaded; frozen, under 1 ms).
+    gc.freeze()
     uvicorn.run(
         app,
         host=host,
