@@ -816,9 +816,10 @@ def check_answer(
     context: dict = {}
     if plan.only_topic is not None:
         context["only_topic"] = plan.only_topic
-    spans = sentence_spans(text)
-    context["spans"] = spans
-    segments = _segments(text, plan, spans)
+    # sentences matter to verdicts and to answers about several orders; the rest skip them
+    if "verdict" in kinds or len(plan.named) > 1:
+        context["spans"] = sentence_spans(text)
+    segments = _segments(text, plan, context.get("spans"))
     one = len(segments) == 1
     # values per kind, read once over the whole answer, then bucketed by segment
     per_segment: list[dict[str, list]] = [{} for _ in segments]
