@@ -264,16 +264,20 @@ def bench_steps(catalog: Catalog, repeats: int, rounds: int = 5) -> list[Row]:
 SPEED_PROBE_REFERENCE_US = 47.0
 
 
-def machine_speed() -> str:
-    """A fixed pure-Python workload (1,000 dict look-ups summed), best of 5 x 2,000 runs: the
-    same 2-core VM has run it anywhere from 47 to 76 µs minutes apart, and every other row
-    moves with it."""
+def probe_us() -> float:
+    """A fixed pure-Python workload (1,000 dict look-ups summed), best of 5 x 2,000 runs, in
+    µs: the same 2-core VM has run it anywhere from 46 to 87 µs minutes apart, and every other
+    row moves with it."""
     table = {i: i for i in range(1000)}
 
     def probe() -> int:
         return sum(table[i] for i in range(1000))
 
-    best = min(timeit.repeat(probe, number=2000, repeat=5)) / 2000 * 1e6
+    return min(timeit.repeat(probe, number=2000, repeat=5)) / 2000 * 1e6
+
+
+def machine_speed() -> str:
+    best = probe_us()
     return f"{best:.1f} µs ({best / SPEED_PROBE_REFERENCE_US:.2f}x the README's run)"
 
 
@@ -469,11 +473,14 @@ def bench_mixed(catalog: Catalog, data: Path, n_tasks: int = 900, seed: int = 7)
     # CPU time of this process per round: the machine is shared, and its speed drifts within
     # minutes, so the best round is the code's cost and the median round is shown beside it
     rounds = []
+    speed = [probe_us()]  # the machine's speed around this row (rows run minutes apart)
     for _ in range(9):
         t = time.process_time()
         for task, turns in plays:
             verify(task, turns, catalog)
         rounds.append(time.process_time() - t)
+    speed.append(probe_us())
+    before, after = (x / SPEED_PROBE_REFERENCE_US for x in speed)
     rate = len(plays) / min(rounds)
     median_rate = len(plays) / float(np.median(rounds))
     answers = [
@@ -494,7 +501,8 @@ def bench_mixed(catalog: Catalog, data: Path, n_tasks: int = 900, seed: int = 7)
     return [
         (
             f"replay+verify, {len(plays)} generated tasks mixed over 9 scenarios "
-            f"({mean_turns:.1f} turns, {catalog.size:,} products)",
+            f"({mean_turns:.1f} turns, {catalog.size:,} products; probe {before:.2f}x -> "
+            f"{after:.2f}x)",
             f"{rate:,.0f} eps/s, {rate * mean_turns:,.0f} turns/s "
             f"(median round {median_rate:,.0f})",
             "1,654 eps/s (4.9 turns)",
