@@ -146,6 +146,12 @@ def _make_case(
     started = time.perf_counter()
     done = _run(_argv(probe, reference))
     wall = time.perf_counter() - started
+    # the shortest of three runs: a slow spell of the shared machine only lengthens a run, and
+    # kill delays spread over a lengthened one land after the end (`finished`) in a fast spell
+    for k in range(2):
+        started = time.perf_counter()
+        _run(_argv(probe, _copy(template, work / f"{name}-timing-{k}")))
+        wall = min(wall, time.perf_counter() - started)
     window = 0.0
     if marker:  # the publish: from the marker line to the end, measured by the driver's output
         window = max(0.3, _publish_seconds(_argv(probe, _copy(template, work / f"{name}-w"))))
@@ -216,7 +222,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Case]:
 def _delays(case: Case, n: int, seed: int) -> list[float]:
     """One delay in each of n equal slices of the run (or of the publish window)."""
     rng = np.random.default_rng(seed)
-    span = case.window_s if case.marker else case.wall_s * 0.95
+    span = case.window_s if case.marker else case.wall_s * 0.85
     return [float(span * (i + rng.random()) / n) for i in range(n)]
 
 
