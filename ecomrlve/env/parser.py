@@ -184,11 +184,7 @@ def _parse_blocks(text: str, turn: ParsedTurn) -> str:
         except json.JSONDecodeError as err:
             turn.errors.append(FormatError(f"{_where(k)}: not valid JSON ({err.msg})"))
             continue
-        item = _call_from_object(obj, k)
-        if type(item) is ParsedCall:
-            turn.calls.append(item)
-        else:
-            turn.errors.append(item)
+        add(turn, _call_from_object(obj, k))
     pieces.append(text[last:])
     rest = "".join(pieces)
     if last:
