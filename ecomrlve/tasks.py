@@ -186,6 +186,11 @@ class AnswerFact(Model):
     )
     alternatives: list[str] = Field(default_factory=list, description="`text`: any of these")
     say: str = Field("", description="the sentence the reference answer states it with")
+    required: bool = Field(
+        True,
+        description="what the customer asked for (must be stated); False: context the answer "
+        "may leave out but must not contradict (days left, the window of a yes/no question)",
+    )
 
 
 class Goal(Model):

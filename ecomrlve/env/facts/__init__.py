@@ -1,0 +1,130 @@
+"""Answer facts read back from free text: the final answer is checked fact by fact, by kind.
+
+A task's `Goal.answer_facts` lists `AnswerFact`s: a *kind*, a canonical *value*, optionally the
+order it is about (*subject*, with *cues*: the words that name that order in an answer) and
+*allowed* context values. `check_answer` normalises the answer (unicode, dashes, number words
+via text2num: "forty-five" -> 45, "sixteenth" -> 16th), extracts every value of each checked
+kind and reports which facts were found, which are missing and which conflict.
+
+Kinds and canonical values:
+
+==========  ==========================  ===================================================
+kind        value                       read from
+==========  ==========================  ===================================================
+date        ISO day ``2026-06-16``      "June 16", "Jun 16th, 2026", "16 June", "the 16th of
+                                        June", "6/16" (also read as d/m when that is a date)
+money       ``4.99`` (dollars)          "$4.99", "4.99 USD", "4.99 dollars", "$0", "free",
+                                        "no charge", "free of charge"
+percent     ``10``                      "10%", "10 percent", "ten percent", "no restocking
+                                        fee" / "0%" for 0
+duration    ``30`` or ``5-7`` (days)    "30 days", "30-day", "thirty days", "5 to 7 business
+                                        days", "2 weeks"
+status      order status                "delivered"/"arrived", "shipped"/"on its way"/"in
+                                        transit", "processing"/"being prepared", "pending",
+                                        "cancelled"/"canceled" — not after "will be",
+                                        "can't be", "to be" or a negation
+payment     ``paypal-6458``             "PayPal account ending in 6458", "Visa ****1234"
+address     the address text            house number + street (abbreviations folded);
+                                        any "<number> <name> <suffix>" is a street line
+verdict     ``return:yes`` etc.         per clause: a topic (return / exchange / cancel)
+                                        with its polarity ("can't", "no longer", "has
+                                        closed", "not eligible", "final sale" are no; "can",
+                                        "still", "eligible", "you have" are yes; "only"
+                                        makes a rule, not a verdict); a bare "Yes"/"No"
+                                        ("Unfortunately not", "Sure") counts when one
+                                        verdict is asked
+term        a policy term               ``final_sale`` ("final sale", "final-sale"),
+                                        ``return_instead``, ``last_day``
+text        legacy substring keys       any of `alternatives`, case-insensitive
+==========  ==========================  ===================================================
+
+Each kind is one class in `kinds.py` (`KINDS`, `register`): how to read its values, parse a
+target, match and conflict; `check_answer` is generic over the registry.
+
+Required and context facts: a fact with `required=False` (the window length when the question
+was yes/no, the days left, the status before a cancel) may be left out (`AnswerCheck.unstated`)
+but, like every fact, must not be contradicted.
+
+Precision — an answer that states a conflicting value of a checked kind fails:
+
+* Grounding (when the verifier passes what the episode showed, `Shown`): a value of a kind
+  the goal does not check — date, money, percent, duration, status, payment method, street
+  address — must be grounded: a value of the prompt, today's date, the customer's details of
+  the system prompt, or a value a successful tool result of the episode showed (durations
+  also: days between today and a date shown). Ungrounded values fail (`AnswerCheck.ungrounded`),
+  so a hedged list ("free, 30 days, 0%") fails unless every value in it was shown. Tasks
+  without facts are checked the same way. Verdicts and terms are not values: never grounded.
+* A value conflicts when it is none of: the targets of that kind (for the same subject), the
+  fact's `allowed` values (context the generator knows is legitimate: the order's own placed
+  date, the order value the question names, the free-shipping threshold, days since delivery,
+  days the window closed ago, the item's price and order total), today's date, or a value the
+  user's own request states (the prompt's values of that kind are always allowed).
+* With facts about several orders, the answer is split into sentences; a sentence that names
+  an order (its id, item id or product noun) and the sentences after it, until another order
+  is named, are about that order. A fact must be stated about its own order, and a value
+  stated about an order conflicts unless it is that order's target or allowed value (so
+  facts attached to the wrong order fail, and so do dumps of every order's dates).
+* A verdict conflicts when the answer also asserts the opposite polarity on the same topic;
+  dates, durations, percents, money, statuses and payment methods conflict by value;
+  addresses conflict when another address the customer has appears; terms never conflict.
+* Answers longer than `MAX_ANSWER_CHARS` fail before any reading; nothing in the text can
+  raise (unreadable values such as "31/02" or "1e309" are simply not values).
+"""
+
+from __future__ import annotations
+
+from ecomrlve.env.facts.check import (
+    AnswerCheck,
+    AnswerPlan,
+    Shown,
+    check_answer,
+    describe,
+    spellings,
+)
+from ecomrlve.env.facts.kinds import KINDS, Kind, register
+from ecomrlve.env.facts.text import (
+    _NUMBER_HINT,
+    _NUMBER_STEMS,
+    _NUMBER_WORD,
+    normalise,
+    sentence_spans,
+    sentences,
+)
+from ecomrlve.env.facts.values import (
+    TERMS,
+    extract_dates,
+    extract_durations,
+    extract_money,
+    extract_payments,
+    extract_percents,
+    extract_statuses,
+    extract_streets,
+    extract_verdicts,
+)
+
+__all__ = [
+    "KINDS",
+    "TERMS",
+    "_NUMBER_HINT",
+    "_NUMBER_STEMS",
+    "_NUMBER_WORD",
+    "AnswerCheck",
+    "AnswerPlan",
+    "Kind",
+    "Shown",
+    "check_answer",
+    "describe",
+    "extract_dates",
+    "extract_durations",
+    "extract_money",
+    "extract_payments",
+    "extract_percents",
+    "extract_statuses",
+    "extract_streets",
+    "extract_verdicts",
+    "normalise",
+    "register",
+    "sentence_spans",
+    "sentences",
+    "spellings",
+]

@@ -1,0 +1,370 @@
+"""Fact kinds: one class per kind, registered in `KINDS` (`register` raises on a duplicate).
+
+A kind says how to read its values from an answer (`extract`), how to parse a fact's canonical
+value (`target`), when a stated value states a target (`matches`), how to show a value in a
+violation (`show`), and which values of it the episode showed the agent (`shown`). Kinds with
+`valued` set are compared by value: a stated value that is no target conflicts (kinds the goal
+checks) or must be grounded (`grounded` kinds the goal does not check). `states` and
+`conflicts` have generic versions driven by these; a kind overrides them only where its rule
+differs (verdicts conflict by polarity, addresses by street line, terms and text never).
+
+Adding a kind is one class here plus `register(...)`: a checker of claims about the episode
+(`audit`: extra violations for every answer, given what the episode showed) is one more entry.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ecomrlve.env.facts import values as v
+from ecomrlve.env.facts.text import _CLAUSE, sentence_spans
+
+if TYPE_CHECKING:
+    from ecomrlve.env.facts.check import AnswerPlan, Reading, Shown
+    from ecomrlve.tasks import AnswerFact
+
+
+class Kind:
+    """The generic kind: values extracted by `extract`, equal when `matches`."""
+
+    name: ClassVar[str] = ""
+    valued: ClassVar[bool] = True  # values are read from answers and compared by value
+    grounded: ClassVar[bool] = True  # stated values must be grounded when the goal has none
+    sentences: ClassVar[bool] = False  # reading needs the answer's sentence spans
+
+    def extract(self, text: str, reading: Reading | None) -> list[tuple[int, Any]]:
+        return []
+
+    def target(self, value: str) -> Any:
+        return value
+
+    def matches(self, value: Any, want: Any) -> bool:
+        return value == want
+
+    def same(self, a: Any, b: Any) -> bool:
+        """Do two values read from texts say the same thing (grounding by the prompt)?"""
+        return a == b
+
+    def show(self, value: Any) -> str:
+        return str(value)
+
+    def spellings(self, fact: AnswerFact) -> list[str]:
+        return [fact.value]
+
+    def shown(self, seen: Shown) -> list[Any]:
+        """Values of this kind the episode showed (tool results, the customer's details)."""
+        return [value for _, value in self.extract(seen.text(), None)]
+
+    def states(self, plan: AnswerPlan, i: int, reading: Reading) -> bool:
+        """Does the answer state fact `i` (in a sentence about its subject)?"""
+        want = plan.targets[i]
+        if want is None:
+            return False
+        subject = plan.facts[i].subject
+        segments = reading.segments
+        return any(
+            self.matches(value, want)
+            for k, found in enumerate(reading.values(self.name))
+            if reading.one or not subject or subject in segments[k].subjects
+            for value in found
+        )
+
+    def conflicts(self, plan: AnswerPlan, reading: Reading) -> list[str]:
+        """Stated values that are none of the targets or allowed values of the subjects their
+        sentence is about, today's date or a value of the prompt."""
+        out = []
+        exact = type(self).matches is Kind.matches
+        allowed_for: dict[frozenset[str], list] = {}
+        for k, found in enumerate(reading.values(self.name)):
+            if not found:
+                continue
+            subjects = reading.segments[k].subjects
+            allowed = allowed_for.get(subjects)
+            if allowed is None:
+                allowed = allowed_for[subjects] = plan.permitted_in(self.name, reading, k)
+            for value in found:
+                if value in allowed if exact else any(self.matches(value, w) for w in allowed):
+                    continue
+                if reading.in_prompt(self, value):
+                    continue
+                out.append(f"{self.name} {self.show(value)}")
+        return out
+
+    def audit(self, plan: AnswerPlan, reading: Reading, seen: Shown | None) -> list[str]:
+        """Violations of this kind in any answer, checked or not (none by default)."""
+        return []
+
+
+KINDS: dict[str, Kind] = {}
+
+
+def register(kind: Kind) -> Kind:
+    """Add a kind to the registry (its `name` must be new)."""
+    if not kind.name or kind.name in KINDS:
+        raise ValueError(f"fact kind {kind.name!r} is empty or registered twice")
+    KINDS[kind.name] = kind
+    return kind
+
+
+@functools.lru_cache(maxsize=65536)
+def parse(kind: str, value: str) -> Any:
+    """A canonical value parsed once (targets recur across the episodes of a task); None when
+    unreadable (it then matches nothing)."""
+    try:
+        return KINDS[kind].target(value)
+    except (ValueError, KeyError):
+        return None
+
+
+def _numbers(seen: Shown, scale: float = 1.0) -> list[float]:
+    return [round(x * scale, 2) for x in seen.numbers()]
+
+
+class DateKind(Kind):
+    name = "date"
+
+    def extract(self, text, reading):
+        return v.extract_dates(text)
+
+    def target(self, value):
+        day = dt.date.fromisoformat(value)
+        return (day.year, day.month, day.day)
+
+    def matches(self, value, want):
+        year, month, day = want
+        return any(m == month and d == day and y in (None, year) for y, m, d in value)
+
+    def same(self, a, b):
+        return any(
+            m1 == m2 and d1 == d2 and (y1 is None or y2 is None or y1 == y2)
+            for y1, m1, d1 in a
+            for y2, m2, d2 in b
+        )
+
+    def show(self, value):
+        return "/".join(sorted(f"{m:02d}-{d:02d}" for _, m, d in value))
+
+    def spellings(self, fact):
+        day = dt.date.fromisoformat(fact.value)
+        month, abbr = day.strftime("%B"), day.strftime("%b")
+        return [fact.value, f"{month} {day.day}", f"{day.day} {month}", f"{abbr} {day.day}",
+                f"{day.month}/{day.day}"]  # fmt: skip
+
+
+class MoneyKind(Kind):
+    name = "money"
+
+    def extract(self, text, reading):
+        return v.extract_money(text)
+
+    def target(self, value):
+        return float(value)
+
+    def matches(self, value, want):
+        return abs(value - want) < 0.005
+
+    def same(self, a, b):
+        return self.matches(a, b)
+
+    def shown(self, seen):
+        return super().shown(seen) + _numbers(seen)
+
+    def spellings(self, fact):
+        amount = float(fact.value)
+        return [f"${amount:.0f}" if amount == round(amount) else f"${amount:.2f}"]
+
+
+class PercentKind(MoneyKind):
+    name = "percent"
+
+    def extract(self, text, reading):
+        return v.extract_percents(text)
+
+    def shown(self, seen):
+        # a rate may be stored as a fraction (0.1) or a percent (10)
+        return Kind.shown(self, seen) + _numbers(seen) + _numbers(seen, 100.0)
+
+    def spellings(self, fact):
+        return [f"{fact.value}%", f"{fact.value} percent"]
+
+
+class DurationKind(Kind):
+    name = "duration"
+
+    def extract(self, text, reading):
+        return v.extract_durations(text)
+
+    def target(self, value):
+        low, _, high = value.partition("-")
+        return int(low), int(high or low)
+
+    def show(self, value):
+        low, high = value
+        return f"{low} days" if low == high else f"{low}-{high} days"
+
+    def shown(self, seen):
+        # whole numbers shown (a window in days), and days between today and a date shown
+        out = super().shown(seen)
+        out += [(int(x), int(x)) for x in seen.numbers() if x == int(x) and 0 <= x < 1000]
+        if seen.today is not None:
+            for dates in KINDS["date"].shown(seen):
+                for year, month, day in dates:
+                    if year is not None:
+                        days = abs((seen.today - dt.date(year, month, day)).days)
+                        out.append((days, days))
+        return out
+
+    def spellings(self, fact):
+        return [f"{fact.value} days", f"{fact.value}-day"]
+
+
+class StatusKind(Kind):
+    name = "status"
+
+    def extract(self, text, reading):
+        return v.extract_statuses(text)
+
+    def shown(self, seen):
+        statuses = set(v._STATUS_OF.values())
+        return super().shown(seen) + [s for s in seen.strings() if s in statuses]
+
+    def spellings(self, fact):
+        return []
+
+
+class PaymentKind(Kind):
+    name = "payment"
+
+    def extract(self, text, reading):
+        return v.extract_payments(text)
+
+    def target(self, value):
+        return v._payment_value(value)
+
+    def matches(self, value, want):
+        return value[1] == want[1] and value[0] in (None, want[0])
+
+    def same(self, a, b):
+        return a[1] == b[1] and (a[0] is None or b[0] is None or a[0] == b[0])
+
+    def show(self, value):
+        return f"{value[0] or 'card'} ending {value[1]}"
+
+
+class AddressKind(Kind):
+    """Stated when the fact's street line is in a sentence about its subject; conflicts when
+    another address the customer has appears, or a street line that is no target."""
+
+    name = "address"
+
+    def extract(self, text, reading):
+        return v.extract_streets(text)
+
+    def target(self, value):
+        return v._street_line(value)
+
+    def shown(self, seen):
+        return [line for s in seen.strings() for _, line in v.extract_streets(s.lower())]
+
+    def states(self, plan, i, reading):
+        line = f" {plan.targets[i]} "
+        subject = plan.facts[i].subject
+        return any(
+            line in reading.address_words(k)
+            for k, seg in enumerate(reading.segments)
+            if reading.one or not subject or subject in seg.subjects
+        )
+
+    def conflicts(self, plan, reading):
+        lines = {plan.targets[i] for i in plan.by_kind[self.name]}
+        lines.update(p for i in plan.by_kind[self.name] for p in plan.permitted[i])
+        words = reading.address_words(None)
+        out = [
+            f"address {other!r}"
+            for other in reading.known_addresses
+            if (line := v._street_line(other)) not in lines and f" {line} " in words
+        ]
+        out += [
+            f"address {line!r}"
+            for _, line in self.extract(reading.text, reading)
+            if line not in lines and not reading.in_prompt(self, line)
+        ]
+        return out
+
+
+class VerdictKind(Kind):
+    """Per clause: (topic, yes/no); conflicts when the answer asserts the opposite polarity of
+    a target on the same topic. Never grounded: a verdict is not a value a tool shows."""
+
+    name = "verdict"
+    grounded = False
+    sentences = True
+
+    def extract(self, text, reading):
+        out = []
+        only_topic = reading.plan.only_topic if reading is not None else None
+        for start, end in reading.spans() if reading is not None else sentence_spans(text):
+            sentence = text[start:end]
+            if not v._VERDICT_HINT.search(sentence):
+                continue  # no topic, no yes/no, no final sale: nothing to read
+            for clause in _CLAUSE.split(sentence):
+                for topic, polarity in v.extract_verdicts(clause):
+                    out.append((start, (topic or only_topic or "", polarity)))
+        return out
+
+    def target(self, value):
+        topic, _, polarity = value.partition(":")
+        return (topic, polarity == "yes")
+
+    def conflicts(self, plan, reading):
+        out = []
+        for k, found in enumerate(reading.values(self.name)):
+            relevant = plan.about(self.name, reading, k)
+            for topic, polarity in found:
+                wanted = [plan.targets[i] for i in relevant if plan.targets[i][0] == topic]
+                if wanted and (topic, polarity) not in wanted:
+                    out.append(f"verdict {topic or '?'}:{'yes' if polarity else 'no'}")
+        return out
+
+    def spellings(self, fact):
+        return []
+
+
+class TermKind(Kind):
+    """A policy term (`values.TERMS`) stated in a sentence about the fact's subject."""
+
+    name = "term"
+    valued = False
+
+    def states(self, plan, i, reading):
+        pattern = v.TERMS.get(plan.facts[i].value)
+        subject = plan.facts[i].subject
+        return pattern is not None and any(
+            pattern.search(seg.text)
+            for seg in reading.segments
+            if reading.one or not subject or subject in seg.subjects
+        )
+
+    def spellings(self, fact):
+        return []
+
+
+class TextKind(Kind):
+    """Legacy substring keys: any of the alternatives, case-insensitive, anywhere."""
+
+    name = "text"
+    valued = False
+
+    def states(self, plan, i, reading):
+        fact = plan.facts[i]
+        return any(a.lower() in reading.lowered() for a in fact.alternatives or [fact.value])
+
+    def spellings(self, fact):
+        return list(fact.alternatives or [fact.value])
+
+
+for _kind in (DateKind, MoneyKind, PercentKind, DurationKind, StatusKind, PaymentKind,
+              AddressKind, VerdictKind, TermKind, TextKind):  # fmt: skip
+    register(_kind())
