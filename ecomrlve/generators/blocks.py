@@ -347,16 +347,19 @@ def shipped_no_cancel_facts(ctx: GenContext, order: dict[str, Any], row: int) ->
         "can't be cancelled any more; you can return it once it arrives."
     )
     return [
-        fact("status", "shipped", **subject),
+        fact("status", "shipped", required=False, **subject),
         fact("verdict", "cancel:no", say, **subject),
-        fact("term", "return_instead", **subject),
+        fact("term", "return_instead", required=False, **subject),
     ]
 
 
 def final_sale_facts(category: str, subject: dict[str, Any] | None = None) -> list[AnswerFact]:
     say = f"Unfortunately {category} items are final sale, so it can't be returned or exchanged."
     subject = subject or {}
-    return [fact("verdict", "return:no", say, **subject), fact("term", "final_sale", **subject)]
+    return [
+        fact("verdict", "return:no", say, **subject),
+        fact("term", "final_sale", required=False, **subject),
+    ]
 
 
 def window_fact(days: int, say: str = "", **fields: Any) -> AnswerFact:

@@ -205,13 +205,13 @@ class Policy(Scenario):
                     )
                     add(
                         fact("verdict", "return:yes"),
-                        window_fact(rule.window_days, allowed=context_days),
+                        window_fact(rule.window_days, allowed=context_days, required=False),
                     )
                     if left:
-                        add(window_fact(left, allowed=context_days))
+                        add(window_fact(left, allowed=context_days, required=False))
                         say += f", so you have {left} more days."
                     else:
-                        add(fact("term", "last_day"))
+                        add(fact("term", "last_day", required=False))
                         say += ", and today is the last day."
                     answer_facts[-1].say = say
                 else:
@@ -223,7 +223,7 @@ class Policy(Scenario):
                             f"closed {days - rule.window_days} days ago, so it can't be returned "
                             "any more.",
                         ),
-                        window_fact(rule.window_days, allowed=context_days),
+                        window_fact(rule.window_days, allowed=context_days, required=False),
                     )
             elif topic == "restocking_fee":
                 it = "it" if "return_window" in topics else subject
@@ -257,7 +257,7 @@ class Policy(Scenario):
                             f"Exchanges follow the {rule.window_days}-day return window, which "
                             "has closed, so it can't be exchanged any more either.",
                         ),
-                        window_fact(rule.window_days, allowed=context_days),
+                        window_fact(rule.window_days, allowed=context_days, required=False),
                     )
             elif topic == "refunds":
                 questions.append("How long does a refund take to come through?")
@@ -313,7 +313,7 @@ class Policy(Scenario):
                             "An order that has already shipped can't be cancelled any more; "
                             "you can return it once it's delivered instead.",
                         ),
-                        fact("term", "return_instead"),
+                        fact("term", "return_instead", required=False),
                     )
         prompt = compose(
             pick(rng, TEMPLATES), {"questions": " ".join(questions)}, rng, config.typo_rate

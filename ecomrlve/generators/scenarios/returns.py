@@ -88,7 +88,7 @@ def refusal_facts(ctx: GenContext, order: dict, row: int, membership: str) -> li
     allowed = [str(days), str(days - rule.window_days)]
     return [
         AnswerFact(kind="verdict", value="return:no", say=say, **subject),
-        window_fact(rule.window_days, allowed=allowed, **subject),
+        window_fact(rule.window_days, allowed=allowed, required=False, **subject),
     ]
 
 
