@@ -105,6 +105,9 @@ class EpisodeRecord:
     final_answer: str | None = None
     recommended: list[str] | None = None
     truncated: bool = False
+    # what the agent was shown besides the prompt: each successful call's result (by
+    # reference) and the user's mid-episode messages; the answer's values are grounded in it
+    shown: list[Any] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------------------------
@@ -376,6 +379,7 @@ class EcomEnv:
         elif turn >= INTENT_SWITCH_TURN and not self.user.intent_revealed:
             text = self.user.reveal_intent()
             self.seen_ids.update(VISIBLE_TOKEN.findall(text))
+            record.shown.append(text)
             if transcript:
                 observation.append({"role": "user", "content": text})
         if transcript:
@@ -431,6 +435,8 @@ class EcomEnv:
             unseen = irrelevant = ()
         ok, result = self.tools.call(call.name, call.arguments)
         self._done_keys[key] = version
+        if ok:
+            record.shown.append(result)
         milestones = 0
         if ok and not repeat and not unseen:
             milestones = self.progress.credit(call.name, call.arguments, result, record.state)

@@ -14,7 +14,10 @@ Success (see the Goal semantics at the top of `ecomrlve.tasks`) needs all of:
   money, percents, durations, statuses, payment methods, addresses, yes/no verdicts, policy
   terms), and asserts no conflicting value of a checked kind: rules in `ecomrlve.env.facts`.
   It is at most `MAX_ANSWER_CHARS` long. The verdict's `answer` lists the facts found, missing
-  and contradicted (missing and conflicting ones are also violations);
+  and contradicted (missing and conflicting ones are also violations); facts marked
+  `required=False` (context) may be left out. Every other value it states, of any kind, is
+  grounded in the prompt, today, the customer's details or a tool result of the episode
+  (`ungrounded` values are violations), in every task, with or without facts;
 * the agent acted: at least one successful tool call when the task's reference has any;
 * no id in any call's arguments that the agent was never shown.
 """
@@ -27,7 +30,7 @@ from typing import Any
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.environment import EcomEnv, EpisodeRecord
-from ecomrlve.env.facts import AnswerPlan, check_answer
+from ecomrlve.env.facts import AnswerPlan, Shown, check_answer
 from ecomrlve.env.reward import reward_components, total_reward
 from ecomrlve.tasks import PurchaseSpec, Task
 
@@ -186,18 +189,29 @@ def _check_answer(task: Task, record: EpisodeRecord, violations: list[str]) -> d
     if len(answer) > MAX_ANSWER_CHARS:
         violations.append(f"goal: the final answer is longer than {MAX_ANSWER_CHARS} characters")
         return {}
-    if not facts:
-        return {}
-    addresses = [record.initial["user"].get("address") or ""]
+    user = record.initial["user"]
+    addresses = [user.get("address") or ""]
     addresses += [o.get("shipping_address") or "" for o in record.initial["orders"]]
     known = [a for a in addresses if a]
+    today = record.initial.get("today")
+    # the system prompt shows the customer's address and saved cards; tools show the rest
+    shown = Shown([addresses[0], *user.get("payment_methods", ()), *record.shown], today)
     plan = task.goal.derived("answer_plan", lambda: AnswerPlan(facts))
-    checked = check_answer(answer, plan, task.prompt, known, record.initial.get("today"))
+    checked = check_answer(answer, plan, task.prompt, known, today, shown)
     for missing in checked.missing:
         violations.append(f"goal: the final answer does not state {missing}")
     for conflict in checked.conflicts:
         violations.append(f"goal: the final answer also states a conflicting {conflict}")
-    return {"found": checked.found, "missing": checked.missing, "conflicts": checked.conflicts}
+    for value in checked.ungrounded:
+        violations.append(f"goal: the final answer states {value}, which nothing showed")
+    if not facts and not checked.ungrounded:
+        return {}
+    out = {"found": checked.found, "missing": checked.missing, "conflicts": checked.conflicts}
+    if checked.ungrounded:
+        out["ungrounded"] = checked.ungrounded
+    if checked.unstated:
+        out["unstated"] = checked.unstated  # context facts left out: not violations
+    return out
 
 
 def judge(task: Task, record: EpisodeRecord, config: EnvConfig) -> Verdict:
