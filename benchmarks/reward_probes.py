@@ -7,6 +7,11 @@ Rows per scenario: tasks with answer facts; paraphrased references that pass (wa
 a fixed cheat sheet sent after the reference's first call, and an order dump (every status
 and date the order list shows) after `list_orders`, that pass (want 0%); read-spam episodes
 (unrelated searches, then giving up) that earn more than 0 (want 0) and their best reward.
+
+A second table (issue 27, grounding): references that pass (want 100%); a hedge list mixing
+kinds after the reference's calls (want <= 2%); the reference with one invented value of each
+kind appended (want 0%); correct answers stating only the required facts, in short sentences
+and three wordings (want >= 95%).
 """
 
 from __future__ import annotations
@@ -19,7 +24,15 @@ from ecomrlve.catalogs import build_catalog
 from ecomrlve.env import Catalog, format_call, reference_turns, verify
 from ecomrlve.generators import generate_tasks
 from ecomrlve.tasks import Task
-from ecomrlve.testing.reward_probes import CHEAT_SHEET, SPAM_QUERIES, order_dump, paraphrase
+from ecomrlve.testing.reward_probes import (
+    CHEAT_SHEET,
+    HEDGE_LIST,
+    INVENTED,
+    SPAM_QUERIES,
+    context_omitting,
+    order_dump,
+    paraphrase,
+)
 
 
 def main() -> None:
@@ -85,6 +98,51 @@ def main() -> None:
             print("  ".join("-" * w for w in widths))
     print(f"\ndumps passing: {dumps}/{2 * total['with facts']}; targets: paraphrases >= 95%, "
           "dumps <= 2%, spam > 0 in none")  # fmt: skip
+    print()
+    grounding_table(tasks, catalog)
+
+
+def grounding_table(tasks: list[Task], catalog: Catalog) -> None:
+    """Grounding and context probes per scenario (see the module docstring)."""
+    rows: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for task in tasks:
+        row = rows[task.scenario]
+        reference = reference_turns(task)
+        calls, answer = reference[:-1], reference[-1]
+        row["tasks"] += 1
+        row["reference pass"] += verify(task, reference, catalog).success
+        for sentence in INVENTED.values():
+            row["invented"] += 1
+            row["invented pass"] += verify(task, [*calls, f"{answer} {sentence}"], catalog).success
+        if not task.goal.answer_facts:
+            continue
+        row["with facts"] += 1
+        row["hedge pass"] += verify(task, [*calls, HEDGE_LIST], catalog).success
+        for variant in range(3):
+            row["context-omitting"] += 1
+            terse = context_omitting(task, variant)
+            row["context-omitting pass"] += verify(task, [*calls, terse], catalog).success
+
+    def rate(row: collections.Counter, key: str, of: str) -> str:
+        return f"{row[key]}/{row[of]} ({row[key] / max(1, row[of]):.1%})"
+
+    headers = ("scenario", "tasks", "reference pass", "hedge pass", "invented value pass",
+               "context-omitting pass")  # fmt: skip
+    table = [headers]
+    total: collections.Counter = collections.Counter()
+    for scenario in [*sorted(rows), "all"]:
+        row = total if scenario == "all" else rows[scenario]
+        if scenario != "all":
+            total.update(row)
+        table.append((scenario, str(row["tasks"]), rate(row, "reference pass", "tasks"),
+                      rate(row, "hedge pass", "with facts"), rate(row, "invented pass", "invented"),
+                      rate(row, "context-omitting pass", "context-omitting")))  # fmt: skip
+    widths = [max(len(r[i]) for r in table) for i in range(len(headers))]
+    for k, row in enumerate(table):
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+        if k == 0:
+            print("  ".join("-" * w for w in widths))
+    print("\ntargets: references 100%, hedge <= 2%, invented values 0%, context-omitting >= 95%")
 
 
 if __name__ == "__main__":

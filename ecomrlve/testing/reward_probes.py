@@ -7,14 +7,20 @@
 * `CHEAT_SHEET` and `order_dump(task)`: fixed or list-derived dumps of every policy fact,
   status and date: they must not pass.
 * `SPAM_QUERIES`: unrelated searches for read-spam episodes that must earn nothing.
+* `HEDGE_LIST`, `INVENTED`: a list mixing kinds, and values no episode shows (one per kind),
+  sent after or appended to the reference: they must not pass (every value is grounded).
+* `context_omitting(task, variant)`: a correct answer stating only the required facts, in
+  short sentences with several wordings (context facts left out): it must pass.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
+from ecomrlve.env.reference import CONFIRMATION, final_answer
 from ecomrlve.env.verifier import MAX_ANSWER_CHARS
-from ecomrlve.tasks import Task
+from ecomrlve.tasks import AnswerFact, Task
 
 REWRITES = [
     (r"\b(January|February|March|April|May|June|July|August|September|October|November|December) (\d{1,2})\b",
@@ -72,3 +78,94 @@ def order_dump(task: Task) -> str:
 
 
 SPAM_QUERIES = ("shoe", "tea", "lamp", "socks", "phone", "mug", "bag", "towel", "pen", "hat")
+
+
+# ---- grounding and context probes (issue 27: every stated value grounded; context optional) --
+HEDGE_LIST = "free, 30 days, 0%, final sale, it can not be returned"
+"""A short list mixing kinds: sent after the reference's own tool calls it must not pass."""
+
+# values no generated task or tool result shows: appended to a correct answer, each must fail
+INVENTED = {
+    "date": "It should reach you on December 30.",
+    "money": "You'll also get $987.65 in store credit.",
+    "percent": "You also get a 37% discount next time.",
+    # beyond every order's age: days between today and a date shown are grounded durations
+    "duration": "It takes 270 days to process.",
+    "payment": "It went to your Visa ending in 9071.",
+    "address": "It ships to 9876 Nowhere Lane.",
+}
+
+_MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August",
+                "September", "October", "November", "December")  # fmt: skip
+_PAYMENT_NAMES = {"visa": "Visa card", "mastercard": "Mastercard", "amex": "Amex card",
+                  "paypal": "PayPal account", "gift card": "gift card"}  # fmt: skip
+# terse ways to state each verdict and term: the first is plain, the others paraphrase it
+_VERDICT_SAYINGS = {
+    "return:yes": ("Yes, you can return it.", "Yes, it's still eligible for a return.",
+                   "Sure, you may still send it back."),
+    "return:no": ("No, it can't be returned.", "Unfortunately not: it can no longer be returned.",
+                  "I'm afraid a return isn't possible any more."),
+    "exchange:yes": ("Yes, you can exchange it.", "An exchange is possible.",
+                     "Sure, we can swap it for you."),
+    "exchange:no": ("No, it can't be exchanged.", "An exchange isn't possible any more.",
+                    "Unfortunately not: it is not eligible for an exchange."),
+    "cancel:yes": ("Yes, it can be cancelled.", "You can still cancel it.",
+                   "Sure, cancelling it is possible."),
+    "cancel:no": ("No, it can't be cancelled.", "It can no longer be cancelled.",
+                  "Unfortunately not: cancelling isn't possible any more."),
+}  # fmt: skip
+_TERM_SAYINGS = {
+    "final_sale": ("It is final sale.", "It's a final-sale item.", "It's non-returnable."),
+    "return_instead": ("You can return it instead.", "You could send it back instead."),
+    "last_day": ("Today is the last day.", "Today is the last day to do it."),
+}
+
+
+def _say_fact(fact: AnswerFact, variant: int) -> str:
+    """One short sentence stating `fact` (variant k of its sayings, where a kind has several)."""
+    kind, value = fact.kind, fact.value
+    if kind == "verdict":
+        options = _VERDICT_SAYINGS.get(value, (value,))
+        return options[variant % len(options)]
+    if kind == "term":
+        options = _TERM_SAYINGS.get(value, (value,))
+        return options[variant % len(options)]
+    if kind == "date":
+        day = dt.date.fromisoformat(value)
+        spoken = (f"{_MONTH_NAMES[day.month - 1]} {day.day}", f"{day.day} {_MONTH_NAMES[day.month - 1]}",
+                  day.isoformat())  # fmt: skip
+        return f"The date is {spoken[variant % 3]}."
+    if kind == "money":
+        amount = float(value)
+        return "It's free." if amount == 0 else f"It's ${amount:.2f}."
+    if kind == "percent":
+        return "There's no restocking fee." if float(value) == 0 else f"The fee is {value}%."
+    if kind == "duration":
+        low, _, high = value.partition("-")
+        return f"That's {low} to {high} business days." if high else f"That's {low} days."
+    if kind == "status":
+        return f"The order is {value}." if value != "shipped" else "The order has shipped."
+    if kind == "payment":
+        brand, _, last4 = value.rpartition("-")
+        return f"It was paid with your {_PAYMENT_NAMES.get(brand, brand)} ending in {last4}."
+    if kind == "address":
+        return f"It's going to {value}."
+    return (fact.alternatives or [value])[0]
+
+
+def context_omitting(task: Task, variant: int = 0) -> str:
+    """A correct final answer that states only what the customer asked for: the reference's
+    action sentences, then each required fact in a short sentence (facts about an order follow
+    a sentence naming it), context facts left out. `variant` picks other wordings."""
+    bare = task.model_copy(update={"goal": task.goal.model_copy(update={"answer_facts": []})})
+    actions = final_answer(bare)
+    parts = [] if actions == CONFIRMATION else [actions]
+    by_subject: dict[str, list[AnswerFact]] = {}
+    for fact in task.goal.answer_facts:
+        if fact.required:
+            by_subject.setdefault(fact.subject, []).append(fact)
+    for k, (subject, facts) in enumerate(by_subject.items()):
+        if subject:
+            parts.append(f"About {subject}:")
+        parts += [_say_fact(f, variant + k + j) for j, f in enumerate(facts)]
+    return " ".join(parts) or CONFIRMATION

@@ -52,31 +52,33 @@ class Shown:
         self.items = items
         self.today = dt.date.fromisoformat(today) if today else None
         self._strings: list[str] | None = None
-        self._numbers: list[float] = []
+        self._numbers: list[tuple[str, float]] = []  # (key, number)
         self._text: str | None = None
         self._values: dict[str, list[Any]] = {}
 
     def strings(self) -> list[str]:
         if self._strings is None:
             self._strings = []
-            stack = list(self.items)
+            stack: list[tuple[str, Any]] = [("", item) for item in self.items]
             while stack:
-                item = stack.pop()
+                key, item = stack.pop()
                 if isinstance(item, str):
                     self._strings.append(item)
                 elif isinstance(item, bool):
                     continue
                 elif isinstance(item, int | float):
-                    self._numbers.append(float(item))
+                    self._numbers.append((key, float(item)))
                 elif isinstance(item, dict):
-                    stack.extend(item.values())
+                    stack.extend(item.items())
                 elif isinstance(item, list | tuple):
-                    stack.extend(item)
+                    stack.extend((key, x) for x in item)
         return self._strings
 
-    def numbers(self) -> list[float]:
+    def numbers(self, keys: tuple[str, ...]) -> list[float]:
+        """Numbers shown under a key holding one of `keys` ("price" in "line_price"): a stock
+        count or a rating is no price and no duration."""
         self.strings()
-        return self._numbers
+        return [x for key, x in self._numbers if any(k in key for k in keys)]
 
     def text(self) -> str:
         if self._text is None:

@@ -118,8 +118,14 @@ def parse(kind: str, value: str) -> Any:
         return None
 
 
-def _numbers(seen: Shown, scale: float = 1.0) -> list[float]:
-    return [round(x * scale, 2) for x in seen.numbers()]
+# the keys of tool results whose numbers are amounts, rates and days
+MONEY_KEYS = ("price", "total", "refund", "shipping", "fee", "cost", "amount", "credit")
+PERCENT_KEYS = ("pct", "percent", "rate", "fee", "discount")
+DAY_KEYS = ("day", "window")
+
+
+def _numbers(seen: Shown, keys: tuple[str, ...], scale: float = 1.0) -> list[float]:
+    return [round(x * scale, 2) for x in seen.numbers(keys)]
 
 
 class DateKind(Kind):
@@ -169,7 +175,7 @@ class MoneyKind(Kind):
         return self.matches(a, b)
 
     def shown(self, seen):
-        return super().shown(seen) + _numbers(seen)
+        return super().shown(seen) + _numbers(seen, MONEY_KEYS)
 
     def spellings(self, fact):
         amount = float(fact.value)
@@ -184,7 +190,8 @@ class PercentKind(MoneyKind):
 
     def shown(self, seen):
         # a rate may be stored as a fraction (0.1) or a percent (10)
-        return Kind.shown(self, seen) + _numbers(seen) + _numbers(seen, 100.0)
+        numbers = _numbers(seen, PERCENT_KEYS) + _numbers(seen, PERCENT_KEYS, 100.0)
+        return Kind.shown(self, seen) + numbers
 
     def spellings(self, fact):
         return [f"{fact.value}%", f"{fact.value} percent"]
@@ -207,7 +214,7 @@ class DurationKind(Kind):
     def shown(self, seen):
         # whole numbers shown (a window in days), and days between today and a date shown
         out = super().shown(seen)
-        out += [(int(x), int(x)) for x in seen.numbers() if x == int(x) and 0 <= x < 1000]
+        out += [(int(x), int(x)) for x in seen.numbers(DAY_KEYS) if x == int(x) and 0 <= x < 1000]
         if seen.today is not None:
             for dates in KINDS["date"].shown(seen):
                 for year, month, day in dates:

@@ -267,9 +267,9 @@ _BRANDS = {
     "gift card": "gift card",
     "giftcard": "gift card",
 }
-_LAST4 = re.compile(r"(?<![\d.,$])\d{4}(?![\d.,]\d|\d)")
+_LAST4 = re.compile(r"(?<![\d.,$/])\d{4}(?![\d.,]\d|\d|-\d)")  # not in "2026-06-16"
 _BRAND = re.compile(r"\b(" + "|".join(_BRANDS) + r")\b")
-_CARD_CUE = re.compile(r"ending|ends|last (?:4|four)|\*|-\s*$|x{2,}|card|account|#")
+_CARD_CUE = re.compile(r"\bending|\bends\b|last (?:4|four)|\*|-\s*$|x{2,}|card|account|#")
 
 
 def extract_payments(text: str) -> list[tuple[int, tuple[str | None, str]]]:
