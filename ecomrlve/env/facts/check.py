@@ -265,8 +265,11 @@ def check_answer(
 def _ungrounded(plan: AnswerPlan, reading: Reading, shown: Shown) -> list[str]:
     """Values of kinds the facts do not check that nothing grounds."""
     out = []
+    digits = v.FREE_DIGIT.search(reading.text) is not None
     for kind in KINDS.values():
         if not (kind.valued and kind.grounded) or kind.name in plan.kinds:
+            continue
+        if kind.digits and not digits:
             continue
         for _, value in kind.extract(reading.text, reading):
             if kind.name == "date" and reading.today and kind.matches(value, reading.today):

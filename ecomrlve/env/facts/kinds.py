@@ -33,6 +33,7 @@ class Kind:
     valued: ClassVar[bool] = True  # values are read from answers and compared by value
     grounded: ClassVar[bool] = True  # stated values must be grounded when the goal has none
     sentences: ClassVar[bool] = False  # reading needs the answer's sentence spans
+    digits: ClassVar[bool] = False  # every value holds a digit outside a word (`FREE_DIGIT`)
 
     def extract(self, text: str, reading: Reading | None) -> list[tuple[int, Any]]:
         return []
@@ -129,6 +130,7 @@ def _numbers(seen: Shown, keys: tuple[str, ...], scale: float = 1.0) -> list[flo
 
 
 class DateKind(Kind):
+    digits = True
     name = "date"
 
     def extract(self, text, reading):
@@ -198,6 +200,7 @@ class PercentKind(MoneyKind):
 
 
 class DurationKind(Kind):
+    digits = True
     name = "duration"
 
     def extract(self, text, reading):
@@ -242,6 +245,7 @@ class StatusKind(Kind):
 
 
 class PaymentKind(Kind):
+    digits = True
     name = "payment"
 
     def extract(self, text, reading):
@@ -265,6 +269,7 @@ class AddressKind(Kind):
     another address the customer has appears, or a street line that is no target."""
 
     name = "address"
+    digits = True
 
     def extract(self, text, reading):
         return v.extract_streets(text)

@@ -243,8 +243,14 @@ def _whole_word(text: str, start: int, end: int) -> bool:
     )
 
 
+_STATUS_STEMS = ("deliver", "arriv", "ship", "dispatch", "process", "pending", "cancel",
+                 "transit", " way", "route", "sent out", "dropped", "being p")  # fmt: skip
+
+
 def extract_statuses(text: str) -> list[tuple[int, str]]:
     out = []
+    if not _has(text, _STATUS_STEMS):  # a substring test first: the alternation is slow
+        return out
     for m in _STATUS_CANDIDATE.finditer(text):
         if not _whole_word(text, m.start(), m.end()):
             continue
@@ -314,23 +320,31 @@ def _address_words(text: str) -> str:
     return " " + " ".join(_STREET_ABBR.get(w, w) for w in words) + " "
 
 
-# common street suffixes (folded as `_address_words` folds them): a house number, one or two
-# name words and one of these is read as a street line, e.g. an address an answer invents
-_SUFFIXES = (
-    "st ave rd dr blvd ln ct pl sq ter pkwy hwy way trail loop alley circle crescent crossing "
-    "grove heights hill hills landing park path pike plaza point ridge road route row run "
-    "street summit terrace valley view village vista walk gardens meadow meadows springs"
-)
+# common street suffixes, abbreviated as `_address_words` folds them: a house number, one or two
+# name words and one of these (or its long form) is read as a street line, e.g. an address an
+# answer invents. The normalised text is scanned as is and only a match is folded.
+_SUFFIXES = frozenset({
+    "st", "ave", "rd", "dr", "blvd", "ln", "ct", "pl", "sq", "ter", "pkwy", "hwy", "way",
+    "trail", "loop", "alley", "circle", "crescent", "crossing", "grove", "heights", "hill",
+    "hills", "landing", "park", "path", "pike", "plaza", "point", "ridge", "route", "row",
+    "run", "summit", "valley", "view", "village", "vista", "walk", "gardens", "meadow",
+    "meadows", "springs"
+})  # fmt: skip
 _STREET = re.compile(
-    r"(?<= )(\d{1,5}(?: [a-z]+){1,2} (?:" + _SUFFIXES.replace(" ", "|") + r"))(?= )"
+    r"(?<![\w.,$/-])\d{1,5}(?: [a-z]+){1,2} (?:"
+    + "|".join(sorted({*_SUFFIXES, *_STREET_ABBR} - {"apartment", "suite"}, key=len, reverse=True))
+    + r")\b\.?"
 )
+
+
+# a digit that is not inside a word (an id such as "O1234567"): dates, durations, payment
+# methods and street lines all need one
+FREE_DIGIT = re.compile(r"(?<![a-z0-9])\d")
 
 
 def extract_streets(text: str) -> list[tuple[int, str]]:
     """Street lines ("4120 oak st") of the addresses a text states."""
-    if not any(c.isdigit() for c in text):
-        return []
-    return [(m.start(), m[1]) for m in _STREET.finditer(_address_words(text))]
+    return [(m.start(), _address_words(m[0]).strip()) for m in _STREET.finditer(text)]
 
 
 @functools.lru_cache(maxsize=4096)
