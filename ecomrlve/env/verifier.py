@@ -195,7 +195,7 @@ def _check_answer(task: Task, record: EpisodeRecord, violations: list[str]) -> d
     known = [a for a in addresses if a]
     today = record.initial.get("today")
     # the system prompt shows the customer's address and saved cards; tools show the rest
-    shown = Shown([addresses[0], *user.get("payment_methods", ()), *record.shown], today)
+    shown = Shown([addresses[0], *user.get("payment_methods", ()), *record.shown], today, record)
     plan = task.goal.derived("answer_plan", lambda: AnswerPlan(facts))
     checked = check_answer(answer, plan, task.prompt, known, today, shown)
     for missing in checked.missing:

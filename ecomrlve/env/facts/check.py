@@ -48,8 +48,9 @@ class Shown:
     system prompt and every successful tool result (kept by reference). Read lazily, once per
     kind, and only when an answer states a value nothing else grounds."""
 
-    def __init__(self, items: Sequence[Any], today: str | None = None):
+    def __init__(self, items: Sequence[Any], today: str | None = None, record: Any = None):
         self.items = items
+        self.record = record  # the EpisodeRecord, for kinds that audit the episode's actions
         self.today = dt.date.fromisoformat(today) if today else None
         self._strings: list[str] | None = None
         self._numbers: list[tuple[str, float]] = []  # (key, number)
