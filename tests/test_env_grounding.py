@@ -72,6 +72,8 @@ MUST_PASS = [
     ("Sadly, no: it is no longer eligible for an exchange.", EXCHANGE_CLOSED),
     ("Sorry, coffee is a final-sale item.", FINAL_SALE),
     ("No, it can't be returned: coffee is final sale.", FINAL_SALE),
+    ("No, it can't be returned. Good luck with the next one!", FINAL_SALE),
+    ("Sure! It's still within the window.", RETURN_OPEN),
     ("Yes, it's within the 30-day window, delivered 17 days ago.", RETURN_OPEN),
     ("Yes, you can still return it.", RETURN_OPEN),
     ("Yes: you have 13 more days.", RETURN_OPEN),

@@ -420,7 +420,7 @@ _ADVICE_PAIRS = frozenset({("after", "it"), ("after", "delivery"), ("after", "th
 
 _VERDICT_HINT = re.compile(
     r"return|exchang|swap|cancel|send|call|yes|\bno\b|nope|final.sale|unfortunately|sadly|afraid"
-    r"|sure|certainly|absolutely|yep|yeah|good"
+    r"|sure|certainly|absolutely|yep|yeah"
 )
 # a clause that opens like a bare "No"/"Yes" ("Unfortunately not", "I'm afraid not", "Sure")
 _BARE_NO = frozenset(
@@ -432,7 +432,7 @@ _BARE_NO = frozenset(
         ("afraid", "not"),
     }
 )
-_BARE_YES = frozenset({"sure", "certainly", "absolutely", "yep", "yeah", "good"})
+_BARE_YES = frozenset({"sure", "certainly", "absolutely", "yep", "yeah"})
 # a positive clause with one of these states a rule ("exchanges are only possible within the
 # window"), not a verdict about this item
 _RULE_WORDS = frozenset({"only", "provided", "whenever"})
