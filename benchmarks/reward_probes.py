@@ -10,8 +10,8 @@ and date the order list shows) after `list_orders`, that pass (want 0%); read-sp
 
 A second table (issue 27, grounding): references that pass (want 100%); a hedge list mixing
 kinds after the reference's calls (want <= 2%); the reference with one invented value of each
-kind appended (want 0%); correct answers stating only the required facts, in short sentences
-and three wordings (want >= 95%).
+kind appended (want 0%); correct answers stating only the required facts: the reference
+without its context facts' sentences, and short sentences in three wordings (want >= 95%).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from ecomrlve.testing.reward_probes import (
     context_omitting,
     order_dump,
     paraphrase,
+    without_context,
 )
 
 
@@ -118,6 +119,9 @@ def grounding_table(tasks: list[Task], catalog: Catalog) -> None:
             continue
         row["with facts"] += 1
         row["hedge pass"] += verify(task, [*calls, HEDGE_LIST], catalog).success
+        row["context-omitting"] += 1
+        short = without_context(task)
+        row["context-omitting pass"] += verify(task, [*calls, short], catalog).success
         for variant in range(3):
             row["context-omitting"] += 1
             terse = context_omitting(task, variant)

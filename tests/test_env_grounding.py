@@ -20,7 +20,12 @@ from ecomrlve.env import EcomEnv, format_call, reference_turns, verify
 from ecomrlve.env.facts import KINDS, AnswerPlan, Kind, Shown, check_answer, register
 from ecomrlve.generators import GenContext, generate_task
 from ecomrlve.tasks import AnswerFact, Task
-from ecomrlve.testing.reward_probes import HEDGE_LIST, INVENTED, context_omitting
+from ecomrlve.testing.reward_probes import (
+    HEDGE_LIST,
+    INVENTED,
+    context_omitting,
+    without_context,
+)
 
 SCENARIOS = ("policy", "order_status", "cancel", "return", "journey", "cart", "bundle",
              "product_discovery", "substitution")  # fmt: skip
@@ -222,8 +227,7 @@ def test_context_omitting_answers_pass(tasks, ctx) -> None:
     with_facts = [t for t in tasks if t.goal.answer_facts]
     assert any(not f.required for t in with_facts for f in t.goal.answer_facts)
     for task in with_facts:
-        for variant in range(3):
-            answer = context_omitting(task, variant)
+        for answer in [without_context(task), *(context_omitting(task, k) for k in range(3))]:
             verdict = _with_calls(task, answer, ctx)
             assert verdict.success, (task.task_id, answer, verdict.violations)
 

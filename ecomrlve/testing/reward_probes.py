@@ -10,7 +10,8 @@
 * `HEDGE_LIST`, `INVENTED`: a list mixing kinds, and values no episode shows (one per kind),
   sent after or appended to the reference: they must not pass (every value is grounded).
 * `context_omitting(task, variant)`: a correct answer stating only the required facts, in
-  short sentences with several wordings (context facts left out): it must pass.
+  short sentences with several wordings (context facts left out), and `without_context(task)`,
+  the reference without its context facts' sentences: they must pass.
 """
 
 from __future__ import annotations
@@ -151,6 +152,14 @@ def _say_fact(fact: AnswerFact, variant: int) -> str:
     if kind == "address":
         return f"It's going to {value}."
     return (fact.alternatives or [value])[0]
+
+
+def without_context(task: Task) -> str:
+    """The reference answer without the sentences of its context facts (`required=False`)."""
+    required = [f for f in task.goal.answer_facts if f.required]
+    return final_answer(
+        task.model_copy(update={"goal": task.goal.model_copy(update={"answer_facts": required})})
+    )
 
 
 def context_omitting(task: Task, variant: int = 0) -> str:

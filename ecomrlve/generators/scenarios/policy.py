@@ -199,21 +199,21 @@ class Policy(Scenario):
                     add(*final_sale_facts(category))
                 elif eligibility.eligible:
                     left = rule.window_days - days
-                    say = (
-                        f"Yes, you can still return it: the return window for {category} is "
-                        f"{rule.window_days} days for {membership} members"
+                    # one sentence per fact: the verdict asked for, then its context (the
+                    # window and the days left), which a correct answer may leave out
+                    window = (
+                        f"The return window for {category} is {rule.window_days} days for "
+                        f"{membership} members."
                     )
                     add(
-                        fact("verdict", "return:yes"),
-                        window_fact(rule.window_days, allowed=context_days, required=False),
+                        fact("verdict", "return:yes", "Yes, you can still return it."),
+                        window_fact(rule.window_days, window, allowed=context_days, required=False),
                     )
                     if left:
-                        add(window_fact(left, allowed=context_days, required=False))
-                        say += f", so you have {left} more days."
+                        told = f"You have {left} more days."
+                        add(window_fact(left, told, allowed=context_days, required=False))
                     else:
-                        add(fact("term", "last_day", required=False))
-                        say += ", and today is the last day."
-                    answer_facts[-1].say = say
+                        add(fact("term", "last_day", "Today is the last day.", required=False))
                 else:
                     add(
                         fact(
