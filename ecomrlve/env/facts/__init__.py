@@ -50,8 +50,10 @@ Precision — an answer that states a conflicting value of a checked kind fails:
 * Grounding (when the verifier passes what the episode showed, `Shown`): a value of a kind
   the goal does not check — date, money, percent, duration, status, payment method, street
   address — must be grounded: a value of the prompt, today's date, the customer's details of
-  the system prompt, or a value a successful tool result of the episode showed (durations
-  also: days between today and a date shown). Ungrounded values fail (`AnswerCheck.ungrounded`),
+  the system prompt, or a value a successful tool result of the episode showed (its texts, and
+  its numbers under a key of the kind: "price"/"total" for money, "day"/"window" for durations;
+  durations also: days between today and a date shown). Checked kinds are not grounded by
+  observations: they allow only their targets and allowed values, as below. Ungrounded values fail (`AnswerCheck.ungrounded`),
   so a hedged list ("free, 30 days, 0%") fails unless every value in it was shown. Tasks
   without facts are checked the same way. Verdicts and terms are not values: never grounded.
 * A value conflicts when it is none of: the targets of that kind (for the same subject), the
@@ -66,7 +68,8 @@ Precision — an answer that states a conflicting value of a checked kind fails:
   facts attached to the wrong order fail, and so do dumps of every order's dates).
 * A verdict conflicts when the answer also asserts the opposite polarity on the same topic;
   dates, durations, percents, money, statuses and payment methods conflict by value;
-  addresses conflict when another address the customer has appears; terms never conflict.
+  addresses conflict when another address the customer has, or any other street line,
+  appears; terms never conflict.
 * Answers longer than `MAX_ANSWER_CHARS` fail before any reading; nothing in the text can
   raise (unreadable values such as "31/02" or "1e309" are simply not values).
 """
