@@ -267,14 +267,38 @@ def _grounded_extras(task: Task, ctx: GenContext) -> list[str]:
     return extras
 
 
+def _invented(kind: str, n: int, task: Task) -> str:
+    """A sentence stating a value of `kind` out of reach of every generated task: amounts
+    beyond any order, dates of another year, durations beyond any order's age, rates above
+    any policy's, card digits of no card in the task."""
+    if kind == "money":
+        return f"You also get ${10_000 + n / 100:,.2f} back."
+    if kind == "date":
+        day = dt.date(2029, 1, 1) + dt.timedelta(days=n % 365)
+        return f"It arrives on {day:%B} {day.day}, 2029."
+    if kind == "duration":
+        return f"It takes {200 + n % 800} days."
+    if kind == "percent":
+        return f"You get a {41 + n % 59}% discount."
+    if kind == "payment":
+        last4 = f"{n % 10_000:04d}"
+        if last4 in str(task.initial_state):
+            last4 = "0000" if "0000" not in str(task.initial_state) else "9999"
+        return f"It was charged to your Mastercard ending in {last4}."
+    return f"It ships to {1 + n % 9000} Nowhere Lane."
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
           HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(data=st.data())
 def test_property_appending_ungrounded_fails_and_grounded_keeps_passing(tasks, ctx, data) -> None:
     task = data.draw(st.sampled_from(tasks))
     kind = data.draw(st.sampled_from(sorted(INVENTED)))
+    invented = _invented(kind, data.draw(st.integers(0, 10**6)), task)
     answer = reference_turns(task)[-1]
-    assert not _with_calls(task, f"{answer} {INVENTED[kind]}", ctx).success
+    for extra in (invented, INVENTED[kind]):
+        verdict = _with_calls(task, f"{answer} {extra}", ctx)
+        assert not verdict.success, (task.task_id, extra)
     extra = data.draw(st.sampled_from(_grounded_extras(task, ctx)))
     verdict = _with_calls(task, f"{answer} {extra}", ctx)
     assert verdict.success, (task.task_id, extra, verdict.violations)
