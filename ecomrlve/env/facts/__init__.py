@@ -53,9 +53,10 @@ Precision — an answer that states a conflicting value of a checked kind fails:
   the system prompt, or a value a successful tool result of the episode showed (its texts, and
   its numbers under a key of the kind: "price"/"total" for money, "day"/"window" for durations;
   durations also: days between today and a date shown). Checked kinds are not grounded by
-  observations: they allow only their targets and allowed values, as below. Ungrounded values fail (`AnswerCheck.ungrounded`),
-  so a hedged list ("free, 30 days, 0%") fails unless every value in it was shown. Tasks
-  without facts are checked the same way. Verdicts and terms are not values: never grounded.
+  observations: they allow only their targets and allowed values, as below. Ungrounded values
+  fail (`AnswerCheck.ungrounded`), so a hedged list ("free, 30 days, 0%") fails unless every
+  value in it was shown. Tasks without facts are checked the same way. Verdicts and terms are
+  not values: never grounded.
 * A value conflicts when it is none of: the targets of that kind (for the same subject), the
   fact's `allowed` values (context the generator knows is legitimate: the order's own placed
   date, the order value the question names, the free-shipping threshold, days since delivery,
