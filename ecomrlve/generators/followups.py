@@ -203,6 +203,6 @@ def _described_order(
     status = pick(rng, ("shipped", "delivered"))
     row = ctx.pick_any(rng, category)
     order = ctx.order(ids[0], [row], [1], status, placed_days_ago_for(status, rng), user=world.user)
-    order["payment_method"] = paid_with(rng, world.user["payment_methods"], ids[0])
+    order["payment_method"] = paid_with(rng, world.user["payment_methods"])
     world.orders.append(order)
     return order, row
