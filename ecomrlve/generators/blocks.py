@@ -18,7 +18,7 @@ import numpy as np
 
 from ecomrlve.catalogs.taxonomy import variant_label
 from ecomrlve.generators.base import GenerationError
-from ecomrlve.generators.context import TODAY, GenContext, iso
+from ecomrlve.generators.context import GenContext, iso, today
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import (
     FACT_KEY,
@@ -83,7 +83,7 @@ class World:
 
     def state(self) -> dict[str, Any]:
         return {
-            "today": iso(TODAY),
+            "today": iso(today()),
             "user": self.user,
             "cart": self.cart,
             "orders": sorted(self.orders, key=lambda o: (o["placed"], o["order_id"]), reverse=True),
@@ -233,7 +233,7 @@ def look_alike(ctx: GenContext, rng: np.random.Generator, target: int) -> int | 
 
 
 def delivered_days_ago(order: dict[str, Any]) -> int:
-    return (TODAY - dt.date.fromisoformat(order["delivered"])).days
+    return (today() - dt.date.fromisoformat(order["delivered"])).days
 
 
 def line_phrase(ctx: GenContext, row: int, rng: np.random.Generator, omit: str = "") -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from ecomrlve.catalogs.policies import FREE_SHIPPING_THRESHOLD
 from ecomrlve.generators import followups
 from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
@@ -264,12 +263,13 @@ class Policy(Scenario):
                 query = pick(rng, ("refunds original payment method", "refund business days"))
                 policy_id = ctx.policy_ids[("refunds", "", "any")]
                 reference.append(policy_call(ctx, query, policy_id, policies))
+                low, high = ctx.policies.refund_days  # this shop's book, never a constant
                 add(
                     fact(
                         "duration",
-                        "5-7",
-                        "A refund reaches your original payment method within 5 to 7 business "
-                        "days after the returned item is received.",
+                        f"{low}-{high}",
+                        f"A refund reaches your original payment method within {low} to {high} "
+                        "business days after the returned item is received.",
                     )
                 )
             elif topic == "shipping":
@@ -279,6 +279,7 @@ class Policy(Scenario):
                 policy_id = ctx.policy_ids[("shipping", "", membership)]
                 reference.append(policy_call(ctx, query, policy_id, policies))
                 fee = ctx.policies.shipping_fee(value, membership)
+                threshold = ctx.policies.free_shipping_threshold
                 if fee == 0 and membership == "plus":
                     say = "Standard shipping is free for you as a Plus member."
                 elif fee == 0:
@@ -286,10 +287,10 @@ class Policy(Scenario):
                 else:
                     say = (
                         f"Standard shipping on a {money(value)} order costs {money(fee)}, since "
-                        f"it is under the {money(FREE_SHIPPING_THRESHOLD)} free-shipping "
+                        f"it is under the {money(threshold)} free-shipping "
                         "threshold."
                     )
-                allowed = [f"{value:.2f}", f"{FREE_SHIPPING_THRESHOLD:.2f}"]
+                allowed = [f"{value:.2f}", f"{threshold:.2f}"]
                 add(fact("money", f"{fee:.2f}", say, allowed=allowed))
             else:  # cancellation
                 status = pick(rng, ("shipped", "processing"))
