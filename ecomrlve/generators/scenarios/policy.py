@@ -8,7 +8,10 @@ with `list_orders`; a vague question ("something I bought") needs `ask_user`. `p
 sets how many topics one message asks about.
 
 Success: the final answer states every required fact (the verdict, the window and days left,
-the fee, the shipping price, …) and contradicts none of them; no state may change. Every
+the fee, the shipping price, …) and contradicts none of them; no state may change. A question
+that depends on an earlier verdict is answered with the verdict: the restocking fee of an item
+whose return window has closed is "it can't be returned any more" (there is no return to charge
+for), not a fee. Every
 yes/no key comes from `PolicyBook` as the tools decide: an exchange follows the return window
 and final-sale rules exactly like a return (so answering it needs the returns row too).
 """
@@ -228,10 +231,24 @@ class Policy(Scenario):
                 it = "it" if "return_window" in topics else subject
                 questions.append(f"Is there a restocking fee if I return {it}?")
                 look_up(topic)
-                if rule.returnable:
+                if not rule.returnable:
+                    add(*final_sale_facts(category))
+                elif eligibility.eligible:
                     add(fee_fact(rule.restocking_fee))
                 else:
-                    add(*final_sale_facts(category))
+                    # the fee depends on an earlier verdict: past the window there is no
+                    # return to charge for, so the answer says that first (a customer told
+                    # "there's no restocking fee" would send it back and be refused)
+                    add(
+                        fact(
+                            "verdict",
+                            "return:no",
+                            f"It can't be returned any more: the {rule.window_days}-day return "
+                            f"window for {category} closed {days - rule.window_days} days "
+                            "ago, so the question of a fee doesn't arise.",
+                        ),
+                        window_fact(rule.window_days, allowed=context_days),
+                    )
             elif topic == "exchange":
                 it = "it" if len(questions) else subject
                 # not "for another size or colour": the question must not state the answer
