@@ -227,3 +227,35 @@ def test_same_seed_same_bytes_under_any_hash_seed(small_catalog_dir):
         )
         digests.add(out.stdout.strip())
     assert len(digests) == 1
+
+
+# ---- memorised policy from another shop's seed -------------------------------------------------
+def test_a_policy_answer_from_another_shops_book_fails_and_from_its_own_passes(ctx):
+    """The same calls as the reference, then an answer written from a book: from the task's
+    own book it passes (a correct answer in other words than the reference's); from another
+    catalog seed's book (a memorised shop) it differs for most tasks and then fails. The only
+    passes left state the right verdict for a final-sale item with a made-up window (no
+    such row in this book): a stated value no observation grounds, which the grounding check
+    of the answer rules out."""
+    from ecomrlve.catalogs import Shop, build_policies
+    from ecomrlve.catalogs.policies import PolicyBook
+    from ecomrlve.env import reference_turns, verify
+    from ecomrlve.testing.shop_probes import book_answer
+
+    others = [PolicyBook(build_policies(Shop.for_seed(seed))) for seed in (8, 9, 10)]
+    differing = passed = 0
+    for task in tasks(ctx, "policy", 60, seed=51):
+        calls = reference_turns(task)[:-1]
+        own = book_answer(task, ctx.policies)
+        verdict = verify(task, [*calls, own], ctx.catalog)
+        assert verdict.success, (task.task_id, own, verdict.violations)
+        for book in others:
+            answer = book_answer(task, book)
+            if answer == own:
+                continue
+            differing += 1
+            if verify(task, [*calls, answer], ctx.catalog).success:
+                passed += 1
+                assert any(f.value == "final_sale" for f in task.goal.answer_facts), answer
+    assert differing >= 90  # of 180 answers: the book is not memorisable
+    assert passed <= 0.05 * differing
