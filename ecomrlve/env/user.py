@@ -173,6 +173,16 @@ FACT_TEMPLATES: dict[str, tuple[str, ...]] = {
         "In order of preference: {v}.",
         "For the brand, {v}, in that order of preference.",
     ),
+    # a value the customer points to instead of saying ("the same brand as the tee I ordered
+    # in May"): the agent is to read it in the order history
+    "pointer": (
+        "It should be {v}.",
+        "I'd like {v}.",
+        "Go with {v}, please.",
+        "Make it {v}.",
+        "For the {k}: {v}.",
+        "I want {v}.",
+    ),
 }
 GENERIC_TEMPLATES: tuple[str, ...] = ("About the {k}: {v}.", "For the {k}, {v}.")
 # Product attributes the goal may leave open, and how the user names each when it does.
@@ -380,6 +390,8 @@ class SimulatedUser:
                 continue
             value = self._scrub(raw_value)  # only facts that are said get scrubbed
             kind = "budget_range" if key == "budget" and not value.startswith("$") else key
+            if value.startswith("the same "):
+                kind = "pointer"
             template = _pick(
                 FACT_TEMPLATES.get(kind, GENERIC_TEMPLATES), self._key, key, self.questions
             )

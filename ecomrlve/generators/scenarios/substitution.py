@@ -2,10 +2,11 @@
 
 Stated rules: same size, the same defining variant where the category has one instead of a
 colour (skin type for skincare, scent for fragrance, roast for coffee, flavour for tea: a
-customer who wanted dry-skin cream does not accept an oily-skin one), price within ±p% of the wanted item's price, brands in a preference
-order (the first brand that has any such item of the category in stock wins), and the same
-product type as the wanted item ("crew neck shirt", not just "t-shirts") — unless the winning
-brand has none of that type, which the prompt allows: then its other items of the category do.
+customer who wanted a dry-skin cream does not accept an oily-skin one), price within ±p% of
+the wanted item's price, brands in a preference order (the first brand that has any such item
+of the category in stock wins), and the same product type as the wanted item ("crew neck
+shirt", not just "t-shirts") — unless the winning brand has none of that type, which the
+prompt allows: then its other items of the category do.
 The agent first looks the wanted item up (a search by its name, or `list_orders` +
 `get_product` when it is "the one I bought before") to learn its price, then searches brand by
 brand. Harder variants put more preferred brands with nothing available first (more empty
