@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import ecomrlve.env.catalog as catalog_module
 import ecomrlve.env.ranked as ranked
-from ecomrlve.catalogs import build_policies, build_products
+from ecomrlve.catalogs import CLASSIC_SHOP, build_policies, build_products
 from ecomrlve.env import Catalog
 from ecomrlve.env.catalog import normalise_filters
 from ecomrlve.testing import env_tasks as fx
@@ -92,7 +92,7 @@ def test_postings_of_tricky_text_score_like_tantivy(analysed):
     products = products.with_columns(
         pl.Series("title", [titles[i % len(titles)] for i in range(products.height)])
     )
-    catalog = Catalog.from_frames(products, build_policies())
+    catalog = Catalog.from_frames(products, build_policies(CLASSIC_SHOP))
     assert catalog.index_documents()[1] == analysed
     _assert_every_posting_scores_like_tantivy(catalog)
     for query in ("2-in-1 laptop", "double spaces", "café 東京", "runner shoes boots"):
@@ -240,7 +240,7 @@ def test_select_refuses_only_when_an_unsure_row_could_enter():
 
 
 def test_postings_that_disagree_with_tantivy_are_not_used(monkeypatch):
-    products, policies = build_products(400, 2), build_policies()
+    products, policies = build_products(400, 2), build_policies(CLASSIC_SHOP)
     reference = Catalog.from_frames(products, policies)
     monkeypatch.setattr(ranked, "K1", np.float32(1.3))  # not tantivy's BM25 any more
     off = Catalog.from_frames(products, policies)
@@ -253,13 +253,13 @@ def test_postings_that_disagree_with_tantivy_are_not_used(monkeypatch):
 
 def test_without_a_c_logf_every_query_goes_to_tantivy(monkeypatch):
     monkeypatch.setattr(ranked, "_logf", lambda: None)
-    catalog = Catalog.from_frames(build_products(300, 4), build_policies())
+    catalog = Catalog.from_frames(build_products(300, 4), build_policies(CLASSIC_SHOP))
     assert catalog._index.postings is None
     assert len(catalog.search("shoes", None, 5)) <= 5
 
 
 def test_postings_are_stored_mapped_and_rebuilt_when_damaged(tmp_path):
-    products, policies = build_products(600, 8), build_policies()
+    products, policies = build_products(600, 8), build_policies(CLASSIC_SHOP)
     ram = Catalog.from_frames(products, policies)._index.postings
     Catalog.from_frames(products, policies, index_dir=tmp_path / "idx")
     folder = tmp_path / "idx" / "ranked"
