@@ -220,7 +220,7 @@ class Reading:
         """Does the user's own request state this value (read only for a value that would
         otherwise fail: rare, and cached per prompt)?"""
         return bool(self.prompt) and any(
-            kind.same(value, p) for p in _prompt_values(self.prompt, kind.name)
+            kind.same_as_said(value, p, self.today) for p in _prompt_values(self.prompt, kind.name)
         )
 
 

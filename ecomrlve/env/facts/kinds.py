@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ecomrlve.env.facts import values as v
@@ -47,6 +48,10 @@ class Kind:
     def same(self, a: Any, b: Any) -> bool:
         """Do two values read from texts say the same thing (grounding by the prompt)?"""
         return a == b
+
+    def same_as_said(self, value: Any, said: Any, today: Any) -> bool:
+        """Does `value` say what the prompt `said` (on `today`, a parsed date or None)?"""
+        return self.same(value, said)
 
     def show(self, value: Any) -> str:
         return str(value)
@@ -150,6 +155,13 @@ class DateKind(Kind):
             for y1, m1, d1 in a
             for y2, m2, d2 in b
         )
+
+    def same_as_said(self, value, said, today):
+        # "December 30" in a request means one of the nearest December 30ths, not any year's
+        if today is not None:
+            years = (today[0] - 1, today[0], today[0] + 1)
+            said = frozenset((y, m, d) for y0, m, d in said for y in ((y0,) if y0 else years))
+        return self.same(value, said)
 
     def show(self, value):
         return "/".join(sorted(f"{m:02d}-{d:02d}" for _, m, d in value))
@@ -306,6 +318,9 @@ class AddressKind(Kind):
         return out
 
 
+_FINAL_SALE = re.compile(r"\bfinal[- ]sale\b")  # the claim itself ("can't be returned" is not)
+
+
 class VerdictKind(Kind):
     """Per clause: (topic, yes/no); conflicts when the answer asserts the opposite polarity of
     a target on the same topic. Never grounded: a verdict is not a value a tool shows."""
@@ -338,7 +353,27 @@ class VerdictKind(Kind):
                 wanted = [plan.targets[i] for i in relevant if plan.targets[i][0] == topic]
                 if wanted and (topic, polarity) not in wanted:
                     out.append(f"verdict {topic or '?'}:{'yes' if polarity else 'no'}")
+            if self._false_final_sale(plan, reading, k, relevant):
+                out.append("term final_sale")
         return out
+
+    @staticmethod
+    def _false_final_sale(plan: AnswerPlan, reading: Reading, k: int, relevant: list[int]) -> bool:
+        """Calling an item final sale when the goal asks whether it can be returned or exchanged
+        and has no final-sale fact about it: a reason read from another shop's policy book."""
+        subjects = {
+            plan.facts[i].subject
+            for i in relevant
+            if plan.targets[i] is not None and plan.targets[i][0] in ("return", "exchange")
+        }
+        if not subjects:
+            return False
+        final_sale = [
+            i for i in plan.by_kind.get("term", ()) if plan.facts[i].value == "final_sale"
+        ]
+        if any(not plan.facts[i].subject or plan.facts[i].subject in subjects for i in final_sale):
+            return False
+        return _FINAL_SALE.search(reading.segments[k].text) is not None
 
     def spellings(self, fact):
         return []
