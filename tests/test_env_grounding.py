@@ -92,6 +92,8 @@ MUST_FAIL = [
     ("It's within the 30-day window.", RETURN_OPEN),  # the asked verdict left out
     ("Yes, you can return it, you have 20 more days.", RETURN_OPEN),  # a conflicting context
     ("Unfortunately not: it can no longer be returned.", RETURN_OPEN),
+    # the right verdict for a reason this shop does not have (another shop's policy book)
+    ("Unfortunately bedding items are final sale, so it can't be exchanged.", EXCHANGE_CLOSED),
 ]  # fmt: skip
 
 
@@ -161,6 +163,14 @@ def test_values_nothing_showed_fail(answer) -> None:
         answer, [], "Anything under $50?", today="2026-06-15", shown=Shown(SHOWN, "2026-06-15")
     )
     assert checked.ungrounded, answer
+
+
+def test_a_date_the_request_names_grounds_only_the_nearest_years() -> None:
+    prompt = "Where is the lamp I ordered on December 30?"
+    shown = Shown([], "2026-03-01")
+    said = check_answer("You ordered it on December 30.", [], prompt, (), "2026-03-01", shown)
+    other_year = check_answer("It arrives December 30, 2031.", [], prompt, (), "2026-03-01", shown)
+    assert said.ok and other_year.ungrounded == ["date 12-30"]
 
 
 def test_without_shown_only_checked_kinds_are_read() -> None:

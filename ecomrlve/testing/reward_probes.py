@@ -87,7 +87,7 @@ HEDGE_LIST = "free, 30 days, 0%, final sale, it can not be returned"
 
 # values no generated task or tool result shows: appended to a correct answer, each must fail
 INVENTED = {
-    "date": "It should reach you on December 30.",
+    "date": "It should reach you on December 30, 2031.",  # today varies per task: a year apart
     "money": "You'll also get $987.65 in store credit.",
     "percent": "You also get a 37% discount next time.",
     # beyond every order's age: days between today and a date shown are grounded durations
