@@ -16,12 +16,17 @@ _DASHES = dict.fromkeys(
 _QUOTES = dict.fromkeys(map(ord, "\u2018\u2019\u02bc\u2032"), "'")
 
 
+def fold(text: str) -> str:
+    """Lower-case ASCII-ish text (unicode, dashes and quotes folded), number words left as
+    they are: for machine-written text such as tool results, which states numbers in digits."""
+    if text.isascii():  # the common case: nothing to fold
+        return text.lower()
+    return unicodedata.normalize("NFKC", text).translate(_DASHES).translate(_QUOTES).lower()
+
+
 def normalise(text: str) -> str:
     """Lower-case ASCII-ish text with number words as digits ("forty-five" -> "45")."""
-    if text.isascii():  # the common case: nothing to fold
-        text = text.lower()
-    else:
-        text = unicodedata.normalize("NFKC", text).translate(_DASHES).translate(_QUOTES).lower()
+    text = fold(text)
     # alpha2digit costs ~40 us: only when there is a number word. Every number word holds
     # one of `_NUMBER_STEMS` (substring tests: ~4x cheaper than a regex, and most answers
     # hold none), then the hint (a literal first-letter scan, ~3x cheaper than
