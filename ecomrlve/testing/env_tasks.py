@@ -318,12 +318,15 @@ def order_status_task(catalog: Catalog | None = None) -> Task:
 
 
 def policy_task(catalog: Catalog | None = None) -> Task:
-    """Answer a policy question (boots, standard membership)."""
+    """Answer a policy question (boots, standard membership), from `catalog`'s policy book
+    (a store built by `write_store` has its seed's book, not the classic shop's)."""
+    catalog = catalog or small_catalog()
+    days = catalog.policies.return_rule("boots", "standard").window_days
     return _task(
         "fx-policy",
         "policy",
         "How many days do I have to return boots? I'm a standard member.",
-        Goal(answer_facts=[["30 days", "30-day", "thirty days"]]),
+        Goal(answer_facts=[[f"{days} days", f"{days}-day"]]),
         make_state(),
         [("search_policy", {"query": "return boots standard"})],
         seed=8,
