@@ -1,0 +1,508 @@
+# ruff: noqa: E501  (the action table reads best one pattern per line)
+"""Claims: the final message must be truthful about what the episode did.
+
+`check_claims(answer, record, catalog)` reads the final message for the actions it reports and
+the actions it denies, and compares them with the write calls that SUCCEEDED in the episode.
+It returns one violation string per untrue statement (empty: the message is truthful).
+
+Rules (one `ActionKind` per action, in `ACTION_KINDS`; adding an action is one entry):
+
+* The message is cut into sentences and clauses (at `,` `;` and words such as "but", "so",
+  "because", "and"). A sentence that asks something ("…?") states nothing.
+* A clause REPORTS an action when it holds the action's verb in a done form ("I've cancelled",
+  "has been cancelled", "I placed your order", "I've started a return", "These fit what you
+  asked for: …"). Not reports: the verb in its base form ("you can return it within 30 days"),
+  after a modal or "to" ("it can be returned", "needs to be cancelled"), after "you" ("the
+  shoes you ordered") or an article ("the returned item"), in a clause that opens with "if",
+  "once", "when", or an order "placed on" a date.
+* A clause DENIES an action when a negation ("not", "n't", "never", "no", "nothing",
+  "unable", "no longer"…) comes at most four words before the verb, in any form ("I couldn't
+  cancel it", "it can't be returned", "I didn't order anything", "no order was placed").
+  "Nothing changed", "I didn't change anything", "no changes were made" deny every write;
+  "nothing fit", "I couldn't find anything" deny a recommendation.
+* The object of a statement: the order ids, product ids, brands and product types named in
+  the clause, else in its sentence, else in the sentence before ("…has shipped, so I couldn't
+  cancel it").
+* A report holds when an action of its kind succeeded in the episode and every object it names
+  belongs to such an action (the order acted on, its products, their brand or product type /
+  category). So "I've cancelled your order" needs a successful `cancel_order`; "These fit
+  what you asked for: Trailblaze running shoes" needs a `recommend` whose product has that brand
+  and type. A recommendation report must name a recommended product (title, brand, type or
+  id). A status in the third person ("your order O1 was cancelled") also holds when the order
+  was already cancelled at the start (the same for returns and exchanges on file).
+* A denial holds when no action of its kind succeeded on the objects it names (on anything, when
+  it names none). "I can't cancel it because it has shipped" is true after no cancel.
+* Address and payment-method changes have no tool, so reporting one is never true.
+
+Product names come from the catalog (brand, product type, category); without a catalog only
+ids are read.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ecomrlve.env.catalog import Catalog
+    from ecomrlve.env.environment import EpisodeRecord
+
+# --------------------------------------------------------------------------------------------
+# what the episode did
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One write that succeeded: its kind and the orders and products it touched."""
+
+    kind: str
+    orders: frozenset[str] = frozenset()
+    items: frozenset[str] = frozenset()
+
+
+def succeeded_actions(record: EpisodeRecord) -> list[Action]:
+    """The writes of `record` that succeeded, as `Action`s (the last `recommend` only)."""
+    state = record.state
+    new_orders = iter(state.new_order_ids)
+    actions: list[Action] = []
+    for call in record.calls:
+        if not call.ok:
+            continue
+        args = call.arguments or {}
+        name = call.name
+        if name == "checkout":
+            order_id = next(new_orders, None)
+            if order_id is not None:
+                items = frozenset(line["item_id"] for line in state.orders[order_id]["items"])
+                actions.append(Action("order", frozenset({order_id}), items))
+        elif name == "add_to_cart":
+            actions.append(Action("add", items=frozenset({args["item_id"]})))
+        elif name == "remove_from_cart":
+            actions.append(Action("remove", items=frozenset({args["item_id"]})))
+        elif name == "set_quantity":
+            kind = "remove" if args.get("quantity") == 0 else "quantity"
+            actions.append(Action(kind, items=frozenset({args["item_id"]})))
+        elif name == "cancel_order":
+            order = state.orders[args["order_id"]]
+            items = frozenset(line["item_id"] for line in order["items"])
+            actions.append(Action("cancel", frozenset({args["order_id"]}), items))
+        elif name in ("return_item", "exchange_item"):
+            items = {args["item_id"]}
+            if name == "exchange_item":
+                items.add(args["new_item_id"])
+            kind = "return" if name == "return_item" else "exchange"
+            actions.append(Action(kind, frozenset({args["order_id"]}), frozenset(items)))
+    if record.recommended:
+        actions.append(Action("recommend", items=frozenset(record.recommended)))
+    return actions
+
+
+def standing_actions(record: EpisodeRecord) -> list[Action]:
+    """What was already so at the start: cancelled orders, returns and exchanges on file (a
+    third-person status sentence about them is true)."""
+    initial = record.initial
+    out = []
+    for order in initial["orders"]:
+        if order["status"] == "cancelled":
+            items = frozenset(line["item_id"] for line in order["items"])
+            out.append(Action("cancel", frozenset({order["order_id"]}), items))
+    for entry in initial.get("returns", []) or []:
+        items = {entry["item_id"]} | ({entry["new_item_id"]} if entry.get("new_item_id") else set())
+        out.append(Action(entry["kind"], frozenset({entry["order_id"]}), frozenset(items)))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# what a clause names
+# --------------------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+_WORD = re.compile(r"[A-Za-z0-9&'-]+")
+
+
+@dataclass(slots=True)
+class Mentions:
+    orders: set[str] = field(default_factory=set)
+    items: set[str] = field(default_factory=set)
+    brands: set[str] = field(default_factory=set)
+    nouns: set[str] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.orders or self.items or self.brands or self.nouns)
+
+
+class ProductNames:
+    """Brands and product types of a catalog, and each product's names (brand, type,
+    category), for reading which products a sentence names."""
+
+    def __init__(self, catalog: Catalog | None):
+        self.catalog = catalog
+        self.brands: frozenset[str] = frozenset()
+        self.nouns: dict[str, str] = {}  # spelling (lower case, plural too) -> canonical noun
+        if catalog is None:
+            return
+        self.brands = frozenset(catalog._text["brand"].display_vocab)
+        nouns = set(catalog._text["category"].display_vocab)
+        if "product_type" in catalog._series:
+            nouns.update(catalog._series["product_type"].unique().to_list())
+        for noun in nouns:
+            canonical = noun.lower()
+            for spelling in _spellings(canonical):
+                self.nouns.setdefault(spelling, canonical)
+
+    def of(self, item_id: str) -> tuple[str, set[str]]:
+        """(brand, canonical nouns) of one product; ('', set()) when unknown."""
+        catalog = self.catalog
+        row = catalog.row_of(item_id) if catalog is not None else None
+        if row is None:
+            return "", set()
+        nouns = {str(catalog.value("category", row)).lower()}
+        if "product_type" in catalog._series:
+            nouns.add(str(catalog._series["product_type"][row]).lower())
+        return str(catalog.value("brand", row)), nouns
+
+    def read(self, text: str, orders: Iterable[str], items: set[str]) -> Mentions:
+        """The orders, products, brands and product types `text` names."""
+        found = Mentions()
+        order_ids = set(orders)
+        catalog = self.catalog
+        for token in _TOKEN.findall(text):
+            if token in order_ids:
+                found.orders.add(token)
+            elif token in items or (catalog is not None and token in catalog):
+                found.items.add(token)
+        if catalog is None:
+            return found
+        words = _WORD.findall(text)
+        lower = [w.lower() for w in words]
+        for n in (3, 2, 1):
+            for k in range(len(words) - n + 1):
+                phrase = " ".join(words[k : k + n])
+                if phrase in self.brands:
+                    found.brands.add(phrase)
+                noun = self.nouns.get(" ".join(lower[k : k + n]))
+                if noun is not None:
+                    found.nouns.add(noun)
+        return found
+
+
+def _spellings(noun: str) -> list[str]:
+    out = [noun, noun + "s", noun + "es"]
+    if noun.endswith("s"):
+        out.append(noun[:-1])
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _names_of(catalog: Any) -> ProductNames:
+    return ProductNames(catalog)
+
+
+def product_names(catalog: Catalog | None) -> ProductNames:
+    """The catalog's `ProductNames`, built once per catalog object."""
+    return ProductNames(None) if catalog is None else _names_of(catalog)
+
+
+# --------------------------------------------------------------------------------------------
+# action kinds: what a report or a denial of each looks like
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ActionKind:
+    """One action a message can report or deny.
+
+    `done`: the verb in a done form (a report unless negated); `base`: other forms, which
+    only count when negated; `denial`: phrases that deny it outright; `covers`: the action
+    kinds of the episode that make a report true (default: `name`); `needs_name`: a report
+    must name a product acted on.
+    """
+
+    name: str
+    done: str
+    base: str = ""
+    denial: str = ""
+    covers: tuple[str, ...] = ()
+    needs_name: bool = False
+    done_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    base_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    denial_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "done_re", re.compile(rf"\b(?:{self.done})\b", re.IGNORECASE))
+        set_(
+            self,
+            "base_re",
+            re.compile(rf"\b(?:{self.base})\b", re.IGNORECASE) if self.base else None,
+        )
+        set_(self, "denial_re", re.compile(self.denial, re.IGNORECASE) if self.denial else None)
+        if not self.covers:
+            set_(self, "covers", (self.name,))
+
+
+_FILED = r"started|filed|set up|initiated|opened|created|submitted|requested|processed|arranged|booked|registered|logged|lodged"
+_CHANGE = r"changed|updated|switched|edited|corrected|replaced|set"
+
+ACTION_KINDS: tuple[ActionKind, ...] = (
+    ActionKind(
+        "order",
+        done=r"placed|ordered|purchased|bought|checked out|completed (?:the|your) (?:checkout|purchase)",
+        base=r"place|purchase|buy|check out",
+        denial=r"(?:n't|\bnot|\bnever)\s+(?:\w+\s+)?order(?:ed)?\b|\bno (?:new )?orders? (?:was|were|has been|have been) (?:placed|made)",
+    ),
+    ActionKind("add", done=r"added|put (?:it |them )?(?:in|into)", base=r"add"),
+    ActionKind(
+        "remove",
+        done=r"removed|took (?:\w+ )?out|taken (?:\w+ )?out|deleted|dropped",
+        base=r"remove|take (?:\w+ )?out|delete",
+    ),
+    ActionKind(
+        "quantity",
+        done=rf"(?:{_CHANGE}|adjusted|fixed) (?:the |your )?quantit(?:y|ies)|quantit(?:y|ies) (?:has|have|is|are|was|were) (?:now )?(?:been )?(?:{_CHANGE}|adjusted|fixed)",
+        covers=("quantity", "add", "remove"),
+    ),
+    ActionKind(
+        "cancel",
+        done=r"cancell?ed|called off",
+        base=r"cancel|call off|cancellation",
+    ),
+    ActionKind(
+        "return",
+        done=rf"returned|(?:{_FILED}) (?:a |the |your |an )?(?:\w+ )?return|return (?:request )?(?:has been|is|was) (?:now )?(?:{_FILED}|open|underway|in progress)",
+        base=r"return|send (?:it |them )?back|sent (?:it |them )?back|returnable",
+    ),
+    ActionKind(
+        "exchange",
+        done=rf"exchanged|swapped|(?:{_FILED}) (?:a |the |your |an )?(?:\w+ )?exchange|exchange (?:has been|is|was) (?:now )?(?:{_FILED}|underway|in progress)",
+        base=r"exchange|swap",
+    ),
+    ActionKind(
+        "recommend",
+        done=r"recommended|I recommend|I'd recommend|I would recommend|I suggest|I'd suggest|suggested|these (?:fit|match|suit)|this (?:fits|matches|suits)|(?:best|top|closest) (?:match|matches|pick|picks|choice|option)|fits? (?:what you asked|your request)",
+        base=r"recommend|suggest",
+        denial=r"\bnothing (?:\w+ )?(?:fits?|matche[sd]|match|suits?|suited|works?|worked)\b|\b(?:couldn't|could not|can't|cannot|didn't|did not|wasn't able to|unable to) (?:\w+ )?find (?:anything|any|a |one\b|something)|\bno (?:products?|items?|options?|matches|match|alternatives?) (?:fits?|matche[sd]|match|suits?|(?:was|were|is|are) (?:found|available))",
+        needs_name=True,
+    ),
+    ActionKind(
+        "address",
+        done=rf"(?:{_CHANGE}) (?:your |the )?(?:shipping |delivery |default |home )?address",
+        covers=("address",),
+    ),
+    ActionKind(
+        "payment",
+        done=rf"(?:{_CHANGE}) (?:your |the )?(?:default )?(?:payment(?: method)?|card)",
+        covers=("payment",),
+    ),
+)
+KINDS_BY_NAME = {kind.name: kind for kind in ACTION_KINDS}
+WRITE_KINDS = ("order", "add", "remove", "quantity", "cancel", "return", "exchange")
+
+# "nothing changed", "I didn't change anything", "no changes were made": every write denied
+_EVERYTHING_DENIED = re.compile(
+    r"\bnothing (?:has |was |got |is )?(?:been )?(?:changed|modified|altered|touched|done|ordered|placed)\b(?! else)"
+    r"|\b(?:n't|not|never)\s+(?:\w+\s+)?(?:(?:order|change|touch|modify|alter|do|place|buy|purchase)(?:d|ed)?|did|done|bought)(?:\s+or\s+\w+)?\s+(?:anything|a thing)\b(?! else)"
+    r"|\bno changes?\b(?! (?:to|other|beyond|besides|except))"
+    r"|\b(?:left|kept) everything (?:as it was|unchanged|the same|as is)\b"
+    r"|\beverything (?:is|stays|remains) (?:as it was|unchanged|the same)\b",
+    re.IGNORECASE,
+)
+_VERB_NEGATION = (
+    r"not|never|neither|nor|unable|cannot|can't|couldn't|didn't|don't|doesn't|haven't|hasn't|"
+    r"hadn't|wasn't|weren't|won't|isn't|aren't|wouldn't|shouldn't|impossible|ineligible|non"
+)
+# a done form is also denied by "no"/"nothing" ("nothing was cancelled", "no order was placed");
+# a base form only by a negated verb ("no restocking fee on the return" denies nothing)
+_NEGATION = re.compile(rf"\b(?:{_VERB_NEGATION}|no|nothing|none)\b", re.IGNORECASE)
+_BASE_NEGATION = re.compile(rf"\b(?:{_VERB_NEGATION})\b", re.IGNORECASE)
+_MODAL = re.compile(
+    r"\b(?:can|could|may|might|must|should|would|will|shall|need|needs|to|want|wants|like|"
+    r"you|you've|you'd|you're|i'll|we'll|they|able|please|eligible|how)\b",
+    re.IGNORECASE,
+)
+_CONDITIONAL = re.compile(
+    r"^\W*(?:if|once|when|whenever|unless|whether|until|before|after)\b", re.I
+)
+_DATE_AFTER = re.compile(r"^\s+(?:on|in|at|last|earlier|back|before|from|a |an |\d)", re.I)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_CLAUSE = re.compile(
+    r",\s+|;\s+|\s+[—–]\s+|\s+(?:but|so|because|since|although|though|while|whereas|however|and|then|as)\s+",
+    re.IGNORECASE,
+)
+_FIRST_PERSON = re.compile(r"\b(?:I|I've|I'd|I'm|we|we've|we'd)\b")
+_OFFER = re.compile(
+    r"\b(?:would you like|do you want|shall I|should I|let me know|if you(?:'d)? like|if you want|"
+    r"happy to|feel free|want me to|I can|I could)\b",
+    re.IGNORECASE,
+)
+_DETERMINERS = frozenset(("the", "a", "an", "your", "my", "this", "that", "these", "those",
+                          "any", "each", "its", "their"))  # fmt: skip
+NEGATION_WINDOW = 4  # words between a negation and the verb it denies
+MODAL_WINDOW = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One report (`denied` False) or denial of an action kind, with what it names."""
+
+    kind: str
+    denied: bool
+    text: str
+    names: Mentions
+    first_person: bool
+
+
+def _words_before(text: str, end: int, n: int) -> list[str]:
+    return _WORD.findall(text[:end])[-n:]
+
+
+def _negated(clause: str, start: int, negation: re.Pattern[str] = _NEGATION) -> bool:
+    return bool(negation.search(" ".join(_words_before(clause, start, NEGATION_WINDOW))))
+
+
+def read_statements(
+    answer: str, names: ProductNames, orders: Iterable[str], items: set[str]
+) -> list[Statement]:
+    """Every report and denial of an action in `answer`, in order."""
+    text = answer.replace("\u2019", "'").replace("\u2018", "'")
+    order_ids = set(orders)
+    out: list[Statement] = []
+    previous = Mentions()
+    for sentence in _SENTENCE.split(text):
+        sentence = sentence.strip()
+        if not sentence:
+            continue
+        in_sentence = names.read(sentence, order_ids, items)
+        context = in_sentence or previous
+        previous = in_sentence or previous
+        if sentence.endswith("?"):
+            continue
+        if _EVERYTHING_DENIED.search(sentence):
+            for kind in WRITE_KINDS:
+                out.append(Statement(kind, True, sentence, Mentions(), True))
+        for clause in _CLAUSE.split(sentence):
+            if not clause.strip():
+                continue
+            own = names.read(clause, order_ids, items)
+            named = own or context
+            first = bool(_FIRST_PERSON.search(clause))
+            offer = bool(_OFFER.search(clause)) or bool(_CONDITIONAL.search(clause))
+            for kind in ACTION_KINDS:
+                statement = _statement(kind, clause, named, own, first, offer)
+                if statement is not None:
+                    out.append(statement)
+    return out
+
+
+def _statement(
+    kind: ActionKind, clause: str, named: Mentions, own: Mentions, first: bool, offer: bool
+) -> Statement | None:
+    if kind.denial_re is not None and kind.denial_re.search(clause):
+        return Statement(kind.name, True, clause, named, first)
+    for match in kind.done_re.finditer(clause):
+        if _negated(clause, match.start()):
+            return Statement(kind.name, True, clause, named, first)
+        before = _words_before(clause, match.start(), MODAL_WINDOW)
+        if offer or _MODAL.search(" ".join(before)):
+            continue
+        if before and before[-1].lower() in _DETERMINERS:
+            continue  # "the returned item", "your cancelled order": a description
+        if kind.name == "order" and _DATE_AFTER.match(clause[match.end() :]):
+            continue  # "your order placed on May 3": a date, not an action
+        if kind.name == "recommend":
+            named = own  # a recommendation names its products in its own clause
+        return Statement(kind.name, False, clause, named, first)
+    if kind.base_re is not None:
+        for match in kind.base_re.finditer(clause):
+            if _negated(clause, match.start(), _BASE_NEGATION):
+                return Statement(kind.name, True, clause, named, first)
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# the check
+# --------------------------------------------------------------------------------------------
+
+
+def _fits(action: Action, named: Mentions, names: ProductNames, every: bool) -> bool:
+    """Whether `action` is about what `named` names: every named object (`every`) or any."""
+    checks: list[bool] = []
+    checks += [o in action.orders for o in named.orders]
+    checks += [i in action.items for i in named.items]
+    if named.brands or named.nouns:
+        described = [names.of(i) for i in action.items]
+        checks += [any(b == brand for brand, _ in described) for b in named.brands]
+        checks += [any(_noun_fits(n, nouns) for _, nouns in described) for n in named.nouns]
+    if not checks:
+        return True
+    return all(checks) if every else any(checks)
+
+
+def _noun_fits(noun: str, nouns: set[str]) -> bool:
+    return any(noun == n or n.endswith(" " + noun) or noun.endswith(" " + n) for n in nouns)
+
+
+def check_claims(answer: str, record: EpisodeRecord, catalog: Catalog | None = None) -> list[str]:
+    """Violations for every report in `answer` that no succeeded action backs and every denial
+    of an action that succeeded (rules at the top of this module)."""
+    names = product_names(catalog)
+    done = succeeded_actions(record)
+    standing = standing_actions(record)
+    state = record.state
+    items = set(state.cart) | {i for a in done for i in a.items}
+    for order in state.orders.values():
+        items.update(line["item_id"] for line in order["items"])
+    violations: list[str] = []
+    reported: set[tuple[str, bool, str]] = set()
+    for statement in read_statements(answer, names, state.orders, items):
+        kind = KINDS_BY_NAME[statement.kind]
+        key = (statement.kind, statement.denied, statement.text)
+        if key in reported:
+            continue
+        reported.add(key)
+        matching = [a for a in done if a.kind in kind.covers]
+        quoted = _quote(statement.text)
+        if statement.denied:
+            if any(_fits(a, statement.names, names, every=False) for a in matching):
+                violations.append(f"claims: denies a {kind.name} that was done: {quoted}")
+            continue
+        if kind.needs_name and not statement.names:
+            if matching:
+                violations.append(
+                    f"claims: reports a {kind.name} without naming the product: {quoted}"
+                )
+            else:
+                violations.append(f"claims: reports a {kind.name} that was not done: {quoted}")
+            continue
+        if any(_fits(a, statement.names, names, every=True) for a in matching):
+            continue
+        if _covered_by_union(matching, statement.names, names):
+            continue
+        if not statement.first_person and any(
+            a.kind in kind.covers and _fits(a, statement.names, names, every=True) for a in standing
+        ):
+            continue  # "your order O1 was cancelled": a status on file
+        what = "that was not done" if not matching else "on something not acted on"
+        violations.append(f"claims: reports a {kind.name} {what}: {quoted}")
+    return violations
+
+
+def _covered_by_union(actions: list[Action], named: Mentions, names: ProductNames) -> bool:
+    """Every named object belongs to one of `actions` ("I've cancelled O1 and O2")."""
+    if not actions or not named:
+        return False
+    single = [
+        Mentions(orders={o}) for o in named.orders
+    ] + [Mentions(items={i}) for i in named.items] + [
+        Mentions(brands={b}) for b in named.brands
+    ] + [Mentions(nouns={n}) for n in named.nouns]  # fmt: skip
+    return all(any(_fits(a, m, names, every=True) for a in actions) for m in single)
+
+
+def _quote(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
