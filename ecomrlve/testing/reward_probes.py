@@ -7,12 +7,16 @@
 * `CHEAT_SHEET` and `order_dump(task)`: fixed or list-derived dumps of every policy fact,
   status and date: they must not pass.
 * `SPAM_QUERIES`: unrelated searches for read-spam episodes that must earn nothing.
+* final-message probes: `silent_end`, `denial`, `false_claim`, `wrong_address`, `cart_junk`,
+  `wrong_product_text` must fail; `rephrased` (the reference's actions reported in other
+  words) must pass.
 """
 
 from __future__ import annotations
 
 import re
 
+from ecomrlve.env import Catalog, EcomEnv, final_answer, format_call
 from ecomrlve.env.verifier import MAX_ANSWER_CHARS
 from ecomrlve.tasks import Task
 
@@ -72,3 +76,138 @@ def order_dump(task: Task) -> str:
 
 
 SPAM_QUERIES = ("shoe", "tea", "lamp", "socks", "phone", "mug", "bag", "towel", "pen", "hat")
+
+
+# --------------------------------------------------------------------------------------------
+# final-message probes (issue 27): the reference's own tool calls with another final message,
+# or the reference with one write changed. Each returns the turns to replay, or None when the
+# probe does not apply to the task.
+# --------------------------------------------------------------------------------------------
+
+OTHER_ADDRESS = "9 Elm Road, Dover, DE 19901"
+FALSE_CANCEL = "I've also cancelled that order for you."
+DENIAL = "Nothing fit, so I didn't order or change anything."
+WRITES = frozenset(
+    ("add_to_cart", "remove_from_cart", "set_quantity", "checkout", "cancel_order",
+     "return_item", "exchange_item", "recommend")
+)  # fmt: skip
+
+# correct actions reported in other words (each reference action sentence has a rewrite)
+ACTION_REWRITES = [
+    (r"I've placed your order for (.+?)\.(?= |$)", r"Done: I ordered \1 for you."),
+    (r"I've started a return of the (.+?) from order (\S+)\.(?= |$)",
+     r"Your return of the \1 (order \2) has been filed."),
+    (r"I've set up the exchange of the (.+?) from order (\S+) for the (.+?)\.(?= |$)",
+     r"I arranged an exchange: the \1 from order \2 goes back and the \3 comes to you."),
+    (r"These fit what you asked for: (.+?)\.(?= |$)", r"I recommend \1."),
+    (r"I've cancelled your order (\S+) with the ([^.]+)\.", r"Your order \1 with the \2 is now cancelled."),
+]  # fmt: skip
+
+
+def _calls(task: Task) -> list[str]:
+    return [format_call(call.name, call.arguments) for call in task.reference]
+
+
+def _writes(task: Task) -> list[str]:
+    return [call.name for call in task.reference if call.name in WRITES]
+
+
+def silent_end(task: Task) -> list[str]:
+    """The reference's tool calls and no final message: never a success."""
+    return _calls(task)
+
+
+def denial(task: Task) -> list[str] | None:
+    """The reference's calls, then a denial that anything was done (tasks that write)."""
+    if not _writes(task):
+        return None
+    return [*_calls(task), DENIAL]
+
+
+def false_claim(task: Task) -> list[str] | None:
+    """The reference, then a claim of a cancellation that never happened."""
+    if "cancel_order" in _writes(task):
+        return None
+    return [*_calls(task), final_answer(task) + " " + FALSE_CANCEL]
+
+
+def wrong_address(task: Task) -> list[str] | None:
+    """The reference with its checkout sent to another address."""
+    if "checkout" not in _writes(task):
+        return None
+    turns = []
+    for call in task.reference:
+        arguments = dict(call.arguments)
+        if call.name == "checkout":
+            arguments["shipping_address"] = OTHER_ADDRESS
+        turns.append(format_call(call.name, arguments))
+    return [*turns, final_answer(task)]
+
+
+def seen_products(task: Task, catalog: Catalog) -> list[str]:
+    """Products the reference's calls show the agent, in a fixed order."""
+    env = EcomEnv(task, catalog)
+    env.reset()
+    for turn in _calls(task):
+        env.step(turn)
+    return sorted(i for i in env.seen_ids if i in catalog)
+
+
+def _unrelated(task: Task, catalog: Catalog, exclude: set[str]) -> str | None:
+    """A seen, in-stock product the task does not ask for."""
+    wanted = set(exclude)
+    for slot in task.goal.purchase.slots if task.goal.purchase else []:
+        wanted.update(slot.acceptable)
+    if task.goal.recommend:
+        wanted.update(task.goal.recommend.acceptable)
+    for item_id in seen_products(task, catalog):
+        row = catalog.row_of(item_id)
+        if item_id not in wanted and bool(catalog.in_stock[row]) and catalog.stock[row] >= 2:
+            return item_id
+    return None
+
+
+def cart_junk(task: Task, catalog: Catalog, *, in_order: bool) -> list[str] | None:
+    """The reference plus an `add_to_cart` of an unrelated seen product: before the checkout
+    (it joins the order) or after it (it is left in the cart)."""
+    if "checkout" not in _writes(task):
+        return None
+    junk = _unrelated(task, catalog, set())
+    if junk is None:
+        return None
+    turns = []
+    added = format_call("add_to_cart", {"item_id": junk, "quantity": 1})
+    for call in task.reference:
+        if call.name == "checkout" and in_order:
+            turns.append(added)
+        turns.append(format_call(call.name, call.arguments))
+        if call.name == "checkout" and not in_order:
+            turns.append(added)
+    return [*turns, final_answer(task)]
+
+
+def wrong_product_text(task: Task, catalog: Catalog) -> list[str] | None:
+    """The reference's calls (a recommendation), then a text naming another seen product by
+    its title."""
+    if "recommend" not in _writes(task):
+        return None
+    recommended = {
+        i for c in task.reference if c.name == "recommend" for i in c.arguments["item_ids"]
+    }
+    other = _unrelated(task, catalog, recommended)
+    if other is None:
+        return None
+    title = catalog.title(catalog.row_of(other))
+    return [*_calls(task), f"These fit what you asked for: {title}."]
+
+
+def rephrase(answer: str) -> str:
+    """The reference answer with its action sentences and facts in other words."""
+    for pattern, replacement in ACTION_REWRITES:
+        answer = re.sub(pattern, replacement, answer)
+    return paraphrase(answer)
+
+
+def rephrased(task: Task) -> list[str]:
+    """The reference's calls, then its answer phrased differently: must pass."""
+    return [*_calls(task), rephrase(final_answer(task))]
