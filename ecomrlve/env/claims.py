@@ -274,12 +274,12 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
     ),
     ActionKind(
         "return",
-        done=rf"returned|(?:{_FILED}) (?:a |the |your |an )?(?:\w+ )?return|return (?:request )?(?:has been|is|was) (?:now )?(?:{_FILED}|open|underway|in progress)",
+        done=rf"returned|(?:{_FILED}) (?:a |the |your |an )?(?:\w+ )?returns?|return (?:request )?(?:has been|is|was) (?:now )?(?:{_FILED}|open|underway|in progress)",
         base=r"return|send (?:it |them )?back|sent (?:it |them )?back|returnable",
     ),
     ActionKind(
         "exchange",
-        done=rf"exchanged|swapped|(?:{_FILED}) (?:a |the |your |an )?(?:\w+ )?exchange|exchange (?:has been|is|was) (?:now )?(?:{_FILED}|underway|in progress)",
+        done=rf"exchanged|swapped|(?:{_FILED}) (?:a |the |your |an )?(?:\w+ )?exchanges?|exchange (?:has been|is|was) (?:now )?(?:{_FILED}|underway|in progress)",
         base=r"exchange|swap",
     ),
     ActionKind(
@@ -308,7 +308,7 @@ _EVERYTHING_DENIED = re.compile(
     r"\bnothing (?:has |was |got |is )?(?:been )?(?:changed|modified|altered|touched|done|ordered|placed)\b(?! else)"
     r"|(?:n't|\bnot|\bnever)\s+(?:\w+\s+)?(?:(?:order|change|touch|modify|alter|do|place|buy|purchase)(?:d|ed)?|did|done|bought)(?:\s+or\s+\w+)?\s+(?:anything|a thing)\b(?! else)"
     r"|\bno changes?\b(?! (?:to|other|beyond|besides|except))"
-    r"|\b(?:left|kept) everything (?:as it was|unchanged|the same|as is)\b"
+    r"|\b(?:left|kept) (?:everything|(?:your |the )?(?:cart|orders?|account)) (?:as it was|as they were|unchanged|the same|as is|alone|untouched)\b"
     r"|\beverything (?:is|stays|remains) (?:as it was|unchanged|the same)\b",
     re.IGNORECASE,
 )
@@ -328,10 +328,15 @@ _MODAL = re.compile(
 _CONDITIONAL = re.compile(
     r"^\W*(?:if|once|when|whenever|unless|whether|until|before|after)\b", re.I
 )
-_DATE_AFTER = re.compile(r"^\s+(?:on|in|at|last|earlier|back|before|from|a |an |\d)", re.I)
+_DATE_AFTER = re.compile(r"^\s+(?:on|in|at|last|earlier|back|before|from|\d)\b", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+# clause breaks: "," and "and" only where a new statement starts, not inside a list of the
+# objects of one ("I've returned the jacket, the coffee and the boots" is one claim)
+_NEW_SUBJECT = r"(?=(?:I|I've|I'd|I'm|we|we've|it|it's|they|you|there|nothing|none|no|your order|order|[A-Z]\d)\b)"
 _CLAUSE = re.compile(
-    r",\s+|;\s+|\s+[—–]\s+|\s+(?:but|so|because|since|although|though|while|whereas|however|and|then|as)\s+",
+    r",\s+(?!(?:and\s+)?(?:the|a|an|your|its|their|plus)\b)|;\s+|\s+[—–]\s+"
+    r"|\s+(?:but|so|because|since|although|though|while|whereas|however|then|as)\s+"
+    rf"|\s+and\s+{_NEW_SUBJECT}",
     re.IGNORECASE,
 )
 _FIRST_PERSON = re.compile(r"\b(?:I|I've|I'd|I'm|we|we've|we'd)\b")
@@ -379,18 +384,22 @@ def read_statements(
         if not sentence:
             continue
         in_sentence = names.read(sentence, order_ids, items)
-        context = in_sentence or previous
+        before = previous
         previous = in_sentence or previous
         if sentence.endswith("?"):
             continue
         if _EVERYTHING_DENIED.search(sentence):
             for kind in WRITE_KINDS:
                 out.append(Statement(kind, True, sentence, Mentions(), True))
-        for clause in _CLAUSE.split(sentence):
-            if not clause.strip():
-                continue
-            own = names.read(clause, order_ids, items)
-            named = own or context
+        clauses = [c for c in _CLAUSE.split(sentence) if c.strip()]
+        own_names = [names.read(c, order_ids, items) for c in clauses]
+        for k, clause in enumerate(clauses):
+            own = own_names[k]
+            # what an unnamed "it" refers to: the nearest clause before it that names
+            # something, else one after it in the sentence, else the sentence before
+            named = own or next(
+                (m for m in [*own_names[k - 1 :: -1][:k], *own_names[k + 1 :]] if m), before
+            )
             first = bool(_FIRST_PERSON.search(clause))
             offer = bool(_OFFER.search(clause)) or bool(_CONDITIONAL.search(clause))
             for kind in ACTION_KINDS:
@@ -411,7 +420,7 @@ def _statement(
         before = _words_before(clause, match.start(), MODAL_WINDOW)
         if offer or _MODAL.search(" ".join(before)):
             continue
-        if before and before[-1].lower() in _DETERMINERS:
+        if " " not in match.group() and before and before[-1].lower() in _DETERMINERS:
             continue  # "the returned item", "your cancelled order": a description
         if kind.name == "order" and _DATE_AFTER.match(clause[match.end() :]):
             continue  # "your order placed on May 3": a date, not an action
@@ -547,8 +556,7 @@ def _other_product(sentence: str, acted: set[str], names: ProductNames) -> str:
             if dash:
                 variant = dash.group(1).strip()
             if not any(
-                _subsequence(named, title)
-                and (not variant or v == variant or v.startswith(variant + ","))
+                _subsequence(named, title) and (not variant or _variant_fits(variant, v))
                 for title, v in candidates
             ):
                 return " ".join(named) + (f" - {variant}" if variant else "")
@@ -556,6 +564,17 @@ def _other_product(sentence: str, acted: set[str], names: ProductNames) -> str:
 
 
 MAX_NAME_WORDS = 8
+
+
+def _variant_fits(mentioned: str, variant: str) -> bool:
+    """ "grey, size us 9" fits the variant "grey, size us 9" (and text may follow it: "…, size
+    xs is placed"), or is its first part ("grey"); "grey, size us 9.5" does not fit "…9"."""
+    if variant.startswith(mentioned + ",") or mentioned == variant:
+        return True
+    if not mentioned.startswith(variant):
+        return False
+    after = mentioned[len(variant) : len(variant) + 2]
+    return not (after[0].isalnum() or (after[0] == "." and after[1:2].isdigit()))
 
 
 def _name_end(text: str) -> int:
