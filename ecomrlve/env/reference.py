@@ -46,16 +46,18 @@ def _ordered(task: Task) -> list[str]:
 def _action_sentence(task: Task, name: str, arguments: dict[str, Any]) -> str | None:
     """What a write call did, in words, naming its products (facts carry what cancellations
     mean)."""
+    # the product after a colon: the answer checker reads "return" and a brand such as
+    # "May Works" in one clause as "may return"
     if name == "return_item":
         return (
-            f"I've started a return of the {product_name(task, arguments['item_id'])} from "
-            f"order {arguments['order_id']}."
+            f"I've started a return from order {arguments['order_id']}: the "
+            f"{product_name(task, arguments['item_id'])}."
         )
     if name == "exchange_item":
         return (
-            f"I've set up the exchange of the {product_name(task, arguments['item_id'])} from "
-            f"order {arguments['order_id']} for the "
-            f"{product_name(task, arguments['new_item_id'])}."
+            f"I've set up an exchange on order {arguments['order_id']}: the "
+            f"{product_name(task, arguments['item_id'])} goes back and the "
+            f"{product_name(task, arguments['new_item_id'])} comes to you."
         )
     if name == "checkout":
         names = [f"the {product_name(task, i)}" for i in _ordered(task)]

@@ -92,15 +92,35 @@ WRITES = frozenset(
      "return_item", "exchange_item", "recommend")
 )  # fmt: skip
 
-# correct actions reported in other words (each reference action sentence has a rewrite)
+# correct actions reported in other words: three wordings of each reference action sentence
 ACTION_REWRITES = [
-    (r"I've placed your order for (.+?)\.(?= |$)", r"Done: I ordered \1 for you."),
-    (r"I've started a return of the (.+?) from order (\S+)\.(?= |$)",
-     r"Your return of the \1 (order \2) has been filed."),
-    (r"I've set up the exchange of the (.+?) from order (\S+) for the (.+?)\.(?= |$)",
-     r"I arranged an exchange: the \1 from order \2 goes back and the \3 comes to you."),
-    (r"These fit what you asked for: (.+?)\.(?= |$)", r"I recommend \1."),
-    (r"I've cancelled your order (\S+) with the ([^.]+)\.", r"Your order \1 with the \2 is now cancelled."),
+    [
+        (r"I've placed your order for (.+?)\.(?= |$)", r"Done: I ordered \1 for you."),
+        (r"I've started a return from order (\S+): the (.+?)\.(?= |$)",
+         r"Your return for order \1 has been filed: the \2."),
+        (r"I've set up an exchange on order (\S+): the (.+?) goes back and the (.+?) comes to you\.",
+         r"I arranged the exchange on order \1: you send back the \2 and receive the \3."),
+        (r"These fit what you asked for: (.+?)\.(?= |$)", r"I recommend \1."),
+        (r"I've cancelled your order (\S+) with the ([^.]+)\.", r"Your order \1 with the \2 is now cancelled."),
+    ],
+    [
+        (r"I've placed your order for (.+?)\.(?= |$)", r"Your order has been placed: \1."),
+        (r"I've started a return from order (\S+): the (.+?)\.(?= |$)",
+         r"The return is set up (order \1): the \2."),
+        (r"I've set up an exchange on order (\S+): the (.+?) goes back and the (.+?) comes to you\.",
+         r"Your exchange on order \1 has been requested: the \2 for the \3."),
+        (r"These fit what you asked for: (.+?)\.(?= |$)", r"Best match: \1."),
+        (r"I've cancelled your order (\S+) with the ([^.]+)\.", r"Order \1 (the \2) has been canceled."),
+    ],
+    [
+        (r"I've placed your order for (.+?)\.(?= |$)", r"I went ahead and bought \1 for you."),
+        (r"I've started a return from order (\S+): the (.+?)\.(?= |$)",
+         r"I filed a return on order \1 for the \2."),
+        (r"I've set up an exchange on order (\S+): the (.+?) goes back and the (.+?) comes to you\.",
+         r"I've exchanged the \2 from order \1 for the \3."),
+        (r"These fit what you asked for: (.+?)\.(?= |$)", r"I'd suggest \1."),
+        (r"I've cancelled your order (\S+) with the ([^.]+)\.", r"I went ahead and cancelled order \1 (the \2) for you."),
+    ],
 ]  # fmt: skip
 
 
@@ -201,13 +221,15 @@ def wrong_product_text(task: Task, catalog: Catalog) -> list[str] | None:
     return [*_calls(task), f"These fit what you asked for: {title}."]
 
 
-def rephrase(answer: str) -> str:
-    """The reference answer with its action sentences and facts in other words."""
-    for pattern, replacement in ACTION_REWRITES:
+def rephrase(answer: str, wording: int = 0) -> str:
+    """The reference answer with its action sentences (in `ACTION_REWRITES[wording]`) and its
+    facts in other words."""
+    for pattern, replacement in ACTION_REWRITES[wording % len(ACTION_REWRITES)]:
         answer = re.sub(pattern, replacement, answer)
     return paraphrase(answer)
 
 
 def rephrased(task: Task) -> list[str]:
-    """The reference's calls, then its answer phrased differently: must pass."""
-    return [*_calls(task), rephrase(final_answer(task))]
+    """The reference's calls, then its answer phrased differently (a wording per task index):
+    must pass."""
+    return [*_calls(task), rephrase(final_answer(task), task.index)]
