@@ -40,7 +40,6 @@ ids are read.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
 from collections.abc import Iterable
@@ -154,6 +153,10 @@ class ProductNames:
             canonical = noun.lower()
             for spelling in _spellings(canonical):
                 self.nouns.setdefault(spelling, canonical)
+        # only n-grams that start with a brand's first word or end with a noun's last word
+        # are looked up (a sentence has a few of each)
+        self._brand_starts = frozenset(b.split()[0] for b in self.brands if b.strip())
+        self._noun_ends = frozenset(s.split()[-1] for s in self.nouns)
 
     def of(self, item_id: str) -> tuple[str, set[str]]:
         """(brand, canonical nouns) of one product; ('', set()) when unknown."""
@@ -174,20 +177,27 @@ class ProductNames:
         for token in _TOKEN.findall(text):
             if token in order_ids:
                 found.orders.add(token)
-            elif token in items or (catalog is not None and token in catalog):
+            elif token in items or (
+                catalog is not None and not token.isalpha() and token in catalog
+            ):  # an id holds a digit: words are not looked up in the catalog
                 found.items.add(token)
         if catalog is None:
             return found
         words = _WORD.findall(text)
         lower = [w.lower() for w in words]
-        for n in (3, 2, 1):
-            for k in range(len(words) - n + 1):
-                phrase = " ".join(words[k : k + n])
-                if phrase in self.brands:
-                    found.brands.add(phrase)
-                noun = self.nouns.get(" ".join(lower[k : k + n]))
-                if noun is not None:
-                    found.nouns.add(noun)
+        brand_starts, noun_ends = self._brand_starts, self._noun_ends
+        for k, word in enumerate(words):
+            if word in brand_starts:
+                for n in (1, 2, 3):
+                    phrase = " ".join(words[k : k + n])
+                    if phrase in self.brands:
+                        found.brands.add(phrase)
+            if lower[k] in noun_ends:
+                for n in (1, 2, 3):
+                    if k + 1 - n >= 0:
+                        noun = self.nouns.get(" ".join(lower[k + 1 - n : k + 1]))
+                        if noun is not None:
+                            found.nouns.add(noun)
         return found
 
 
@@ -229,6 +239,9 @@ class ActionKind:
     denial: str = ""
     covers: tuple[str, ...] = ()
     needs_name: bool = False
+    # lower-case pieces one of which every match of the kind's patterns contains: a clause
+    # without any is skipped without running the patterns
+    hints: tuple[str, ...] = ()
     done_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
     base_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     denial_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
@@ -244,46 +257,72 @@ class ActionKind:
         set_(self, "denial_re", re.compile(self.denial, re.IGNORECASE) if self.denial else None)
         if not self.covers:
             set_(self, "covers", (self.name,))
+        if not self.hints:
+            raise ValueError(f"action kind {self.name!r} needs hints (words its patterns hold)")
 
 
 _FILED = r"started|filed|set up|initiated|opened|created|submitted|requested|processed|arranged|booked|registered|logged|lodged"
 _CHANGE = r"changed|updated|switched|edited|corrected|replaced|set"
 
+_ORDER_HINTS = ("plac", "ordered", "purchas", "bought", "buy", "check", "complet", "n't", "not",
+                "never", "no ")  # fmt: skip
+
 ACTION_KINDS: tuple[ActionKind, ...] = (
     ActionKind(
         "order",
+        hints=_ORDER_HINTS,
         done=r"placed|ordered|purchased|bought|checked out|completed (?:the|your) (?:checkout|purchase)",
         base=r"place|purchase|buy|check out",
         denial=r"(?:n't|\bnot|\bnever)\s+(?:\w+\s+)?order(?:ed)?\b|\bno (?:new )?orders? (?:was|were|has been|have been) (?:placed|made)",
     ),
-    ActionKind("add", done=r"added|put (?:it |them )?(?:in|into)", base=r"add"),
+    ActionKind(
+        "add", done=r"added|put (?:it |them )?(?:in|into)", base=r"add", hints=("add", "put")
+    ),
     ActionKind(
         "remove",
+        hints=("remov", "took", "taken", "take", "delet", "drop"),
         done=r"removed|took (?:\w+ )?out|taken (?:\w+ )?out|deleted|dropped",
         base=r"remove|take (?:\w+ )?out|delete",
     ),
     ActionKind(
         "quantity",
+        hints=("quantit",),
         done=rf"(?:{_CHANGE}|adjusted|fixed) (?:the |your )?quantit(?:y|ies)|quantit(?:y|ies) (?:has|have|is|are|was|were) (?:now )?(?:been )?(?:{_CHANGE}|adjusted|fixed)",
         covers=("quantity", "add", "remove"),
     ),
     ActionKind(
         "cancel",
+        hints=("cancel", "call"),
         done=r"cancell?ed|called off",
         base=r"cancel|call off|cancellation",
     ),
     ActionKind(
         "return",
+        hints=("return", "send", "sent"),
         done=rf"returned|(?:{_FILED}) (?:a |the |your |an )?(?:\w+ )?returns?|return (?:request )?(?:has been|is|was) (?:now )?(?:{_FILED}|open|underway|in progress)",
         base=r"return|send (?:it |them )?back|sent (?:it |them )?back|returnable",
     ),
     ActionKind(
         "exchange",
+        hints=("exchang", "swap"),
         done=rf"exchanged|swapped|(?:{_FILED}) (?:a |the |your |an )?(?:\w+ )?exchanges?|exchange (?:has been|is|was) (?:now )?(?:{_FILED}|underway|in progress)",
         base=r"exchange|swap",
     ),
     ActionKind(
         "recommend",
+        hints=(
+            "recommend",
+            "suggest",
+            "these",
+            "this",
+            "best",
+            "top",
+            "closest",
+            "fit",
+            "nothing",
+            "find",
+            "no ",
+        ),
         done=r"recommended|I recommend|I'd recommend|I would recommend|I suggest|I'd suggest|suggested|these (?:fit|match|suit)|this (?:fits|matches|suits)|(?:best|top|closest) (?:match|matches|pick|picks|choice|option)|fits? (?:what you asked|your request)",
         base=r"recommend|suggest",
         denial=r"\bnothing (?:\w+ )?(?:fits?|matche[sd]|match|suits?|suited|works?|worked)\b|\b(?:couldn't|could not|can't|cannot|didn't|did not|wasn't able to|unable to) (?:\w+ )?find (?:anything|any|a |one\b|something)|\bno (?:products?|items?|options?|matches|match|alternatives?) (?:fits?|matche[sd]|match|suits?|(?:was|were|is|are) (?:found|available))",
@@ -291,16 +330,24 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
     ),
     ActionKind(
         "address",
+        hints=("address",),
         done=rf"(?:{_CHANGE}) (?:your |the )?(?:shipping |delivery |default |home )?address",
         covers=("address",),
     ),
     ActionKind(
         "payment",
+        hints=("payment", "card"),
         done=rf"(?:{_CHANGE}) (?:your |the )?(?:default )?(?:payment(?: method)?|card)",
         covers=("payment",),
     ),
 )
 KINDS_BY_NAME = {kind.name: kind for kind in ACTION_KINDS}
+# every kind's hints in one pattern: the kinds a clause may state, in one scan
+HINT_KIND: dict[str, str] = {}
+for _kind in ACTION_KINDS:
+    for _hint in _kind.hints:
+        HINT_KIND.setdefault(_hint, _kind.name)
+_HINTS = re.compile("|".join(re.escape(h) for h in sorted(HINT_KIND, key=len, reverse=True)))
 WRITE_KINDS = ("order", "add", "remove", "quantity", "cancel", "return", "exchange")
 
 # "nothing changed", "I didn't change anything", "no changes were made": every write denied
@@ -318,6 +365,8 @@ _VERB_NEGATION = (
 )
 # a done form is also denied by "no"/"nothing" ("nothing was cancelled", "no order was placed");
 # a base form only by a negated verb ("no restocking fee on the return" denies nothing)
+# words one of which each "everything denied" phrase holds beyond the kinds' hints
+_EVERYTHING_HINTS = re.compile(r"left|kept|everything")
 _NEGATION = re.compile(rf"\b(?:{_VERB_NEGATION}|no|nothing|none)\b", re.IGNORECASE)
 _BASE_NEGATION = re.compile(rf"\b(?:{_VERB_NEGATION})\b", re.IGNORECASE)
 _MODAL = re.compile(
@@ -378,59 +427,100 @@ def read_statements(
     text = answer.replace("\u2019", "'").replace("\u2018", "'")
     order_ids = set(orders)
     out: list[Statement] = []
-    previous = Mentions()
-    for sentence in _SENTENCE.split(text):
-        sentence = sentence.strip()
-        if not sentence:
-            continue
-        in_sentence = names.read(sentence, order_ids, items)
-        before = previous
-        previous = in_sentence or previous
+    sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+    split: dict[int, list[str]] = {}
+
+    def clauses_of(i: int) -> list[str]:
+        if i not in split:
+            split[i] = [c for c in _CLAUSE.split(sentences[i]) if c.strip()]
+        return split[i]
+
+    # what each clause names, read only for the sentences that state something (and the
+    # ones an unnamed "it" may point back to)
+    read: dict[tuple[int, int], Mentions] = {}
+
+    def clause_names(i: int, k: int) -> Mentions:
+        key = (i, k)
+        if key not in read:
+            read[key] = names.read(clauses_of(i)[k], order_ids, items)
+        return read[key]
+
+    def sentence_names(i: int) -> Mentions:
+        for j in range(i, -1, -1):  # this sentence, else the nearest one before that names
+            found = Mentions()
+            for k in range(len(clauses_of(j))):
+                m = clause_names(j, k)
+                found.orders |= m.orders
+                found.items |= m.items
+                found.brands |= m.brands
+                found.nouns |= m.nouns
+            if found:
+                return found
+        return Mentions()
+
+    for i, sentence in enumerate(sentences):
         if sentence.endswith("?"):
             continue
+        lower = sentence.lower()
+        if not _HINTS.search(lower) and not _EVERYTHING_HINTS.search(lower):
+            continue  # no kind's word: nothing reported or denied (most fact sentences)
         if _EVERYTHING_DENIED.search(sentence):
             for kind in WRITE_KINDS:
-                out.append(Statement(kind, True, sentence, Mentions(), True))
-        clauses = [c for c in _CLAUSE.split(sentence) if c.strip()]
-        own_names = [names.read(c, order_ids, items) for c in clauses]
+                out.append(Statement(kind, True, sentence, Mentions(), True, sentence))
+        clauses = clauses_of(i)
         for k, clause in enumerate(clauses):
-            own = own_names[k]
+            lower = clause.lower()
+            kinds = {HINT_KIND[h] for h in _HINTS.findall(lower)}
+            found = [
+                (kind, said)
+                for kind in ACTION_KINDS
+                if kind.name in kinds and (said := _statement(kind, clause, lower)) is not None
+            ]
+            if not found:
+                continue
+            own = clause_names(i, k)
             # what an unnamed "it" refers to: the nearest clause before it that names
             # something, else one after it in the sentence, else the sentence before
-            named = own or next(
-                (m for m in [*own_names[k - 1 :: -1][:k], *own_names[k + 1 :]] if m), before
-            )
+            named = own
+            if not named:
+                around = [*range(k - 1, -1, -1), *range(k + 1, len(clauses))]
+                named = next(
+                    (m for j in around if (m := clause_names(i, j))),
+                    sentence_names(i - 1) if i else Mentions(),
+                )
             first = bool(_FIRST_PERSON.search(clause))
-            offer = bool(_OFFER.search(clause)) or bool(_CONDITIONAL.search(clause))
-            for kind in ACTION_KINDS:
-                statement = _statement(kind, clause, named, own, first, offer)
-                if statement is not None:
-                    out.append(dataclasses.replace(statement, sentence=sentence))
+            for kind, denied in found:
+                if not denied and _is_offer(clause):
+                    continue
+                # a recommendation names its products in its own clause
+                subject = own if kind.name == "recommend" and not denied else named
+                out.append(Statement(kind.name, denied, clause, subject, first, sentence))
     return out
 
 
-def _statement(
-    kind: ActionKind, clause: str, named: Mentions, own: Mentions, first: bool, offer: bool
-) -> Statement | None:
+def _is_offer(clause: str) -> bool:
+    return bool(_OFFER.search(clause)) or bool(_CONDITIONAL.search(clause))
+
+
+def _statement(kind: ActionKind, clause: str, lower: str) -> bool | None:
+    """True: `clause` denies `kind`; False: it reports it; None: neither."""
     if kind.denial_re is not None and kind.denial_re.search(clause):
-        return Statement(kind.name, True, clause, named, first)
+        return True
     for match in kind.done_re.finditer(clause):
         if _negated(clause, match.start()):
-            return Statement(kind.name, True, clause, named, first)
+            return True
         before = _words_before(clause, match.start(), MODAL_WINDOW)
-        if offer or _MODAL.search(" ".join(before)):
+        if _MODAL.search(" ".join(before)):
             continue
         if " " not in match.group() and before and before[-1].lower() in _DETERMINERS:
             continue  # "the returned item", "your cancelled order": a description
         if kind.name == "order" and _DATE_AFTER.match(clause[match.end() :]):
             continue  # "your order placed on May 3": a date, not an action
-        if kind.name == "recommend":
-            named = own  # a recommendation names its products in its own clause
-        return Statement(kind.name, False, clause, named, first)
+        return False
     if kind.base_re is not None:
         for match in kind.base_re.finditer(clause):
             if _negated(clause, match.start(), _BASE_NEGATION):
-                return Statement(kind.name, True, clause, named, first)
+                return True
     return None
 
 
@@ -543,8 +633,8 @@ def _other_product(sentence: str, acted: set[str], names: ProductNames) -> str:
         return ""
     lower = sentence.lower()
     for brand, candidates in titles.items():
-        for match in re.finditer(rf"\b{re.escape(brand)}\b", lower):
-            rest = lower[match.end() :]
+        for end in _word_ends(lower, brand):
+            rest = lower[end:]
             words = _WORD.findall(rest[: _name_end(rest)])[:MAX_NAME_WORDS]
             end = _noun_end(words, names)
             if end is None:
@@ -552,7 +642,7 @@ def _other_product(sentence: str, acted: set[str], names: ProductNames) -> str:
             named = [*brand.split(), *words[:end]]
             tail = rest[_name_end(rest) :]
             variant = ""
-            dash = re.match(r"\s+-\s+([^();]+?)(?=\s*[();]|\.\s|\.$|$| and the )", tail)
+            dash = _VARIANT.match(tail)
             if dash:
                 variant = dash.group(1).strip()
             if not any(
@@ -564,6 +654,21 @@ def _other_product(sentence: str, acted: set[str], names: ProductNames) -> str:
 
 
 MAX_NAME_WORDS = 8
+_VARIANT = re.compile(r"\s+-\s+([^();]+?)(?=\s*[();]|\.\s|\.$|$| and the )")
+_NAME_END = re.compile(r"\s-\s|[();,]|\.(?:\s|$)")
+
+
+def _word_ends(text: str, word: str) -> list[int]:
+    """Where each whole-word occurrence of `word` in `text` ends."""
+    out, start = [], text.find(word)
+    while start >= 0:
+        end = start + len(word)
+        if (start == 0 or not text[start - 1].isalnum()) and (
+            end == len(text) or not text[end].isalnum()
+        ):
+            out.append(end)
+        start = text.find(word, start + 1)
+    return out
 
 
 def _variant_fits(mentioned: str, variant: str) -> bool:
@@ -579,7 +684,7 @@ def _variant_fits(mentioned: str, variant: str) -> bool:
 
 def _name_end(text: str) -> int:
     """Where a product name that starts `text` must end: a dash, bracket or full stop."""
-    found = re.search(r"\s-\s|[();,]|\.(?:\s|$)", text)
+    found = _NAME_END.search(text)
     return found.start() if found else len(text)
 
 
