@@ -433,4 +433,8 @@ def test_references_name_products_by_title_with_the_id_in_brackets(small_catalog
                     assert f"{full} ({item_id})" in answer, (task.task_id, answer)
                     seen += 1
             assert verify(task, reference_turns(task), ctx.catalog).success, task.task_id
+            # a row written before the goal carried titles: the reference names ids, and passes
+            goal = task.goal.model_copy(update={"product_names": {}})
+            old = task.model_copy(update={"goal": goal})
+            assert verify(old, reference_turns(old), ctx.catalog).success, task.task_id
     assert seen >= 10

@@ -29,8 +29,9 @@ any of them be skipped):
   anything" deny a recommendation; "unable to complete your order", "it didn't go through"
   deny an order.
 * The object of a statement: the order ids, product ids, brands and product types named in
-  the clause, else in the nearest clause before it (after it) in the sentence, else in the
-  sentence before ("O2 has shipped, so I couldn't cancel it"; "the coffee is final sale, so it
+  the clause; for a clause that names none but holds a pronoun ("it", "that", "them"…), those
+  named in the nearest clause before it (after it) in the sentence, else in the sentence
+  before ("O2 has shipped, so I couldn't cancel it"; "the coffee is final sale, so it
   can't be returned").
 * A report holds when an action of a kind that backs it succeeded in the episode and every
   object it names belongs to such an action (the order acted on, its products, their brand or
@@ -415,6 +416,7 @@ _CLAUSE = re.compile(
     rf"|\s+and\s+{_NEW_SUBJECT}",
     re.IGNORECASE,
 )
+_PRONOUN = re.compile(r"\b(?:it|its|them|they|that|this|those|these|one)\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(?:I|I've|I'd|I'm|we|we've|we'd)\b")
 _OFFER = re.compile(
     r"\b(?:would you like|do you want|shall I|should I|let me know|if you(?:'d)? like|if you want|"
@@ -515,9 +517,11 @@ def read_statements(
                 continue
             own = clause_names(i, k)
             # what an unnamed "it" refers to: the nearest clause before it that names
-            # something, else one after it in the sentence, else the sentence before
+            # something, else one after it in the sentence, else the sentence before; a
+            # clause naming nothing without a pronoun ("I've placed your order") is about
+            # anything of its kind
             named = own
-            if not named:
+            if not named and _PRONOUN.search(clause):
                 around = [*range(k - 1, -1, -1), *range(k + 1, len(clauses))]
                 named = next(
                     (m for j in around if (m := clause_names(i, j))),
