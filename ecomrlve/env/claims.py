@@ -592,9 +592,12 @@ def _noun_fits(noun: str, nouns: set[str]) -> bool:
 def check_claims(answer: str, record: EpisodeRecord, catalog: Catalog | None = None) -> list[str]:
     """Violations for every report in `answer` that no succeeded action backs and every denial
     of an action that succeeded (rules at the top of this module)."""
+    lower = answer.lower()
+    if not _HINTS.search(lower) and not _EVERYTHING_HINTS.search(lower):
+        return []  # no word of any action: nothing reported or denied
     names = product_names(catalog)
     done = succeeded_actions(record)
-    standing = standing_actions(record)
+    standing: list[Action] | None = None  # built when a third-person status needs it
     state = record.state
     items = set(state.cart) | {i for a in done for i in a.items}
     for order in state.orders.values():
@@ -646,15 +649,14 @@ def check_claims(answer: str, record: EpisodeRecord, catalog: Catalog | None = N
         # "your order O1 was cancelled / was placed on May 3": a status on file (an order
         # only when named: "your new order has been placed" claims the checkout)
         on_file = statement.names.orders or kind.name != "order"
-        if (
-            on_file
-            and not statement.first_person
-            and any(
+        if on_file and not statement.first_person:
+            if standing is None:
+                standing = standing_actions(record)
+            if any(
                 a.kind in kind.covers and _fits(a, statement.names, names, every=True)
                 for a in standing
-            )
-        ):
-            continue
+            ):
+                continue
         what = "that was not done" if not matching else "on something not acted on"
         violations.append(f"claims: reports a {kind.name} {what}: {quoted}")
     return violations
