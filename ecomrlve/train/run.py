@@ -76,6 +76,7 @@ from ecomrlve.train.plan import (
     EnginePlan,
     apply_plan,
     build_rollout_engine,
+    memory_settings_for_this_machine,
     plan_for_this_machine,
 )
 from ecomrlve.train.results import RUN_SCHEMA, RunLog, append
@@ -222,6 +223,7 @@ def _setup(
     """Read the tasks, load the model and plan the engines; everything that can fail is
     checked before anything is written (then rank 0 prepares the run folder)."""
     started = time.perf_counter()
+    cfg = memory_settings_for_this_machine(cfg)  # unset memory knobs: the planner's choice
     training, agent = cfg.training, cfg.agent
     paths = DataPaths.of(data)
     output = output.expanduser().resolve()
