@@ -286,6 +286,11 @@ class TrainingConfig(StrictModel):
     vllm_gpu_memory_utilization: float = Field(0.35, gt=0.0, le=1.0)
     keep_checkpoints: int = Field(3, ge=1, description="newest kept under OUT/checkpoints")
     resume: bool = Field(False, description="continue from the newest checkpoint in the run folder")
+    # --- experiment tracking (ecomrlve/train/tracking.py; verl's trainer.logger)
+    loggers: list[Literal["console", "duckdb", "tensorboard", "wandb"]] = Field(
+        default_factory=lambda: ["console", "duckdb"],
+        description="where metrics also go; DuckDB tables are always written",
+    )
 
     @model_validator(mode="before")
     @classmethod
