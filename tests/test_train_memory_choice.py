@@ -87,3 +87,23 @@ def test_the_shipped_configs_settings_stand(path) -> None:
     settled = settle_memory_settings(cfg, cuda_available=True, gpus=8, gpu_memory_gb=80)
     assert settled.training.gradient_checkpointing is True
     assert settled.training.max_tokens_per_micro_batch == 16384
+
+
+def test_a_cuda_run_plans_for_its_own_cards_and_ranks(monkeypatch) -> None:
+    """What `_setup` calls: the card's memory and torchrun's WORLD_SIZE feed the same choice
+    the dry-run prints (torch's CUDA queries stand in for an 8 x 80 GB node)."""
+    import torch
+
+    from ecomrlve.train.plan import memory_settings_for_this_machine
+
+    class Card:
+        total_memory = 80e9
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _device: Card())
+    monkeypatch.setenv("WORLD_SIZE", "8")
+    t = memory_settings_for_this_machine(_config()).training
+    assert (t.gradient_checkpointing, t.max_tokens_per_micro_batch) == (False, 8192)
+    monkeypatch.setenv("WORLD_SIZE", "2")  # fewer ranks, bigger shards: recomputation comes on
+    t = memory_settings_for_this_machine(_config()).training
+    assert t.gradient_checkpointing is True

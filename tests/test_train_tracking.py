@@ -136,6 +136,16 @@ def test_wandb_offline_run_folder_holds_the_logged_keys(tracked_run) -> None:
     assert len([h for h in history if "sft/loss" in h]) == summary["sft_steps"]
 
 
+@pytest.mark.slow
+def test_the_run_records_the_memory_settings_it_used(tracked_run) -> None:
+    """Left unset, the memory settings are made concrete before training (on CPU: the
+    defaults) and the run folder's config says which were used."""
+    output = tracked_run[0]
+    used = yaml.safe_load((output / "config.yaml").read_text())["training"]
+    assert used["gradient_checkpointing"] is False
+    assert used["max_tokens_per_micro_batch"] == 16384
+
+
 def test_a_missing_backend_names_its_extra(monkeypatch, tmp_path) -> None:
     real = importlib.util.find_spec
     monkeypatch.setattr(

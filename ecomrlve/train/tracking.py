@@ -4,7 +4,8 @@ The DuckDB tables (`train_steps`, `train_scenarios`, `eval_episodes`, ... writte
 `results.RunLog`) are the run's record and are always written; `loggers` names where the same
 metrics also go, one class per backend:
 
-* `console`: one line per record with every metric (`rl step 3 | rl/loss -0.012 | ...`);
+* `console`: one INFO log line per record with every metric (`rl step 3 | rl/loss -0.012 | ...`;
+  the CLI shows INFO with `ecomrlve -v`);
 * `tensorboard`: event files under `OUTPUT/tensorboard` (`tensorboard --logdir OUTPUT`);
 * `wandb`: a W&B run named after the run id; `WANDB_MODE` picks online or offline, and without
   it the run is offline (a folder under `WANDB_DIR`, default `OUTPUT`, that `wandb sync`
