@@ -15,7 +15,7 @@ $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -q -e ".[train,dev,verl,trl,server]" "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install -q -e ".[train,dev,verl,trl,server,tensorboard,wandb]" "$(TORCH_SPEC)"
 	$(BIN)/python -m pip install -q --no-deps "$(VERL_SPEC)"
 	touch $@
 

@@ -14,6 +14,13 @@ reference's own calls followed by an answer written from this store's book (must
 another shop (must fail, want <= 2%); answers that both books word identically are right
 either way and counted apart.
 
+A second table (issue 27) replays each task's reference with another final message or one write
+changed, and prints each class's success rate: references (want 100%), the reference's actions
+reported in other words (want >= 98%), and the cheating classes (want <= 2% each): silent end
+(no final message), a denial after a task that wrote, a false "I've also cancelled that order",
+checkout to another address, an unrelated seen product added to the order or left in the cart
+after checkout, and a recommendation text naming another seen product.
+
 A last table (issue 27, grounding): references that pass (want 100%); a hedge list mixing
 kinds after the reference's calls (want <= 2%); the reference with one invented value of each
 kind appended (want 0%); correct answers stating only the required facts: the reference
@@ -31,6 +38,7 @@ from ecomrlve.catalogs.policies import PolicyBook
 from ecomrlve.env import Catalog, format_call, reference_turns, verify
 from ecomrlve.generators import generate_tasks
 from ecomrlve.tasks import Task
+from ecomrlve.testing import reward_probes as probes
 from ecomrlve.testing.reward_probes import (
     CHEAT_SHEET,
     HEDGE_LIST,
@@ -44,6 +52,19 @@ from ecomrlve.testing.reward_probes import (
 from ecomrlve.testing.shop_probes import book_answer
 
 OTHER_SHOPS = 3  # books of catalog seeds seed+1 .. seed+3
+
+# class -> (build turns or None, must pass)
+FINAL_MESSAGE_CLASSES = {
+    "reference": (lambda t, c: reference_turns(t), True),
+    "rephrased correct": (lambda t, c: probes.rephrased(t), True),
+    "silent end": (lambda t, c: probes.silent_end(t), False),
+    "denial": (lambda t, c: probes.denial(t), False),
+    "false claim": (lambda t, c: probes.false_claim(t), False),
+    "wrong address": (lambda t, c: probes.wrong_address(t), False),
+    "cart junk (order)": (lambda t, c: probes.cart_junk(t, c, in_order=True), False),
+    "cart junk (left)": (lambda t, c: probes.cart_junk(t, c, in_order=False), False),
+    "wrong-product text": (lambda t, c: probes.wrong_product_text(t, c), False),
+}
 
 
 def main() -> None:
@@ -112,6 +133,8 @@ def main() -> None:
     print()
     memorised_policy_rows(tasks, catalog, args.seed)
     print()
+    final_message_table(tasks, catalog)
+    print()
     grounding_table(tasks, catalog)
 
 
@@ -149,6 +172,35 @@ def memorised_policy_rows(tasks: list[Task], catalog: Catalog, seed: int) -> Non
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
         if k == 0:
             print("  ".join("-" * w for w in widths))
+
+
+def final_message_table(tasks: list[Task], catalog: Catalog) -> None:
+    """Success rate of each final-message class, overall and per scenario."""
+    passed: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    tried: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for task in tasks:
+        for name, (build, _) in FINAL_MESSAGE_CLASSES.items():
+            turns = build(task, catalog)
+            if turns is None:
+                continue
+            tried[name][task.scenario] += 1
+            passed[name][task.scenario] += verify(task, turns, catalog).success
+    scenarios = sorted({t.scenario for t in tasks})
+    headers = ("class", "want", "success", *scenarios)
+    table = [headers]
+    for name, (_, must_pass) in FINAL_MESSAGE_CLASSES.items():
+        n, k = sum(tried[name].values()), sum(passed[name].values())
+        cells = [
+            f"{passed[name][s]}/{tried[name][s]}" if tried[name][s] else "-" for s in scenarios
+        ]
+        rate = f"{k}/{n} ({k / max(1, n):.1%})"
+        table.append((name, "pass" if must_pass else "fail", rate, *cells))
+    widths = [max(len(r[i]) for r in table) for i in range(len(headers))]
+    for k, row in enumerate(table):
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+        if k == 0:
+            print("  ".join("-" * w for w in widths))
+    print("\ntargets: reference 100%, rephrased correct >= 98%, every fail class <= 2%")
 
 
 def grounding_table(tasks: list[Task], catalog: Catalog) -> None:

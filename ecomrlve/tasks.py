@@ -204,6 +204,9 @@ class Goal(Model):
     returns: list[ReturnSpec] = Field(default_factory=list)
     exchanges: list[ExchangeSpec] = Field(default_factory=list)
     answer_facts: list[AnswerFact] = Field(default_factory=list)
+    # titles of the products the reference acts on (id -> catalog title), so its final answer
+    # names them as a customer would; rows written before this field name products by id
+    product_names: dict[str, str] = Field(default_factory=dict)
     # search_policy results that count as progress (the policy rows the request needs)
     relevant_policies: list[str] = Field(default_factory=list)
     # ids whose use by the agent counts as progress (targets, orders in question, their items)

@@ -282,3 +282,18 @@ def test_pipeline_train_stage_runs_verl_with_the_generated_config(
     assert "trainer.n_gpus_per_node=4" in command and env[ours.DATA_ENV] == str(data.resolve())
     assert (out / "verl" / "agent_loops.yaml").exists() and (out / "verl" / "env.json").exists()
     assert result["engine"] == "verl" and result["held_out"] == {}
+
+
+def test_training_loggers_become_verls_trainer_logger(data, tmp_path) -> None:
+    cfg = EcomConfig.model_validate(
+        {"training": {"loggers": ["console", "duckdb", "tensorboard", "wandb"]}}
+    )
+    launch = ours.verl_launch(cfg, data, "demo", tmp_path / "run", gpus=1)
+    assert list(ours.compose_verl_config(launch).trainer.logger) == [
+        "console",
+        "tensorboard",
+        "wandb",
+    ]
+    quiet = EcomConfig.model_validate({"training": {"loggers": ["duckdb"]}})
+    launch = ours.verl_launch(quiet, data, "demo", tmp_path / "run", gpus=1)
+    assert list(ours.compose_verl_config(launch).trainer.logger) == ["console"]

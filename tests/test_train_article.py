@@ -121,3 +121,65 @@ def test_tasks_that_need_tools_not_offered_are_counted_in_a_warning(caplog) -> N
     with caplog.at_level(logging.WARNING, logger="ecomrlve.train.run"):
         _warn_unsolvable(frame, {"search"})
     assert "cannot succeed" in caplog.text and f"of {frame.height} tasks" in caplog.text
+
+
+def _dry_run(config: Path, gpus: int = 8, memory: float = 80) -> tuple[int, str]:
+    args = ["train", "--config", str(config), "--dry-run", "--gpus", str(gpus)]
+    result = CliRunner().invoke(app, [*args, "--gpu-memory", str(memory)])
+    return result.exit_code, result.output
+
+
+def test_the_article_yaml_verbatim_plans_on_8_x_80_gb(tmp_path) -> None:
+    """Neither memory setting is in the article's YAML: the planner picks ones that fit (no
+    recomputation, one whole 8192-token episode per micro-batch) and the dry-run says so."""
+    config = tmp_path / "article.yaml"
+    config.write_text(ARTICLE_YAML)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code, output = _dry_run(config)
+    assert code == 0, output
+    assert "fits: peak" in output and "activations at 8192 tokens" in output
+    assert (
+        "planner chose gradient_checkpointing: false, max_tokens_per_micro_batch: 8192 "
+        "(not set in the config)"
+    ) in " ".join(output.split())
+
+
+def test_longer_episodes_make_the_planner_turn_on_gradient_checkpointing(tmp_path) -> None:
+    raw = yaml.safe_load(ARTICLE_YAML)
+    raw["agent"]["max_episode_tokens"] = 16384  # one micro-batch holds a whole episode
+    config = tmp_path / "long.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code, output = _dry_run(config)
+    assert code == 0, output
+    assert "gradient checkpointing" in output and "activations at 16384 tokens" in output
+    assert "gradient_checkpointing: true, max_tokens_per_micro_batch: 16384" in " ".join(
+        output.split()
+    )
+
+
+def test_an_explicit_setting_that_cannot_fit_is_refused_naming_what_would(tmp_path) -> None:
+    raw = yaml.safe_load(ARTICLE_YAML)
+    raw["agent"]["max_episode_tokens"] = 16384
+    raw["training"]["gradient_checkpointing"] = False  # the user's word stands
+    config = tmp_path / "no_recompute.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code, output = _dry_run(config)
+    assert code == 2
+    last = " ".join(output.split()).split("error: ")[-1]
+    assert last.startswith("does not fit: peak 104.8 GiB of 74.5 GiB per GPU; would fit: ")
+    assert "training.gradient_checkpointing: true" in last
+    assert "planner chose gradient_checkpointing" not in output
+    # an explicit micro-batch budget stays too: the planner only adds checkpointing
+    raw["training"].pop("gradient_checkpointing")
+    raw["training"]["max_tokens_per_micro_batch"] = 16384
+    config.write_text(yaml.safe_dump(raw))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code, output = _dry_run(config)
+    flat = " ".join(output.split())
+    assert code == 0 and "planner chose gradient_checkpointing: true (not set" in flat

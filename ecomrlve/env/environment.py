@@ -413,7 +413,7 @@ class EcomEnv:
         from ecomrlve.env.verifier import judge  # the verifier imports this module
 
         self.record.recommended = self.tools.recommended
-        self.verdict = judge(self.task, self.record, self.config)
+        self.verdict = judge(self.task, self.record, self.config, self.catalog)
         return self.verdict
 
     # ---- internals ----------------------------------------------------------------------------

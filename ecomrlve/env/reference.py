@@ -2,8 +2,9 @@
 
 One reference tool call per turn (Qwen3 `<tool_call>` format), then a final answer a customer
 would accept: one plain sentence per action taken (return filed, exchange set up, order
-placed…) and the sentences the generator wrote for the facts asked about (`AnswerFact.say`).
-A request that was refused is answered with why, never with "done".
+placed…), naming the products by title with the id in brackets, and the sentences the
+generator wrote for the facts asked about (`AnswerFact.say`). A request that was refused is
+answered with why, never with "done".
 """
 
 from __future__ import annotations
@@ -16,27 +17,65 @@ from ecomrlve.tasks import Task
 CONFIRMATION = "All done — your request has been taken care of."
 
 
-def _action_sentence(name: str, arguments: dict[str, Any]) -> str | None:
-    """What a write call did, in words (facts carry what cancellations mean)."""
+def product_name(task: Task, item_id: str) -> str:
+    """How the reference names a product to the customer: its title with the id in brackets
+    ("Trailblaze running shoes - khaki, size 42 (I0018308)"); the id alone for task rows
+    written before the goal carried titles."""
+    title = task.goal.product_names.get(item_id)
+    return f"{title} ({item_id})" if title else item_id
+
+
+def _ordered(task: Task) -> list[str]:
+    """The products the reference's checkout orders: the starting cart played forward."""
+    cart = {line["item_id"]: line["quantity"] for line in task.initial_state.get("cart", [])}
+    for call in task.reference:
+        args = call.arguments
+        if call.name == "add_to_cart":
+            cart[args["item_id"]] = cart.get(args["item_id"], 0) + int(args.get("quantity", 1))
+        elif call.name == "remove_from_cart" or (
+            call.name == "set_quantity" and args.get("quantity") == 0
+        ):
+            cart.pop(args["item_id"], None)
+        elif call.name == "set_quantity":
+            cart[args["item_id"]] = int(args["quantity"])
+        elif call.name == "checkout":
+            return list(cart)
+    return list(cart)
+
+
+def _action_sentence(task: Task, name: str, arguments: dict[str, Any]) -> str | None:
+    """What a write call did, in words, naming its products (facts carry what cancellations
+    mean)."""
+    # the product after a colon: the answer checker reads "return" and a brand such as
+    # "May Works" in one clause as "may return"
     if name == "return_item":
         return (
-            f"I've started a return of {arguments['item_id']} from order {arguments['order_id']}."
+            f"I've started a return from order {arguments['order_id']}: the "
+            f"{product_name(task, arguments['item_id'])}."
         )
     if name == "exchange_item":
         return (
-            f"I've set up the exchange of {arguments['item_id']} from order "
-            f"{arguments['order_id']} for {arguments['new_item_id']}."
+            f"I've set up an exchange on order {arguments['order_id']}: the "
+            f"{product_name(task, arguments['item_id'])} goes back and the "
+            f"{product_name(task, arguments['new_item_id'])} comes to you."
         )
     if name == "checkout":
-        return "I've placed your order."
+        names = [f"the {product_name(task, i)}" for i in _ordered(task)]
+        if not names:
+            return None
+        listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+        return f"I've placed your order for {listed}."
     if name == "recommend":
-        return "These fit what you asked for: " + ", ".join(arguments["item_ids"]) + "."
+        names = [product_name(task, i) for i in arguments["item_ids"]]
+        return "These fit what you asked for: " + "; ".join(names) + "."
     return None
 
 
 def final_answer(task: Task) -> str:
     """The reference final answer: what was done, then every fact asked about."""
-    sentences = [s for call in task.reference if (s := _action_sentence(call.name, call.arguments))]
+    sentences = [
+        s for call in task.reference if (s := _action_sentence(task, call.name, call.arguments))
+    ]
     sentences += [fact.say for fact in task.goal.answer_facts if fact.say]
     legacy = [f.value for f in task.goal.answer_facts if f.kind == "text"]
     if legacy:  # tasks written before typed facts: state each key

@@ -18,17 +18,25 @@ Success (see the Goal semantics at the top of `ecomrlve.tasks`) needs all of:
   `required=False` (context) may be left out. Every other value it states, of any kind, is
   grounded in the prompt, today, the customer's details or a tool result of the episode
   (`ungrounded` values are violations), in every task, with or without facts;
+* the final message: every episode ends with text to the customer (an episode that ends on a
+  tool call, at the turn limit or with an empty message never succeeds), and that text is
+  truthful about the episode: each action it reports succeeded on the object it names, and no
+  action that succeeded is denied (`ecomrlve.env.claims`);
+* the end state where the customer cares: a new order ships to the address on file, the cart
+  holds nothing after the checkout, and a return is filed with the reason the customer gave;
 * the agent acted: at least one successful tool call when the task's reference has any;
 * no id in any call's arguments that the agent was never shown.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
+from ecomrlve.env.claims import check_claims
 from ecomrlve.env.environment import EcomEnv, EpisodeRecord
 from ecomrlve.env.facts import AnswerPlan, Shown, check_answer
 from ecomrlve.env.reward import reward_components, total_reward
@@ -108,6 +116,15 @@ def _check_purchase(task: Task, record: EpisodeRecord, violations: list[str]) ->
         if not new_orders:
             return
     order = new_orders[0]
+    address = record.initial["user"].get("address") or ""
+    if address and order.get("shipping_address") != address:
+        violations.append(
+            f"goal: order {order['order_id']} ships to {order.get('shipping_address')!r}, not "
+            "the address on file"
+        )
+    if state.cart:  # checkout empties the cart: these lines were added after it
+        left = ", ".join(sorted(state.cart))
+        violations.append(f"goal: the cart still holds {left} after the checkout")
     lines = order["items"]
     slot_sets = task.goal.slot_sets()
     if not _match_slots(lines, spec, slot_sets):
@@ -149,6 +166,14 @@ def _check_returns(task: Task, record: EpisodeRecord, violations: list[str]) -> 
         violations.append(f"goal: unexpected return of {item_id} from order {order_id}")
     for order_id, item_id in sorted(wanted_returns - made_returns):
         violations.append(f"goal: {item_id} from order {order_id} was not returned")
+    reason = task.goal.user_facts.get("reason")
+    if reason:
+        for entry in new:
+            if entry["kind"] == "return" and not same_reason(entry.get("reason") or "", reason):
+                violations.append(
+                    f"goal: the return of {entry['item_id']} gives the reason "
+                    f"{entry.get('reason')!r}, not the customer's ({reason!r})"
+                )
     made_exchanges = {
         (r["order_id"], r["item_id"]): r["new_item_id"] for r in new if r["kind"] == "exchange"
     }
@@ -160,6 +185,26 @@ def _check_returns(task: Task, record: EpisodeRecord, violations: list[str]) -> 
             violations.append(f"goal: {key[1]} was exchanged for {new_item}, not an acceptable one")
     for key in sorted(set(wanted) - set(made_exchanges)):
         violations.append(f"goal: {key[1]} from order {key[0]} was not exchanged")
+
+
+_REASON_WORD = re.compile(r"[a-z]+")
+_REASON_STOP = frozenset((
+    "its", "was", "the", "and", "but", "not", "very", "too", "than", "this", "that", "they",
+    "them", "have", "has", "had", "been", "doesnt", "dont", "didnt", "isnt", "wasnt", "just",
+    "what", "from", "for", "you",
+))  # fmt: skip
+
+
+def _reason_stems(text: str) -> set[str]:
+    words = _REASON_WORD.findall(text.lower().replace("'", ""))
+    return {w[:5] for w in words if w not in _REASON_STOP and len(w) > 2}
+
+
+def same_reason(given: str, customer: str) -> bool:
+    """Whether a return's `reason` argument is the customer's reason: it shares a content word
+    with it (first five letters: "fit"/"fits", "damaged"/"damage"), so a paraphrase passes and
+    an invented reason ("customer request") does not."""
+    return bool(_reason_stems(given) & _reason_stems(customer))
 
 
 def _check_recommend(task: Task, record: EpisodeRecord, violations: list[str]) -> None:
@@ -179,16 +224,18 @@ def _check_recommend(task: Task, record: EpisodeRecord, violations: list[str]) -
             violations.append(f"goal: recommended {item_id}, which does not fit the request")
 
 
-def _check_answer(task: Task, record: EpisodeRecord, violations: list[str]) -> dict[str, list[str]]:
+def _check_answer(
+    task: Task, record: EpisodeRecord, violations: list[str], catalog: Catalog | None
+) -> dict[str, list[str]]:
     facts = task.goal.answer_facts
     answer = record.final_answer
-    if answer is None:
-        if facts:
-            violations.append("goal: the episode ended without a final answer")
+    if answer is None or not answer.strip():
+        violations.append("goal: the episode ended without a final answer")
         return {}
     if len(answer) > MAX_ANSWER_CHARS:
         violations.append(f"goal: the final answer is longer than {MAX_ANSWER_CHARS} characters")
         return {}
+    violations.extend(check_claims(answer, record, catalog))
     user = record.initial["user"]
     addresses = [user.get("address") or ""]
     addresses += [o.get("shipping_address") or "" for o in record.initial["orders"]]
@@ -214,14 +261,18 @@ def _check_answer(task: Task, record: EpisodeRecord, violations: list[str]) -> d
     return out
 
 
-def judge(task: Task, record: EpisodeRecord, config: EnvConfig) -> Verdict:
-    """Judge a finished episode: goal checks, then the reward from named components."""
+def judge(
+    task: Task, record: EpisodeRecord, config: EnvConfig, catalog: Catalog | None = None
+) -> Verdict:
+    """Judge a finished episode: goal checks, then the reward from named components.
+    `catalog` gives the product names a final message's claims are read with (without it,
+    only ids are)."""
     violations: list[str] = []
     _check_purchase(task, record, violations)
     _check_orders(task, record, violations)
     _check_returns(task, record, violations)
     _check_recommend(task, record, violations)
-    answer = _check_answer(task, record, violations)
+    answer = _check_answer(task, record, violations, catalog)
     if task.min_steps > 0 and not any(call.ok for call in record.calls):
         violations.append("goal: answered without acting (no successful tool call)")
     success = not violations

@@ -193,6 +193,7 @@ class Scenario(ABC):
             raise GenerationError(
                 f"{self.name}: reference has {len(draft.reference)} calls, plan said {plan.steps}"
             )
+        draft.goal.product_names = _product_names(draft.reference, ctx)
         return Task(
             task_id=key.task_id,
             scenario=self.name,
@@ -207,3 +208,23 @@ class Scenario(ABC):
             axes=config.axes(),
             catalog_hash=ctx.catalog_hash,
         )
+
+
+# the arguments of reference write calls that name products the final answer reports on
+_PRODUCT_ARGUMENTS = ("item_id", "new_item_id", "item_ids")
+
+
+def _product_names(reference: list[ToolCall], ctx: GenContext) -> dict[str, str]:
+    """Catalog titles of the products the reference's writes act on (the reference answer
+    names them: `ecomrlve.env.reference`)."""
+    names: dict[str, str] = {}
+    for call in reference:
+        if call.name in ("search", "get_product"):
+            continue
+        for key in _PRODUCT_ARGUMENTS:
+            value = call.arguments.get(key)
+            for item_id in value if isinstance(value, list) else [value]:
+                row = ctx.catalog.row_of(item_id) if isinstance(item_id, str) else None
+                if row is not None:
+                    names[item_id] = ctx.titles[row]
+    return names

@@ -360,7 +360,7 @@ def verl_launch(
         f"trainer.default_local_dir={out / 'verl' / 'checkpoints'}",
         "trainer.project_name=ecomrlve",
         f"trainer.experiment_name={curriculum}",
-        "trainer.logger=[console]",
+        f"trainer.logger={_list(_verl_loggers(t.loggers))}",
         f"trainer.n_gpus_per_node={gpus}",
         "trainer.nnodes=1",
     ]
@@ -375,6 +375,11 @@ def verl_launch(
 
 # compute_score's key each DAPO dynamic-sampling metric reads
 _FILTER_METRIC = {"success": "success", "reward": "score"}
+
+
+def _verl_loggers(loggers: list[str]) -> list[str]:
+    """`training.loggers` as verl's `trainer.logger` (same names; DuckDB is ours alone)."""
+    return [name for name in loggers if name != "duckdb"] or ["console"]
 
 
 def _list(items: list[str]) -> str:

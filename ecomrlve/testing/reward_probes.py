@@ -12,6 +12,9 @@
 * `context_omitting(task, variant)`: a correct answer stating only the required facts, in
   short sentences with several wordings (context facts left out), and `without_context(task)`,
   the reference without its context facts' sentences: they must pass.
+* final-message probes: `silent_end`, `denial`, `false_claim`, `wrong_address`, `cart_junk`,
+  `wrong_product_text` must fail; `rephrased` (the reference's actions reported in other
+  words) must pass.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from ecomrlve.env.reference import CONFIRMATION, final_answer
+from ecomrlve.env import Catalog, EcomEnv, final_answer, format_call
+from ecomrlve.env.reference import CONFIRMATION
 from ecomrlve.env.verifier import MAX_ANSWER_CHARS
 from ecomrlve.tasks import AnswerFact, Task
 
@@ -178,3 +182,158 @@ def context_omitting(task: Task, variant: int = 0) -> str:
             parts.append(f"About {subject}:")
         parts += [_say_fact(f, variant + k + j) for j, f in enumerate(facts)]
     return " ".join(parts) or CONFIRMATION
+# --------------------------------------------------------------------------------------------
+# final-message probes (issue 27): the reference's own tool calls with another final message,
+# or the reference with one write changed. Each returns the turns to replay, or None when the
+# probe does not apply to the task.
+# --------------------------------------------------------------------------------------------
+
+OTHER_ADDRESS = "9 Elm Road, Dover, DE 19901"
+FALSE_CANCEL = "I've also cancelled that order for you."
+DENIAL = "Nothing fit, so I didn't order or change anything."
+WRITES = frozenset(
+    ("add_to_cart", "remove_from_cart", "set_quantity", "checkout", "cancel_order",
+     "return_item", "exchange_item", "recommend")
+)  # fmt: skip
+
+# correct actions reported in other words: three wordings of each reference action sentence
+ACTION_REWRITES = [
+    [
+        (r"I've placed your order for (.+?)\.(?= |$)", r"Done: I ordered \1 for you."),
+        (r"I've started a return from order (\S+): the (.+?)\.(?= |$)",
+         r"Your return for order \1 has been filed: the \2."),
+        (r"I've set up an exchange on order (\S+): the (.+?) goes back and the (.+?) comes to you\.",
+         r"I arranged the exchange on order \1: you send back the \2 and receive the \3."),
+        (r"These fit what you asked for: (.+?)\.(?= |$)", r"I recommend \1."),
+        (r"I've cancelled your order (\S+) with the ([^.]+)\.", r"Your order \1 with the \2 is now cancelled."),
+    ],
+    [
+        (r"I've placed your order for (.+?)\.(?= |$)", r"Your order has been placed: \1."),
+        (r"I've started a return from order (\S+): the (.+?)\.(?= |$)",
+         r"The return is set up (order \1): the \2."),
+        (r"I've set up an exchange on order (\S+): the (.+?) goes back and the (.+?) comes to you\.",
+         r"Your exchange on order \1 has been requested: the \2 for the \3."),
+        (r"These fit what you asked for: (.+?)\.(?= |$)", r"Best match: \1."),
+        (r"I've cancelled your order (\S+) with the ([^.]+)\.", r"Order \1 (the \2) has been canceled."),
+    ],
+    [
+        (r"I've placed your order for (.+?)\.(?= |$)", r"I went ahead and bought \1 for you."),
+        (r"I've started a return from order (\S+): the (.+?)\.(?= |$)",
+         r"I filed a return on order \1 for the \2."),
+        (r"I've set up an exchange on order (\S+): the (.+?) goes back and the (.+?) comes to you\.",
+         r"I've exchanged the \2 from order \1 for the \3."),
+        (r"These fit what you asked for: (.+?)\.(?= |$)", r"I'd suggest \1."),
+        (r"I've cancelled your order (\S+) with the ([^.]+)\.", r"I went ahead and cancelled order \1 (the \2) for you."),
+    ],
+]  # fmt: skip
+
+
+def _calls(task: Task) -> list[str]:
+    return [format_call(call.name, call.arguments) for call in task.reference]
+
+
+def _writes(task: Task) -> list[str]:
+    return [call.name for call in task.reference if call.name in WRITES]
+
+
+def silent_end(task: Task) -> list[str]:
+    """The reference's tool calls and no final message: never a success."""
+    return _calls(task)
+
+
+def denial(task: Task) -> list[str] | None:
+    """The reference's calls, then a denial that anything was done (tasks that write)."""
+    if not _writes(task):
+        return None
+    return [*_calls(task), DENIAL]
+
+
+def false_claim(task: Task) -> list[str] | None:
+    """The reference, then a claim of a cancellation that never happened."""
+    if "cancel_order" in _writes(task):
+        return None
+    return [*_calls(task), final_answer(task) + " " + FALSE_CANCEL]
+
+
+def wrong_address(task: Task) -> list[str] | None:
+    """The reference with its checkout sent to another address."""
+    if "checkout" not in _writes(task):
+        return None
+    turns = []
+    for call in task.reference:
+        arguments = dict(call.arguments)
+        if call.name == "checkout":
+            arguments["shipping_address"] = OTHER_ADDRESS
+        turns.append(format_call(call.name, arguments))
+    return [*turns, final_answer(task)]
+
+
+def seen_products(task: Task, catalog: Catalog) -> list[str]:
+    """Products the reference's calls show the agent, in a fixed order."""
+    env = EcomEnv(task, catalog)
+    env.reset()
+    for turn in _calls(task):
+        env.step(turn)
+    return sorted(i for i in env.seen_ids if i in catalog)
+
+
+def _unrelated(task: Task, catalog: Catalog, exclude: set[str]) -> str | None:
+    """A seen, in-stock product the task does not ask for."""
+    wanted = set(exclude)
+    for slot in task.goal.purchase.slots if task.goal.purchase else []:
+        wanted.update(slot.acceptable)
+    if task.goal.recommend:
+        wanted.update(task.goal.recommend.acceptable)
+    for item_id in seen_products(task, catalog):
+        row = catalog.row_of(item_id)
+        if item_id not in wanted and bool(catalog.in_stock[row]) and catalog.stock[row] >= 2:
+            return item_id
+    return None
+
+
+def cart_junk(task: Task, catalog: Catalog, *, in_order: bool) -> list[str] | None:
+    """The reference plus an `add_to_cart` of an unrelated seen product: before the checkout
+    (it joins the order) or after it (it is left in the cart)."""
+    if "checkout" not in _writes(task):
+        return None
+    junk = _unrelated(task, catalog, set())
+    if junk is None:
+        return None
+    turns = []
+    added = format_call("add_to_cart", {"item_id": junk, "quantity": 1})
+    for call in task.reference:
+        if call.name == "checkout" and in_order:
+            turns.append(added)
+        turns.append(format_call(call.name, call.arguments))
+        if call.name == "checkout" and not in_order:
+            turns.append(added)
+    return [*turns, final_answer(task)]
+
+
+def wrong_product_text(task: Task, catalog: Catalog) -> list[str] | None:
+    """The reference's calls (a recommendation), then a text naming another seen product by
+    its title."""
+    if "recommend" not in _writes(task):
+        return None
+    recommended = {
+        i for c in task.reference if c.name == "recommend" for i in c.arguments["item_ids"]
+    }
+    other = _unrelated(task, catalog, recommended)
+    if other is None:
+        return None
+    title = catalog.title(catalog.row_of(other))
+    return [*_calls(task), f"These fit what you asked for: {title}."]
+
+
+def rephrase(answer: str, wording: int = 0) -> str:
+    """The reference answer with its action sentences (in `ACTION_REWRITES[wording]`) and its
+    facts in other words."""
+    for pattern, replacement in ACTION_REWRITES[wording % len(ACTION_REWRITES)]:
+        answer = re.sub(pattern, replacement, answer)
+    return paraphrase(answer)
+
+
+def rephrased(task: Task) -> list[str]:
+    """The reference's calls, then its answer phrased differently (a wording per task index):
+    must pass."""
+    return [*_calls(task), rephrase(final_answer(task), task.index)]

@@ -116,33 +116,38 @@ def _print_summary(cfg, summary) -> None:
 
 
 def _print_memory_plan(cfg, gpus: int, gpu_memory: float) -> None:
-    """The --dry-run table; exit 2 with one line naming what would fit when it does not."""
-    from ecomrlve.train.memory import model_shape, plan_memory, what_would_fit
+    """The --dry-run table, with the planner's choice for memory settings the config leaves
+    unset; exit 2 with one line naming what would fit when it does not."""
+    from ecomrlve.train.memory import choose_memory_settings, model_shape, what_would_fit
 
     if gpus < 1 or gpu_memory <= 0:
         fail(f"--gpus must be >= 1 and --gpu-memory > 0, got {gpus} and {gpu_memory}")
     if cfg.training.lora_rank > 0 and gpus > 1:
         fail("training.lora_rank > 0 is the one-GPU mode: use --gpus 1 or lora_rank: 0")
     shape = model_shape(cfg.agent.model)
-    plan = plan_memory(cfg, gpus=gpus, gpu_memory_gb=gpu_memory, shape=shape)
+    choice = choose_memory_settings(cfg, gpus=gpus, gpu_memory_gb=gpu_memory, shape=shape)
+    plan = choice.plan
     mode = (
         f"LoRA rank {plan.lora_rank}"
         if plan.lora_rank
         else "full fine-tune" + (", FSDP2" if gpus > 1 else "")
     )
+    recompute = ", gradient checkpointing" if plan.checkpointing else ""
     table = pl.DataFrame([{"per GPU": item, "GiB": round(gib, 2)} for item, gib in plan.rows()])
     console.print(
         frame_table(
             table,
-            title=f"{cfg.agent.model} ({shape.params / 1e9:.2f}B params), {mode}, "
+            title=f"{cfg.agent.model} ({shape.params / 1e9:.2f}B params), {mode}{recompute}, "
             f"{gpus} x {gpu_memory:g} GB",
         )
     )
+    if choice.chosen and plan.fits:
+        console.print(choice.describe(), soft_wrap=True)
     verdict = f"peak {plan.peak / 2**30:.1f} GiB of {plan.gpu_memory / 2**30:.1f} GiB per GPU"
     if plan.fits:
         console.print(f"fits: {verdict}")
         return
-    options = what_would_fit(cfg, plan, shape)
+    options = what_would_fit(choice.apply(cfg), plan, shape)
     fail(
         f"does not fit: {verdict}; would fit: {', or '.join(options)}"
         if options

@@ -57,6 +57,7 @@ from ecomrlve.train.distributed import (
     gathered_for_generation,
 )
 from ecomrlve.train.engine import RolloutEngine
+from ecomrlve.train.memory import micro_batch_tokens
 from ecomrlve.train.rollout import Episode, run_episodes
 
 log = logging.getLogger(__name__)
@@ -504,7 +505,7 @@ def _mini_batch(
     cuts = token_micro_batches(
         list(range(len(keys))),
         [len(s) for s in sequences],
-        training.max_tokens_per_micro_batch,
+        micro_batch_tokens(training),
         training.mini_batch_size,
     )
     count = max(all_gather_objects(len(cuts), ctx))

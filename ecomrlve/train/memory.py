@@ -26,11 +26,15 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ecomrlve.config import EcomConfig
+from ecomrlve.config import EcomConfig, TrainingConfig
 from ecomrlve.train.batching import LOGIT_CHUNK_ELEMENTS
 
 GIB = 1 << 30
 CONTEXT_BYTES = int(1.5 * GIB)
+# What a run uses for a setting left unset (None) when nothing is planned for it: no CUDA, or
+# a caller that builds its own `TrainingConfig` (`choose_memory_settings` decides otherwise).
+DEFAULT_MICRO_BATCH_TOKENS = 16384
+DEFAULT_GRADIENT_CHECKPOINTING = False
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,7 @@ class MemoryPlan:
     gathered: float
     activations: float
     vllm: float
+    checkpointing: bool = False
 
     @property
     def rollout_peak(self) -> float:
@@ -191,13 +196,16 @@ def plan_memory(
     gpu_memory_gb: float,
     lora_rank: int | None = None,
     tokens: int | None = None,
+    checkpointing: bool | None = None,
     shape: ModelShape | None = None,
 ) -> MemoryPlan:
     """The per-GPU plan for `cfg` on `gpus` cards of `gpu_memory_gb` GB (10^9 bytes)."""
     training = cfg.training
     shape = shape or model_shape(cfg.agent.model)
     rank = training.lora_rank if lora_rank is None else lora_rank
-    tokens = tokens or training.max_tokens_per_micro_batch
+    tokens = tokens or micro_batch_tokens(training)
+    if checkpointing is None:
+        checkpointing = uses_checkpointing(training)
     card = gpu_memory_gb * 1e9
     p = shape.params
     if rank > 0:  # one GPU, bf16 frozen base, fp32 adapters
@@ -211,37 +219,56 @@ def plan_memory(
             gathered += 4.0 * shape.layer_params
         else:  # autocast's bf16 copies of the weights, cached during the forward
             gathered = 2.0 * p
-    activations = activation_bytes(shape, tokens, training.gradient_checkpointing)
+    activations = activation_bytes(shape, tokens, checkpointing)
     vllm = training.vllm_gpu_memory_utilization * card
     return MemoryPlan(
-        gpus, card, rank, tokens, weights, grads, optimizer, gathered, activations, vllm
+        gpus,
+        card,
+        rank,
+        tokens,
+        weights,
+        grads,
+        optimizer,
+        gathered,
+        activations,
+        vllm,
+        checkpointing,
     )
 
 
 def what_would_fit(cfg: EcomConfig, plan: MemoryPlan, shape: ModelShape) -> list[str]:
-    """Settings that would fit, for the one-line refusal: LoRA, more GPUs, fewer tokens."""
+    """Settings that would fit, for the one-line refusal: gradient checkpointing, LoRA, more
+    GPUs, fewer tokens per micro-batch (each changing one thing of `plan`)."""
     options: list[str] = []
     gb = plan.gpu_memory / 1e9
+    same = {"tokens": plan.tokens, "checkpointing": plan.checkpointing, "shape": shape}
+    if not plan.checkpointing:
+        recompute = plan_memory(
+            cfg, gpus=plan.gpus, gpu_memory_gb=gb, **{**same, "checkpointing": True}
+        )
+        if recompute.fits:
+            peak = recompute.peak / GIB
+            options.append(f"training.gradient_checkpointing: true ({peak:.1f} GiB)")
     if plan.lora_rank == 0:
-        lora = plan_memory(cfg, gpus=1, gpu_memory_gb=gb, lora_rank=64, shape=shape)
+        lora = plan_memory(cfg, gpus=1, gpu_memory_gb=gb, lora_rank=64, **same)
         if lora.fits:
             options.append(f"training.lora_rank: 64 on 1 GPU ({lora.peak / GIB:.1f} GiB)")
         for gpus in (2, 4, 8, 16, 32, 64):
             if gpus <= plan.gpus:
                 continue
-            more = plan_memory(cfg, gpus=gpus, gpu_memory_gb=gb, shape=shape)
+            more = plan_memory(cfg, gpus=gpus, gpu_memory_gb=gb, **same)
             if more.fits:
                 options.append(f"--gpus {gpus} ({more.peak / GIB:.1f} GiB per GPU)")
                 break
     tokens = plan.tokens // 2
-    while tokens >= 512:
+    # a budget below one whole episode does not lower the peak (see `token_budgets`)
+    while tokens >= max(512, cfg.agent.max_episode_tokens):
         smaller = plan_memory(
             cfg,
             gpus=plan.gpus,
             gpu_memory_gb=gb,
             lora_rank=plan.lora_rank,
-            tokens=tokens,
-            shape=shape,
+            **{**same, "tokens": tokens},
         )
         if smaller.fits:
             options.append(
@@ -250,3 +277,99 @@ def what_would_fit(cfg: EcomConfig, plan: MemoryPlan, shape: ModelShape) -> list
             break
         tokens //= 2
     return options
+
+
+# ---------------------------------------------------------------------------------------------
+# Defaults that fit: the planner's choice for the memory settings a config leaves unset
+# ---------------------------------------------------------------------------------------------
+
+
+def micro_batch_tokens(training: TrainingConfig) -> int:
+    """`max_tokens_per_micro_batch`, or the default where a run has not planned it."""
+    return training.max_tokens_per_micro_batch or DEFAULT_MICRO_BATCH_TOKENS
+
+
+def uses_checkpointing(training: TrainingConfig) -> bool:
+    """`gradient_checkpointing`, or the default where a run has not planned it."""
+    if training.gradient_checkpointing is None:
+        return DEFAULT_GRADIENT_CHECKPOINTING
+    return training.gradient_checkpointing
+
+
+@dataclass(frozen=True)
+class MemoryChoice:
+    """The memory settings a run uses: the config's where it sets them, the planner's where
+    not (`chosen` names those, with the reason), and the plan they give."""
+
+    gradient_checkpointing: bool
+    max_tokens_per_micro_batch: int
+    plan: MemoryPlan
+    chosen: tuple[str, ...]
+
+    def apply(self, cfg: EcomConfig) -> EcomConfig:
+        """`cfg` with both settings made concrete (what training then reads)."""
+        training = cfg.training.model_copy(
+            update={
+                "gradient_checkpointing": self.gradient_checkpointing,
+                "max_tokens_per_micro_batch": self.max_tokens_per_micro_batch,
+            }
+        )
+        return cfg.model_copy(update={"training": training})
+
+    def describe(self) -> str:
+        """One line for the dry-run and the run's log; empty when the config set both."""
+        if not self.chosen:
+            return ""
+        return "planner chose " + ", ".join(self.chosen) + " (not set in the config)"
+
+
+def token_budgets(cfg: EcomConfig) -> list[int]:
+    """Micro-batch budgets the planner tries, largest first: 16384 halved down to 512, but
+    none below one whole episode (`agent.max_episode_tokens`): a longer sequence gets a
+    micro-batch of its own, so a smaller budget would not lower the peak."""
+    episode = cfg.agent.max_episode_tokens
+    budgets = {max(DEFAULT_MICRO_BATCH_TOKENS >> i, episode) for i in range(6)}
+    return sorted(budgets, reverse=True)
+
+
+def choose_memory_settings(
+    cfg: EcomConfig, *, gpus: int, gpu_memory_gb: float, shape: ModelShape | None = None
+) -> MemoryChoice:
+    """Pick `gradient_checkpointing` and `max_tokens_per_micro_batch` where `cfg` leaves them
+    unset (None) so the plan fits `gpus` cards of `gpu_memory_gb` GB; explicit values stay.
+
+    Preference: no recomputation first (checkpointing costs about a third more compute per
+    update), then the largest micro-batch; the first combination that fits wins. When none
+    fits, the most frugal one is returned with its (refused) plan, for `what_would_fit`.
+    """
+    training = cfg.training
+    shape = shape or model_shape(cfg.agent.model)
+    checkpointing = (
+        [False, True]
+        if training.gradient_checkpointing is None
+        else [training.gradient_checkpointing]
+    )
+    tokens = (
+        token_budgets(cfg)
+        if training.max_tokens_per_micro_batch is None
+        else [training.max_tokens_per_micro_batch]
+    )
+    plans = [
+        plan_memory(
+            cfg,
+            gpus=gpus,
+            gpu_memory_gb=gpu_memory_gb,
+            tokens=budget,
+            checkpointing=recompute,
+            shape=shape,
+        )
+        for recompute in checkpointing
+        for budget in tokens
+    ]
+    plan = next((p for p in plans if p.fits), plans[-1])
+    chosen = []
+    if training.gradient_checkpointing is None:
+        chosen.append(f"gradient_checkpointing: {str(plan.checkpointing).lower()}")
+    if training.max_tokens_per_micro_batch is None:
+        chosen.append(f"max_tokens_per_micro_batch: {plan.tokens}")
+    return MemoryChoice(plan.checkpointing, plan.tokens, plan, tuple(chosen))

@@ -183,7 +183,7 @@ def resolve_engines(
         distributed=distributed,
         dtype=dtype,
         world_size=world_size,
-        gradient_checkpointing=t.gradient_checkpointing,
+        gradient_checkpointing=bool(t.gradient_checkpointing),  # None: unplanned, off
         lora_rank=t.lora_rank,
         lora_alpha=t.lora_alpha,
         vllm_gpu_memory_utilization=t.vllm_gpu_memory_utilization,
@@ -209,6 +209,68 @@ def plan_for_this_machine(cfg: EcomConfig) -> EnginePlan:
     )
     plan.log()
     return plan
+
+
+def settle_memory_settings(
+    cfg: EcomConfig, *, cuda_available: bool, gpus: int, gpu_memory_gb: float
+) -> EcomConfig:
+    """`cfg` with `gradient_checkpointing` and `max_tokens_per_micro_batch` made concrete for
+    the run: where the config leaves them unset, the memory planner's choice for `gpus` cards of
+    `gpu_memory_gb` GB (what `ecomrlve train --dry-run` prints); without CUDA the defaults
+    (no recomputation, 16384 tokens). An unset pair that cannot fit takes the most frugal
+    choice with a warning (the dry-run is where a plan is refused)."""
+    from ecomrlve.train.memory import (
+        DEFAULT_GRADIENT_CHECKPOINTING,
+        DEFAULT_MICRO_BATCH_TOKENS,
+        choose_memory_settings,
+        model_shape,
+    )
+
+    t = cfg.training
+    if t.gradient_checkpointing is not None and t.max_tokens_per_micro_batch is not None:
+        return cfg
+    defaults = {
+        "gradient_checkpointing": (
+            DEFAULT_GRADIENT_CHECKPOINTING
+            if t.gradient_checkpointing is None
+            else t.gradient_checkpointing
+        ),
+        "max_tokens_per_micro_batch": t.max_tokens_per_micro_batch or DEFAULT_MICRO_BATCH_TOKENS,
+    }
+    if not cuda_available:
+        log.info("memory settings without CUDA: %s", defaults)
+        return cfg.model_copy(update={"training": t.model_copy(update=defaults)})
+    try:
+        shape = model_shape(cfg.agent.model)
+    except ValueError as err:
+        log.warning("%s; memory settings: %s", err, defaults)
+        return cfg.model_copy(update={"training": t.model_copy(update=defaults)})
+    choice = choose_memory_settings(cfg, gpus=gpus, gpu_memory_gb=gpu_memory_gb, shape=shape)
+    verdict = f"peak {choice.plan.peak / 2**30:.1f} GiB of {choice.plan.gpu_memory / 2**30:.1f}"
+    if choice.plan.fits:
+        log.info("memory plan: %s; %s GiB per GPU", choice.describe(), verdict)
+    else:
+        log.warning(
+            "memory plan does not fit (%s GiB per GPU) even with %s; run "
+            "`ecomrlve train --dry-run --gpus %d --gpu-memory %g` for what would",
+            verdict,
+            ", ".join(choice.chosen),
+            gpus,
+            gpu_memory_gb,
+        )
+    return choice.apply(cfg)
+
+
+def memory_settings_for_this_machine(cfg: EcomConfig) -> EcomConfig:
+    """`settle_memory_settings` with this machine's CUDA card and torchrun world (LoRA: one)."""
+    import torch
+
+    from ecomrlve.train.distributed import launched_world_size
+
+    cuda = torch.cuda.is_available()
+    gpus = 1 if cfg.training.lora_rank > 0 else launched_world_size()
+    card = torch.cuda.get_device_properties(0).total_memory / 1e9 if cuda else 0.0
+    return settle_memory_settings(cfg, cuda_available=cuda, gpus=gpus, gpu_memory_gb=card)
 
 
 def apply_plan(policy: Any, plan: EnginePlan, ctx: Any, *, seed: int = 0) -> Any:

@@ -27,6 +27,7 @@ from typing import Any
 import polars as pl
 
 from ecomrlve import store
+from ecomrlve.train.tracking import Tracking
 
 log = logging.getLogger(__name__)
 
@@ -270,9 +271,12 @@ def plot_eval(table: pl.DataFrame, path: Path, *, title: str = "") -> Path:
 class RunLog:
     """Appends each step's rows to DuckDB as it finishes, and keeps them for the plots."""
 
-    def __init__(self, data: str | os.PathLike, run_id: str) -> None:
+    def __init__(
+        self, data: str | os.PathLike, run_id: str, tracking: Tracking | None = None
+    ) -> None:
         self.data = data
         self.run_id = run_id
+        self.tracking = tracking or Tracking()  # training.loggers besides DuckDB
         self.steps: list[dict[str, Any]] = []
         self.scenarios: list[dict[str, Any]] = []
 
@@ -295,6 +299,7 @@ class RunLog:
         )
         self.steps.append(step)
         self.scenarios.extend(scenarios)
+        self.tracking.log_rl_step(metrics)
 
     def plot(self, out_dir: Path) -> list[Path]:
         return plot_curves(

@@ -76,10 +76,12 @@ from ecomrlve.train.plan import (
     EnginePlan,
     apply_plan,
     build_rollout_engine,
+    memory_settings_for_this_machine,
     plan_for_this_machine,
 )
 from ecomrlve.train.results import RUN_SCHEMA, RunLog, append
 from ecomrlve.train.sft import reference_data, train_sft
+from ecomrlve.train.tracking import Tracking, check_loggers, open_tracking
 
 log = logging.getLogger(__name__)
 
@@ -222,6 +224,8 @@ def _setup(
     """Read the tasks, load the model and plan the engines; everything that can fail is
     checked before anything is written (then rank 0 prepares the run folder)."""
     started = time.perf_counter()
+    cfg = memory_settings_for_this_machine(cfg)  # unset memory knobs: the planner's choice
+    check_loggers(cfg.training.loggers)  # a missing tensorboard/wandb, before anything loads
     training, agent = cfg.training, cfg.agent
     paths = DataPaths.of(data)
     output = output.expanduser().resolve()
@@ -269,9 +273,12 @@ def _setup(
         engine.sleep()
     run_id = f"{output.name}-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     run_id = broadcast_object(run_id, ctx)
+    tracking = Tracking()
     if ctx.is_main:
         _prepare_output(output)
         write_config(cfg, output)
+        config = cfg.model_dump(mode="json")
+        tracking = open_tracking(training.loggers, output, run_id, config)
     summary = TrainSummary(
         run_id=run_id,
         output=output,
@@ -300,7 +307,7 @@ def _setup(
         tokenizer=tokenizer,
         chat=chat,
         engine=engine,
-        run_log=RunLog(paths.root, run_id),
+        run_log=RunLog(paths.root, run_id, tracking),
         summary=summary,
         progress=progress,
         started=started,
@@ -366,6 +373,8 @@ def _evaluate_stage(run: TrainRun, stage: str) -> None:
     seconds = time.perf_counter() - started
     run.summary.stage_seconds[f"eval_{stage}"] = seconds
     run.summary.held_out[stage] = report.overall
+    if run.ctx.is_main:
+        run.run_log.tracking.log_eval(stage, report.overall, run.summary.rl_steps)
     log.info("held-out %s: pass@1 %.3f (%.1f s)", stage, report.pass_at_1, seconds)
 
 
@@ -384,6 +393,8 @@ def _sft_stage(run: TrainRun) -> None:
         ctx=run.ctx,
     )
     run.engine.sync_weights(run.policy)
+    if run.ctx.is_main:
+        run.run_log.tracking.log_sft(sft.losses)
     summary.sft_sequences, summary.sft_steps = len(data.sequences), sft.steps
     summary.stage_seconds["sft"] = time.perf_counter() - started
     log.info(
@@ -460,6 +471,7 @@ def _write_outputs(run: TrainRun, sampler: CurriculumSampler) -> None:
     run.tokenizer.save_pretrained(summary.model_dir)
     sampler.save(run.output / "curriculum_state.json")
     summary.plots = run.run_log.plot(run.output / "plots")
+    run.run_log.tracking.close()
     summary.seconds = time.perf_counter() - run.started
     summary.tables = list(RESULT_TABLES)
     append(

@@ -33,6 +33,7 @@ from ecomrlve.train.distributed import (
     all_reduce_sum,
     shard_items,
 )
+from ecomrlve.train.memory import micro_batch_tokens
 from ecomrlve.train.rollout import reference_episode
 
 log = logging.getLogger(__name__)
@@ -139,7 +140,7 @@ def rank_micro_batches(
     cuts = token_micro_batches(
         indices,
         {i: len(sequences[i]) for i in indices},
-        config.max_tokens_per_micro_batch,
+        micro_batch_tokens(config),
         config.mini_batch_size,
     )
     out = [([sequences[i] for i in cut], 1.0) for cut in cuts]

@@ -1,0 +1,440 @@
+"""The final message is judged: it must exist and be truthful about what the episode did
+(`ecomrlve.env.claims`), and the end state is checked where the customer cares (address, cart
+after checkout, return reason). Each rule has hand-written answers that must fail and
+correct ones, phrased differently, that must pass."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ecomrlve.config import EnvConfig
+from ecomrlve.env import format_call, reference_turns, verify
+from ecomrlve.env.claims import ACTION_KINDS, check_claims, product_names, read_statements
+from ecomrlve.testing import env_tasks as fx
+from ecomrlve.testing import reward_probes as probes
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return fx.small_catalog()
+
+
+@pytest.fixture(scope="module")
+def tasks(catalog):
+    return {t.task_id: t for t in fx.all_tasks(catalog)}
+
+
+def calls(task) -> list[str]:
+    return reference_turns(task)[:-1]
+
+
+def judge(task, answer: str, catalog, turns: list[str] | None = None):
+    return verify(task, [*(calls(task) if turns is None else turns), answer], catalog)
+
+
+def claim_violations(verdict) -> list[str]:
+    return [v for v in verdict.violations if v.startswith("claims:")]
+
+
+def title(catalog, item_id: str) -> str:
+    return catalog.title(catalog.row_of(item_id))
+
+
+def name(catalog, item_id: str) -> str:
+    """Brand and product type: "Smith t-shirt"."""
+    row = catalog.row_of(item_id)
+    return f"{catalog.value('brand', row)} {catalog._series['product_type'][row]}"
+
+
+# ---- every episode ends with a final message -------------------------------------------------
+
+
+def test_no_final_message_is_never_a_success_in_any_scenario(tasks, catalog):
+    for task in tasks.values():
+        silent = verify(task, calls(task), catalog)
+        assert not silent.success and silent.reward <= 0, task.task_id
+        assert "goal: the episode ended without a final answer" in silent.violations
+        for blank in ("", "   ", "\n"):
+            assert not verify(task, [*calls(task), blank], catalog).success, (task.task_id, blank)
+        # a bland closing message after the right actions passes (it claims nothing)
+        verdict = verify(task, [*calls(task), "Thanks for shopping with us!"], catalog)
+        assert verdict.success == (not task.goal.answer_facts), task.task_id
+        if verdict.success:
+            assert verdict.reward >= 0.1
+
+
+def test_a_truncated_episode_is_never_a_success(tasks, catalog):
+    config = EnvConfig(max_steps=1)
+    for task in tasks.values():
+        turns = [*calls(task), *calls(task)]  # never a text turn before the limit
+        verdict = verify(task, turns, catalog, config)
+        assert not verdict.success, task.task_id
+        assert any(v.startswith("limit:") for v in verdict.violations)
+
+
+def test_read_spam_never_earns(tasks, catalog):
+    for task in tasks.values():
+        spam = [format_call("search", {"query": q}) for q in probes.SPAM_QUERIES[:4]]
+        for answer in ("Sorry, I can't help.", "I've placed your order.", ""):
+            assert verify(task, [*spam, answer], catalog).reward <= 0, (task.task_id, answer)
+
+
+# ---- reports and denials, per scenario --------------------------------------------------------
+
+
+def _answers(tasks, catalog) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(task id, answer) pairs that must pass and that must fail after the reference's calls."""
+    purchase = tasks["fx-purchase"]
+    bought = purchase.reference[1].arguments["item_id"]
+    recommend = tasks["fx-recommend"]
+    top = recommend.reference[-1].arguments["item_ids"]
+    others = [
+        i
+        for i in catalog.item_ids[:400]
+        if catalog.value("category", catalog.row_of(i)) == "headphones" and i not in top
+    ]
+    other_brand = next(
+        i
+        for i in others
+        if catalog.value("brand", catalog.row_of(i))
+        not in {catalog.value("brand", catalog.row_of(t)) for t in top}
+    )
+    cart = tasks["fx-cart"]
+    dropped = cart.reference[1].arguments["item_id"]
+    kept = cart.reference[2].arguments["item_id"]
+    exchange = tasks["fx-exchange"]
+    new_id = exchange.reference[-1].arguments["new_item_id"]
+    must_pass = [
+        ("fx-purchase", "I've placed your order."),
+        ("fx-purchase", f"Your order for the {title(catalog, bought)} is placed."),
+        ("fx-purchase", f"Done! I ordered the {name(catalog, bought)} ({bought}) for you."),
+        ("fx-purchase", "I added the t-shirt to your cart and checked out; it's on its way."),
+        ("fx-purchase", "Your new order has been placed. Would you like me to cancel it?"),
+        ("fx-recommend", f"I recommend the {title(catalog, top[0])}."),
+        ("fx-recommend", "These fit what you asked for: " + ", ".join(top) + "."),
+        ("fx-recommend", f"Top pick: {name(catalog, top[0])} ({top[0]})."),
+        ("fx-recommend", f"I'd suggest {name(catalog, top[-1])}; want me to order it?"),
+        ("fx-recommend", f"I couldn't find anything under $100, but I recommend {top[0]}."),
+        ("fx-cancel", "I've cancelled order O1001 for you."),
+        ("fx-cancel", "Your jacket order O1001 has been canceled."),
+        ("fx-cancel", "Done, O1001 is cancelled. O1002 has already shipped, so I couldn't "
+                      "cancel it."),
+        ("fx-cancel", "I can't cancel O1002 because it has shipped, but O1001 is now cancelled."),
+        ("fx-cancel", "O1001 was cancelled. The boots have shipped and can no longer be "
+                      "cancelled."),
+        ("fx-cancel", "It can't be cancelled because O1002 has shipped. O1001 is cancelled."),
+        ("fx-return", "I've started a return of the jacket from order O2001."),
+        ("fx-return", "Your return for the jacket (O2001) has been filed; the coffee is final "
+                      "sale, so it can't be returned."),
+        ("fx-return", "The return is set up and you'll get a refund once it arrives."),
+        ("fx-return", "I returned the jacket for you. The coffee is not returnable."),
+        ("fx-exchange", "I've set up the exchange for the new size."),
+        ("fx-exchange", f"I arranged an exchange: you'll get {new_id} instead."),
+        ("fx-exchange", "Your exchange has been requested; no return or refund was needed."),
+        ("fx-status", "It has shipped and arrives March 17."),
+        ("fx-status", "It's shipped, arriving March 17; I can't cancel it now, but you can return "
+                      "it after delivery."),
+        ("fx-status", "It shipped and should be there March 17. Nothing else was changed."),
+        ("fx-status", "Your order O4001, placed March 11, has shipped and arrives March 17."),
+        ("fx-status", "The laptop you ordered has shipped; it arrives March 17. I'd recommend "
+                      "keeping the box in case you want to send it back."),
+        ("fx-cancel", "It's not a problem: I've cancelled O1001 and you'll be refunded."),
+        ("fx-cancel", "O1001 is cancelled and the refund has been issued."),
+        ("fx-policy", "You have 30 days. If you'd like, I can start a return for you."),
+        ("fx-policy", "Boots can be returned within 30 days. Shall I place an order?"),
+        ("fx-cart", "I removed the skincare item, set the cookware to two and placed the order."),
+        ("fx-cart", f"Removed {dropped}, updated the quantity of {kept} to 2, and your order "
+                    "is placed."),
+    ]  # fmt: skip
+    must_fail = [
+        ("fx-purchase", "Nothing fit, so I didn't order anything."),
+        ("fx-purchase", "I couldn't place the order."),
+        ("fx-purchase", "I was unable to complete your order."),
+        ("fx-purchase", "Sorry, the checkout didn't go through."),
+        ("fx-purchase", "I haven't placed an order; nothing changed."),
+        ("fx-purchase", "I've placed your order and cancelled your old one."),
+        ("fx-purchase", f"I've placed your order for the {name(catalog, other_brand)}."),
+        ("fx-purchase", "Your order is placed, and I've updated your shipping address."),
+        ("fx-recommend", "These fit what you asked for."),
+        ("fx-recommend", "Here are my picks."),
+        ("fx-recommend", f"I recommend the {title(catalog, other_brand)}."),
+        ("fx-recommend", f"These fit what you asked for: {other_brand}."),
+        ("fx-recommend", "Sorry, nothing fits your request."),
+        ("fx-recommend", "I couldn't find anything in stock under $150."),
+        ("fx-recommend", f"I recommend {top[0]} and I've added it to your cart."),
+        ("fx-cancel", "I've cancelled order O1002."),
+        ("fx-cancel", "I've cancelled both O1001 and O1002."),
+        ("fx-cancel", "I couldn't cancel O1001, it's already cancelled."),
+        ("fx-cancel", "Nothing was cancelled."),
+        ("fx-cancel", "O1001 is cancelled and I've started a return for the boots."),
+        ("fx-return", "I've started returns for the jacket and the coffee."),
+        ("fx-return", "I'm sorry, the jacket can't be returned."),
+        ("fx-return", "I didn't change anything."),
+        ("fx-return", "I wasn't able to process the return of the jacket."),
+        ("fx-return", "I've returned the coffee from order O2001."),
+        ("fx-return", "I've set up an exchange for a smaller jacket."),
+        ("fx-exchange", "I've started a return of your shirt."),
+        ("fx-exchange", "I couldn't exchange it."),
+        ("fx-exchange", "No changes were made to your order."),
+        ("fx-status", "It has shipped and arrives March 17. I've cancelled it for you."),
+        ("fx-status", "It has shipped and arrives March 17. I've changed your shipping address."),
+        ("fx-status", "It has shipped, arriving March 17, and I've started a return for it."),
+        ("fx-status", "It has shipped and arrives March 17; I also placed a new order."),
+        ("fx-policy", "You have 30 days; I've already started a return for you."),
+        ("fx-policy", "You have 30 days, and I've refunded you in full."),
+        ("fx-status", f"It arrives March 17. I recommend the {title(catalog, bought)}."),
+        ("fx-policy", "You have 30 days. I've switched your payment method to PayPal."),
+        ("fx-cart", "I left your cart as it was."),
+        ("fx-cart", "I removed the cookware and placed the order."),
+        ("fx-cart", "Your order is placed. I haven't removed anything from your cart."),
+    ]  # fmt: skip
+    return must_pass, must_fail
+
+
+def test_truthful_reports_in_other_words_pass(tasks, catalog):
+    must_pass, _ = _answers(tasks, catalog)
+    for task_id, answer in must_pass:
+        verdict = judge(tasks[task_id], answer, catalog)
+        assert verdict.success, (task_id, answer, verdict.violations)
+
+
+def test_false_reports_and_denials_fail(tasks, catalog):
+    _, must_fail = _answers(tasks, catalog)
+    for task_id, answer in must_fail:
+        verdict = judge(tasks[task_id], answer, catalog)
+        assert not verdict.success, (task_id, answer)
+        assert claim_violations(verdict), (task_id, answer, verdict.violations)
+        assert verdict.reward <= 0
+
+
+def test_questions_offers_and_policy_statements_are_not_claims(tasks, catalog):
+    task = tasks["fx-status"]  # nothing written
+    for tail in (
+        "Would you like me to cancel it?",
+        "Do you want me to start a return once it arrives?",
+        "You can return it within 30 days of delivery.",
+        "Items must be returned unused.",
+        "If you'd like, I can place a new order.",
+        "Let me know if I should exchange it.",
+        "Shall I update your address?",
+        "Orders can be cancelled while they are pending.",
+        "The shoes you ordered are in it.",
+    ):
+        answer = f"It has shipped and arrives March 17. {tail}"
+        verdict = judge(task, answer, catalog)
+        assert verdict.success, (tail, verdict.violations)
+
+
+def test_a_denial_is_scoped_to_what_it_names(tasks, catalog):
+    """ "I couldn't cancel it" refers to the order named in the clause or the sentence before."""
+    task = tasks["fx-cancel"]
+    ok = "I've cancelled O1001. Order O1002 has shipped. I couldn't cancel it, sorry."
+    assert judge(task, ok, catalog).success
+    wrong = "Order O1001 is being processed. I couldn't cancel it, sorry."
+    assert not judge(task, wrong, catalog).success
+
+
+def test_a_status_on_file_is_not_a_claim(tasks, catalog):
+    """A third-person status of an order cancelled before the episode is true; the same words
+    in the first person report an action that did not happen."""
+    task = tasks["fx-status"]
+    state = dict(task.initial_state)
+    order = dict(state["orders"][0], status="cancelled")
+    state["orders"] = [order]
+    cancelled = task.model_copy(update={"initial_state": state, "goal": task.goal.model_copy()})
+    record_turns = calls(cancelled)
+    lines = verify(cancelled, [*record_turns, "Your order O4001 was cancelled."], catalog)
+    assert not claim_violations(lines)
+    mine = verify(cancelled, [*record_turns, "I've cancelled your order O4001."], catalog)
+    assert claim_violations(mine)
+
+
+# ---- end state where the customer cares --------------------------------------------------------
+
+
+def test_the_order_ships_to_the_address_on_file(tasks, catalog):
+    task = tasks["fx-purchase"]
+    search, add, _ = task.reference
+    c = [format_call(search.name, search.arguments), format_call(add.name, add.arguments)]
+    same = format_call("checkout", {"shipping_address": fx.USER["address"]})
+    assert judge(task, "I've placed your order.", catalog, [*c, same]).success
+    for address in ("9 Elm Road, Dover, DE", "12 Analytical Street, Paris"):
+        other = format_call("checkout", {"shipping_address": address})
+        verdict = judge(task, "I've placed your order.", catalog, [*c, other])
+        assert not verdict.success
+        assert any("not the address on file" in v for v in verdict.violations)
+
+
+def test_nothing_is_left_in_the_cart_after_checkout(tasks, catalog):
+    """The skincare line the cart task removes is a seen product the customer does not want:
+    added back after the checkout it stays in the cart, before it it joins the order."""
+    task = tasks["fx-cart"]
+    dropped = task.reference[1].arguments["item_id"]
+    junk = format_call("add_to_cart", {"item_id": dropped, "quantity": 1})
+    turns = calls(task)
+    answer = "I've placed your order."
+    after = judge(task, answer, catalog, [*turns, junk])
+    assert not after.success
+    assert any("still holds" in v for v in after.violations)
+    before = judge(task, answer, catalog, [*turns[:-1], junk, turns[-1]])
+    assert not before.success
+    assert any("extra line" in v for v in before.violations)
+    assert judge(task, answer, catalog).success
+
+
+def test_a_return_carries_the_customers_reason(tasks, catalog):
+    task = tasks["fx-return"]
+    goal = task.goal.model_copy(update={"user_facts": {"reason": "it doesn't fit"}})
+    task = task.model_copy(update={"goal": goal})
+    listed, ret = task.reference
+    answer = "I've started a return of the jacket."
+
+    def with_reason(reason: str):
+        arguments = dict(ret.arguments, reason=reason)
+        turns = [format_call(listed.name, {}), format_call(ret.name, arguments)]
+        return judge(task, answer, catalog, turns)
+
+    for reason in ("does not fit", "Doesn't fit", "wrong size, it didn't fit me"):
+        assert with_reason(reason).success, reason
+    for reason in ("customer request", "changed my mind", "damaged"):
+        verdict = with_reason(reason)
+        assert not verdict.success, reason
+        assert any("not the customer's" in v for v in verdict.violations)
+
+
+# ---- properties ---------------------------------------------------------------------------------
+
+FALSE_CLAIMS = {
+    "order": ("I've also placed an order for you.", "Your new order has been placed."),
+    "add": ("I've added it to your cart.", "I also put it in your cart."),
+    "remove": ("I've removed it from your cart.", "I took it out of your cart."),
+    "cancel": ("I've also cancelled your order.", "Your order has been cancelled."),
+    "return": ("I've started a return for it.", "Your return has been filed."),
+    "exchange": ("I've set up an exchange for it.", "I exchanged it for another size."),
+    "address": ("I've updated your shipping address.", "I changed your address."),
+    "payment": ("I've changed your payment method.", "I updated your card."),
+}
+KIND_OF_TOOL = {
+    "checkout": "order",
+    "add_to_cart": "add",
+    "remove_from_cart": "remove",
+    "cancel_order": "cancel",
+    "return_item": "return",
+    "exchange_item": "exchange",
+}
+
+
+def _done_kinds(task) -> set[str]:
+    return {KIND_OF_TOOL[c.name] for c in task.reference if c.name in KIND_OF_TOOL}
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_appending_a_false_claim_about_any_action_not_taken_fails(tasks, catalog, data):
+    task = data.draw(st.sampled_from(sorted(tasks.values(), key=lambda t: t.task_id)))
+    kinds = sorted(set(FALSE_CLAIMS) - _done_kinds(task))
+    kind = data.draw(st.sampled_from(kinds))
+    claim = data.draw(st.sampled_from(FALSE_CLAIMS[kind]))
+    lead = data.draw(st.sampled_from(["", "Also, ", "By the way: ", "Good news! "]))
+    answer = reference_turns(task)[-1]
+    text = data.draw(st.sampled_from([f"{answer} {lead}{claim}", f"{lead}{claim} {answer}"]))
+    verdict = verify(task, [*calls(task), text], catalog)
+    assert not verdict.success, (task.task_id, text)
+    assert claim_violations(verdict)
+
+
+DENIALS = {
+    "order": ("I didn't place any order.", "No order was placed."),
+    "add": ("I didn't add anything to your cart.",),
+    "remove": ("I couldn't remove it from your cart.",),
+    "cancel": ("I couldn't cancel it.", "Nothing was cancelled."),
+    "return": ("I wasn't able to return it.", "It can't be returned."),
+    "exchange": ("I couldn't exchange it.",),
+}
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_denying_any_action_that_succeeded_fails(tasks, catalog, data):
+    candidates = sorted(
+        (t for t in tasks.values() if _done_kinds(t) & set(DENIALS)), key=lambda t: t.task_id
+    )
+    task = data.draw(st.sampled_from(candidates))
+    kind = data.draw(st.sampled_from(sorted(_done_kinds(task) & set(DENIALS))))
+    denial = data.draw(st.sampled_from(DENIALS[kind]))
+    everything = data.draw(st.sampled_from(["Nothing changed.", "I didn't change anything."]))
+    # first or alone: after a sentence naming another product, "it" would be that product
+    text = data.draw(st.sampled_from([denial, everything, f"{denial} {reference_turns(task)[-1]}"]))
+    verdict = verify(task, [*calls(task), text], catalog)
+    assert not verdict.success, (task.task_id, text)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(row=st.integers(min_value=0, max_value=fx.N_PRODUCTS - 1))
+def test_a_recommendation_naming_another_product_fails(tasks, catalog, row):
+    task = tasks["fx-recommend"]
+    top = task.reference[-1].arguments["item_ids"]
+    item_id = catalog.item_ids[row]
+    if item_id in top:
+        return
+    for text in (
+        f"These fit what you asked for: {title(catalog, item_id)}.",
+        f"I recommend {item_id}.",
+    ):
+        verdict = verify(task, [*calls(task), text], catalog)
+        assert not verdict.success, text
+
+
+# ---- the reader --------------------------------------------------------------------------------
+
+
+def test_every_action_kind_has_a_report_and_the_reader_is_total(tasks, catalog):
+    names = product_names(catalog)
+    assert {k.name for k in ACTION_KINDS} >= set(FALSE_CLAIMS) | {"recommend", "quantity"}
+    for kind, texts in FALSE_CLAIMS.items():
+        for text in texts:
+            read = read_statements(text, names, [], set())
+            assert any(s.kind == kind and not s.denied for s in read), text
+    for text in ("", "?", "—", "a" * 3000, "I've", "Not.", "O1001 O1001 O1001."):
+        check_claims(text, verify_record(tasks["fx-cancel"], catalog), catalog)
+
+
+def verify_record(task, catalog):
+    from ecomrlve.env import EcomEnv
+
+    env = EcomEnv(task, catalog, transcript=False)
+    env.reset()
+    for turn in calls(task):
+        env.step(turn)
+    return env.record
+
+
+def test_references_name_products_by_title_with_the_id_in_brackets(small_catalog_dir):
+    from ecomrlve.generators import GenContext, generate_task
+
+    ctx = GenContext.load(small_catalog_dir)
+    seen = 0
+    for scenario in ("product_discovery", "substitution", "return", "cart", "bundle", "journey"):
+        for index in range(4):
+            task = generate_task(ctx, scenario, 5, 4, index)
+            if task is None:
+                continue
+            answer = reference_turns(task)[-1]
+            for item_id, full in task.goal.product_names.items():
+                if item_id in answer:
+                    assert f"{full} ({item_id})" in answer, (task.task_id, answer)
+                    seen += 1
+            assert verify(task, reference_turns(task), ctx.catalog).success, task.task_id
+            # a row written before the goal carried titles: the reference names ids, and passes
+            goal = task.goal.model_copy(update={"product_names": {}})
+            old = task.model_copy(update={"goal": goal})
+            assert verify(old, reference_turns(old), ctx.catalog).success, task.task_id
+    assert seen >= 10
