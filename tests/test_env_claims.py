@@ -110,13 +110,13 @@ def _answers(tasks, catalog) -> tuple[list[tuple[str, str]], list[tuple[str, str
         ("fx-purchase", "I've placed your order."),
         ("fx-purchase", f"Your order for the {title(catalog, bought)} is placed."),
         ("fx-purchase", f"Done! I ordered the {name(catalog, bought)} ({bought}) for you."),
-        ("fx-purchase", "I added the t-shirt to your cart and checked out; it's on its way."),
+        ("fx-purchase", "I added the t-shirt to your cart and checked out; it will ship soon."),
         ("fx-purchase", "Your new order has been placed. Would you like me to cancel it?"),
         ("fx-recommend", f"I recommend the {title(catalog, top[0])}."),
         ("fx-recommend", "These fit what you asked for: " + ", ".join(top) + "."),
         ("fx-recommend", f"Top pick: {name(catalog, top[0])} ({top[0]})."),
         ("fx-recommend", f"I'd suggest {name(catalog, top[-1])}; want me to order it?"),
-        ("fx-recommend", f"I couldn't find anything under $100, but I recommend {top[0]}."),
+        ("fx-recommend", f"I couldn't find anything under $150 rated 5 stars, but I recommend {top[0]}."),
         ("fx-cancel", "I've cancelled order O1001 for you."),
         ("fx-cancel", "Your jacket order O1001 has been canceled."),
         ("fx-cancel", "Done, O1001 is cancelled. O1002 has already shipped, so I couldn't "
@@ -214,7 +214,7 @@ def test_questions_offers_and_policy_statements_are_not_claims(tasks, catalog):
     for tail in (
         "Would you like me to cancel it?",
         "Do you want me to start a return once it arrives?",
-        "You can return it within 30 days of delivery.",
+        "You can return it after delivery.",  # no number: values are grounded (facts)
         "Items must be returned unused.",
         "If you'd like, I can place a new order.",
         "Let me know if I should exchange it.",

@@ -216,7 +216,7 @@ _STATUS_OF = {
     "not been processed": "pending", "not processed": "pending",
     "awaiting processing": "pending", "cancelled": "cancelled", "canceled": "cancelled",
 }  # fmt: skip
-_MODAL_BEFORE = frozenset({"once", "if", "after", "before", "until"})
+_MODAL_BEFORE = frozenset({"once", "if", "after", "before", "until", "while", "when"})
 _NEGATION_BEFORE = frozenset({"not", "never", "yet"})
 
 
@@ -255,8 +255,11 @@ def extract_statuses(text: str) -> list[tuple[int, str]]:
         if not _whole_word(text, m.start(), m.end()):
             continue
         status = _STATUS_OF[m.group()]
-        if status != "pending" and _hypothetical(text[max(0, m.start() - 40) : m.start()]):
+        before = text[max(0, m.start() - 40) : m.start()]
+        if status != "pending" and _hypothetical(before):
             continue
+        if status == "pending" and not _MODAL_BEFORE.isdisjoint(before.split()[-4:]):
+            continue  # "can be cancelled while they are pending": a rule, not a status
         out.append((m.start(), status))
     return out
 
