@@ -116,7 +116,7 @@ def _answers(tasks, catalog) -> tuple[list[tuple[str, str]], list[tuple[str, str
         ("fx-recommend", "These fit what you asked for: " + ", ".join(top) + "."),
         ("fx-recommend", f"Top pick: {name(catalog, top[0])} ({top[0]})."),
         ("fx-recommend", f"I'd suggest {name(catalog, top[-1])}; want me to order it?"),
-        ("fx-recommend", f"I couldn't find anything under $150 rated 5 stars, but I recommend {top[0]}."),
+        ("fx-recommend", f"I couldn't find anything under $150, but I recommend {top[0]}."),
         ("fx-cancel", "I've cancelled order O1001 for you."),
         ("fx-cancel", "Your jacket order O1001 has been canceled."),
         ("fx-cancel", "Done, O1001 is cancelled. O1002 has already shipped, so I couldn't "

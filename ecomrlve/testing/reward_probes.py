@@ -182,6 +182,8 @@ def context_omitting(task: Task, variant: int = 0) -> str:
             parts.append(f"About {subject}:")
         parts += [_say_fact(f, variant + k + j) for j, f in enumerate(facts)]
     return " ".join(parts) or CONFIRMATION
+
+
 # --------------------------------------------------------------------------------------------
 # final-message probes (issue 27): the reference's own tool calls with another final message,
 # or the reference with one write changed. Each returns the turns to replay, or None when the
