@@ -256,6 +256,7 @@ def test_cli_train_engine_verl_print_only(data, tmp_path) -> None:
     assert stray.exit_code == 2 and "--print-only goes with --engine verl" in stray.stderr
 
 
+@pytest.mark.slow  # a subprocess
 def test_pipeline_train_stage_runs_verl_with_the_generated_config(
     data, tmp_path, monkeypatch
 ) -> None:

@@ -17,6 +17,8 @@ import pytest
 
 from ecomrlve import store
 
+pytestmark = pytest.mark.slow  # several ecomrlve subprocesses at once
+
 PRODUCTS = 2000
 TASKS = 200
 ECOMRLVE = [sys.executable, "-m", "ecomrlve"]

@@ -36,6 +36,8 @@ import pytest
 
 from ecomrlve import store
 
+pytestmark = pytest.mark.slow  # subprocesses killed with kill -9
+
 PRODUCTS = 2000
 TASKS = 300
 KILLS = {"catalog": 6, "generate": 6, "publish": 8}  # 20 in all

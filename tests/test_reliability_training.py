@@ -200,6 +200,7 @@ def _weights(model_dir: Path) -> dict[str, torch.Tensor]:
     return load_file(str(model_dir / "model.safetensors"))
 
 
+@pytest.mark.slow  # a subprocess
 def test_train_killed_after_a_checkpoint_resumes_to_the_same_weights(tmp_path: Path) -> None:
     from ecomrlve.catalogs import build_catalog
     from ecomrlve.generators import generate_tasks, write_tasks

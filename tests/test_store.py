@@ -149,6 +149,7 @@ def test_second_writer_is_refused_with_a_clear_message(tmp_path: Path) -> None:
         pass
 
 
+@pytest.mark.slow  # a subprocess
 def test_reader_waits_for_a_short_writer_in_another_process(small_catalog_dir: Path) -> None:
     import subprocess
     import sys
