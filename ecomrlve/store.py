@@ -1,6 +1,6 @@
 """The store: Parquet files written atomically, and one DuckDB file with views over them.
 
-Layout (see CONTRACT.md)::
+Layout::
 
     DIR/catalog/products.parquet, DIR/catalog/policies.parquet
     DIR/tasks/scenario=S/difficulty=D/*.parquet

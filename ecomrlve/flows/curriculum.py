@@ -71,10 +71,6 @@ class CurriculumResult:
     shards: int
     manifest: dict[str, Any]
 
-    @property
-    def verl_dir(self) -> Path:
-        return self.path / VERL_DIR
-
 
 def shard_name(index: int) -> str:
     return f"shard-{index:05d}.parquet"
@@ -407,14 +403,6 @@ def build_curriculum(
         raise
     log.info("curriculum %s: %d tasks in %d shards at %s", name, df.height, len(shards), final)
     return CurriculumResult(name, final, df.height, len(shards), manifest)
-
-
-def read_manifest(data: str | os.PathLike, name: str) -> dict[str, Any]:
-    path = store.DataPaths.of(data).curricula / store.validate_identifier(name) / MANIFEST
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise CurriculumError(f"no curriculum {name!r} at {path.parent}") from None
 
 
 def manifest_fingerprint(data: str | os.PathLike, name: str) -> str | None:
