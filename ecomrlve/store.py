@@ -108,7 +108,8 @@ def ensure_writable(directory: Path) -> None:
         raise StoreError(f"data directory {directory} is not writable: {err.strerror}") from None
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or a new file in `directory` durable (best effort: errors are ignored)."""
     with contextlib.suppress(OSError):
         fd = os.open(directory, os.O_RDONLY)
         try:
@@ -133,7 +134,7 @@ def atomic_write_bytes(data: bytes, path: Path) -> None:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def atomic_write_parquet(df: pl.DataFrame, path: Path, *, row_group_size: int = 128_000) -> None:
@@ -147,7 +148,7 @@ def atomic_write_parquet(df: pl.DataFrame, path: Path, *, row_group_size: int = 
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def file_hash(path: Path, length: int = 16) -> str:
@@ -433,12 +434,12 @@ def _apply_journal(journal: Path) -> None:
         for staged, final in entries["moves"]:
             if Path(staged).exists():
                 os.replace(staged, final)
-                _fsync_dir(Path(final).parent)
+                fsync_dir(Path(final).parent)
         for final in entries["removals"]:
             Path(final).unlink(missing_ok=True)
         _create_views(con, paths)
     journal.unlink()
-    _fsync_dir(journal.parent)
+    fsync_dir(journal.parent)
 
 
 _TEMP_OWNER = re.compile(r"\.tmp-(\d+)-")
