@@ -256,12 +256,12 @@ def test_cli_train_engine_verl_print_only(data, tmp_path) -> None:
     assert stray.exit_code == 2 and "--print-only goes with --engine verl" in stray.stderr
 
 
-@pytest.mark.slow  # a subprocess
 def test_pipeline_train_stage_runs_verl_with_the_generated_config(
     data, tmp_path, monkeypatch
 ) -> None:
     import subprocess
 
+    from ecomrlve import procs
     from ecomrlve.flows import verl_stage
 
     cfg = EcomConfig.model_validate({"training": {"engine": "verl"}})
@@ -276,7 +276,7 @@ def test_pipeline_train_stage_runs_verl_with_the_generated_config(
         return subprocess.CompletedProcess(command, 0)
 
     monkeypatch.setattr(verl_stage, "visible_gpus", lambda: 4)
-    monkeypatch.setattr(verl_stage, "run_bound", fake_run)
+    monkeypatch.setattr(procs, "run_bound", fake_run)  # the one launcher: reaper-aware
     result = verl_stage.verl_train_stage.fn(cfg, str(data), str(out), "demo")
     ((command, env),) = calls
     assert command[1:3] == ["-m", "verl.trainer.main_ppo"]

@@ -15,6 +15,7 @@ import numpy as np
 from ecomrlve.catalogs import build_policies, build_products
 from ecomrlve.env import Catalog, reference_turns
 from ecomrlve.tasks import (
+    AnswerFact,
     ExchangeSpec,
     Goal,
     PurchaseSpec,
@@ -207,7 +208,9 @@ def cancel_task(catalog: Catalog | None = None) -> Task:
         Goal(
             cancel=["O1001"],
             relevant_ids=["O1001", a["item_id"]],
-            answer_facts=[["cancelled", "canceled"]],
+            answer_facts=[
+                AnswerFact(kind="text", value="cancelled", alternatives=["cancelled", "canceled"])
+            ],
         ),
         make_state(orders=orders),
         [
@@ -308,7 +311,15 @@ def order_status_task(catalog: Catalog | None = None) -> Task:
         "fx-status",
         "order_status",
         "Where is my laptop? When will it arrive?",
-        Goal(answer_facts=[["2025-03-17", "March 17"], ["shipped"]], relevant_ids=["O4001"]),
+        Goal(
+            answer_facts=[
+                AnswerFact(
+                    kind="text", value="2025-03-17", alternatives=["2025-03-17", "March 17"]
+                ),
+                AnswerFact(kind="text", value="shipped", alternatives=["shipped"]),
+            ],
+            relevant_ids=["O4001"],
+        ),
         make_state(orders=orders),
         [("list_orders", {})],
         seed=6,
@@ -321,7 +332,13 @@ def policy_task(catalog: Catalog | None = None) -> Task:
         "fx-policy",
         "policy",
         "How many days do I have to return boots? I'm a standard member.",
-        Goal(answer_facts=[["30 days", "30-day", "thirty days"]]),
+        Goal(
+            answer_facts=[
+                AnswerFact(
+                    kind="text", value="30 days", alternatives=["30 days", "30-day", "thirty days"]
+                )
+            ]
+        ),
         make_state(),
         [("search_policy", {"query": "return boots standard"})],
         seed=8,
