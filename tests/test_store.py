@@ -153,7 +153,6 @@ def test_second_writer_is_refused_with_a_clear_message(tmp_path: Path) -> None:
 def test_reader_waits_for_a_short_writer_in_another_process(small_catalog_dir: Path) -> None:
     import subprocess
     import sys
-    import time
 
     hold = (
         "import duckdb, sys, time; con = duckdb.connect(sys.argv[1]); print('held', flush=True);"
@@ -163,12 +162,10 @@ def test_reader_waits_for_a_short_writer_in_another_process(small_catalog_dir: P
     writer = subprocess.Popen([sys.executable, "-c", hold, db], stdout=subprocess.PIPE, text=True)
     try:
         assert writer.stdout.readline().strip() == "held"
-        t0 = time.monotonic()
-        reader = store.connect(small_catalog_dir, wait_s=20)
+        reader = store.connect(small_catalog_dir, wait_s=20)  # raises if it never gets in
         try:
             assert reader.sql("SELECT count(*) FROM products").fetchall()[0][0] == 3_000
         finally:
             reader.close()
-        assert time.monotonic() - t0 < 20
     finally:
         writer.wait(timeout=30)
