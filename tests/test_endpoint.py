@@ -81,6 +81,7 @@ def _sql(data: Path, query: str, params=None):
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # model evaluation over HTTP
 def test_endpoint_eval_gives_the_local_verdicts(world, loopback):
     _, catalog, tasks, model_dir = world
     url, _ = loopback

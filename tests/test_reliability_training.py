@@ -102,6 +102,7 @@ def test_batch_without_trainable_tokens_skips_the_update(world, monkeypatch, cap
     _check_recordable(result.history)
 
 
+@pytest.mark.slow  # a DAPO run per case
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_non_finite_loss_skips_the_step_and_the_run_goes_on(world, monkeypatch, caplog, bad):
     from ecomrlve.train import dapo
@@ -131,6 +132,7 @@ def test_non_finite_loss_skips_the_step_and_the_run_goes_on(world, monkeypatch, 
     _check_recordable(result.history)
 
 
+@pytest.mark.slow  # a DAPO run
 def test_non_finite_reward_skips_the_step(world, monkeypatch, caplog) -> None:
     """A NaN reward would make its whole group's advantages NaN: the step is skipped."""
     from ecomrlve.train import dapo

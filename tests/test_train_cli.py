@@ -61,6 +61,7 @@ def _sql(data: Path, query: str, params=None):
         con.close()
 
 
+@pytest.mark.slow  # a whole tiny training run (its fixture)
 def test_tiny_run_writes_model_tables_and_plots(tiny_run):
     data, output, result = tiny_run
     assert result.exit_code == 0, result.output
@@ -108,6 +109,7 @@ def test_tiny_run_writes_model_tables_and_plots(tiny_run):
     assert runs == [("dapo", 2)]
 
 
+@pytest.mark.slow  # the tiny training run
 def test_eval_command_reports_and_stores(tiny_run, runner):
     data, output, _ = tiny_run
     result = runner.invoke(
@@ -140,6 +142,7 @@ def test_eval_command_reports_and_stores(tiny_run, runner):
     assert rows == [(3, 2, 6)]  # samples: episodes in the cell (3 tasks x 2)
 
 
+@pytest.mark.slow  # the tiny training run
 @pytest.mark.parametrize(
     "args, message",
     [
