@@ -295,7 +295,6 @@ def write_table(data: str | os.PathLike, name: str, df: pl.DataFrame, *, append:
             ).fetchall()[0][0]
         )
         if append and exists:
-            # a table written by an older version may lack newer columns: add them (nullable)
             have = {
                 r[0]
                 for r in con.execute(
@@ -303,11 +302,9 @@ def write_table(data: str | os.PathLike, name: str, df: pl.DataFrame, *, append:
                     [table],
                 ).fetchall()
             }
-            incoming = con.execute("DESCRIBE _incoming").fetchall()
-            for column, sql_type, *_ in incoming:
-                if column not in have:
-                    name = validate_identifier(column, "column name")
-                    con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {sql_type}")
+            missing = [c for c in df.columns if c not in have]
+            if missing:
+                raise StoreError(f"table {table} lacks column(s) {missing}: it has another schema")
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
         else:
             con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _incoming")

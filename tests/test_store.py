@@ -59,6 +59,9 @@ def test_write_table_append_and_replace(tmp_path: Path) -> None:
     store.write_table(tmp_path, "results", pl.DataFrame({"run_id": ["b"], "x": [2.0]}), append=True)
     with store.connect(tmp_path) as con:
         assert con.sql("SELECT count(*) FROM results").fetchall()[0][0] == 2
+    wider = pl.DataFrame({"run_id": ["b"], "x": [2.0], "y": [1]})
+    with pytest.raises(StoreError, match=r"lacks column\(s\) \['y'\]"):
+        store.write_table(tmp_path, "results", wider, append=True)
     store.write_table(
         tmp_path, "results", pl.DataFrame({"run_id": ["c"], "x": [3.0]}), append=False
     )
