@@ -258,26 +258,3 @@ def test_train_killed_after_a_checkpoint_resumes_to_the_same_weights(tmp_path: P
     assert ours.keys() == ref.keys()
     for name in ref:
         assert torch.equal(ours[name], ref[name]), name
-
-
-def test_a_train_steps_table_from_before_the_skip_columns_still_takes_rows(tmp_path: Path) -> None:
-    """A store written by an older version lacks `skipped` / `skip_reason`: appending adds them."""
-    from ecomrlve import store
-    from ecomrlve.train.results import STEP_SCHEMA, append
-
-    old_schema = {k: v for k, v in STEP_SCHEMA.items() if k not in ("skipped", "skip_reason")}
-    append(tmp_path, "train_steps", [{"run_id": "old", "step": 1}], old_schema)
-    append(
-        tmp_path,
-        "train_steps",
-        [{"run_id": "new", "step": 1, "skipped": True, "skip_reason": "no trainable tokens"}],
-        STEP_SCHEMA,
-    )
-    con = store.connect(tmp_path)
-    try:
-        rows = con.execute(
-            "SELECT run_id, skipped, skip_reason FROM train_steps ORDER BY run_id"
-        ).fetchall()
-    finally:
-        con.close()
-    assert rows == [("new", True, "no trainable tokens"), ("old", None, None)]
