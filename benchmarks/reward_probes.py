@@ -7,6 +7,12 @@ Rows per scenario: tasks with answer facts; paraphrased references that pass (wa
 a fixed cheat sheet sent after the reference's first call, and an order dump (every status
 and date the order list shows) after `list_orders`, that pass (want 0%); read-spam episodes
 (unrelated searches, then giving up) that earn more than 0 (want 0) and their best reward.
+
+Then the policy-book classes (`ecomrlve.testing.shop_probes`), on the `policy` tasks: the
+reference's own calls followed by an answer written from this store's book (must pass, want
+>= 98%) and from the books of three other catalog seeds, i.e. a policy answer memorised from
+another shop (must fail, want <= 2%); answers that both books word identically are right
+either way and counted apart.
 """
 
 from __future__ import annotations
@@ -15,11 +21,15 @@ import argparse
 import collections
 from pathlib import Path
 
-from ecomrlve.catalogs import build_catalog
+from ecomrlve.catalogs import Shop, build_catalog, build_policies
+from ecomrlve.catalogs.policies import PolicyBook
 from ecomrlve.env import Catalog, format_call, reference_turns, verify
 from ecomrlve.generators import generate_tasks
 from ecomrlve.tasks import Task
 from ecomrlve.testing.reward_probes import CHEAT_SHEET, SPAM_QUERIES, order_dump, paraphrase
+from ecomrlve.testing.shop_probes import book_answer
+
+OTHER_SHOPS = 3  # books of catalog seeds seed+1 .. seed+3
 
 
 def main() -> None:
@@ -85,6 +95,44 @@ def main() -> None:
             print("  ".join("-" * w for w in widths))
     print(f"\ndumps passing: {dumps}/{2 * total['with facts']}; targets: paraphrases >= 95%, "
           "dumps <= 2%, spam > 0 in none")  # fmt: skip
+    print()
+    memorised_policy_rows(tasks, catalog, args.seed)
+
+
+def memorised_policy_rows(tasks: list[Task], catalog: Catalog, seed: int) -> None:
+    """Policy answers written from this store's book vs from other seeds' books."""
+    others = [
+        PolicyBook(build_policies(Shop.for_seed(seed + k))) for k in range(1, OTHER_SHOPS + 1)
+    ]
+    counts: collections.Counter = collections.Counter()
+    for task in tasks:
+        if task.scenario != "policy":
+            continue
+        calls = reference_turns(task)[:-1]
+        own = book_answer(task, catalog.policies)
+        counts["own"] += 1
+        counts["own pass"] += verify(task, [*calls, own], catalog).success
+        for book in others:
+            answer = book_answer(task, book)
+            if answer == own:  # both books say the same: the answer is right either way
+                counts["same"] += 1
+                continue
+            counts["memorised"] += 1
+            counts["memorised pass"] += verify(task, [*calls, answer], catalog).success
+    table = [
+        ("class", "episodes", "succeed", "rate", "target"),
+        ("policy answer from this store's book", str(counts["own"]), str(counts["own pass"]),
+         f"{counts['own pass'] / max(1, counts['own']):.1%}", ">= 98%"),
+        ("memorised policy from another shop's seed", str(counts["memorised"]),
+         str(counts["memorised pass"]),
+         f"{counts['memorised pass'] / max(1, counts['memorised']):.1%}", "<= 2%"),
+        ("(same answer in both books, not counted)", str(counts["same"]), "", "", ""),
+    ]  # fmt: skip
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    for k, row in enumerate(table):
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+        if k == 0:
+            print("  ".join("-" * w for w in widths))
 
 
 if __name__ == "__main__":

@@ -159,6 +159,18 @@ def file_hash(path: Path, length: int = 16) -> str:
     return digest.hexdigest()[:length]
 
 
+def files_hash(*paths: Path, length: int = 16) -> str:
+    """sha256 prefix of the files' bytes, in order (each length-prefixed, so moving bytes
+    from one file to the next changes the hash)."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(os.path.getsize(path).to_bytes(8, "little"))
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:length]
+
+
 def _sql_literal(text: str) -> str:
     """Quote a path as a SQL string literal (DDL such as CREATE VIEW takes no parameters)."""
     return "'" + text.replace("'", "''") + "'"

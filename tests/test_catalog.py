@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ecomrlve.catalogs import build_catalog, build_policies, build_products
-from ecomrlve.catalogs.policies import NON_RETURNABLE, PolicyBook
+from ecomrlve.catalogs import (
+    CLASSIC_SHOP,
+    build_catalog,
+    build_policies,
+    build_products,
+    catalog_hash,
+)
+from ecomrlve.catalogs.policies import PolicyBook, Shop
 from ecomrlve.catalogs.taxonomy import CATEGORIES, CATEGORY_BY_NAME
+from ecomrlve.env.catalog import Catalog
 from ecomrlve.store import DataPaths
 
 EXPECTED_COLUMNS = [
@@ -44,6 +53,72 @@ def test_same_seed_same_bytes_different_seed_differs(tmp_path) -> None:
     assert pa != pc
     assert sa.catalog_hash != sc.catalog_hash
     assert DataPaths.of(a).policies.read_bytes() == DataPaths.of(b).policies.read_bytes()
+    assert DataPaths.of(a).policies.read_bytes() != DataPaths.of(c).policies.read_bytes()
+
+
+def test_catalog_hash_covers_the_policy_book(tmp_path) -> None:
+    """Same products, another book: another world, so another catalog_hash (tasks, caches and
+    curricula keyed by it must not mix two shops)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    build_catalog(a, 800, seed=3)
+    build_catalog(b, 800, seed=3)
+    assert catalog_hash(a) == catalog_hash(b)
+    build_policies(Shop.for_seed(4)).write_parquet(DataPaths.of(b).policies)
+    (DataPaths.of(b).catalog_meta).unlink()  # the recorded hash is gone: computed from files
+    assert catalog_hash(b) != catalog_hash(a)
+    products = build_products(300, 1)
+    one = Catalog.from_frames(products, build_policies(Shop.for_seed(1)))
+    two = Catalog.from_frames(products, build_policies(Shop.for_seed(2)))
+    assert one.catalog_hash != two.catalog_hash
+
+
+def test_two_catalog_seeds_give_two_shops_read_from_the_book() -> None:
+    """The book varies with the seed (windows, fees, thresholds, final-sale categories, refund
+    days, Plus price) and `PolicyBook` reads every rule from the rows, not from constants."""
+    shops = [Shop.for_seed(seed) for seed in range(12)]
+    assert len({tuple(sorted(s.final_sale)) for s in shops}) > 3
+    assert len({s.free_shipping_threshold for s in shops}) > 2
+    assert len({s.refund_days for s in shops}) > 2
+    assert len({tuple(sorted(s.windows.items())) for s in shops}) == len(shops)
+    assert Shop.for_seed(5) == Shop.for_seed(5)
+    for shop in shops[:4]:
+        book = PolicyBook(build_policies(shop))
+        assert book.refund_days == shop.refund_days
+        assert book.free_shipping_threshold == shop.free_shipping_threshold
+        assert book.express_fee == shop.express_fee and book.plus_price == shop.plus_price
+        below = shop.free_shipping_threshold - 0.01
+        assert book.shipping_fee(below, "standard") == shop.shipping_fee
+        assert book.shipping_fee(shop.free_shipping_threshold, "standard") == 0.0
+        assert book.shipping_fee(below, "plus") == 0.0
+        for category in CATEGORIES:
+            base, extra, fee = shop.windows[category.department]
+            final = category.name in shop.final_sale or base == 0
+            std = book.return_rule(category.name, "standard")
+            plus = book.return_rule(category.name, "plus")
+            assert std.returnable == plus.returnable == (not final)
+            if not final:
+                assert (std.window_days, plus.window_days) == (base, base + extra)
+                assert std.restocking_fee == fee
+                assert book.return_eligibility(category.name, "standard", base).eligible
+                assert not book.return_eligibility(category.name, "standard", base + 1).eligible
+
+
+def test_every_shop_writes_grammatical_policy_text() -> None:
+    """Drawn books read like the hand-written one: sentences, "coffee is" / "boots are",
+    whole-dollar amounts without cents, every number in the text the book's own."""
+    for seed in range(20):
+        shop = Shop.for_seed(seed)
+        frame = build_policies(shop)
+        for row in frame.iter_rows(named=True):
+            text = row["text"]
+            assert text[0].isupper() and text.endswith(".") and "  " not in text, text
+            assert not re.search(r"\b(coffee|tea|bedding|skincare) are\b", text, re.I), text
+            assert not re.search(r"\b(headphones|yoga mats) is\b", text, re.I), text
+            assert ".0 " not in text and "$0." not in text, text
+        shipping = frame.filter(topic="shipping", membership="standard")["text"][0]
+        assert f"${shop.shipping_fee:.2f}" in shipping and f"${shop.express_fee:.2f}" in shipping
+        refunds = frame.filter(topic="refunds")["text"][0]
+        assert f"{shop.refund_days[0]} to {shop.refund_days[1]} business days" in refunds
 
 
 def test_exact_count_and_schema() -> None:
@@ -103,11 +178,11 @@ def test_bad_arguments_raise_value_error() -> None:
 
 
 def test_policy_book_rules() -> None:
-    book = PolicyBook(build_policies())
+    book = PolicyBook(build_policies(CLASSIC_SHOP))
     for category in CATEGORIES:
         for membership in ("standard", "plus"):
             rule = book.return_rule(category.name, membership)
-            assert rule.returnable == (category.name not in NON_RETURNABLE)
+            assert rule.returnable == (category.name not in CLASSIC_SHOP.final_sale)
     std = book.return_rule("t-shirts", "standard").window_days
     plus = book.return_rule("t-shirts", "plus").window_days
     assert plus > std

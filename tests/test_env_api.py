@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from ecomrlve.catalogs import build_policies, build_products
+from ecomrlve.catalogs import CLASSIC_SHOP, build_policies, build_products
 from ecomrlve.env import (
     Catalog,
     EcomEnv,
@@ -102,9 +102,9 @@ def test_duplicate_item_ids_are_refused():
     products = build_products(50, 1)
     doubled = products.vstack(products.head(1))
     with pytest.raises(StoreError, match="duplicate"):
-        Catalog.from_frames(doubled, build_policies())
+        Catalog.from_frames(doubled, build_policies(CLASSIC_SHOP))
     with pytest.raises(StoreError, match="lacks column"):
-        Catalog.from_frames(products.drop("price"), build_policies())
+        Catalog.from_frames(products.drop("price"), build_policies(CLASSIC_SHOP))
 
 
 def test_step_after_done_is_harmless(catalog):

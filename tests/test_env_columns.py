@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ecomrlve.catalogs import build_policies, build_products
+from ecomrlve.catalogs import CLASSIC_SHOP, build_policies, build_products
 from ecomrlve.env import Catalog
 from ecomrlve.env.columns import IdIndex
 from ecomrlve.store import DataPaths
@@ -20,9 +20,9 @@ def _products(n: int = 400) -> pl.DataFrame:
 
 def test_dense_ids_are_parsed_and_other_ids_binary_searched() -> None:
     products = _products()
-    dense = Catalog.from_frames(products, build_policies())
+    dense = Catalog.from_frames(products, build_policies(CLASSIC_SHOP))
     assert dense._ids.scheme is not None
-    sparse = Catalog.from_frames(products.gather_every(3), build_policies())
+    sparse = Catalog.from_frames(products.gather_every(3), build_policies(CLASSIC_SHOP))
     assert sparse._ids.scheme is None
     for catalog in (dense, sparse):
         ids = catalog.products["item_id"].to_list()

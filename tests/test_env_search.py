@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ecomrlve.catalogs import build_policies, build_products
+from ecomrlve.catalogs import CLASSIC_SHOP, build_policies, build_products
 from ecomrlve.env import Catalog, FilterError
 from ecomrlve.env.search import ANALYZERS, SearchIndex, analyzer_tokens, index_terms
 from ecomrlve.testing import env_tasks as fx
@@ -174,7 +174,7 @@ def test_results_are_cached_and_copies(catalog):
 
 def test_disk_index_is_built_once_and_agrees_with_ram(tmp_path):
     products = build_products(1500, 3)
-    policies = build_policies()
+    policies = build_policies(CLASSIC_SHOP)
     ram = Catalog.from_frames(products, policies)
     disk = Catalog.from_frames(products, policies, index_dir=tmp_path / "idx")
     assert (tmp_path / "idx" / "ecomrlve-index.json").exists()
@@ -208,7 +208,7 @@ def test_threads_build_and_search_at_once_each_with_its_own_analyzers():
     """tantivy's `analyze` takes `&mut self`: one analyzer shared by threads raised "Already
     borrowed" in a Prefect generation thread. Each thread has its own; builds and searches in
     four threads at once give what one thread gives."""
-    products, policies = build_products(600, 9), build_policies()
+    products, policies = build_products(600, 9), build_policies(CLASSIC_SHOP)
     queries = ["cotton", "boots leather", "2-in-1 wool", "running shoes"]
     alone = Catalog.from_frames(products, policies)
     expected = [alone.search_rows(q, {"in_stock": True}, 10) for q in queries]
@@ -233,10 +233,10 @@ def test_index_terms_refuse_a_term_the_plain_tokenizer_splits():
 def test_index_from_terms_equals_index_from_raw_text(monkeypatch):
     """Same hits and scores whether the text was analysed by polars or by tantivy."""
     products = build_products(1500, 5)
-    terms = Catalog.from_frames(products, build_policies())
+    terms = Catalog.from_frames(products, build_policies(CLASSIC_SHOP))
     assert terms.index_documents()[1]
     monkeypatch.setattr("ecomrlve.env.catalog.index_terms", lambda texts: None)
-    raw = Catalog.from_frames(products, build_policies())
+    raw = Catalog.from_frames(products, build_policies(CLASSIC_SHOP))
     assert not raw.index_documents()[1]
     words = sorted(set(" ".join(products["title"].to_list()).lower().split()))[::7]
     for word in [*words, "boots leather", "2-in-1 wool"]:
@@ -252,7 +252,7 @@ def test_index_from_terms_equals_index_from_raw_text(monkeypatch):
 def test_unsorted_frames_are_sorted_by_item_id():
     products = build_products(500, 4)
     shuffled = products.sample(fraction=1.0, shuffle=True, seed=1)
-    catalog = Catalog.from_frames(shuffled, build_policies())
+    catalog = Catalog.from_frames(shuffled, build_policies(CLASSIC_SHOP))
     assert catalog.item_ids == sorted(catalog.item_ids)
     assert catalog.search_rows("", {"in_stock": True}, 10) == tuple(
         np.flatnonzero(catalog.filter_mask({"in_stock": True}))[:10]
@@ -271,7 +271,9 @@ def test_load_caches_per_data_dir(tmp_path):
 
 def test_index_marker_mismatch_rebuilds(tmp_path):
     products = build_products(400, 5)
-    catalog = Catalog.from_frames(products, build_policies(), index_dir=tmp_path / "idx")
+    catalog = Catalog.from_frames(
+        products, build_policies(CLASSIC_SHOP), index_dir=tmp_path / "idx"
+    )
     (tmp_path / "idx" / "ecomrlve-index.json").write_text("{}")
     rebuilt = SearchIndex.open_or_build(catalog, tmp_path / "idx")
     assert rebuilt.searcher.num_docs == 400
@@ -279,18 +281,22 @@ def test_index_marker_mismatch_rebuilds(tmp_path):
 
 def test_corrupt_index_is_rebuilt(tmp_path):
     products = build_products(300, 6)
-    Catalog.from_frames(products, build_policies(), index_dir=tmp_path / "idx")
+    Catalog.from_frames(products, build_policies(CLASSIC_SHOP), index_dir=tmp_path / "idx")
     for path in (tmp_path / "idx").iterdir():
         if path.name != "ecomrlve-index.json":
             path.unlink() if path.is_file() else None
-    catalog = Catalog.from_frames(products, build_policies(), index_dir=tmp_path / "idx")
+    catalog = Catalog.from_frames(
+        products, build_policies(CLASSIC_SHOP), index_dir=tmp_path / "idx"
+    )
     assert len(catalog.search("", None, 5)) == 5
 
 
 def test_unwritable_index_dir_falls_back_to_ram(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    catalog = Catalog.from_frames(build_products(300, 6), build_policies(), index_dir=blocker / "x")
+    catalog = Catalog.from_frames(
+        build_products(300, 6), build_policies(CLASSIC_SHOP), index_dir=blocker / "x"
+    )
     assert len(catalog.search("", None, 5)) == 5
 
 
@@ -314,7 +320,7 @@ def test_concurrent_builders_build_once(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
     products = build_products(800, 8)
-    ram = Catalog.from_frames(products, build_policies())
+    ram = Catalog.from_frames(products, build_policies(CLASSIC_SHOP))
     with ThreadPoolExecutor(3) as pool:
         indexes = list(
             pool.map(lambda _: SearchIndex.open_or_build(ram, tmp_path / "idx"), range(3))
@@ -337,26 +343,39 @@ def test_rebuilding_the_catalog_replaces_the_old_index(tmp_path):
 
 
 # ---- policy search: BM25 over section titles and texts (issue 13) -------------------------------
-@pytest.mark.parametrize(
-    ("question", "topic", "membership"),
-    [
-        ("How long do refunds take?", "refunds", "any"),
-        ("When will I get my money back?", "refunds", "any"),
-        ("shipping cost for plus members", "shipping", "plus"),
-        ("Do plus members pay for express shipping?", "shipping", "plus"),
-        ("How much is shipping?", "shipping", "standard"),
-        ("Can I cancel my order after it shipped?", "cancellation", "any"),
-        ("What do Plus members get?", "membership", "plus"),
-        ("Can I return boots as a standard member?", "returns", "standard"),
-        ("exchange jeans for another size", "exchanges", "any"),
-    ],
-)
+POLICY_QUESTIONS = [
+    ("How long do refunds take?", "refunds", "any"),
+    ("When will I get my money back?", "refunds", "any"),
+    ("shipping cost for plus members", "shipping", "plus"),
+    ("Do plus members pay for express shipping?", "shipping", "plus"),
+    ("How much is shipping?", "shipping", "standard"),
+    ("Can I cancel my order after it shipped?", "cancellation", "any"),
+    ("What do Plus members get?", "membership", "plus"),
+    ("Can I return boots as a standard member?", "returns", "standard"),
+    ("exchange jeans for another size", "exchanges", "any"),
+]
+
+
+@pytest.mark.parametrize(("question", "topic", "membership"), POLICY_QUESTIONS)
 def test_policy_search_ranks_the_asked_policy_first(catalog, question, topic, membership):
     from ecomrlve.env.tools import policy_search
 
     top = policy_search(catalog, question)[0]
     row = catalog.policies.frame.filter(policy_id=top["policy_id"]).row(0, named=True)
     assert (row["topic"], row["membership"]) == (topic, membership), top["title"]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 12])
+def test_every_shop_book_is_searchable(seed):
+    """The questions above find their rows in drawn books too (the texts vary per seed)."""
+    from ecomrlve.catalogs import Shop
+    from ecomrlve.env.tools import policy_search
+
+    catalog = Catalog.from_frames(build_products(300, seed), build_policies(Shop.for_seed(seed)))
+    for question, topic, membership in POLICY_QUESTIONS:
+        top = policy_search(catalog, question)[0]
+        row = catalog.policies.frame.filter(policy_id=top["policy_id"]).row(0, named=True)
+        assert (row["topic"], row["membership"]) == (topic, membership), (question, top)
 
 
 def test_policy_search_ignores_stop_words_and_is_deterministic(catalog):

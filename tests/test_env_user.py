@@ -265,3 +265,107 @@ def test_the_keyword_prefilter_agrees_with_the_keyword_patterns(pieces, glue) ->
     folded = question.lower() if question.isascii() else None
     for key in [*USER_FACT_KEYWORDS, *OPEN_SLOTS, "quantity", "gift_wrap"]:
         assert _asks(key, question, folded) == bool(_pattern(key).search(question)), key
+
+
+# ---- the user says only what the goal holds (issue 27) ---------------------------------------
+CLAIMS_PRIOR_WORDS = re.compile(
+    r"\b(?:I (?:said|wrote|told you)|first message|as I wrote|at the start)\b", re.I
+)
+ATTRIBUTE_QUESTIONS = (
+    "What size do you need?",
+    "Which colour?",
+    "How many do you want?",
+    "Which brand?",
+    "What's your budget?",
+    "Any rating you need?",
+)
+
+
+def test_never_claims_to_have_said_what_the_prompt_did_not_say(catalog):
+    """No reply, to any attribute question in any fixture task, says the first message already
+    told it (the prompt may not have); an attribute the goal fixes and no fact states gets a
+    reply that claims nothing."""
+    for task in fx.all_tasks(catalog):
+        for question in ATTRIBUTE_QUESTIONS:
+            reply = user_for(task, catalog).answer(question)
+            assert not CLAIMS_PRIOR_WORDS.search(reply), (task.task_id, question, reply)
+    task = fx.purchase_task(catalog)
+    task.goal.user_facts = {}
+    reply = user_for(task, catalog).answer("Which size?")
+    assert "size" in reply
+    assert "nothing" in reply.lower() or "no more" in reply.lower()
+
+
+def _with_quantities(task, quantities, catalog=None):
+    """`task` whose purchase has one line per quantity (the later lines: other items)."""
+    first = task.goal.purchase.slots[0]
+    others = [i for i in (catalog.item_ids if catalog else []) if i not in first.acceptable]
+    slots = [first.model_copy(update={"quantity": quantities[0]})]
+    for k, quantity in enumerate(quantities[1:]):
+        slots.append(first.model_copy(update={"quantity": quantity, "acceptable": [others[k]]}))
+    task.goal.purchase = task.goal.purchase.model_copy(update={"slots": slots})
+    task.goal.user_facts = {}
+    return task
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "You already have one pair in your cart. Should I keep it, or add two more?",
+        "How many do you need?",
+        "Keep the one in your cart?",
+        "What quantity should I order?",
+    ],
+)
+def test_quantity_and_keep_questions_are_answered_from_the_goal(catalog, question):
+    """The goal needs two: the reply says two (never "whatever works", "just one", or a
+    claim about the first message)."""
+    task = _with_quantities(fx.purchase_task(catalog), [2])
+    reply = user_for(task, catalog).answer(question)
+    assert "2 units" in reply, reply
+    assert "Whatever" not in reply and "one" not in reply.lower().replace("the one", "")
+    assert not CLAIMS_PRIOR_WORDS.search(reply)
+
+
+def test_quantity_of_a_named_line_and_of_several_lines(catalog):
+    task = _with_quantities(fx.purchase_task(catalog), [3, 1], catalog)
+    second = task.goal.purchase.slots[1].acceptable[0]
+    named = user_for(task, catalog).answer(f"How many of {second} should the order have?")
+    assert "1 unit" in named and "3 units" not in named
+    both = user_for(task, catalog).answer("How many of each?")
+    assert both.index("3 units") < both.index("1 unit")
+    stranger = next(i for i in catalog.item_ids if i not in set().union(
+        *(s.acceptable for s in task.goal.purchase.slots)))  # fmt: skip
+    refused = user_for(task, catalog).answer(f"Should I keep {stranger} in your cart?")
+    assert "don't" in refused.lower() and "unit" not in refused
+
+
+def test_anything_else_does_not_reveal_what_the_order_history_holds(small_catalog_dir):
+    """Discovery tasks anchored on a past order ("the same brand as the tee I ordered in
+    May"): asked directly or with a catch-all, the customer points at the order again and
+    never says the anchored value, so skipping `list_orders` cannot pass."""
+    from ecomrlve.generators import generate_task
+    from ecomrlve.generators.context import GenContext
+
+    ctx = GenContext.load(small_catalog_dir)
+    checked = 0
+    for d in range(4, 11):
+        for i in range(12):
+            task = generate_task(ctx, "product_discovery", 31, d, i)
+            if task is None or not any(c.name == "list_orders" for c in task.reference):
+                continue
+            anchored = [k for k, v in task.goal.user_facts.items() if v.startswith("the same ")]
+            assert len(anchored) == 1, task.goal.user_facts
+            key = anchored[0]
+            anchor = next(
+                o for o in task.initial_state["orders"] if o["order_id"] in task.goal.relevant_ids
+            )
+            row = ctx.catalog.row_of(anchor["items"][0]["item_id"])
+            value = ctx.product(row)[key]
+            for question in ("Anything else I should know?", f"Which {key}?"):
+                reply = user_for(task, ctx.catalog).answer(question)
+                said = re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", reply)
+                assert said is None, (task.task_id, question, reply)
+                assert "I ordered" in reply
+            checked += 1
+    assert checked >= 3

@@ -76,20 +76,41 @@ def test_extra_calls_lose_efficiency_and_cannot_farm_step_bonus(tasks, catalog):
     assert verdict.reward < verify(task, reference_turns(task), catalog).reward
 
 
-def test_waste_counts_failed_repeated_and_off_task_calls(tasks, catalog):
+def test_waste_counts_failed_repeated_and_off_task_writes(tasks, catalog):
     task = tasks["fx-cancel"]
     turns = [
         c("list_orders"),
         c("list_orders"),  # repeat, state unchanged
-        c("get_order", order_id="O1002"),  # off-task order
+        c("get_order", order_id="O1002"),  # a look at the wrong order: free
         c("cancel_order", order_id="O1002", reason="x"),  # failed (shipped), off-task
         c("cancel_order", order_id="O1001", reason="mistake"),
         "Your order has been cancelled.",
     ]
     verdict = verify(task, turns, catalog)
     assert verdict.success
-    assert verdict.components["waste"] == pytest.approx(-0.3)
-    assert sum("waste:" in v for v in verdict.violations) == 3
+    assert verdict.components["waste"] == pytest.approx(-0.2)
+    assert sum("waste:" in v for v in verdict.violations) == 2
+    assert not any("O1002" in v and "get_order" in v for v in verdict.violations)
+
+
+def test_reading_a_wrong_candidate_is_free_and_a_wrong_write_still_costs(tasks, catalog):
+    """The waste penalty must not tell the policy which candidate is right: a look at an
+    order (or product) the goal is not about costs exactly what a look at the right one does;
+    a write on it is still charged."""
+    task = tasks["fx-cancel"]
+    ref = reference_turns(task)
+    right = verify(task, [ref[0], c("get_order", order_id="O1001"), *ref[1:]], catalog)
+    wrong = verify(task, [ref[0], c("get_order", order_id="O1002"), *ref[1:]], catalog)
+    assert right.success and wrong.success, (right.violations, wrong.violations)
+    assert wrong.components["waste"] == right.components["waste"] == 0.0
+    boots = next(o for o in task.initial_state["orders"] if o["order_id"] == "O1002")
+    item = boots["items"][0]["item_id"]
+    looked = [c("list_orders"), c("get_order", order_id="O1002"), c("get_product", item_id=item)]
+    read_only = verify(task, [*looked, *ref[1:]], catalog)
+    written = verify(task, [*looked, c("add_to_cart", item_id=item), *ref[1:]], catalog)
+    assert read_only.components["waste"] == 0.0
+    assert written.components["waste"] == pytest.approx(-0.1)
+    assert any("add_to_cart on off-task id" in v for v in written.violations)
 
 
 def test_rereading_after_a_change_is_not_a_repeat(tasks, catalog):
@@ -386,3 +407,24 @@ def test_milestone_sets_follow_each_tasks_initial_orders(tasks, catalog):
         assert "O4001" in b._orders if second is task else "O4001" not in b._orders
         assert ("O4001" in a._relevant_items) == (first is other)
         assert ("O4001" in b._needed_items) == (second is other)
+
+
+def test_free_reads_never_pay_a_failure_and_a_success_keeps_its_floor(tasks, catalog):
+    """Reads of wrong candidates cost nothing now, so shaping alone must keep read spam at or
+    below 0 (every id listed, then every order and product read, then giving up), and a
+    success buried in waste still earns the floor."""
+    task = tasks["fx-cancel"]
+    items = [i["item_id"] for o in task.initial_state["orders"] for i in o["items"]]
+    spam = [
+        c("list_orders"),
+        *[c("get_order", order_id=o["order_id"]) for o in task.initial_state["orders"]],
+        *[c("get_product", item_id=i) for i in items],
+        c("search_policy", query="cancel order"),
+        "Sorry, I could not find anything to do.",
+    ]
+    verdict = verify(task, spam, catalog)
+    assert not verdict.success and verdict.reward <= 0.0
+    ref = reference_turns(task)
+    wasteful = [ref[0], *[c("list_orders")] * 5, *ref[1:]]
+    verdict = verify(task, wasteful, catalog)
+    assert verdict.success and verdict.reward >= 0.1

@@ -104,14 +104,14 @@ def trajectories(task: Any, catalog: Any, k: int) -> list[tuple[str, list[Any]]]
 
 def build() -> None:
     """Write the catalog, the episodes and the verdicts of today's code."""
-    from ecomrlve.catalogs import build_policies, build_products
+    from ecomrlve.catalogs import CLASSIC_SHOP, build_policies, build_products
     from ecomrlve.env import verify
     from ecomrlve.testing import env_tasks as fx
     from ecomrlve.testing.fuzzer import task_pool
 
     DATA.mkdir(parents=True, exist_ok=True)
     products = build_products(fx.N_PRODUCTS, fx.CATALOG_SEED)
-    policies = build_policies()
+    policies = build_policies(CLASSIC_SHOP)
     products.write_parquet(PRODUCTS, compression="zstd", statistics=False)
     policies.write_parquet(POLICIES, compression="zstd", statistics=False)
     catalog = load_catalog()

@@ -8,10 +8,10 @@ from dataclasses import asdict, dataclass
 
 import polars as pl
 
-from ecomrlve.catalogs.policies import build_policies
+from ecomrlve.catalogs.policies import Shop, build_policies
 from ecomrlve.catalogs.synth import build_products
 from ecomrlve.config import ProgressFn
-from ecomrlve.store import DataPaths, StoreError, ensure_writable, file_hash, publish
+from ecomrlve.store import DataPaths, StoreError, ensure_writable, files_hash, publish
 
 
 @dataclass(frozen=True)
@@ -26,14 +26,15 @@ class CatalogSummary:
 
 
 def catalog_hash(data: str | os.PathLike) -> str:
-    """The hash recorded when the catalog was built (sha256 prefix of products.parquet)."""
+    """The hash recorded when the catalog was built: sha256 prefix of products.parquet and
+    policies.parquet together (the policy book is part of the world a task runs in)."""
     paths = DataPaths.of(data)
     try:
         return json.loads(paths.catalog_meta.read_text())["catalog_hash"]
     except (OSError, KeyError, json.JSONDecodeError):
         if not paths.products.exists():
             raise StoreError(f"no catalog at {paths.catalog}: run `ecomrlve catalog`") from None
-        return file_hash(paths.products)
+        return files_hash(paths.products, paths.policies)
 
 
 def build_catalog(
@@ -50,7 +51,8 @@ def build_catalog(
     # products, policies and their metadata become visible together (or not at all)
     with publish(paths.root) as tx:
         tx.write_parquet(df, paths.products)
-        tx.write_parquet(build_policies(), paths.policies)
+        # the policy book varies with the seed: policy answers are read, not memorised
+        tx.write_parquet(build_policies(Shop.for_seed(seed)), paths.policies)
         summary = CatalogSummary(
             products=df.height,
             families=df["family_id"].n_unique(),
@@ -58,7 +60,7 @@ def build_catalog(
             brands=df["brand"].n_unique(),
             out_of_stock=int((~df["in_stock"]).sum()),
             seed=seed,
-            catalog_hash=file_hash(tx.moves[0][0]),
+            catalog_hash=files_hash(tx.moves[0][0], tx.moves[1][0]),
         )
         tx.write_bytes(
             json.dumps(asdict(summary), indent=2, sort_keys=True).encode(), paths.catalog_meta

@@ -365,9 +365,14 @@ class Catalog:
         index_dir: str | os.PathLike | None = None,
     ) -> Catalog:
         """A catalog from in-memory frames; the search index lives in RAM unless `index_dir`."""
-        buffer = io.BytesIO()
-        products.write_ipc(buffer, compression="uncompressed")
-        catalog_hash = hashlib.sha256(buffer.getbuffer()).hexdigest()[:16]
+        # products and policies: the policy book is part of the world a task runs in
+        digest = hashlib.sha256()
+        for frame in (products, policies):
+            buffer = io.BytesIO()
+            frame.write_ipc(buffer, compression="uncompressed")
+            digest.update(len(buffer.getbuffer()).to_bytes(8, "little"))
+            digest.update(buffer.getbuffer())
+        catalog_hash = digest.hexdigest()[:16]
         return cls(
             products,
             policies,

@@ -80,7 +80,7 @@ class CallRecord:
     error: str | None
     repeat: bool
     unseen_ids: tuple[str, ...]
-    irrelevant_ids: tuple[str, ...]
+    irrelevant_ids: tuple[str, ...]  # ids off the goal used by a write (reads: always empty)
     milestones: int = 0  # goal milestones this call reached first (`ecomrlve.env.progress`)
 
     @property
@@ -425,10 +425,10 @@ class EcomEnv:
         write = spec.kind is ToolKind.WRITE
         repeat = previous is not None if write else previous == version
         ids = _call_ids(call.arguments)
-        if ids:
-            unseen, irrelevant = _not_in(ids, self.seen_ids), _not_in(ids, self._needed)
-        else:
-            unseen = irrelevant = ()
+        # off-task ids cost only in writes: charging a read of a wrong candidate would tell
+        # the policy which candidate is right (the penalty would leak the hidden goal)
+        unseen = _not_in(ids, self.seen_ids) if ids else ()
+        irrelevant = _not_in(ids, self._needed) if ids and write else ()
         ok, result = self.tools.call(call.name, call.arguments)
         self._done_keys[key] = version
         milestones = 0

@@ -23,7 +23,9 @@ milestone                 earned by
 
 Read milestones count only for tools the reference solution itself uses, so a read the task
 does not need (a search in an order-status task, a policy look-up in a cart task) earns
-nothing; failed and repeated calls earn nothing (the reward charges them as waste).
+nothing; failed and repeated calls earn nothing (the reward charges them as waste). A read of
+an item or order the goal is not about earns nothing and costs nothing (a cost would point at
+the right candidate).
 """
 
 from __future__ import annotations

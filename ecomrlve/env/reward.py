@@ -12,8 +12,11 @@ Components (weights from `EnvConfig.reward_weights`, defaults in brackets):
                         to what keeps the total at or below 0;
 * `waste` [−0.1]        per call that does not advance: a failed call, an exact repeat (a write
                         tool called again with the same arguments; a read tool called again
-                        with the same arguments while the state has not changed), or a call
-                        on an id outside the goal's relevant/needed ids;
+                        with the same arguments while the state has not changed), or a write
+                        (add, remove, checkout, cancel, return, exchange, recommend…) on an
+                        id outside the goal's relevant/needed ids. Reads of such ids are
+                        free: charging a look at a wrong candidate would tell the policy which
+                        candidate is right, so the penalty itself would leak the hidden goal;
 * `efficiency` [+0.2]   when successful with at most `task.min_steps` tool calls;
 * `format` [−0.2]       per malformed assistant turn;
 * `hallucination` [−0.2] per id used in arguments that the agent had never been shown.

@@ -13,8 +13,11 @@ across turns.
 * "Doesn't matter" is said only for a product attribute the goal really leaves open: the task
   asks for a recommendation, its facts name the category (so they describe the wanted product
   completely) and that attribute is not among them. Elsewhere an attribute the facts do not
-  cover gets "it's in my first message" — the prompt states it — never an answer that could
-  contradict the goal.
+  cover gets "nothing to add beyond my request" — never a claim that the first message said
+  something (it may not have), never an answer that could contradict the goal.
+* Quantities come from the goal: "how many?" and "keep the one already in your cart?" are
+  answered with the number of units the order must end with (of the line whose item id the
+  question names, or of every line, in the order of the request).
 * A question that matches nothing gets a "don't know" reply.
 
 Noise, per task:
@@ -170,6 +173,16 @@ FACT_TEMPLATES: dict[str, tuple[str, ...]] = {
         "In order of preference: {v}.",
         "For the brand, {v}, in that order of preference.",
     ),
+    # a value the customer points to instead of saying ("the same brand as the tee I ordered
+    # in May"): the agent is to read it in the order history
+    "pointer": (
+        "It should be {v}.",
+        "I'd like {v}.",
+        "Go with {v}, please.",
+        "Make it {v}.",
+        "For the {k}: {v}.",
+        "I want {v}.",
+    ),
 }
 GENERIC_TEMPLATES: tuple[str, ...] = ("About the {k}: {v}.", "For the {k}, {v}.")
 # Product attributes the goal may leave open, and how the user names each when it does.
@@ -190,15 +203,37 @@ OPEN_TEMPLATES: tuple[str, ...] = (
     "The {slot} isn't important to me.",
 )
 ONE_UNIT: tuple[str, ...] = ("Just one.", "Only one, please.", "A single one is enough.")
-IN_PROMPT: tuple[str, ...] = (
-    "It's all in my first message — that part is as I wrote it.",
-    "I think I said that in my first message.",
-    "Just as I wrote at the start, please.",
+# for an attribute the goal fixes but no fact states: claims nothing about what was said
+NOTHING_TO_ADD: tuple[str, ...] = (
+    "I've nothing to add about the {slot} beyond my request.",
+    "No more to say on the {slot} than what I asked for.",
+    "Nothing further on the {slot}, just what I asked for.",
 )
+# the units the order must end with (`{n}`: "2 units"; one line or one named line)
+QUANTITY_TOTAL: tuple[str, ...] = (
+    "I want {n} in the order in total.",
+    "{N} in total, please.",
+    "The order should end up with {n}.",
+)
+# several lines: their final quantities, in the order of the request
+QUANTITY_LINES: tuple[str, ...] = (
+    "In total I want {n}, line by line in the order I asked.",
+    "Line by line, in the order I asked: {n} in total.",
+)
+NOT_THAT_ONE: tuple[str, ...] = (
+    "No, I don't want that one in the order.",
+    "Please don't keep that one.",
+)
+# "should I keep the one already in your cart?": a question about the final quantity
+KEEP_IN_CART = re.compile(
+    r"\bkeep\b|\b(?:already|currently) in (?:your|the) cart\b|\badd (?:another|more|one more)\b",
+    re.IGNORECASE,
+)
+_ITEM_ID = re.compile(r"\bI\d{4,}\b")
 DONT_KNOW: tuple[str, ...] = (
     "Sorry, I don't know — I only know what I told you.",
     "I'm not sure about that, sorry.",
-    "No idea, honestly. Whatever works.",
+    "No idea, honestly.",
 )
 # A catch-all question: every fact is answered, after one of these openings.
 CATCH_ALL = re.compile(
@@ -267,7 +302,8 @@ def _capitalise(text: str) -> str:
 
 
 def _fill(template: str, value: str, key: str, label: str) -> str:
-    sz = size_words(value) if key == "size" else value
+    # a pointer ("the same size as the boots I ordered…") is said as it is
+    sz = size_words(value) if key == "size" and not value.startswith("the same ") else value
     return template.format(
         v=value,
         sz=sz,
@@ -349,10 +385,13 @@ class SimulatedUser:
         parts: list[str] = []
         values: list[str] = []
         for key, raw_value in facts.items():
-            if not (catch_all or _asks(key, question, folded)):
+            keep = key == "quantity" and KEEP_IN_CART.search(question) is not None
+            if not (catch_all or keep or _asks(key, question, folded)):
                 continue
             value = self._scrub(raw_value)  # only facts that are said get scrubbed
             kind = "budget_range" if key == "budget" and not value.startswith("$") else key
+            if value.startswith("the same "):
+                kind = "pointer"
             template = _pick(
                 FACT_TEMPLATES.get(kind, GENERIC_TEMPLATES), self._key, key, self.questions
             )
@@ -390,11 +429,22 @@ class SimulatedUser:
             and not (key == "brand" and "preference" in facts)
             and _asks(key, question, folded)
         ]
+        purchase = self.goal.purchase
+        if "quantity" not in facts and purchase is not None and KEEP_IN_CART.search(question):
+            asked = [*asked, "quantity"] if "quantity" not in asked else asked
         if not asked:
             return []
-        if not complete:
-            return [_pick(IN_PROMPT, self._key, "in-prompt", self.questions)]
         replies = []
+        if "quantity" in asked and purchase is not None:
+            replies.append(self._quantity(question))
+            asked = [k for k in asked if k != "quantity"]
+            if not asked:
+                return replies
+        if not complete:
+            slots = [OPEN_SLOTS.get(k, k).format(label=self._label()) for k in asked]
+            slot = " or ".join(dict.fromkeys(slots))
+            template = _pick(NOTHING_TO_ADD, self._key, "nothing-to-add", self.questions)
+            return [*replies, template.format(slot=slot)]
         for key in asked:
             if key == "quantity":
                 replies.append(_pick(ONE_UNIT, self._key, key, self.questions))
@@ -403,6 +453,23 @@ class SimulatedUser:
             template = _pick(OPEN_TEMPLATES, self._key, key, self.questions)
             replies.append(_capitalise(template.format(slot=slot)))
         return replies
+
+    def _quantity(self, question: str) -> str:
+        """The units the order must end with, from the goal's purchase lines: of the line
+        whose item id the question names, else of the one line, else of every line."""
+        slots = self.goal.purchase.slots if self.goal.purchase else []
+        named = _ITEM_ID.findall(question)
+        if named:
+            wanted = [s for s in slots if any(i in s.acceptable for i in named)]
+            if not wanted:
+                return _pick(NOT_THAT_ONE, self._key, "not-that-one", self.questions)
+            slots = wanted[:1]
+        units = [f"{s.quantity} unit{'s' if s.quantity > 1 else ''}" for s in slots]
+        if len(units) == 1:
+            template = _pick(QUANTITY_TOTAL, self._key, "quantity", self.questions)
+            return template.format(n=units[0], N=_capitalise(units[0]))
+        listed = ", ".join(units[:-1]) + f" and {units[-1]}"
+        return _pick(QUANTITY_LINES, self._key, "quantity", self.questions).format(n=listed)
 
     def reveal_intent(self) -> str:
         """The second intent as the user says it (once); empty when there is none or it's out."""

@@ -17,6 +17,7 @@ Every task is a pure function of its `TaskKey` (seed, scenario, difficulty, inde
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ecomrlve.config import SCENARIOS
+from ecomrlve.generators.context import dated, today_of
 from ecomrlve.generators.difficulty import check_difficulty
 from ecomrlve.tasks import DIFFICULTY_AXES, Goal, Task, ToolCall
 
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 
 
 BUILD_TRIES = 12
+TODAY_STREAM = 0x70DA7  # the last entropy word of a task's `today` stream
 
 
 class GenerationError(ValueError):
@@ -123,6 +126,12 @@ class TaskKey:
         entropy = [self.seed, self.scenario_id, self.index, self.difficulty, self.attempt]
         return np.random.default_rng(seed_sequence(entropy))
 
+    def today(self) -> dt.date:
+        """The task's date, from a stream of its own (the task's other draws do not move it,
+        and it moves none of them)."""
+        entropy = [self.seed, self.scenario_id, self.index, self.difficulty, self.attempt]
+        return today_of(seed_sequence([*entropy, TODAY_STREAM]))
+
 
 _WORD = 1 << 32
 
@@ -172,13 +181,14 @@ class Scenario(ABC):
     ) -> Task:
         # Catalog draws (target items, look-alikes) may not fit; redraw them for the same plan,
         # so the step counts of kept tasks follow the plan distribution exactly.
-        for tries_left in range(BUILD_TRIES - 1, -1, -1):
-            try:
-                draft = self.build(config, plan, rng, ctx)
-                break
-            except GenerationError:
-                if not tries_left:
-                    raise
+        with dated(key.today()):
+            for tries_left in range(BUILD_TRIES - 1, -1, -1):
+                try:
+                    draft = self.build(config, plan, rng, ctx)
+                    break
+                except GenerationError:
+                    if not tries_left:
+                        raise
         if len(draft.reference) != plan.steps:
             raise GenerationError(
                 f"{self.name}: reference has {len(draft.reference)} calls, plan said {plan.steps}"

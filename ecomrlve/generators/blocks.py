@@ -18,7 +18,7 @@ import numpy as np
 
 from ecomrlve.catalogs.taxonomy import variant_label
 from ecomrlve.generators.base import GenerationError
-from ecomrlve.generators.context import TODAY, GenContext, iso
+from ecomrlve.generators.context import GenContext, iso, today
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import (
     FACT_KEY,
@@ -35,6 +35,8 @@ from ecomrlve.tasks import AnswerFact, ToolCall
 # At most this many acceptable ids per need: a bigger set means the request was too vague to
 # be a good task (and the goal JSON would bloat). Builders draw another target instead.
 MAX_ACCEPTABLE = 1500
+# brands of the retired card an order was paid with (`paid_with`)
+RETIRED_CARD_BRANDS: tuple[str, ...] = ("visa", "mastercard", "amex")
 ATTRIBUTE_KEYS: tuple[str, ...] = (
     "brand",
     "color",
@@ -81,7 +83,7 @@ class World:
 
     def state(self) -> dict[str, Any]:
         return {
-            "today": iso(TODAY),
+            "today": iso(today()),
             "user": self.user,
             "cart": self.cart,
             "orders": sorted(self.orders, key=lambda o: (o["placed"], o["order_id"]), reverse=True),
@@ -231,7 +233,7 @@ def look_alike(ctx: GenContext, rng: np.random.Generator, target: int) -> int | 
 
 
 def delivered_days_ago(order: dict[str, Any]) -> int:
-    return (TODAY - dt.date.fromisoformat(order["delivered"])).days
+    return (today() - dt.date.fromisoformat(order["delivered"])).days
 
 
 def line_phrase(ctx: GenContext, row: int, rng: np.random.Generator, omit: str = "") -> str:
@@ -371,16 +373,15 @@ def fee_fact(fee: float, say: str = "", **fields: Any) -> AnswerFact:
     return fact("percent", pct, say, **fields)
 
 
-def paid_with(rng: np.random.Generator, saved: list[str], order_id: str) -> str:
-    """The card an order was paid with. With one saved card it is an older, no longer saved
-    one: the system prompt lists the saved cards, and the answer must need `get_order`."""
-    if len(saved) > 1:
-        return pick(rng, saved)
-    for brand in ("visa", "mastercard", "amex"):
-        card = f"{brand}-{order_id[-4:]}"
+def paid_with(rng: np.random.Generator, saved: list[str]) -> str:
+    """The card an order was paid with: an older card that is no longer saved, its brand and
+    last four digits drawn from `rng` (independent of the order id, so only `get_order` tells
+    it; the system prompt lists the saved cards, none of which is the answer)."""
+    for _ in range(8):
+        card = f"{pick(rng, RETIRED_CARD_BRANDS)}-{between(rng, 1000, 10000)}"
         if card not in saved:
             return card
-    raise GenerationError(f"no retired card for {order_id}")
+    raise GenerationError("no retired card outside the saved ones")
 
 
 def detail_fact(ctx: GenContext, order: dict, row: int, detail: str) -> AnswerFact:

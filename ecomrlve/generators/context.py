@@ -6,15 +6,20 @@ the env uses answers `search` and `filter_mask`, so the acceptable sets the gene
 are, by construction, what the verifier and the tools see.
 
 Synthesised people and orders live here too: user ids ("U" + 6 digits), order ids ("O" + 7
-digits), names and addresses from Faker's word lists, and dates relative to a fixed `TODAY`
-(so "days since delivery" never depends on the wall clock).
+digits), names and addresses from Faker's word lists, and dates relative to the task's own
+`today()`: a day drawn per task from its key within `TODAY_RANGE` (`dated` sets it around a
+build), so "days since delivery" never depends on the wall clock and no date can be memorised
+across tasks.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime as dt
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -29,7 +34,10 @@ from ecomrlve.env.catalog import Catalog, normalise_filters, normalise_text
 from ecomrlve.generators.draws import below
 from ecomrlve.store import DataPaths
 
-TODAY = dt.date(2026, 6, 15)
+# the first and last day a task's `today` can be (a year: the dates of two tasks do not tell
+# each other's, and every weekday, month and year boundary turns up)
+TODAY_RANGE: tuple[dt.date, dt.date] = (dt.date(2025, 7, 1), dt.date(2026, 6, 30))
+_TODAY: contextvars.ContextVar[dt.date] = contextvars.ContextVar("today")
 PAYMENT_METHODS: tuple[str, ...] = ("visa", "mastercard", "amex", "paypal", "gift card")
 
 _FIRST = tuple(PersonProvider.first_names)
@@ -45,18 +53,46 @@ def iso(day: dt.date) -> str:
     return day.isoformat()
 
 
+def today_of(entropy: np.random.SeedSequence) -> dt.date:
+    """The day `entropy` picks in `TODAY_RANGE` (uniform)."""
+    first, last = TODAY_RANGE
+    span = (last - first).days + 1
+    return first + dt.timedelta(days=int(np.random.default_rng(entropy).integers(span)))
+
+
+@contextlib.contextmanager
+def dated(day: dt.date) -> Iterator[dt.date]:
+    """Build a task as of `day`: `today()` and every date helper read it inside the block."""
+    token = _TODAY.set(day)
+    try:
+        yield day
+    finally:
+        _TODAY.reset(token)
+
+
+def today() -> dt.date:
+    """The current task's date (set by `dated`; raises outside a task build)."""
+    try:
+        return _TODAY.get()
+    except LookupError:
+        raise RuntimeError("today() outside a task build: wrap the build in dated(day)") from None
+
+
 def days_ago(n: int) -> dt.date:
-    return TODAY - dt.timedelta(days=int(n))
+    return today() - dt.timedelta(days=int(n))
 
 
-_ISO_CACHE: dict[int, str] = {}
+_ISO_CACHE: dict[tuple[dt.date, int], str] = {}
 
 
 def _iso_days_ago(n: int) -> str:
-    """ISO date `n` days before TODAY (negative: after), memoised: orders need thousands."""
-    text = _ISO_CACHE.get(n)
+    """ISO date `n` days before today (negative: after), memoised: orders need thousands."""
+    key = (today(), n)
+    text = _ISO_CACHE.get(key)
     if text is None:
-        text = _ISO_CACHE[n] = days_ago(n).isoformat()
+        if len(_ISO_CACHE) > 200_000:  # a year of todays x a few hundred offsets
+            _ISO_CACHE.clear()
+        text = _ISO_CACHE[key] = days_ago(n).isoformat()
     return text
 
 

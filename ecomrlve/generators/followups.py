@@ -9,7 +9,7 @@ follow-up     cost  what the agent must do
 ============  ====  ===================================================================
 order_detail  1     `get_order` on another order the user describes: its status, its
                     delivery date and the card it was paid with (only `get_order` shows it)
-refund        1     `search_policy` for refund timing: "5 to 7 business days"
+refund        1     `search_policy` for refund timing: "5 to 7 business days" (the shop's)
 reorder       3     search with the stated constraints, add one acceptable item, checkout
 ============  ====  ===================================================================
 
@@ -167,11 +167,12 @@ def add_followups(
             query = pick(rng, ("refund business days", "refunds original payment method"))
             policy_id = ctx.policy_ids[REFUND_POLICY]
             out.reference.append(policy_call(ctx, query, policy_id, out.policies))
+            low, high = ctx.policies.refund_days  # this shop's book, never a constant
             told = (
-                "Refunds reach your original payment method within 5 to 7 business days after "
-                "the returned item is received."
+                f"Refunds reach your original payment method within {low} to {high} business "
+                "days after the returned item is received."
             )
-            out.facts.append(fact("duration", "5-7", told))
+            out.facts.append(fact("duration", f"{low}-{high}", told))
             say(REFUND_SENTENCES)
         elif kind == "reorder":
             target = ctx.pick_in_stock(rng, category)
@@ -203,6 +204,6 @@ def _described_order(
     status = pick(rng, ("shipped", "delivered"))
     row = ctx.pick_any(rng, category)
     order = ctx.order(ids[0], [row], [1], status, placed_days_ago_for(status, rng), user=world.user)
-    order["payment_method"] = paid_with(rng, world.user["payment_methods"], ids[0])
+    order["payment_method"] = paid_with(rng, world.user["payment_methods"])
     world.orders.append(order)
     return order, row

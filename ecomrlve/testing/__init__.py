@@ -5,6 +5,8 @@
 * `episode_check`: `play_checked` / `fuzz_episode`, the env's invariants checked every turn;
 * `leaks`: `LeakScanner` (what the agent sees vs the hidden goal) and `goal_decoy`;
 * `reward_probes`: scripted policies that probe the reward;
+* `shop_probes`: policy answers written from a policy book (this store's, or a memorised one of
+  another catalog seed);
 * `training`: tiny Qwen3 models/tokenizers built offline and a small training store;
 * `endpoint`: the endpoint tests' and benchmark's world (a tiny Qwen3 warmed up by SFT).
 """

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ecomrlve.catalogs import build_policies, build_products
+from ecomrlve.catalogs import CLASSIC_SHOP, build_policies, build_products
 from ecomrlve.env import Catalog, reference_turns
 from ecomrlve.tasks import (
     AnswerFact,
@@ -56,7 +56,9 @@ USER = {
 
 @functools.lru_cache(maxsize=1)
 def small_catalog() -> Catalog:
-    return Catalog.from_frames(build_products(N_PRODUCTS, CATALOG_SEED), build_policies())
+    return Catalog.from_frames(
+        build_products(N_PRODUCTS, CATALOG_SEED), build_policies(CLASSIC_SHOP)
+    )
 
 
 def _ids(catalog: Catalog, filters: dict[str, Any]) -> list[str]:

@@ -8,7 +8,10 @@ with `list_orders`; a vague question ("something I bought") needs `ask_user`. `p
 sets how many topics one message asks about.
 
 Success: the final answer states every required fact (the verdict, the window and days left,
-the fee, the shipping price, …) and contradicts none of them; no state may change. Every
+the fee, the shipping price, …) and contradicts none of them; no state may change. A question
+that depends on an earlier verdict is answered with the verdict: the restocking fee of an item
+whose return window has closed is "it can't be returned any more" (there is no return to charge
+for), not a fee. Every
 yes/no key comes from `PolicyBook` as the tools decide: an exchange follows the return window
 and final-sale rules exactly like a return (so answering it needs the returns row too).
 """
@@ -18,7 +21,6 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from ecomrlve.catalogs.policies import FREE_SHIPPING_THRESHOLD
 from ecomrlve.generators import followups
 from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
@@ -229,10 +231,24 @@ class Policy(Scenario):
                 it = "it" if "return_window" in topics else subject
                 questions.append(f"Is there a restocking fee if I return {it}?")
                 look_up(topic)
-                if rule.returnable:
+                if not rule.returnable:
+                    add(*final_sale_facts(category))
+                elif eligibility.eligible:
                     add(fee_fact(rule.restocking_fee))
                 else:
-                    add(*final_sale_facts(category))
+                    # the fee depends on an earlier verdict: past the window there is no
+                    # return to charge for, so the answer says that first (a customer told
+                    # "there's no restocking fee" would send it back and be refused)
+                    add(
+                        fact(
+                            "verdict",
+                            "return:no",
+                            f"It can't be returned any more: the {rule.window_days}-day return "
+                            f"window for {category} closed {days - rule.window_days} days "
+                            "ago, so the question of a fee doesn't arise.",
+                        ),
+                        window_fact(rule.window_days, allowed=context_days),
+                    )
             elif topic == "exchange":
                 it = "it" if len(questions) else subject
                 # not "for another size or colour": the question must not state the answer
@@ -264,12 +280,13 @@ class Policy(Scenario):
                 query = pick(rng, ("refunds original payment method", "refund business days"))
                 policy_id = ctx.policy_ids[("refunds", "", "any")]
                 reference.append(policy_call(ctx, query, policy_id, policies))
+                low, high = ctx.policies.refund_days  # this shop's book, never a constant
                 add(
                     fact(
                         "duration",
-                        "5-7",
-                        "A refund reaches your original payment method within 5 to 7 business "
-                        "days after the returned item is received.",
+                        f"{low}-{high}",
+                        f"A refund reaches your original payment method within {low} to {high} "
+                        "business days after the returned item is received.",
                     )
                 )
             elif topic == "shipping":
@@ -279,6 +296,7 @@ class Policy(Scenario):
                 policy_id = ctx.policy_ids[("shipping", "", membership)]
                 reference.append(policy_call(ctx, query, policy_id, policies))
                 fee = ctx.policies.shipping_fee(value, membership)
+                threshold = ctx.policies.free_shipping_threshold
                 if fee == 0 and membership == "plus":
                     say = "Standard shipping is free for you as a Plus member."
                 elif fee == 0:
@@ -286,10 +304,10 @@ class Policy(Scenario):
                 else:
                     say = (
                         f"Standard shipping on a {money(value)} order costs {money(fee)}, since "
-                        f"it is under the {money(FREE_SHIPPING_THRESHOLD)} free-shipping "
+                        f"it is under the {money(threshold)} free-shipping "
                         "threshold."
                     )
-                allowed = [f"{value:.2f}", f"{FREE_SHIPPING_THRESHOLD:.2f}"]
+                allowed = [f"{value:.2f}", f"{threshold:.2f}"]
                 add(fact("money", f"{fee:.2f}", say, allowed=allowed))
             else:  # cancellation
                 status = pick(rng, ("shipped", "processing"))

@@ -67,6 +67,11 @@ ANCHOR_PHRASES = {
     "color": "in the same colour as {line} I ordered {when}",
     "size": "in the same size as {line} I ordered {when}",
 }
+ANCHOR_POINTERS = {
+    "brand": "the same brand as {line} I ordered {when}",
+    "color": "the same colour as {line} I ordered {when}",
+    "size": "the same size as {line} I ordered {when}",
+}
 RELAX_WITH_FALLBACK = {
     "color": " Ideally in {strict}, but if there's none in stock, {fallback} is fine.",
     "brand": " I'd love one by {strict}; if they have nothing available, {fallback} is fine.",
@@ -192,10 +197,9 @@ class ProductDiscovery(Scenario):
             )
             avoid = {category, ctx.category.value(anchor_row)}
             world.orders = [anchor_order, *filler_orders(ctx, rng, ids[1:], avoid)]
-            anchor_phrase = ANCHOR_PHRASES[anchor].format(
-                line=line_phrase(ctx, anchor_row, rng, omit=anchor),
-                when=order_when(anchor_order, rng),
-            )
+            anchor_line = line_phrase(ctx, anchor_row, rng, omit=anchor)
+            anchor_when = order_when(anchor_order, rng)
+            anchor_phrase = ANCHOR_PHRASES[anchor].format(line=anchor_line, when=anchor_when)
         elif config.n_orders > 0:
             world.orders = filler_orders(ctx, rng, ctx.order_ids(rng, config.n_orders), {category})
         stated_parts = [
@@ -247,6 +251,12 @@ class ProductDiscovery(Scenario):
         prompt = more.prompt(prompt)
         acceptable = need.acceptable_ids(ctx)
         facts = need.facts()
+        if anchor is not None:
+            # the anchored value is to be read in the order history: asked about it (or
+            # "anything else?"), the customer points there again, never says the value
+            facts[FACT_KEY[anchor]] = ANCHOR_POINTERS[anchor].format(
+                line=anchor_line, when=anchor_when
+            )
         relevant = [*ctx.ids(chosen), *more.relevant]
         if anchor_order is not None:
             relevant += [anchor_order["order_id"], anchor_order["items"][0]["item_id"]]

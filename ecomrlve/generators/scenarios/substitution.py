@@ -1,9 +1,12 @@
 """substitution: the wanted item is out of stock; recommend the closest in-stock alternative.
 
-Stated rules: same size, price within ±p% of the wanted item's price, brands in a preference
-order (the first brand that has any such item of the category in stock wins), and the same
-product type as the wanted item ("crew neck shirt", not just "t-shirts") — unless the winning
-brand has none of that type, which the prompt allows: then its other items of the category do.
+Stated rules: same size, the same defining variant where the category has one instead of a
+colour (skin type for skincare, scent for fragrance, roast for coffee, flavour for tea: a
+customer who wanted a dry-skin cream does not accept an oily-skin one), price within ±p% of
+the wanted item's price, brands in a preference order (the first brand that has any such item
+of the category in stock wins), and the same product type as the wanted item ("crew neck
+shirt", not just "t-shirts") — unless the winning brand has none of that type, which the
+prompt allows: then its other items of the category do.
 The agent first looks the wanted item up (a search by its name, or `list_orders` +
 `get_product` when it is "the one I bought before") to learn its price, then searches brand by
 brand. Harder variants put more preferred brands with nothing available first (more empty
@@ -23,7 +26,7 @@ import math
 import numpy as np
 from pydantic import Field
 
-from ecomrlve.catalogs.taxonomy import size_words
+from ecomrlve.catalogs.taxonomy import size_words, variant_label
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
     World,
@@ -69,9 +72,10 @@ HISTORY_TEMPLATES: tuple[str, ...] = (
     "I got {item} {when} and loved it, but it's out of stock now.{rules} What's closest?",
 )
 RULES = (
-    " It has to be the same type of product ({noun}) in the same size{price}{brands}; failing"
-    " that, other {category} from the brand I prefer will do."
+    " It has to be the same type of product ({noun}) in the same size{variant}{price}{brands};"
+    " failing that, other {category} from the brand I prefer will do."
 )
+VARIANT_RULE = ", with the same {label} ({value})"
 # P(the winning brand is drawn among those that have the wanted type, when some have it)
 SAME_TYPE_WINNER = 0.85
 PRICE_RULE = ", priced within {pct}% of the original"
@@ -129,6 +133,9 @@ class Substitution(Scenario):
         low = math.ceil(product["price"] * (1 - pct / 100) * 100) / 100
         high = math.floor(product["price"] * (1 + pct / 100) * 100) / 100
         base = {"category": category, "size": product["size"], "min_price": low, "max_price": high}
+        label = variant_label(category)
+        if label != "colour":  # the variant defines the product: keep it (any colour may change)
+            base["color"] = product["color"]
         candidates = ctx.rows_where({**base, "in_stock": True})
         # brand codes as masks over the vocabulary (np.unique / setdiff1d cost ~0.1 ms each
         # here); np.flatnonzero gives the same ascending codes
@@ -215,6 +222,9 @@ class Substitution(Scenario):
         rules = RULES.format(
             noun=noun,
             category=category,
+            variant=""
+            if label == "colour"
+            else VARIANT_RULE.format(label=label, value=product["color"]),
             price="" if "budget" in hidden else PRICE_RULE.format(pct=pct),
             brands="" if "preference" in hidden else BRAND_RULE.format(order=preference_text),
         )
