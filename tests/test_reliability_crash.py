@@ -35,6 +35,7 @@ import psutil
 import pytest
 
 from ecomrlve import store
+from ecomrlve.testing.env_tasks import sql_rows
 
 pytestmark = pytest.mark.slow  # subprocesses killed with kill -9
 
@@ -92,14 +93,6 @@ def _task_ids(data: Path) -> list[str]:
         ).fetchall()[0][0]:
             return []
         return [r[0] for r in con.execute("SELECT task_id FROM tasks").fetchall()]
-    finally:
-        con.close()
-
-
-def _products(data: Path) -> int:
-    con = store.connect(data)
-    try:
-        return con.execute("SELECT count(*) FROM products").fetchall()[0][0]
     finally:
         con.close()
 
@@ -309,7 +302,7 @@ def test_kill_9_leaves_the_old_or_the_new_dataset(cases, name: str, tmp_path: Pa
         ids = _task_ids(data)
         assert len(ids) == len(set(ids)), f"kill {i}: duplicated task_id"
         assert set(ids) == (case.old_ids if state == "old" else case.new_ids)
-        assert _products(data) == PRODUCTS
+        assert sql_rows(data, "SELECT count(*) FROM products")[0][0] == PRODUCTS
         if state == "new" and not sql_checked:  # the views through the real CLI, once per case
             query = "SELECT count(*) AS n FROM tasks"
             out = _run([*ECOMRLVE, "sql", query, "--data", str(data), "--format", "csv"])

@@ -434,6 +434,17 @@ def reference(task: Task) -> list[str]:
     return reference_turns(task)
 
 
+def sql_rows(data_dir: Any, query: str, params: list[Any] | None = None) -> list[tuple]:
+    """The rows of a read-only query on the store in `data_dir` (what a command wrote)."""
+    from ecomrlve import store
+
+    con = store.connect(data_dir, read_only=True)
+    try:
+        return con.execute(query, params or []).fetchall()
+    finally:
+        con.close()
+
+
 def write_store(data_dir, tasks: list[Task] | None = None) -> Catalog:
     """A data directory with the fixture catalog, the fixture tasks and the DuckDB views."""
     import polars as pl
