@@ -12,7 +12,14 @@ import duckdb
 import typer
 
 from ecomrlve import __version__, store
-from ecomrlve.cli_common import console, fail, frame_table, progress_bar, user_errors
+from ecomrlve.cli_common import (
+    console,
+    data_default,
+    fail,
+    frame_table,
+    progress_bar,
+    user_errors,
+)
 from ecomrlve.env import cli as env_cli
 from ecomrlve.flows import cli as flows_cli
 from ecomrlve.generators import cli as generators_cli
@@ -58,8 +65,12 @@ def _main(
 
 @app.command()
 def catalog(
-    products: int = typer.Option(20_000, "--products", "-n", help="number of sellable variants"),
-    seed: int = typer.Option(0, "--seed", help="random seed; same seed, same bytes"),
+    products: int = typer.Option(
+        data_default("products"), "--products", "-n", help="number of sellable variants"
+    ),
+    seed: int = typer.Option(
+        data_default("seed"), "--seed", help="random seed; same seed, same bytes"
+    ),
     data: Path = DataOpt,
 ) -> None:
     """Synthesize a product catalog and store policies into DIR/catalog and DuckDB."""

@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import polars as pl
 import typer
@@ -16,12 +16,21 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ecomrlve.config import format_validation_error
+from ecomrlve.config import DataConfig, format_validation_error
 
 console = Console()
 err_console = Console(stderr=True)
 
 EXIT_BAD_INPUT = 2
+
+
+def data_default(field: str) -> Any:
+    """The default of a `DataConfig` field: CLI options show the config's value, not a copy.
+
+    >>> data_default("shard_size")
+    256
+    """
+    return DataConfig.model_fields[field].default
 
 
 def fail(message: str) -> NoReturn:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,6 +16,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 log = logging.getLogger(__name__)
+
+# What every long stage (catalog build, generation, sharding, training) reports progress to:
+# (stage name, fraction done in [0, 1]).
+ProgressFn = Callable[[str, float], None]
 
 SCENARIOS: tuple[str, ...] = (
     "product_discovery",

@@ -1,6 +1,6 @@
 """The store: Parquet files written atomically, and one DuckDB file with views over them.
 
-Layout (see CONTRACT.md)::
+Layout::
 
     DIR/catalog/products.parquet, DIR/catalog/policies.parquet
     DIR/tasks/scenario=S/difficulty=D/*.parquet
@@ -108,7 +108,8 @@ def ensure_writable(directory: Path) -> None:
         raise StoreError(f"data directory {directory} is not writable: {err.strerror}") from None
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or a new file in `directory` durable (best effort: errors are ignored)."""
     with contextlib.suppress(OSError):
         fd = os.open(directory, os.O_RDONLY)
         try:
@@ -133,7 +134,7 @@ def atomic_write_bytes(data: bytes, path: Path) -> None:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def atomic_write_parquet(df: pl.DataFrame, path: Path, *, row_group_size: int = 128_000) -> None:
@@ -147,7 +148,7 @@ def atomic_write_parquet(df: pl.DataFrame, path: Path, *, row_group_size: int = 
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def file_hash(path: Path, length: int = 16) -> str:
@@ -306,7 +307,6 @@ def write_table(data: str | os.PathLike, name: str, df: pl.DataFrame, *, append:
             ).fetchall()[0][0]
         )
         if append and exists:
-            # a table written by an older version may lack newer columns: add them (nullable)
             have = {
                 r[0]
                 for r in con.execute(
@@ -314,11 +314,9 @@ def write_table(data: str | os.PathLike, name: str, df: pl.DataFrame, *, append:
                     [table],
                 ).fetchall()
             }
-            incoming = con.execute("DESCRIBE _incoming").fetchall()
-            for column, sql_type, *_ in incoming:
-                if column not in have:
-                    name = validate_identifier(column, "column name")
-                    con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {sql_type}")
+            missing = [c for c in df.columns if c not in have]
+            if missing:
+                raise StoreError(f"table {table} lacks column(s) {missing}: it has another schema")
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
         else:
             con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _incoming")
@@ -445,12 +443,12 @@ def _apply_journal(journal: Path) -> None:
         for staged, final in entries["moves"]:
             if Path(staged).exists():
                 os.replace(staged, final)
-                _fsync_dir(Path(final).parent)
+                fsync_dir(Path(final).parent)
         for final in entries["removals"]:
             Path(final).unlink(missing_ok=True)
         _create_views(con, paths)
     journal.unlink()
-    _fsync_dir(journal.parent)
+    fsync_dir(journal.parent)
 
 
 _TEMP_OWNER = re.compile(r"\.tmp-(\d+)-")

@@ -16,8 +16,7 @@ Goal semantics (checked by `ecomrlve.env.verifier`):
 * `cancel` / `returns` / `exchanges`: exactly these effects happen.
 * `answer_facts`: typed facts (`AnswerFact`: kind, canonical value, the order it is about) that
   the final answer must state without contradicting them; read by kind from free text
-  (`ecomrlve.env.facts`). A legacy list of strings is one `text` fact (any alternative, as a
-  case-insensitive substring).
+  (`ecomrlve.env.facts`).
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from typing import Any, Literal
 
 import orjson
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from ecomrlve.config import SCENARIOS
 
@@ -65,7 +64,7 @@ TASK_SCHEMA: dict[str, pl.DataType] = {
     "catalog_hash": pl.String,
     "attempt": pl.Int64,
 }
-# CONTRACT.md's columns: every task row has them
+# The task table's contract: every task row has these columns
 CONTRACT_COLUMNS: tuple[str, ...] = tuple(
     c for c in TASK_SCHEMA if c not in DIFFICULTY_AXES and c != "attempt"
 )
@@ -255,19 +254,6 @@ class Goal(Model):
         """Each purchase slot's acceptable ids as a set (built once per Goal object)."""
         slots = self.purchase.slots if self.purchase else []
         return self.derived("slot_sets", lambda: [frozenset(s.acceptable) for s in slots])
-
-    @field_validator("answer_facts", mode="before")
-    @classmethod
-    def _legacy_facts(cls, value: Any) -> Any:
-        """Accept the old list-of-spellings form as `text` facts."""
-        if not isinstance(value, list):
-            return value
-        return [
-            {"kind": "text", "value": str(v[0]) if v else "", "alternatives": list(v)}
-            if isinstance(v, list)
-            else v
-            for v in value
-        ]
 
 
 class Task(Model):

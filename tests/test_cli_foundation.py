@@ -64,6 +64,7 @@ def test_sql_without_store_and_unwritable_dir(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "not writable" in result.output
 
 
+@pytest.mark.slow  # a subprocess
 def test_console_script_runs() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "ecomrlve", "--help"], capture_output=True, text=True, check=False

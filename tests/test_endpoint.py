@@ -20,11 +20,11 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from typer.testing import CliRunner
 
-from ecomrlve import store
 from ecomrlve.cli import app
 from ecomrlve.config import config_from_dict
 from ecomrlve.env import tool_schemas
 from ecomrlve.testing.endpoint import ENABLE_THINKING, endpoint_world
+from ecomrlve.testing.env_tasks import sql_rows
 from ecomrlve.train.chat import ChatFormat
 from ecomrlve.train.engine import SamplingParams
 from ecomrlve.train.engines.endpoint import (
@@ -68,19 +68,12 @@ def _cfg(model_dir: Path, max_steps: int = 4):
     return config_from_dict({"env": {"max_steps": max_steps}, "agent": agent})
 
 
-def _sql(data: Path, query: str, params=None):
-    con = store.connect(data, read_only=True)
-    try:
-        return con.execute(query, params or []).fetchall()
-    finally:
-        con.close()
-
-
 # ---------------------------------------------------------------------------------------------
 # the same verdicts as a local evaluation
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # model evaluation over HTTP
 def test_endpoint_eval_gives_the_local_verdicts(world, loopback):
     _, catalog, tasks, model_dir = world
     url, _ = loopback
@@ -147,10 +140,10 @@ def test_cli_eval_endpoint_stores_verifies_and_never_shows_the_key(
     assert result.exit_code == 0, result.output
     assert "pass^2" in result.output and "p99" in result.output
     run_id = result.output.split("stored as run ")[1].split()[0]
-    assert _sql(
+    assert sql_rows(
         data, "SELECT sum(tasks), sum(samples) FROM eval_results WHERE run_id = ?", [run_id]
     ) == [(4, 8)]
-    episodes = _sql(
+    episodes = sql_rows(
         data,
         "SELECT task_id, sample, success, reward, steps, prompt_tokens, latency_s, error "
         "FROM eval_episodes WHERE run_id = ? ORDER BY task_id, sample",
@@ -178,8 +171,8 @@ def test_cli_eval_endpoint_stores_verifies_and_never_shows_the_key(
 
     written = [result.output, verified.output, caplog.text]
     written += [p.read_bytes().decode("latin-1") for p in out.iterdir()]
-    written += [str(_sql(data, "SELECT * FROM eval_results WHERE run_id = ?", [run_id]))]
-    written += [str(_sql(data, "SELECT * FROM eval_episodes WHERE run_id = ?", [run_id]))]
+    written += [str(sql_rows(data, "SELECT * FROM eval_results WHERE run_id = ?", [run_id]))]
+    written += [str(sql_rows(data, "SELECT * FROM eval_episodes WHERE run_id = ?", [run_id]))]
     assert not [w for w in written if SECRET in w]
 
 

@@ -302,28 +302,18 @@ def test_unwritable_index_dir_falls_back_to_ram(tmp_path):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_query_plan_equals_one_tantivy_query(catalog, data):
-    """The planner (ordered scan / over-fetch + numpy post-filter) returns exactly what a
-    single tantivy query with every filter as a const-score Must clause returns."""
-    from ecomrlve.env.catalog import normalise_filters
-    from ecomrlve.env.search import analyzer_tokens
-
+def test_filtered_search_equals_the_word_ranking_cut_by_the_numpy_mask(catalog, data):
+    """The filters restrict without changing scores or order: a filtered search returns the
+    unfiltered word ranking (every match, best first, ties by item_id) kept where the exact
+    numpy mask is true, cut to top_k; with no words, the mask's first top_k rows."""
     f = data.draw(filters(catalog))
     query = data.draw(st.sampled_from(QUERIES))
     top_k = data.draw(st.integers(1, 50))
     tokens = tuple(dict.fromkeys(analyzer_tokens(query)))
-    normalised = normalise_filters(f)
-    assert catalog._run_search(tokens, normalised, top_k) == catalog._index.search(
-        tokens, normalised, top_k
-    )
-
-
-def test_overfetch_falls_back_to_the_full_query(catalog, monkeypatch):
-    import ecomrlve.env.catalog as module
-
-    monkeypatch.setattr(module, "MAX_OVERFETCH", 16)
-    tokens, f = ("cotton",), (("min_rating", 4.9),)
-    assert catalog._run_search(tokens, f, 50) == catalog._index.search(tokens, f, 50)
+    ranking = catalog._index.search(tokens, (), catalog.size)
+    mask = catalog.filter_mask(f)
+    expected = [row for row in ranking if mask[row]][:top_k]
+    assert list(catalog.search_rows(query, f, top_k)) == expected
 
 
 def test_concurrent_builders_build_once(tmp_path):

@@ -18,7 +18,8 @@ from ecomrlve import store
 from ecomrlve.config import SCENARIOS, config_from_dict
 from ecomrlve.flows.params import PipelineParams, RegenerateParams
 
-pytestmark = pytest.mark.usefixtures("prefect_harness")
+# slow: Prefect flows under a temporary server
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 
 SMALL = {
     "data": {

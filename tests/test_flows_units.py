@@ -159,3 +159,50 @@ def test_curriculum_where_selects_only_the_regenerated_seeds() -> None:
     assert where == "seed IN (11, 12) AND min_steps BETWEEN 6 AND 8 AND catalog_hash = 'ab12'"
     with pytest.raises(ValueError, match="not a hex digest"):
         curriculum_where([1], 6, 8, "x' OR 1=1 --")
+
+
+def test_stage_cache_keys_follow_the_code_each_stage_imports(tmp_path) -> None:
+    """A taxonomy word edited in a copy of the package changes the generate stage's cache key
+    (prompts import the taxonomy, so the stage reruns) and leaves the keys of stages that never
+    import it alone; an edit to the plots module reruns only the plot stage."""
+    import shutil
+
+    import ecomrlve
+    from ecomrlve.flows import pipeline
+    from ecomrlve.flows.stages import StableInputs, source_fingerprint
+
+    package = tmp_path / "ecomrlve"
+    shutil.copytree(
+        Path(ecomrlve.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    stages = {
+        "generate": pipeline.GENERATOR_CODE,
+        "validate": pipeline.VALIDATOR_CODE,
+        "curriculum": pipeline.CURRICULUM_CODE,
+        "plot": pipeline.PLOT_CODE,
+        "train": pipeline.TRAIN_CODE,
+    }
+
+    def keys() -> dict[str, str]:
+        return {k: source_fingerprint(*m, package_root=package) for k, m in stages.items()}
+
+    def generate_key(code_version: str) -> str | None:
+        inputs = {"seed": 0, "catalog_hash": "c", "code_version": code_version}
+        return StableInputs().compute_key(None, inputs, None)
+
+    before = keys()
+    assert before == {k: source_fingerprint(*m) for k, m in stages.items()}  # the copy is alike
+    taxonomy = package / "catalogs" / "taxonomy.py"
+    source = taxonomy.read_text()
+    assert '"burgundy"' in source
+    taxonomy.write_text(source.replace('"burgundy"', '"maroon"', 1))
+    edited = keys()
+    changed = {k for k in stages if edited[k] != before[k]}
+    assert {"generate", "curriculum", "train"} <= changed  # all of them reach the taxonomy
+    assert {"validate", "plot"}.isdisjoint(changed)
+    assert generate_key(edited["generate"]) != generate_key(before["generate"])
+
+    plots = package / "flows" / "plots.py"
+    plots.write_text(plots.read_text() + "\nPLOT_NOTE = 1\n")
+    after_plots = keys()
+    assert {k for k in stages if after_plots[k] != edited[k]} == {"plot"}

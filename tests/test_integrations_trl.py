@@ -15,6 +15,8 @@ from ecomrlve.env.tools import tool_schemas
 from ecomrlve.integrations.trl import EcomToolEnv, ecom_reward, load_curriculum_dataset
 from ecomrlve.testing import env_tasks as fx
 
+pytestmark = pytest.mark.slow  # TRL's trainer
+
 
 @pytest.fixture(scope="module")
 def curriculum_store(tmp_path_factory) -> Path:

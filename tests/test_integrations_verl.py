@@ -261,6 +261,7 @@ def test_pipeline_train_stage_runs_verl_with_the_generated_config(
 ) -> None:
     import subprocess
 
+    from ecomrlve import procs
     from ecomrlve.flows import verl_stage
 
     cfg = EcomConfig.model_validate({"training": {"engine": "verl"}})
@@ -275,7 +276,7 @@ def test_pipeline_train_stage_runs_verl_with_the_generated_config(
         return subprocess.CompletedProcess(command, 0)
 
     monkeypatch.setattr(verl_stage, "visible_gpus", lambda: 4)
-    monkeypatch.setattr(verl_stage, "run_bound", fake_run)
+    monkeypatch.setattr(procs, "run_bound", fake_run)  # the one launcher: reaper-aware
     result = verl_stage.verl_train_stage.fn(cfg, str(data), str(out), "demo")
     ((command, env),) = calls
     assert command[1:3] == ["-m", "verl.trainer.main_ppo"]

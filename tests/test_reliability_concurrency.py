@@ -16,6 +16,9 @@ import polars as pl
 import pytest
 
 from ecomrlve import store
+from ecomrlve.testing.env_tasks import sql_rows
+
+pytestmark = pytest.mark.slow  # several ecomrlve subprocesses at once
 
 PRODUCTS = 2000
 TASKS = 200
@@ -92,14 +95,6 @@ def _files(data: Path) -> dict[str, int]:
         str(p.relative_to(data)): p.stat().st_mtime_ns
         for p in sorted((data / "catalog").glob("*.parquet"))
     }
-
-
-def _products(data: Path) -> int:
-    con = store.connect(data)
-    try:
-        return con.execute("SELECT count(*) FROM products").fetchall()[0][0]
-    finally:
-        con.close()
 
 
 def _count(data: Path) -> tuple[int, int]:
@@ -193,7 +188,7 @@ def test_two_pipelines_at_once_one_is_refused_before_it_starts(tmp_path) -> None
         con.close()
     assert set(runs) == {"pipeline"}
     assert n == distinct == runs["pipeline"] > 0
-    assert _products(data) == 500
+    assert sql_rows(data, "SELECT count(*) FROM products")[0][0] == 500
 
 
 def test_two_generate_runs_at_once_leave_a_consistent_store(base, tmp_path) -> None:

@@ -35,6 +35,9 @@ import psutil
 import pytest
 
 from ecomrlve import store
+from ecomrlve.testing.env_tasks import sql_rows
+
+pytestmark = pytest.mark.slow  # subprocesses killed with kill -9
 
 PRODUCTS = 2000
 TASKS = 300
@@ -90,14 +93,6 @@ def _task_ids(data: Path) -> list[str]:
         ).fetchall()[0][0]:
             return []
         return [r[0] for r in con.execute("SELECT task_id FROM tasks").fetchall()]
-    finally:
-        con.close()
-
-
-def _products(data: Path) -> int:
-    con = store.connect(data)
-    try:
-        return con.execute("SELECT count(*) FROM products").fetchall()[0][0]
     finally:
         con.close()
 
@@ -307,7 +302,7 @@ def test_kill_9_leaves_the_old_or_the_new_dataset(cases, name: str, tmp_path: Pa
         ids = _task_ids(data)
         assert len(ids) == len(set(ids)), f"kill {i}: duplicated task_id"
         assert set(ids) == (case.old_ids if state == "old" else case.new_ids)
-        assert _products(data) == PRODUCTS
+        assert sql_rows(data, "SELECT count(*) FROM products")[0][0] == PRODUCTS
         if state == "new" and not sql_checked:  # the views through the real CLI, once per case
             query = "SELECT count(*) AS n FROM tasks"
             out = _run([*ECOMRLVE, "sql", query, "--data", str(data), "--format", "csv"])
@@ -433,21 +428,32 @@ def test_pipeline_children_die_with_it(tmp_path: Path) -> None:
     assert not alive, [(p.pid, _cmdline(p)) for p in alive]
 
 
+# The pids go out in one os.write: with PYTHONUNBUFFERED=1 a print writes piece by piece, and a
+# child writing to the same pipe could land between the pieces. The parent learns the launched
+# child's pid from run_bound's own reap_on_exit call, so nothing waits on a guessed sleep.
 REAPED_PARENT = """
-import os, signal, subprocess, sys, threading, time
-from ecomrlve.procs import reap_on_exit, run_bound
-launched = threading.Thread(target=run_bound, daemon=True, args=(  # as a trainer is launched
-    [sys.executable, "-c", "import os, time; print(os.getpid(), flush=True); time.sleep(60)"],))
+import os, signal, subprocess, sys, threading
+from ecomrlve import procs
+registered, launched_pids, reap = threading.Event(), [], procs.reap_on_exit
+def recorded(pid):
+    launched_pids.append(pid)
+    reaped = reap(pid)
+    registered.set()
+    return reaped
+procs.reap_on_exit = recorded
+launched = threading.Thread(target=procs.run_bound, daemon=True, args=(  # as a trainer is launched
+    [sys.executable, "-c", "import time; time.sleep(60)"],))
 launched.start()
+assert registered.wait(60)
+procs.reap_on_exit = reap
 polite = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
 stubborn = subprocess.Popen([sys.executable, "-c", "import signal, time; "
     "signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); time.sleep(60)"],
     stdout=subprocess.PIPE)
 stubborn.stdout.readline()  # its SIGTERM handler is in place
-assert reap_on_exit(polite.pid) and reap_on_exit(stubborn.pid)
-from ecomrlve import procs
-print(polite.pid, stubborn.pid, procs._reaper.pid, flush=True)
-time.sleep(1)  # the launched child has printed its pid
+assert reap(polite.pid) and reap(stubborn.pid)
+pids = (launched_pids[0], polite.pid, stubborn.pid, procs._reaper.pid)
+os.write(1, (" ".join(map(str, pids)) + "\\n").encode())
 os.kill(os.getpid(), signal.SIGKILL)
 """
 

@@ -38,6 +38,7 @@ def test_the_pool_covers_every_scenario():
     assert {task.scenario for task in POOL} == set(SCENARIOS)
 
 
+@pytest.mark.slow  # a long hypothesis run
 @settings(max_examples=600, deadline=None)
 @given(
     rng=st.randoms(use_true_random=False),

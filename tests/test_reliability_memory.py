@@ -15,6 +15,8 @@ import pytest
 from ecomrlve import store
 from ecomrlve.generators import generate as gen
 
+pytestmark = pytest.mark.slow  # generation at scale, measured
+
 PRODUCTS = 2000
 TASKS = 300
 CHUNK = 10

@@ -102,6 +102,7 @@ def test_batch_without_trainable_tokens_skips_the_update(world, monkeypatch, cap
     _check_recordable(result.history)
 
 
+@pytest.mark.slow  # a DAPO run per case
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_non_finite_loss_skips_the_step_and_the_run_goes_on(world, monkeypatch, caplog, bad):
     from ecomrlve.train import dapo
@@ -131,6 +132,7 @@ def test_non_finite_loss_skips_the_step_and_the_run_goes_on(world, monkeypatch, 
     _check_recordable(result.history)
 
 
+@pytest.mark.slow  # a DAPO run
 def test_non_finite_reward_skips_the_step(world, monkeypatch, caplog) -> None:
     """A NaN reward would make its whole group's advantages NaN: the step is skipped."""
     from ecomrlve.train import dapo
@@ -200,6 +202,7 @@ def _weights(model_dir: Path) -> dict[str, torch.Tensor]:
     return load_file(str(model_dir / "model.safetensors"))
 
 
+@pytest.mark.slow  # a subprocess
 def test_train_killed_after_a_checkpoint_resumes_to_the_same_weights(tmp_path: Path) -> None:
     from ecomrlve.catalogs import build_catalog
     from ecomrlve.generators import generate_tasks, write_tasks
@@ -255,26 +258,3 @@ def test_train_killed_after_a_checkpoint_resumes_to_the_same_weights(tmp_path: P
     assert ours.keys() == ref.keys()
     for name in ref:
         assert torch.equal(ours[name], ref[name]), name
-
-
-def test_a_train_steps_table_from_before_the_skip_columns_still_takes_rows(tmp_path: Path) -> None:
-    """A store written by an older version lacks `skipped` / `skip_reason`: appending adds them."""
-    from ecomrlve import store
-    from ecomrlve.train.results import STEP_SCHEMA, append
-
-    old_schema = {k: v for k, v in STEP_SCHEMA.items() if k not in ("skipped", "skip_reason")}
-    append(tmp_path, "train_steps", [{"run_id": "old", "step": 1}], old_schema)
-    append(
-        tmp_path,
-        "train_steps",
-        [{"run_id": "new", "step": 1, "skipped": True, "skip_reason": "no trainable tokens"}],
-        STEP_SCHEMA,
-    )
-    con = store.connect(tmp_path)
-    try:
-        rows = con.execute(
-            "SELECT run_id, skipped, skip_reason FROM train_steps ORDER BY run_id"
-        ).fetchall()
-    finally:
-        con.close()
-    assert rows == [("new", True, "no trainable tokens"), ("old", None, None)]

@@ -132,6 +132,7 @@ def _seed_globals(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+@pytest.mark.slow  # three DAPO runs
 def test_resume_at_step_k_reaches_bitwise_same_weights_at_step_n(tmp_path: Path) -> None:
     n, k = 6, 3
     _seed_globals(0)

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # torchrun subprocesses
+
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 3
 PROMPTS = 4

@@ -49,6 +49,7 @@ def _run(world, *, total_steps: int, checkpoints=None):
     return policy, sampler, result
 
 
+@pytest.mark.slow  # two DAPO runs
 def test_dapo_loop_resumes_exactly(world, tmp_path: Path) -> None:
     from ecomrlve.train.checkpoint import Checkpointer, latest_checkpoint
 

@@ -27,6 +27,8 @@ from ecomrlve.config import config_from_dict
 from ecomrlve.testing.training import train_store_dir
 from ecomrlve.train.run import train_with_torchrun
 
+pytestmark = pytest.mark.slow  # torchrun subprocesses
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -29,9 +29,12 @@ MAX_MODEL_LEN = 256
 # vLLM, while sampling at temperature 1 still wanders off the greedy path.
 LOGIT_SHARPEN = 3.0
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("ECOMRLVE_SKIP_VLLM") == "1", reason="ECOMRLVE_SKIP_VLLM=1 is set"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("ECOMRLVE_SKIP_VLLM") == "1", reason="ECOMRLVE_SKIP_VLLM=1 is set"
+    ),
+]
 
 PROMPTS = [
     "I need a red running shoe in size 42 under 80 dollars.",

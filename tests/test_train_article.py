@@ -97,6 +97,7 @@ def test_dry_run_plans_memory_before_loading(gpus, memory, code, expected) -> No
         assert "--gpus 4" in result.output
 
 
+@pytest.mark.slow  # a subprocess
 def test_train_py_forwards_to_ecomrlve_train() -> None:
     done = subprocess.run(
         [sys.executable, "train.py", "--config", "configs/ecom_rlve.yaml", "--dry-run"],

@@ -10,8 +10,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from ecomrlve import store
 from ecomrlve.cli import app
+from ecomrlve.testing.env_tasks import sql_rows
 from ecomrlve.testing.training import train_store_dir
 
 TINY_RUN = {
@@ -53,14 +53,7 @@ def tiny_run(tmp_path_factory, runner):
     return data, output, result
 
 
-def _sql(data: Path, query: str, params=None):
-    con = store.connect(data, read_only=True)
-    try:
-        return con.execute(query, params or []).fetchall()
-    finally:
-        con.close()
-
-
+@pytest.mark.slow  # a whole tiny training run (its fixture)
 def test_tiny_run_writes_model_tables_and_plots(tiny_run):
     data, output, result = tiny_run
     assert result.exit_code == 0, result.output
@@ -76,7 +69,7 @@ def test_tiny_run_writes_model_tables_and_plots(tiny_run):
     assert state["cursor"] >= 2 and state["adaptive"]["windows"]
     assert yaml.safe_load((output / "config.yaml").read_text())["agent"]["model"] == "tiny-qwen3"
 
-    steps = _sql(
+    steps = sql_rows(
         data,
         "SELECT step, groups_sampled, groups_dropped, groups_trained, tokens_per_s, "
         "success_by_scenario FROM train_steps WHERE run_id = ? ORDER BY step",
@@ -86,28 +79,29 @@ def test_tiny_run_writes_model_tables_and_plots(tiny_run):
     for _, sampled, dropped, trained, tokens_per_s, by_scenario in steps:
         assert sampled == dropped + trained or trained == 2
         assert tokens_per_s > 0 and isinstance(json.loads(by_scenario), dict)
-    rollouts = _sql(
+    rollouts = sql_rows(
         data,
         "SELECT count(*), count(DISTINCT task_id) FROM train_rollouts WHERE run_id = ?",
         [run_id],
     )[0]
     assert rollouts[0] >= 8  # 2 steps x 2 prompts x 2 samples, more with dynamic sampling
     # "which axes does the model fail on": rollouts joined with the tasks view
-    by_axis = _sql(
+    by_axis = sql_rows(
         data,
         "SELECT t.n_constraints, avg(r.success::INT) FROM train_rollouts r "
         "JOIN tasks t USING (task_id) WHERE r.run_id = ? GROUP BY ALL",
         [run_id],
     )
     assert by_axis
-    stages = _sql(
+    stages = sql_rows(
         data, "SELECT DISTINCT stage FROM eval_results WHERE run_id = ? ORDER BY 1", [run_id]
     )
     assert [s[0] for s in stages] == ["base", "final", "sft"]
-    runs = _sql(data, "SELECT algorithm, steps FROM train_runs WHERE run_id = ?", [run_id])
+    runs = sql_rows(data, "SELECT algorithm, steps FROM train_runs WHERE run_id = ?", [run_id])
     assert runs == [("dapo", 2)]
 
 
+@pytest.mark.slow  # the tiny training run
 def test_eval_command_reports_and_stores(tiny_run, runner):
     data, output, _ = tiny_run
     result = runner.invoke(
@@ -131,7 +125,7 @@ def test_eval_command_reports_and_stores(tiny_run, runner):
     assert result.exit_code == 0, result.output
     assert "pass^2" in result.output
     # the store is shared with other tests' evals (the endpoint's too): this model's rows only
-    rows = _sql(
+    rows = sql_rows(
         data,
         "SELECT sum(tasks), max(k), sum(samples) FROM eval_results "
         "WHERE stage = 'eval' AND \"where\" = 'difficulty = 0' AND model = ?",
@@ -140,6 +134,7 @@ def test_eval_command_reports_and_stores(tiny_run, runner):
     assert rows == [(3, 2, 6)]  # samples: episodes in the cell (3 tasks x 2)
 
 
+@pytest.mark.slow  # the tiny training run
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -27,6 +27,8 @@ from ecomrlve.train.engines.hf import HFEngine
 from ecomrlve.train.loop import train_dapo
 from ecomrlve.train.rollout import Episode
 
+pytestmark = pytest.mark.slow  # real DAPO training runs
+
 TURN_TOKENS = 6
 PROMPT = "<|im_start|>user\nred running shoes<|im_end|>\n<|im_start|>assistant\n"
 

@@ -9,7 +9,8 @@ from dataclasses import asdict, dataclass
 import polars as pl
 
 from ecomrlve.catalogs.policies import Shop, build_policies
-from ecomrlve.catalogs.synth import ProgressFn, build_products
+from ecomrlve.catalogs.synth import build_products
+from ecomrlve.config import ProgressFn
 from ecomrlve.store import DataPaths, StoreError, ensure_writable, files_hash, publish
 
 

@@ -18,8 +18,6 @@ Deliberate traps that make filters matter:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import polars as pl
 
@@ -33,6 +31,7 @@ from ecomrlve.catalogs.taxonomy import (
     Category,
     fix_articles,
 )
+from ecomrlve.config import ProgressFn
 
 # SeedSequence stream ids: each consumer of the seed gets its own stream.
 CATALOG_STREAM = 1
@@ -46,8 +45,6 @@ MATERIAL_SENTENCES: dict[str, str] = {
     "coffee": "Made from {m} beans.",
     "tea": "{M} leaves.",
 }
-
-ProgressFn = Callable[[str, float], None]
 
 
 def _concat_vocab(groups: list[tuple[str, ...]]) -> tuple[np.ndarray, np.ndarray, pl.Series]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from functools import cache
 
-from faker.providers.company.en_US import Provider as CompanyProvider
 from faker.providers.person.en_US import Provider as PersonProvider
 
 
@@ -19,8 +18,3 @@ def brand_names() -> tuple[str, ...]:
     surnames = list(PersonProvider.last_names)
     suffixes = ("", "", "", " & Co", " Labs", " Works", " Supply", " Studio")
     return tuple(f"{name}{suffixes[i % len(suffixes)]}" for i, name in enumerate(surnames))
-
-
-@cache
-def buzzwords() -> tuple[str, ...]:
-    return tuple(w.lower() for group in CompanyProvider.catch_phrase_words for w in group)

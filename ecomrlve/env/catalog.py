@@ -27,7 +27,6 @@ import math
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -37,7 +36,6 @@ import polars as pl
 from ecomrlve.catalogs.policies import PolicyBook
 from ecomrlve.env import columns as column_files
 from ecomrlve.env.columns import IdIndex
-from ecomrlve.env.ranked import MAX_TERMS
 from ecomrlve.env.search import SearchIndex, analyzer_tokens, build_lock, index_terms, valid_utf8
 from ecomrlve.store import DataPaths, StoreError
 
@@ -50,15 +48,6 @@ MAX_TOP_K = 50
 MAX_FILTER_TEXT = 500  # characters of a text filter value (catalog values are far shorter)
 SEARCH_CACHE_SIZE = 8192
 MEMO_SIZE = 65536  # ids / titles memoised per process (of the rows episodes actually touch)
-MAX_OVERFETCH = 4096  # deepest tantivy fetch before the full filtered query is run
-DIRECT_QUERY_ROWS = 8192  # an exact-filter posting this small: one full tantivy query
-MIN_POSTFILTER_SHARE = 0.02  # below this share of survivors, one full query is cheaper
-RANKED_MIN_POSTINGS = 16384  # query words matching fewer rows in all: tantivy is as quick
-RANKED_FILTER_ROWS = 8192  # an exact-filter posting this small: score its rows directly
-RANKED_MAX_DEPTH = 4096  # postings of each ranked list read, at most
-RANKED_STRING_ROWS = 32768  # rows all the string filters leave that are still scored directly
-SHARE_SAMPLE = 4096
-POSTING_SAMPLES = 2048  # exact-filter postings whose sampled columns are kept
 RESULT_FIELDS: tuple[str, ...] = (
     "item_id",
     "title",
@@ -208,7 +197,7 @@ class _LowCardinality:
     arrays may be memory-mapped (`ecomrlve.env.columns`); `derive` computes them.
     """
 
-    ARRAYS = ("display_codes", "codes", "order", "bounds")
+    ARRAYS = ("display_codes", "codes")
 
     def __init__(self, arrays: dict[str, np.ndarray], vocab: dict[str, list[str]]):
         self.display_codes = arrays["display_codes"]
@@ -216,8 +205,6 @@ class _LowCardinality:
         self.display_vocab: list[str] = vocab["display"]
         self.normalised_vocab: list[str] = vocab["normalised"]
         self.code_of = {v: i for i, v in enumerate(self.normalised_vocab)}
-        # rows of each normalised value, ascending (an exact filter's candidate list)
-        self._order, self._bounds = arrays["order"], arrays["bounds"]
 
     @staticmethod
     def derive(values: pl.Series) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
@@ -228,31 +215,11 @@ class _LowCardinality:
         to_normalised = np.array(
             [code_of[normalise_text(v)] for v in display_vocab], dtype=np.int32
         )
-        codes = to_normalised[display_codes]
-        order = np.argsort(codes, kind="stable").astype(np.int32)
-        bounds = np.searchsorted(codes[order], np.arange(len(normalised_vocab) + 1))
-        arrays = {"display_codes": display_codes, "codes": codes, "order": order, "bounds": bounds}
+        arrays = {"display_codes": display_codes, "codes": to_normalised[display_codes]}
         return arrays, {"display": display_vocab, "normalised": normalised_vocab}
-
-    def rows(self, value: str) -> np.ndarray:
-        """Rows whose normalised value equals `value`, in row (item_id) order."""
-        code = self.code_of.get(value)
-        if code is None:
-            return self._order[:0]
-        return self._order[self._bounds[code] : self._bounds[code + 1]]
 
     def display(self, row: int) -> str:
         return self.display_vocab[self.display_codes[row]]
-
-    def normalised_values(self) -> list[str]:
-        vocab = self.normalised_vocab
-        return [vocab[code] for code in self.codes.tolist()]
-
-    def mask(self, value: str) -> np.ndarray:
-        code = self.code_of.get(value)
-        if code is None:
-            return np.zeros(len(self.codes), dtype=bool)
-        return self.codes == code
 
 
 def _checked_products(products: pl.DataFrame) -> pl.DataFrame:
@@ -369,16 +336,12 @@ class Catalog:
             "ship_days": self.ship_days,
             "in_stock": self.in_stock,
         }
-        self._posting_samples: dict[tuple[str, str], tuple[int, dict[str, np.ndarray]]] = {}
         self._family_codes = arrays["family.codes"]
         self._family_order = arrays["family.order"]
         self._family_start = arrays["family.start"]
         self._family_end = arrays["family.end"]
         self._series = {name: products[name] for name in products.columns}
         self._index = SearchIndex.open_or_build(self, index_dir)
-        self._sample_rows = np.linspace(0, self.size - 1, min(self.size, SHARE_SAMPLE)).astype(
-            np.int64
-        )
         self._search_cache: OrderedDict[tuple, list] = OrderedDict()
         self._search_lock = threading.Lock()
 
@@ -529,194 +492,25 @@ class Catalog:
         return self._mask(normalise_filters(filters))
 
     def _mask(self, normalised: tuple[tuple[str, Any], ...]) -> np.ndarray:
-        return self._mask_rows(None, normalised)
-
-    def _mask_rows(
-        self, rows: np.ndarray | slice | None, normalised: tuple[tuple[str, Any], ...]
-    ) -> np.ndarray:
-        """The filter mask over `rows` (an index array or slice; None: the whole catalog)."""
-        pick = slice(None) if rows is None else rows
-        if rows is None:
-            size = self.size
-        elif isinstance(rows, slice):
-            size = len(range(*rows.indices(self.size)))
-        else:
-            size = len(rows)
-        return self._mask_columns(lambda name: self._column(name)[pick], size, normalised)
-
-    def _column(self, name: str) -> np.ndarray:
-        """A filterable column by name: normalised codes of a text column, or the numbers."""
-        text = self._text.get(name)
-        return text.codes if text is not None else self._numeric[name]
-
-    def _mask_columns(
-        self,
-        column: Callable[[str], np.ndarray],
-        size: int,
-        normalised: tuple[tuple[str, Any], ...],
-    ) -> np.ndarray:
-        """The filter mask over `size` rows whose columns `column(name)` returns."""
-        mask = np.ones(size, dtype=bool)
+        mask = np.ones(self.size, dtype=bool)
         for key, value in normalised:
             if key in TEXT_FILTERS:
-                code = self._text[key].code_of.get(value)
+                text = self._text[key]
+                code = text.code_of.get(value)
                 if code is None:
-                    return np.zeros(size, dtype=bool)
-                mask &= column(key) == code
+                    return np.zeros(self.size, dtype=bool)
+                mask &= text.codes == code
             elif key == "min_price":
-                mask &= column("price") >= value
+                mask &= self.price >= value
             elif key == "max_price":
-                mask &= column("price") <= value
+                mask &= self.price <= value
             elif key == "min_rating":
-                mask &= column("rating") >= value
+                mask &= self.rating >= value
             elif key == "max_ship_days":
-                mask &= column("ship_days") <= value
+                mask &= self.ship_days <= value
             elif key == "in_stock":
-                mask &= column("in_stock") == value
+                mask &= self.in_stock == value
         return mask
-
-    def _posting_sample(self, key: str, value: str) -> tuple[int, dict[str, np.ndarray]]:
-        """The rows `_pass_share` samples from one exact-filter posting, with every filterable
-        column gathered at them once (a posting is asked about again and again)."""
-        memo_key = (key, value)
-        sample = self._posting_samples.get(memo_key)
-        if sample is None:
-            rows = self._text[key].rows(value)
-            if len(rows) > SHARE_SAMPLE:
-                rows = rows[:: len(rows) // SHARE_SAMPLE]
-            columns = {name: self._column(name)[rows] for name in (*TEXT_FILTERS, *self._numeric)}
-            sample = (len(rows), columns)
-            if len(self._posting_samples) >= POSTING_SAMPLES:
-                self._posting_samples.clear()
-            self._posting_samples[memo_key] = sample
-        return sample
-
-    # ---- the query plan -----------------------------------------------------------------------
-    def _run_search(
-        self, tokens: tuple[str, ...], normalised: tuple[tuple[str, Any], ...], top_k: int
-    ) -> tuple[int, ...]:
-        """Exact results in score-desc, item_id-asc order, by the cheapest route.
-
-        * no query words: every score ties, so the answer is the first `top_k` rows of the
-          filter mask; scan the smallest exact-filter posting (or the catalog) in growing
-          chunks and stop as soon as `top_k` rows pass;
-        * words: the ranked BM25 postings, when they can answer cheaply (`_ranked_search`:
-          1327 of 1333 benchmark queries at 1M products, ~0.4 ms instead of ~1.5 ms); else
-          tantivy, in one of two ways:
-          - only exact string filters, or an exact string filter that matches at most
-            `DIRECT_QUERY_ROWS` rows: one tantivy query (that posting drives its
-            intersection; on the 100k catalog ~2x faster than over-fetching);
-          - numeric / in_stock filters too: when a fair share of the string-filter matches
-            pass them, tantivy ranks the words under the string filters alone, fetched deep
-            enough, and the numeric filters are checked on its hits (order is kept, so the
-            result is exact); when few pass, or too few hits survive, one full query runs.
-        `SearchIndex.search(tokens, filters, top_k)` is the single-query reference; the tests
-        check that both agree.
-        """
-        if not tokens:
-            return self._scan(normalised, top_k)
-        ranked = self._ranked_search(tokens, normalised, top_k)
-        if ranked is not None:
-            return ranked
-        strings = tuple(f for f in normalised if f[0] in TEXT_FILTERS)
-        others = tuple(f for f in normalised if f[0] not in TEXT_FILTERS)
-        if not others or (
-            strings and min(len(self._text[k].rows(v)) for k, v in strings) <= DIRECT_QUERY_ROWS
-        ):
-            return self._index.search(tokens, normalised, top_k)
-        share = self._pass_share(strings, others)
-        if share >= MIN_POSTFILTER_SHARE:
-            # deep enough that about twice top_k hits survive the numeric filters
-            limit = min(MAX_OVERFETCH, int(2 * top_k / share) + 16)
-            rows = self._index.search(tokens, strings, limit)
-            candidates = np.fromiter(rows, dtype=np.int64, count=len(rows))
-            kept = candidates[self._mask_rows(candidates, others)]
-            if len(kept) >= top_k or len(rows) < limit:
-                return tuple(kept[:top_k].tolist())
-        return self._index.search(tokens, normalised, top_k)
-
-    def _ranked_search(
-        self, tokens: tuple[str, ...], normalised: tuple[tuple[str, Any], ...], top_k: int
-    ) -> tuple[int, ...] | None:
-        """The exact answer from the ranked postings (`ecomrlve.env.ranked`) when that is
-        cheap, else None (tantivy answers):
-
-        * an exact string filter with few rows (a brand): score those rows directly;
-        * else read the terms' ranked lists (within the category, if one is asked for) until
-          the top k is sure;
-        * if that would read too deep (a rare colour within a large category), score the
-          rows all the string filters leave, when they are few enough.
-        """
-        postings = self._index.postings
-        if postings is None or len(set(tokens)) < len(tokens):
-            return None  # a repeated word is a second tantivy scorer: its score counts twice
-        codes = postings.codes(tokens)
-        if not codes:
-            return ()  # no query word is in the index: the text clause matches nothing
-        if len(codes) > MAX_TERMS or postings.size(codes) < RANKED_MIN_POSTINGS:
-            return None  # too many words; or so few matches that tantivy is as quick
-        ordered = len(codes) == len(tokens)  # tantivy's scorers are then `codes`, in order
-        strings = tuple(f for f in normalised if f[0] in TEXT_FILTERS)
-        numeric = tuple(f for f in normalised if f[0] not in TEXT_FILTERS)
-
-        def score_rows(
-            rows: np.ndarray, unchecked: tuple[tuple[str, Any], ...]
-        ) -> tuple[int, ...] | None:
-            if unchecked:
-                rows = rows[self._mask_rows(rows, unchecked)]
-            return postings.top_k_of_rows(codes, rows, top_k, ordered)
-
-        if strings:
-            lead = min(strings, key=lambda f: len(self._text[f[0]].rows(f[1])))
-            lead_rows = self._text[lead[0]].rows(lead[1])
-            if len(lead_rows) <= RANKED_FILTER_ROWS:
-                return score_rows(lead_rows, tuple(f for f in normalised if f != lead))
-        category = dict(strings).get("category")
-        group = None if category is None else self._text["category"].code_of.get(category)
-        rest = tuple(f for f in normalised if f[0] != "category")
-        passes = functools.partial(self._mask_rows, normalised=rest) if rest else None
-        found = postings.top_k(codes, group, passes, top_k, RANKED_MAX_DEPTH, ordered)
-        if found is not None or len(strings) < 2:
-            return found
-        others = tuple(f for f in strings if f != lead)
-        rows = lead_rows[self._mask_rows(lead_rows, others)]
-        return score_rows(rows, numeric) if len(rows) <= RANKED_STRING_ROWS else None
-
-    def _pass_share(
-        self, strings: tuple[tuple[str, Any], ...], others: tuple[tuple[str, Any], ...]
-    ) -> float:
-        """Share of the string-filter matches that also pass the other filters: exact on the
-        smallest string posting, else estimated on a fixed sample of rows."""
-        if strings:
-            key, value = min(strings, key=lambda f: len(self._text[f[0]].rows(f[1])))
-            size, columns = self._posting_sample(key, value)
-            if size == 0:
-                return 1.0
-            return float(self._mask_columns(columns.__getitem__, size, strings + others).mean())
-        return float(self._mask_rows(self._sample_rows, others).mean())
-
-    def _scan(self, normalised: tuple[tuple[str, Any], ...], top_k: int) -> tuple[int, ...]:
-        strings = [(k, v) for k, v in normalised if k in TEXT_FILTERS]
-        if strings:
-            postings = [(self._text[k].rows(v), (k, v)) for k, v in strings]
-            candidates, lead = min(postings, key=lambda p: len(p[0]))
-            rest = tuple(f for f in normalised if f != lead)
-            total = len(candidates)
-        else:
-            candidates, rest, total = None, normalised, self.size
-        found: list[int] = []
-        start, chunk = 0, 4096
-        while start < total and len(found) < top_k:
-            stop = min(start + chunk, total)
-            if candidates is None:
-                rows = np.arange(start, stop)
-                passed = rows[self._mask_rows(slice(start, stop), rest)]
-            else:
-                rows = candidates[start:stop]
-                passed = rows[self._mask_rows(rows, rest)]
-            found.extend(passed[: top_k - len(found)].tolist())
-            start, chunk = stop, chunk * 4
-        return tuple(found)
 
     def _search_key(
         self, query: str, filters: dict[str, Any] | None, top_k: int
@@ -755,29 +549,14 @@ class Catalog:
             if entry is not None:
                 self._search_cache.move_to_end(key)
                 return entry
-        rows = self._run_search(tokens, normalised, top_k)
+        # one tantivy query: BM25 over the words under every filter, ties by item_id
+        rows = self._index.search(tokens, normalised, top_k)
         entry = [rows, tuple(self.result(row) for row in rows)]
         with self._search_lock:
             self._search_cache[key] = entry
             if len(self._search_cache) > SEARCH_CACHE_SIZE:
                 self._search_cache.popitem(last=False)
         return entry
-
-    def category_groups(self) -> tuple[np.ndarray, int]:
-        """(normalised category code of every row, number of categories): the groups the
-        search index ranks its postings in."""
-        category = self._text["category"]
-        return category.codes, len(category.normalised_vocab)
-
-    def sample_queries(self, n: int = 32) -> list[tuple[str, ...]]:
-        """Word queries of three to five terms from the titles of `n` rows spread over the
-        catalog (what the search index checks its ranked postings against)."""
-        queries = []
-        for row in np.linspace(0, self.size - 1, min(n, self.size)).astype(int).tolist():
-            tokens = _query_tokens(self.title(row))
-            if len(tokens) >= 3:
-                queries.append(tokens[: 3 + row % 3])
-        return queries
 
     def index_text(self) -> pl.Series:
         """The text field of the search index, one string per row: title, description,

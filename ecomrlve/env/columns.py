@@ -5,7 +5,7 @@
 * `products.arrow`: the products table as uncompressed Arrow IPC (polars writes string views),
   opened with `pyarrow.memory_map` and wrapped by polars without a copy;
 * one `.npy` file per derived array (numeric columns, the normalised codes of the text filters
-  and their row postings, the family index, the sorted ids), opened with `mmap_mode="r"`;
+  and their display codes, the family index, the sorted ids), opened with `mmap_mode="r"`;
 * `meta.json`: the small vocabularies and the id scheme.
 
 Pages come from the OS page cache, so N workers on one machine share one copy (their PSS is
@@ -32,7 +32,7 @@ import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
-COLUMNS_VERSION = 1
+COLUMNS_VERSION = 2  # 2: no per-value row postings of the text filters
 META = "meta.json"
 PRODUCTS = "products.arrow"
 

@@ -1,6 +1,6 @@
 """Parse raw assistant output into tool calls, final-answer text and format errors.
 
-Accepted shapes (CONTRACT.md, trajectory file):
+Accepted shapes (an assistant turn, as the trajectory file stores it):
 * a string as Qwen3 emits it: an optional leading `<think>…</think>` (or just the closing tag,
   when the chat template opened the think block), then text and any number of
   `<tool_call>\\n{"name": …, "arguments": {…}}\\n</tool_call>` blocks;

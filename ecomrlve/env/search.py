@@ -1,6 +1,6 @@
 """Full-text + exact-filter search over the catalog with tantivy.
 
-Why these choices (measured in MACHINE-NOTES):
+Why these choices:
 * one writer thread, documents added in item_id order, one segment: tantivy breaks score ties
   by document order, so ties come out by item_id ascending and two builds agree exactly;
 * exact filters are `Must` clauses wrapped in `const_score_query(..., 0.0)` so they restrict
@@ -12,9 +12,8 @@ Why these choices (measured in MACHINE-NOTES):
 
 The index is built once per catalog hash into `DIR/catalog/search-<catalog_hash>/` (written to a
 temp folder, then renamed) and opened read-only afterwards; `from_frames` catalogs get one in RAM.
-Next to it, in `ranked/`, the text field's postings with their BM25 scores (`ecomrlve.env.ranked`,
-built while tantivy indexes, memory-mapped by every worker): most word queries are answered from
-them in a fraction of tantivy's time, with tantivy's exact results.
+Every search is one tantivy query (BM25 over the words, every filter a `Must` clause);
+`Catalog` keeps an LRU cache of results in front of it.
 """
 
 from __future__ import annotations
@@ -28,14 +27,12 @@ import shutil
 import threading
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import tantivy
 
-from ecomrlve.env.ranked import Postings
 from ecomrlve.store import StoreError
 
 if TYPE_CHECKING:
@@ -43,10 +40,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = 3  # 2: price / rating / ship_days fast fields only; 3: ranked postings
+INDEX_VERSION = 4  # 2: price / rating / ship_days fast fields only; 4: no ranked postings
 TOKENIZER = "shop"
 MARKER = "ecomrlve-index.json"
-RANKED = "ranked"  # the folder of the ranked postings inside an index folder
 _STRING_FIELDS = ("category", "brand", "color", "size")
 
 
@@ -94,7 +90,7 @@ class _Analyzers(threading.local):
     `TextAnalyzer.analyze` takes `&mut self`, so pyo3 refuses it ("RuntimeError: Already
     borrowed") while another borrow of the same object is alive, and a tantivy call holding one
     across a GIL release lets a second thread in. One shared analyzer failed that way in CI (a
-    Prefect generation thread building the index while the ranked-postings thread analysed).
+    Prefect generation thread building the index while another thread analysed).
     A thread builds its own set on first use (~30 µs), so no analyzer is ever shared.
     """
 
@@ -210,7 +206,7 @@ def _remove_stale_siblings(index_dir: Path) -> None:
 class SearchIndex:
     """A tantivy index whose document ids equal catalog row numbers."""
 
-    def __init__(self, index: tantivy.Index, n_docs: int, postings: Postings | None = None):
+    def __init__(self, index: tantivy.Index, n_docs: int):
         index.register_tokenizer(TOKENIZER, ANALYZERS.shop)
         index.reload()
         self.index = index
@@ -222,8 +218,6 @@ class SearchIndex:
                 f"{self.searcher.num_docs} documents; expected 1 and {n_docs}"
             )
         self._all = tantivy.Query.all_query()
-        # the text field's postings ranked by score (`ranked`): None when unavailable
-        self.postings = postings
 
     # ---- build / open -----------------------------------------------------------------------
     @classmethod
@@ -254,12 +248,9 @@ class SearchIndex:
         try:
             tmp.mkdir(parents=True)
             index = tantivy.Index(build_schema(), path=str(tmp))
-            postings = cls._fill_with_postings(index, catalog)
-            if postings is not None:
-                postings.save(tmp / RANKED)
-            marker = {**cls._marker(catalog), "ranked": postings is not None}
-            (tmp / MARKER).write_text(json.dumps(marker, sort_keys=True))
-            del index, postings
+            cls._fill(index, catalog)
+            (tmp / MARKER).write_text(json.dumps(cls._marker(catalog), sort_keys=True))
+            del index
             if not corrupt and cls._marker_ok(index_dir, catalog):
                 log.info("search index %s appeared concurrently; keeping it", index_dir)
             else:
@@ -281,29 +272,8 @@ class SearchIndex:
     @classmethod
     def _in_memory(cls, catalog: Catalog) -> SearchIndex:
         index = tantivy.Index(build_schema())
-        postings = cls._fill_with_postings(index, catalog)
-        return cls(index, catalog.size, postings)
-
-    @classmethod
-    def _fill_with_postings(cls, index: tantivy.Index, catalog: Catalog) -> Postings | None:
-        """Fill `index`; build the ranked postings meanwhile (numpy and polars release the
-        GIL, tantivy's writer works in its own thread); keep them if they agree with it."""
-        groups, n_groups = catalog.category_groups()
-        with ThreadPoolExecutor(1, thread_name_prefix="ranked-postings") as pool:
-            built = pool.submit(
-                Postings.build, catalog.index_text(), analyzer_tokens, groups, n_groups
-            )
-            cls._fill(index, catalog)
-            postings = built.result()
-        if postings is None:
-            return None
-        checked = cls(index, catalog.size)
-
-        def top(tokens: tuple[str, ...], limit: int) -> list[tuple[float, int]]:
-            query = checked.build_query(tokens, ())
-            return [(s, a.doc) for s, a in checked.searcher.search(query, limit, count=False).hits]
-
-        return postings.checked_against(top, catalog.sample_queries())
+        cls._fill(index, catalog)
+        return cls(index, catalog.size)
 
     @staticmethod
     def _marker(catalog: Catalog) -> dict[str, Any]:
@@ -314,29 +284,21 @@ class SearchIndex:
         }
 
     @classmethod
-    def _read_marker(cls, index_dir: Path, catalog: Catalog) -> dict[str, Any] | None:
-        """The index folder's marker if it describes `catalog`'s current index, else None."""
+    def _marker_ok(cls, index_dir: Path, catalog: Catalog) -> bool:
+        """Whether the index folder's marker describes `catalog`'s current index."""
         try:
             marker = json.loads((index_dir / MARKER).read_text())
         except (OSError, ValueError):
-            return None
-        if not isinstance(marker, dict):
-            return None
+            return False
         expected = cls._marker(catalog)
-        return marker if all(marker.get(k) == v for k, v in expected.items()) else None
-
-    @classmethod
-    def _marker_ok(cls, index_dir: Path, catalog: Catalog) -> bool:
-        return cls._read_marker(index_dir, catalog) is not None
+        return isinstance(marker, dict) and all(marker.get(k) == v for k, v in expected.items())
 
     @classmethod
     def _open_existing(cls, index_dir: Path, catalog: Catalog) -> SearchIndex | None:
-        marker = cls._read_marker(index_dir, catalog)
-        if marker is None:
+        if not cls._marker_ok(index_dir, catalog):
             return None
         try:
-            postings = Postings.open(index_dir / RANKED) if marker.get("ranked") else None
-            return cls(tantivy.Index.open(str(index_dir)), catalog.size, postings)
+            return cls(tantivy.Index.open(str(index_dir)), catalog.size)
         except (ValueError, RuntimeError, OSError, StoreError) as err:
             log.warning("rebuilding search index %s: %s", index_dir, err)
             return None

@@ -280,10 +280,6 @@ class WorldState:
         self.new_return_ids: list[str] = []
         self.version = 0
 
-    @classmethod
-    def from_initial(cls, initial_state: Any) -> WorldState:
-        return cls(validate_initial_state(initial_state))
-
     # ---- id allocation ----------------------------------------------------------------------
     def next_order_id(self) -> str:
         k = len(self.new_order_ids) + 1

@@ -36,7 +36,7 @@ MAX_LIST_ARGUMENT = 50
 MAX_INT_ARGUMENT = 2**63 - 1
 MAX_VARIANTS_SHOWN = 30
 POLICY_RESULTS = 3
-# The order of CONTRACT.md's tool table (the order schemas are listed in).
+# The documented tool order (the order schemas are listed in).
 CONTRACT_ORDER: tuple[str, ...] = (
     "search",
     "get_product",
@@ -123,7 +123,7 @@ def tool(kind: ToolKind) -> Callable[[Callable], Callable]:
 
 
 class ShopTools:
-    """Every tool of CONTRACT.md, acting on one episode's `WorldState`.
+    """Every tool of the shop (`CONTRACT_ORDER`), acting on one episode's `WorldState`.
 
     `seen_ids` collects every item/order id a tool result shows the agent (the reward's
     hallucination check); `recommended` holds the ids of the last `recommend` call.

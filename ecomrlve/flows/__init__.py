@@ -27,7 +27,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 # Set unless the user chose otherwise. Telemetry off, a startup timeout long enough for a loaded
-# 2-core machine (the default 20 s is not; see MACHINE-NOTES).
+# 2-core machine (the default 20 s is not).
 QUIET_DEFAULTS: dict[str, str] = {
     "DO_NOT_TRACK": "1",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -65,7 +65,7 @@ def prefect_env(data_dir: str | os.PathLike, *, console_log_level: str | None = 
 
 @contextlib.contextmanager
 def quiet_settings() -> Iterator[None]:
-    """Run flows without the per-flow-run heartbeat thread (about 1 s per run, MACHINE-NOTES).
+    """Run flows without the per-flow-run heartbeat thread (it costs about 1 s per run).
 
     The heartbeat setting cannot be switched off through the environment (it must be None and
     the environment only gives strings), so it is set for the duration of this context.

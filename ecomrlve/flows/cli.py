@@ -15,7 +15,14 @@ from typing import Any
 
 import typer
 
-from ecomrlve.cli_common import console, frame_table, progress_bar, user_errors, writer_lock
+from ecomrlve.cli_common import (
+    console,
+    data_default,
+    frame_table,
+    progress_bar,
+    user_errors,
+    writer_lock,
+)
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +210,9 @@ def curriculum_build(
     name: str = typer.Option(..., "--name", help="curriculum name (letters, digits, _)"),
     where: str | None = typer.Option(None, "--where", help="SQL predicate over the tasks view"),
     order: str | None = typer.Option(None, "--order", help="SQL ORDER BY (default easy → hard)"),
-    shard_size: int = typer.Option(256, "--shard-size", help="tasks per shard"),
+    shard_size: int = typer.Option(
+        data_default("shard_size"), "--shard-size", help="tasks per shard"
+    ),
     interleave: bool = typer.Option(
         True,
         "--interleave/--no-interleave",
@@ -249,9 +258,9 @@ def curriculum_regenerate(
         None, "--from-run", help="training run id (or 'last'): target its weakest cells"
     ),
     seed: int = typer.Option(0, "--seed", help="mixed into the fresh seeds"),
-    shard_size: int = typer.Option(256, "--shard-size"),
-    task_runner: str = typer.Option("threads", "--task-runner"),
-    workers: int = typer.Option(2, "--workers"),
+    shard_size: int = typer.Option(data_default("shard_size"), "--shard-size"),
+    task_runner: str = typer.Option(data_default("task_runner"), "--task-runner"),
+    workers: int = typer.Option(data_default("workers"), "--workers"),
     dask_address: str | None = DaskOpt,
     data: Path = DataOpt,
 ) -> None:

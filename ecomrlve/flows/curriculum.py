@@ -34,9 +34,11 @@ import polars as pl
 
 from ecomrlve import store
 from ecomrlve.catalogs import catalog_hash as current_catalog_hash
+from ecomrlve.config import ProgressFn
 from ecomrlve.flows.params import step_band
 from ecomrlve.read_sql import ReadOnlySQLError, check_read_query
 from ecomrlve.tasks import SHARD_COLUMNS, Task
+from ecomrlve.train.curriculum import CurriculumError  # one class: building and reading
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +58,6 @@ MANIFEST_FORMAT = 1
 # Columns of a trainer shard, in order (the task schema of `ecomrlve.tasks`)
 TASK_COLUMNS = SHARD_COLUMNS
 
-ProgressFn = Callable[[str, float], None]
-
-
-class CurriculumError(store.StoreError):
-    """A curriculum that cannot be built (bad SQL, empty selection, mixed catalogs)."""
-
 
 @dataclass(frozen=True)
 class CurriculumResult:
@@ -70,10 +66,6 @@ class CurriculumResult:
     tasks: int
     shards: int
     manifest: dict[str, Any]
-
-    @property
-    def verl_dir(self) -> Path:
-        return self.path / VERL_DIR
 
 
 def shard_name(index: int) -> str:
@@ -306,7 +298,7 @@ def _swap_in(built: Path, final: Path) -> None:
         old = final.with_name(f".{final.name}.tmp-old-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         os.replace(final, old)
     os.replace(built, final)
-    store._fsync_dir(final.parent)
+    store.fsync_dir(final.parent)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 
@@ -407,14 +399,6 @@ def build_curriculum(
         raise
     log.info("curriculum %s: %d tasks in %d shards at %s", name, df.height, len(shards), final)
     return CurriculumResult(name, final, df.height, len(shards), manifest)
-
-
-def read_manifest(data: str | os.PathLike, name: str) -> dict[str, Any]:
-    path = store.DataPaths.of(data).curricula / store.validate_identifier(name) / MANIFEST
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise CurriculumError(f"no curriculum {name!r} at {path.parent}") from None
 
 
 def manifest_fingerprint(data: str | os.PathLike, name: str) -> str | None:

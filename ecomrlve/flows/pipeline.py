@@ -68,11 +68,13 @@ from ecomrlve.generators import feasible_cells
 from ecomrlve.generators.generate import Chunk, check_band, plan_run
 
 PIPELINE_RUN = "pipeline"
-GENERATOR_CODE = ("ecomrlve.generators", "ecomrlve.env", "ecomrlve.tasks")
-VALIDATOR_CODE = ("ecomrlve.tasks", "ecomrlve.flows.validation")
-CURRICULUM_CODE = ("ecomrlve.env", "ecomrlve.flows.curriculum")
+# Each stage's entry module: its cache key hashes every ecomrlve module that one imports,
+# transitively (`source_fingerprint`), so an edit anywhere a stage reaches reruns it.
+GENERATOR_CODE = ("ecomrlve.generators",)
+VALIDATOR_CODE = ("ecomrlve.flows.validation",)
+CURRICULUM_CODE = ("ecomrlve.flows.curriculum",)
 PLOT_CODE = ("ecomrlve.flows.plots",)
-TRAIN_CODE = ("ecomrlve.train", "ecomrlve.env")
+TRAIN_CODE = ("ecomrlve.train.run",)
 
 
 class StageRecord(BaseModel):

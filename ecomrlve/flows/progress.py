@@ -8,9 +8,10 @@ enter a cache key.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
-ProgressFn = Callable[[str, float], None]
+from ecomrlve.config import ProgressFn
+
 _listeners: list[ProgressFn] = []
 
 

@@ -15,8 +15,8 @@ Tests call the plain functions through `.fn`, e.g. `generate_chunk_stage.fn(...)
 
 from __future__ import annotations
 
+import ast
 import hashlib
-import importlib.util
 import io
 import json
 import logging
@@ -75,24 +75,64 @@ IO_RETRIES: dict[str, Any] = {
 }
 
 
-def source_fingerprint(*modules: str) -> str:
-    """sha256 prefix over the source of `modules` (packages: every .py file below them).
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the ecomrlve package folder
 
-    A cache input that changes with the code a stage calls into, which TASK_SOURCE (the stage
-    function's own lines) does not see.
+
+def code_modules(*entries: str, package_root: Path = PACKAGE_ROOT) -> dict[str, Path]:
+    """The ecomrlve modules that running `entries` can execute: the entries, every ecomrlve
+    module they import (at module top or inside functions), transitively, and the packages
+    above each one (importing `a.b` runs `a/__init__.py`). Maps module name to its file.
+
+    Derived from the source with `ast`, so it never lags behind an added import, and nothing
+    is imported to find it (`package_root` may be a copy of the package).
+    """
+    package = package_root.name
+    found: dict[str, Path] = {}
+    pending = list(entries)
+    while pending:
+        name = pending.pop()
+        if name in found:
+            continue
+        path = _module_file(name, package_root)
+        if path is None:
+            continue
+        found[name] = path
+        parts = name.split(".")
+        pending += [".".join(parts[:i]) for i in range(1, len(parts))]
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                pending += [a.name for a in node.names if a.name.split(".")[0] == package]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:  # relative: from the module's own package upward
+                    base = parts if is_package else parts[:-1]
+                    base = base[: len(base) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if target.split(".")[0] == package:
+                    pending.append(target)
+                    pending += [f"{target}.{a.name}" for a in node.names]  # submodules, if any
+    return found
+
+
+def _module_file(name: str, package_root: Path) -> Path | None:
+    base = package_root.parent.joinpath(*name.split("."))
+    for path in (base / "__init__.py", base.with_suffix(".py")):
+        if path.is_file():
+            return path
+    return None
+
+
+def source_fingerprint(*entries: str, package_root: Path = PACKAGE_ROOT) -> str:
+    """sha256 prefix over the source of every ecomrlve module `entries` can run
+    (`code_modules`): a cache input that changes with the code a stage calls into, which
+    TASK_SOURCE (the stage function's own lines) does not see.
     """
     digest = hashlib.sha256()
-    for module in modules:
-        spec = importlib.util.find_spec(module)
-        if spec is None:
-            digest.update(f"{module}:missing".encode())
-        elif spec.submodule_search_locations:
-            root = Path(next(iter(spec.submodule_search_locations)))
-            for path in sorted(root.rglob("*.py")):
-                digest.update(str(path.relative_to(root)).encode())
-                digest.update(path.read_bytes())
-        elif spec.origin:
-            digest.update(Path(spec.origin).read_bytes())
+    for name, path in sorted(code_modules(*entries, package_root=package_root).items()):
+        digest.update(f"{name}\n".encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 

@@ -7,14 +7,11 @@ GPUs. Not cached: verl keeps its own checkpoints under OUTPUT/verl/checkpoints.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 from prefect import task
 
 from ecomrlve.config import EcomConfig
-from ecomrlve.procs import run_bound
 
 
 def visible_gpus() -> int:
@@ -45,10 +42,9 @@ def verl_train_stage(
     launch = ours.verl_launch(config, data_dir, curriculum, output, gpus=gpus)
     ours.compose_verl_config(launch)  # verl's own loader accepts it before anything runs
     launch.write_files()
-    env = {**os.environ, ours.DATA_ENV: str(Path(data_dir).resolve())}
-    done = run_bound(launch.command(), env=env)  # ends with the stage, even on kill -9
-    if done.returncode != 0:
-        raise RuntimeError(f"verl's trainer exited with status {done.returncode}")
+    status = launch.run(data_dir)  # ends with the stage, even on kill -9
+    if status != 0:
+        raise RuntimeError(f"verl's trainer exited with status {status}")
     return {
         "run_id": f"verl-{curriculum}",
         "output": str(output),

@@ -90,8 +90,6 @@ def train_with_verl(
     composes from it, write nothing. Otherwise write the AgentLoop entry and env config under
     OUTPUT/verl/ and run `python -m verl.trainer.main_ppo ...`, exiting with its status.
     """
-    import subprocess
-
     from ecomrlve.integrations import verl as ours
 
     name = curriculum or cfg.training.curriculum or cfg.data.curriculum
@@ -119,6 +117,4 @@ def train_with_verl(
     with user_errors(OSError):
         launch.write_files()
     console.print(f"launching verl: {launch.shell()}", highlight=False, soft_wrap=True)
-    env = {**os.environ, ours.DATA_ENV: str(Path(data).expanduser().resolve())}
-    done = subprocess.run(launch.command(), env=env, check=False)
-    raise typer.Exit(done.returncode)
+    raise typer.Exit(launch.run(data))

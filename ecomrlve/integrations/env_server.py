@@ -82,7 +82,7 @@ class ServerLimits:
 
 
 class EcomAction(Action):
-    """One assistant turn: raw model text, or `{"content", "tool_calls"}` (CONTRACT.md TURN)."""
+    """One assistant turn: raw model text, or `{"content", "tool_calls"}` (a trajectory turn)."""
 
     turn: str | dict[str, Any] = Field(description="the assistant turn")
 

@@ -279,6 +279,14 @@ class VerlLaunch:
     def shell(self) -> str:
         return " ".join(shlex.quote(part) for part in self.command())
 
+    def run(self, data: str | os.PathLike) -> int:
+        """Run verl's trainer on the catalog in `data` (the files written already); its exit
+        status. The trainer ends with this process, even on `kill -9` (`procs.run_bound`)."""
+        from ecomrlve.procs import run_bound
+
+        env = {**os.environ, DATA_ENV: str(Path(data).expanduser().resolve())}
+        return run_bound(self.command(), env=env).returncode
+
 
 def verl_launch(
     cfg: EcomConfig,

@@ -15,6 +15,7 @@ import numpy as np
 from ecomrlve.catalogs import CLASSIC_SHOP, build_policies, build_products
 from ecomrlve.env import Catalog, reference_turns
 from ecomrlve.tasks import (
+    AnswerFact,
     ExchangeSpec,
     Goal,
     PurchaseSpec,
@@ -209,7 +210,9 @@ def cancel_task(catalog: Catalog | None = None) -> Task:
         Goal(
             cancel=["O1001"],
             relevant_ids=["O1001", a["item_id"]],
-            answer_facts=[["cancelled", "canceled"]],
+            answer_facts=[
+                AnswerFact(kind="text", value="cancelled", alternatives=["cancelled", "canceled"])
+            ],
         ),
         make_state(orders=orders),
         [
@@ -310,7 +313,15 @@ def order_status_task(catalog: Catalog | None = None) -> Task:
         "fx-status",
         "order_status",
         "Where is my laptop? When will it arrive?",
-        Goal(answer_facts=[["2025-03-17", "March 17"], ["shipped"]], relevant_ids=["O4001"]),
+        Goal(
+            answer_facts=[
+                AnswerFact(
+                    kind="text", value="2025-03-17", alternatives=["2025-03-17", "March 17"]
+                ),
+                AnswerFact(kind="text", value="shipped", alternatives=["shipped"]),
+            ],
+            relevant_ids=["O4001"],
+        ),
         make_state(orders=orders),
         [("list_orders", {})],
         seed=6,
@@ -326,7 +337,15 @@ def policy_task(catalog: Catalog | None = None) -> Task:
         "fx-policy",
         "policy",
         "How many days do I have to return boots? I'm a standard member.",
-        Goal(answer_facts=[[f"{days} days", f"{days}-day"]]),
+        Goal(
+            answer_facts=[
+                AnswerFact(
+                    kind="text",
+                    value=f"{days} days",
+                    alternatives=[f"{days} days", f"{days}-day"],
+                )
+            ]
+        ),
         make_state(),
         [("search_policy", {"query": "return boots standard"})],
         seed=8,
@@ -418,6 +437,17 @@ def all_tasks(catalog: Catalog | None = None) -> list[Task]:
 
 def reference(task: Task) -> list[str]:
     return reference_turns(task)
+
+
+def sql_rows(data_dir: Any, query: str, params: list[Any] | None = None) -> list[tuple]:
+    """The rows of a read-only query on the store in `data_dir` (what a command wrote)."""
+    from ecomrlve import store
+
+    con = store.connect(data_dir, read_only=True)
+    try:
+        return con.execute(query, params or []).fetchall()
+    finally:
+        con.close()
 
 
 def write_store(data_dir, tasks: list[Task] | None = None) -> Catalog:

@@ -221,6 +221,7 @@ def goal_decoy(task: Task, catalog: Catalog, seed: int = 0) -> Task:
     data["exchanges"] = [
         {**spec, "acceptable_new": other_ids(spec["acceptable_new"])} for spec in data["exchanges"]
     ]
-    data["answer_facts"] = [["decoy fact 12345"]]
+    decoy = "decoy fact 12345"
+    data["answer_facts"] = [{"kind": "text", "value": decoy, "alternatives": [decoy]}]
     data["relevant_ids"] = other_ids(goal.relevant_ids)
     return task.model_copy(update={"goal": Goal.model_validate(data), "reference": []})

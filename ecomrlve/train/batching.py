@@ -176,10 +176,6 @@ def padding_sequence(pad_token_id: int) -> TokenSequence:
     return sequence
 
 
-def micro_batches(indices: Sequence[int], size: int) -> list[list[int]]:
-    return [list(indices[i : i + size]) for i in range(0, len(indices), size)]
-
-
 def token_micro_batches(
     indices: Sequence[int],
     lengths: Sequence[int] | Mapping[int, int],

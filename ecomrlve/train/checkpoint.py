@@ -39,6 +39,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import torch
 
+from ecomrlve.store import fsync_dir
+
 log = logging.getLogger(__name__)
 
 CHECKPOINT_FORMAT = 1
@@ -222,19 +224,6 @@ def _quiet_single_process() -> Iterator[None]:
         yield
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _write_json(path: Path, obj: Any) -> None:
     with open(path, "w") as fh:
         json.dump(obj, fh)
@@ -317,7 +306,7 @@ def save_checkpoint(
         except TypeError as err:
             shutil.rmtree(tmp, ignore_errors=True)
             raise CheckpointError(f"checkpoint state must be JSON-serialisable: {err}") from None
-        _fsync_dir(tmp)
+        fsync_dir(tmp)
         if final.exists():  # re-saving a step after a resume: swap the old one out
             old = root / f".{final.name}.old"
             shutil.rmtree(old, ignore_errors=True)
@@ -326,7 +315,7 @@ def save_checkpoint(
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.rename(tmp, final)
-        _fsync_dir(root)
+        fsync_dir(root)
         for _, stale in list_checkpoints(root)[:-keep_last]:
             shutil.rmtree(stale, ignore_errors=True)
         log.info("checkpoint %s written in %.1fs", final, time.perf_counter() - started)

@@ -134,7 +134,7 @@ class ChatEpisode:
         return self.verdict.steps if self.verdict else len(self.turns)
 
     def trajectory(self) -> dict[str, Any]:
-        """The trajectory-file line (CONTRACT.md) that `ecomrlve verify` re-scores."""
+        """The trajectory-file line that `ecomrlve verify` re-scores."""
         return {"task_id": self.task.task_id, "turns": self.turns}
 
 
