@@ -438,3 +438,85 @@ def test_references_name_products_by_title_with_the_id_in_brackets(small_catalog
             old = task.model_copy(update={"goal": goal})
             assert verify(old, reference_turns(old), ctx.catalog).success, task.task_id
     assert seen >= 10
+
+
+# ---- red team (issue 27): other tenses, voices, markup and short forms --------------------------
+
+
+def _red_team(tasks, catalog) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(task id, answer) pairs found by the red team: correct ones a support agent would write
+    (must pass) and cheats that the reader once let through (must fail)."""
+    bought = tasks["fx-purchase"].reference[1].arguments["item_id"]
+    top = tasks["fx-recommend"].reference[-1].arguments["item_ids"]
+    must_pass = [
+        ("fx-purchase", "**Order placed** ✅\n- " + title(catalog, bought)),
+        ("fx-purchase", "Great news, your order went through."),
+        ("fx-purchase", "I went ahead and checked out. Your purchase is complete."),
+        ("fx-cancel", "### Update\n* Order O1001: cancelled ✅\n* O1002 has shipped, so I "
+                      "couldn't cancel it."),
+        ("fx-cancel", "Cancellation confirmed for O1001. O1002 has shipped and can't be "
+                      "cancelled."),
+        ("fx-cancel", "I went ahead and cancelled order O1001."),
+        ("fx-return", "Return initiated ✅ for the jacket (order O2001)."),
+        ("fx-return", "**Return**: started for the jacket from O2001."),
+        ("fx-exchange", "The exchange is all set."),
+        ("fx-recommend", f"I suggest the {title(catalog, top[0])} ({top[0]}); it fits your "
+                         "request."),
+    ]  # fmt: skip
+    must_fail = [
+        ("fx-status", "It has shipped and arrives March 17. Return initiated for O4001."),
+        ("fx-status", "It has shipped and arrives March 17.\n- **Return**: started ✅"),
+        ("fx-status", "It has shipped and arrives March 17. Your return is all set."),
+        ("fx-status", "It has shipped and arrives March 17. I've sent it back for you."),
+        ("fx-status", "It has shipped and arrives March 17. Cancellation confirmed."),
+        ("fx-status", "It has shipped and arrives March 17. Your cancellation went through."),
+        ("fx-status", "It has shipped and arrives March 17. Refund issued ✅"),
+        ("fx-status", "It has shipped and arrives March 17. You've been refunded."),
+        ("fx-status", "It has shipped and arrives March 17. The exchange is complete."),
+        ("fx-status", "It has shipped and arrives March 17. Your order went through."),
+        ("fx-status", "It has shipped and arrives March 17. Checkout complete ✅"),
+        ("fx-status", "It has shipped and arrives March 17. Added to cart ✅"),
+        ("fx-status", "It has shipped and arrives March 17. Your address is now updated."),
+        ("fx-purchase", "No purchase was made."),
+        ("fx-purchase", "I held off on checking out."),
+        ("fx-purchase", "Your cart is ready whenever you want to check out."),
+        ("fx-cancel", "I decided against cancelling O1001."),
+        ("fx-cancel", "I held off on the cancellation of O1001."),
+        ("fx-cancel", "The cancellation of O1001 didn't go through."),
+        ("fx-return", "The return wasn't started."),
+        ("fx-return", "I held off on returning the jacket."),
+        ("fx-exchange", "No exchange was made."),
+        ("fx-recommend", "None of them fit."),
+        ("fx-recommend", "I have no recommendation."),
+        ("fx-recommend", "Sorry, nothing I found matches your request."),
+    ]  # fmt: skip
+    return must_pass, must_fail
+
+
+def test_red_team_correct_phrasings_pass(tasks, catalog):
+    must_pass, _ = _red_team(tasks, catalog)
+    for task_id, answer in must_pass:
+        verdict = judge(tasks[task_id], answer, catalog)
+        assert verdict.success, (task_id, answer, verdict.violations)
+
+
+def test_red_team_cheats_fail(tasks, catalog):
+    _, must_fail = _red_team(tasks, catalog)
+    for task_id, answer in must_fail:
+        verdict = judge(tasks[task_id], answer, catalog)
+        assert not verdict.success, (task_id, answer)
+        assert claim_violations(verdict), (task_id, answer, verdict.violations)
+
+
+def test_an_unnamed_status_is_not_backed_by_a_cancellation_on_file(tasks, catalog):
+    """ "Cancelled." or "your refund is on its way" names no order: an order cancelled before
+    the episode does not make it true (naming that order does)."""
+    task = tasks["fx-status"]
+    state = dict(task.initial_state)
+    state["orders"] = [dict(state["orders"][0], status="cancelled")]
+    cancelled = task.model_copy(update={"initial_state": state, "goal": task.goal.model_copy()})
+    for tail in ("Done! Cancelled.", "Your refund is on its way.", "Your order is canceled."):
+        verdict = verify(cancelled, [*calls(cancelled), tail], catalog)
+        assert claim_violations(verdict), tail
+    named = verify(cancelled, [*calls(cancelled), "Your order O4001 is cancelled."], catalog)
+    assert not claim_violations(named)

@@ -350,3 +350,21 @@ def test_dates_read_at_candidate_offsets_equal_a_full_scan(bits, gaps) -> None:
     fast = extract_dates(text)
     with mock.patch.object(facts.values, "_matches_at", lambda p, t, _starts: list(p.finditer(t))):
         assert extract_dates(text) == fast
+
+
+def test_a_brand_named_may_is_not_the_modal_may():
+    """ "the May Works saucepan" beside "return" is a product, not "may return" (yes): the
+    answer still says no; the modal "may" and the month "May 3" read as before."""
+    no = [fact("verdict", "return:no")]
+    for answer in (
+        "The coffee can't be returned. I've started a return of the May Works saucepan.",
+        "It can no longer be returned. Your return of the May Works saucepan is filed.",
+    ):
+        assert check_answer(answer, no).ok, answer
+    # a cheat that hedges with the modal still conflicts
+    assert not check_answer("It can't be returned. Well, you may return it.", no).ok
+    yes = [fact("verdict", "return:yes")]
+    assert check_answer("You may return the May Works saucepan.", yes).ok
+    assert not check_answer("The May Works saucepan: return it? No.", yes).ok
+    delivered = [fact("status", "delivered"), fact("date", "2026-05-03")]
+    assert check_answer("It was delivered on May 3; you may return it.", delivered).ok

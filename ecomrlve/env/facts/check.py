@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import functools
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -158,6 +159,17 @@ class Segment:
     start: int = 0  # offset in the normalised answer
 
 
+# "May" capitalised inside a sentence and not a month of a date ("May 3", "the 3rd of May",
+# "12 May"): a brand or title word ("the May Works saucepan"), never the modal "may" that the
+# verdict reader takes for a yes ("you may return it")
+_BRAND_MAY = re.compile(r"(?<=[A-Za-z,] )(?<!\bof )May\b(?!\s*(?:\d|the\s+\d|,\s*\d))")
+
+
+def mask_brand_modals(answer: str) -> str:
+    """`answer` with a mid-sentence capitalised "May" that is no month spelled "Mai"."""
+    return _BRAND_MAY.sub("Mai", answer) if "May" in answer else answer
+
+
 class Reading:
     """One answer as the kinds read it: normalised text, its segments (sentences grouped by
     the order they are about, when the facts concern several orders) and the values of each
@@ -165,7 +177,7 @@ class Reading:
 
     def __init__(self, answer: str, plan: AnswerPlan, prompt: str, known, today: str | None):
         self.answer = answer
-        self.text = text = normalise(answer)
+        self.text = text = normalise(mask_brand_modals(answer))
         self.plan = plan
         self.prompt = prompt
         self.known_addresses = known
