@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ecomrlve.config import EnvConfig
-from ecomrlve.env import format_call, reference_turns, verify
+from ecomrlve.env import EcomEnv, format_call, reference_turns, verify
 from ecomrlve.env.claims import ACTION_KINDS, check_claims, product_names, read_statements
 from ecomrlve.testing import env_tasks as fx
 from ecomrlve.testing import reward_probes as probes
@@ -265,6 +265,33 @@ def test_the_order_ships_to_the_address_on_file(tasks, catalog):
         verdict = judge(task, "I've placed your order.", catalog, [*c, other])
         assert not verdict.success
         assert any("not the address on file" in v for v in verdict.violations)
+
+
+def test_an_order_cancelled_after_checkout_is_no_purchase(tasks, catalog):
+    """Checkout, then cancel the order just placed: the lines match but nothing is bought."""
+    task = tasks["fx-purchase"]
+    placed = judge(task, "I've placed your order.", catalog)
+    assert placed.success
+    new_id = verify_new_order_id(task, catalog)
+    cancel = format_call("cancel_order", {"order_id": new_id, "reason": "changed my mind"})
+    for answer in ("I've placed your order.", "I placed your order and then cancelled it."):
+        verdict = judge(task, answer, catalog, [*calls(task), cancel])
+        assert not verdict.success, answer
+        assert f"goal: the new order {new_id} was cancelled" in verdict.violations
+    # reading the new order back is fine
+    read = format_call("get_order", {"order_id": new_id})
+    assert judge(task, "Your order is placed.", catalog, [*calls(task), read]).success
+
+
+def verify_new_order_id(task, catalog) -> str:
+    env = EcomEnv(task, catalog)
+    env.reset()
+    for turn in calls(task):
+        env.step(turn)
+    initial = {o["order_id"] for o in task.initial_state["orders"]}
+    orders = env.state()["orders"]
+    ids = [o["order_id"] for o in orders] if isinstance(orders, list) else list(orders)
+    return next(o for o in ids if o not in initial)
 
 
 def test_nothing_is_left_in_the_cart_after_checkout(tasks, catalog):

@@ -5,7 +5,8 @@ turns in order (tool-, user- and system-role entries of the file are skipped: to
 always come from the env, never from the trajectory), and returns a `Verdict`.
 
 Success (see the Goal semantics at the top of `ecomrlve.tasks`) needs all of:
-* purchase: exactly one new order whose lines match the slots one-to-one (item in the slot's
+* purchase: exactly one new order, not cancelled, whose lines match the slots one-to-one (item
+  in the slot's
   acceptable set, exact quantity), no other line, goods subtotal (shipping excluded) <= budget;
   without a purchase goal, no new order and the cart exactly as it started;
 * cancel / returns / exchanges: exactly these effects, nothing on other orders or items;
@@ -116,6 +117,8 @@ def _check_purchase(task: Task, record: EpisodeRecord, violations: list[str]) ->
         if not new_orders:
             return
     order = new_orders[0]
+    if order.get("status") == "cancelled":  # checkout, then cancel the order just placed
+        violations.append(f"goal: the new order {order['order_id']} was cancelled")
     address = record.initial["user"].get("address") or ""
     if address and order.get("shipping_address") != address:
         violations.append(
