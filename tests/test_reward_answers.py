@@ -96,12 +96,26 @@ WRONG = [
     ("Orders can be cancelled while pending. Once shipped, they can no longer be cancelled.",
      [fact("verdict", "cancel:yes")]),
     ("Yes, you can exchange it for another size or colour.", [fact("verdict", "exchange:no")]),
+    ("Sure!", [fact("verdict", "return:no")]),
+    ("Sure! It can't be returned.", [fact("verdict", "return:yes")]),
+    ("Certainly. Yes, you can return it. No.", [fact("verdict", "return:no")]),
     ("It was delivered.", [fact("status", "shipped")]),
     ("Shipped. Dates: June 3, June 16, May 30.", [fact("status", "shipped"), fact("date", "2026-06-16")]),
     ("It will be delivered on June 16.", [fact("status", "delivered"), fact("date", "2026-06-16")]),
     ("It's going to 4120 Oak Street or 9 Elm Road.",
      [fact("address", "4120 Oak St, Springfield, OH")]),
 ]  # fmt: skip
+
+
+# an opening "Sure!" / "Certainly," before the verdict is a greeting, not a yes
+CORRECT += [
+    ("Sure! Unfortunately it can't be returned.", [fact("verdict", "return:no")]),
+    (
+        "Certainly, let me check. It can no longer be cancelled since it has shipped.",
+        [fact("verdict", "cancel:no")],
+    ),
+    ("Sure. You can still return it.", [fact("verdict", "return:yes")]),
+]
 
 
 @pytest.mark.parametrize(("answer", "facts"), CORRECT)

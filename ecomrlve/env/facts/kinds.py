@@ -332,13 +332,21 @@ class VerdictKind(Kind):
     def extract(self, text, reading):
         out = []
         only_topic = reading.plan.only_topic if reading is not None else None
+        # "Sure!" / "Certainly!" opening an answer that then states its verdict on a topic is
+        # a greeting, not a yes ("Sure! Unfortunately it can't be returned")
+        greetings, topical = [], False
         for start, end in reading.spans() if reading is not None else sentence_spans(text):
             sentence = text[start:end]
             if not v._VERDICT_HINT.search(sentence):
                 continue  # no topic, no yes/no, no final sale: nothing to read
             for clause in _CLAUSE.split(sentence):
                 for topic, polarity in v.extract_verdicts(clause):
+                    topical = topical or bool(topic)
+                    if not topic and v.is_greeting(clause):
+                        greetings.append(len(out))
                     out.append((start, (topic or only_topic or "", polarity)))
+        if topical and greetings:
+            out = [found for k, found in enumerate(out) if k not in greetings]
         return out
 
     def target(self, value):

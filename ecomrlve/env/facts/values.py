@@ -441,6 +441,12 @@ _BARE_YES = frozenset({"sure", "certainly", "absolutely", "yep", "yeah"})
 _RULE_WORDS = frozenset({"only", "provided", "whenever"})
 
 
+def is_greeting(clause: str) -> bool:
+    """A clause that is only "Sure" / "Certainly" / "Absolutely" (not "yes"): an opener."""
+    words = _TOKEN.findall(clause)
+    return bool(words) and words[0] in _BARE_YES and len(words) <= 2
+
+
 def _topics(clause: str, words: list[str], pairs: set[tuple[str, str]]) -> set[str]:
     found = set()
     # a word can only start with a stem the clause contains: most clauses skip the word loop
