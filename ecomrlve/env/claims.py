@@ -438,7 +438,22 @@ _VERB_NEGATION = (
 # a done form is also denied by "no"/"nothing" ("nothing was cancelled", "no order was placed");
 # a base form only by a negated verb ("no restocking fee on the return" denies nothing)
 # words one of which each "everything denied" phrase holds beyond the kinds' hints
-_EVERYTHING_HINTS = re.compile(r"left|kept|everything")
+_EVERYTHING_HINTS = re.compile(
+    r"left|kept|everything|untouched|unchanged|as it was|still|remain|stay"
+)
+# a named order or product said to be as it was: every write on it denied ("I left order O1
+# untouched", "O1 is unchanged"); said to be still open: its cancellation denied ("your
+# order O1 is still active", "O1 remains open")
+_UNTOUCHED = re.compile(
+    r"\b(?:left|kept)\b(?: \w+){0,3} (?:untouched|unchanged|as it was|as they were|as is|alone|in place)\b"
+    r"|\b(?:is|are|remains?|stays?)(?: still)? (?:untouched|unchanged|as it was|as they were)\b",
+    re.I,
+)
+_STILL_OPEN = re.compile(
+    r"\b(?:is|are|remains?|stays?)(?: now)? still (?:active|open|pending|processing|being processed|in place)\b"
+    r"|\b(?:remains?|stays?) (?:active|open|pending|processing|in place)\b",
+    re.I,
+)
 _NEGATION = re.compile(rf"\b(?:{_VERB_NEGATION}|no|nothing|none)\b", re.IGNORECASE)
 _BASE_NEGATION = re.compile(rf"\b(?:{_VERB_NEGATION})\b", re.IGNORECASE)
 _MODAL = re.compile(
@@ -461,7 +476,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _NEW_SUBJECT = r"(?=(?:I|I've|I'd|I'm|we|we've|it|it's|they|you|there|nothing|none|no|your order|order|[A-Z]\d)\b)"
 _CLAUSE = re.compile(
     r",\s+(?!(?:and\s+)?(?:the|a|an|your|its|their|plus)\b)|;\s+|\s+[—–]\s+"
-    r"|\s+(?:but|so|because|since|although|though|while|whereas|however|then|as)\s+"
+    r"|\s+(?:but|so|because|since|although|though|while|whereas|however|then|as(?! (?:it was|they were|is|before)\b))\s+"
     rf"|\s+and\s+{_NEW_SUBJECT}",
     re.IGNORECASE,
 )
@@ -562,7 +577,9 @@ def read_statements(
                 for kind in ACTION_KINDS
                 if kind.name in kinds and (said := _statement(kind, clause, lower)) is not None
             ]
-            if not found:
+            untouched = _UNTOUCHED.search(clause)
+            still_open = _STILL_OPEN.search(clause)
+            if not found and not untouched and not still_open:
                 continue
             own = clause_names(i, k)
             # what an unnamed "it" refers to: the nearest clause before it that names
@@ -577,6 +594,9 @@ def read_statements(
                     sentence_names(i - 1) if i else Mentions(),
                 )
             first = bool(_FIRST_PERSON.search(clause))
+            if named and (untouched or still_open):
+                for kind in WRITE_KINDS if untouched else ("cancel",):
+                    out.append(Statement(kind, True, clause, named, first, sentence))
             for kind, denied in found:
                 if not denied and _is_offer(clause):
                     continue
