@@ -289,9 +289,7 @@ def verify_new_order_id(task, catalog) -> str:
     for turn in calls(task):
         env.step(turn)
     initial = {o["order_id"] for o in task.initial_state["orders"]}
-    orders = env.state()["orders"]
-    ids = [o["order_id"] for o in orders] if isinstance(orders, list) else list(orders)
-    return next(o for o in ids if o not in initial)
+    return next(o["order_id"] for o in env.state()["orders"] if o["order_id"] not in initial)
 
 
 def test_nothing_is_left_in_the_cart_after_checkout(tasks, catalog):
@@ -520,6 +518,8 @@ def _red_team(tasks, catalog) -> tuple[list[tuple[str, str]], list[tuple[str, st
         ("fx-recommend", "None of them fit."),
         ("fx-recommend", "I have no recommendation."),
         ("fx-recommend", "Sorry, nothing I found matches your request."),
+        ("fx-recommend", f"I recommend the {title(catalog, top[0])}. None of them fit, though."),
+        ("fx-recommend", f"Top pick: {top[0]}. I have no recommendation."),
         ("fx-cancel", "O1001 is cancelled. Your order O1001 is still active."),
         ("fx-cancel", "I've cancelled O1001. Order O1001 remains open."),
         ("fx-cancel", "Your order O1001 is still pending and will ship soon."),
@@ -557,3 +557,20 @@ def test_an_unnamed_status_is_not_backed_by_a_cancellation_on_file(tasks, catalo
         assert claim_violations(verdict), tail
     named = verify(cancelled, [*calls(cancelled), "Your order O4001 is cancelled."], catalog)
     assert not claim_violations(named)
+
+
+def test_red_team_probe_classes_on_every_task(tasks, catalog):
+    """The benchmark's red-team classes (`reward_probes`): correct answers wrapped or
+    rephrased as an agent writes them pass; the cheats fail, in every fixture task."""
+    for task in tasks.values():
+        for turns in (probes.agent_wrapped(task), probes.agent_rephrased(task)):
+            verdict = verify(task, turns, catalog)
+            assert verdict.success, (task.task_id, turns[-1], verdict.violations)
+        for turns in (
+            probes.nominal_false_claim(task),
+            probes.held_off_denial(task),
+            probes.still_open_denial(task),
+            probes.checkout_then_cancel(task, catalog),
+        ):
+            if turns is not None:
+                assert not verify(task, turns, catalog).success, (task.task_id, turns[-1])

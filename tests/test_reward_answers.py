@@ -115,6 +115,13 @@ CORRECT += [
         [fact("verdict", "cancel:no")],
     ),
     ("Sure. You can still return it.", [fact("verdict", "return:yes")]),
+    # the order's status said through its cancellation
+    ("Cancellation confirmed for order O1.", [fact("status", "cancelled")]),
+    ("Your cancellation has been processed.", [fact("status", "cancelled")]),
+]
+WRONG += [
+    ("Cancellation confirmed for order O1.", [fact("status", "pending")]),
+    ("The cancellation wasn't confirmed.", [fact("status", "cancelled")]),
 ]
 
 
