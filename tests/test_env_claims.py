@@ -574,3 +574,19 @@ def test_red_team_probe_classes_on_every_task(tasks, catalog):
         ):
             if turns is not None:
                 assert not verify(task, turns, catalog).success, (task.task_id, turns[-1])
+
+
+def test_claims_are_an_entry_of_the_fact_registry(tasks, catalog):
+    """`check_answer` is the one entry point: the claims kind audits the answer given the
+    episode's record and catalog, with the same violations as `check_claims`."""
+    from ecomrlve.env.facts import KINDS, AnswerPlan, Shown, check_answer
+
+    assert "claims" in KINDS and not KINDS["claims"].valued
+    record = verify_record(tasks["fx-cancel"], catalog)
+    for text in ("I've cancelled order O1002.", "I've cancelled O1001.", "Nothing changed."):
+        shown = Shown([], None, record, catalog)
+        checked = check_answer(text, AnswerPlan([]), shown=shown)
+        assert checked.claims == check_claims(text, record, catalog), text
+        assert checked.ok == (not checked.claims and not checked.ungrounded)
+    # without the episode (no record) nothing is audited
+    assert check_answer("I've cancelled order O1002.", AnswerPlan([])).claims == []

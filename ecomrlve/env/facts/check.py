@@ -27,10 +27,12 @@ class AnswerCheck:
     conflicts: list[str] = field(default_factory=list)
     ungrounded: list[str] = field(default_factory=list)
     unstated: list[str] = field(default_factory=list)
+    # untrue reports or denials of actions (`kinds.ClaimsKind`), each a "claims: …" violation
+    claims: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.missing and not self.conflicts and not self.ungrounded
+        return not (self.missing or self.conflicts or self.ungrounded or self.claims)
 
 
 def describe(fact: AnswerFact) -> str:
@@ -49,9 +51,16 @@ class Shown:
     system prompt and every successful tool result (kept by reference). Read lazily, once per
     kind, and only when an answer states a value nothing else grounds."""
 
-    def __init__(self, items: Sequence[Any], today: str | None = None, record: Any = None):
+    def __init__(
+        self,
+        items: Sequence[Any],
+        today: str | None = None,
+        record: Any = None,
+        catalog: Any = None,
+    ):
         self.items = items
         self.record = record  # the EpisodeRecord, for kinds that audit the episode's actions
+        self.catalog = catalog  # the product names those kinds read (None: ids only)
         self.today = dt.date.fromisoformat(today) if today else None
         self._strings: list[str] | None = None
         self._numbers: list[tuple[str, float]] = []  # (key, number)
@@ -272,7 +281,7 @@ def check_answer(
         result.ungrounded = _ungrounded(plan, reading, shown)
     for kind in KINDS.values():
         if type(kind).audit is not Kind.audit:
-            result.conflicts += kind.audit(plan, reading, shown)
+            getattr(result, kind.audits_into).extend(kind.audit(plan, reading, shown))
     result.conflicts = list(dict.fromkeys(result.conflicts))
     return result
 
