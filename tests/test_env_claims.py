@@ -488,6 +488,8 @@ def _red_team(tasks, catalog) -> tuple[list[tuple[str, str]], list[tuple[str, st
         ("fx-recommend", f"I suggest the {title(catalog, top[0])} ({top[0]}); it fits your "
                          "request."),
         ("fx-cancel", "Your order O1001 was still processing, so I cancelled it."),
+        # the status before the cancel, a context fact, then the cancel
+        ("fx-cancel", "Your order O1001 is still being processed. I've cancelled it."),
         ("fx-cancel", "I've cancelled O1001. Your other order O1002 is still active."),
         ("fx-cancel", "O1001 is cancelled. O1002 remains as it was: it has shipped, so I "
                       "couldn't cancel it."),
@@ -522,7 +524,6 @@ def _red_team(tasks, catalog) -> tuple[list[tuple[str, str]], list[tuple[str, st
         ("fx-recommend", f"Top pick: {top[0]}. I have no recommendation."),
         ("fx-cancel", "O1001 is cancelled. Your order O1001 is still active."),
         ("fx-cancel", "I've cancelled O1001. Order O1001 remains open."),
-        ("fx-cancel", "Your order O1001 is still pending and will ship soon."),
         ("fx-cancel", "I left order O1001 untouched."),
         ("fx-cancel", "I kept order O1001 as it was."),
         ("fx-return", "The return is filed. Order O2001 is unchanged."),

@@ -449,9 +449,11 @@ _UNTOUCHED = re.compile(
     r"|\b(?:is|are|remains?|stays?)(?: still)? (?:untouched|unchanged|as it was|as they were)\b",
     re.I,
 )
+# (not a status: "O1 is still being processed" is the status before the cancel, a context
+# fact the answer may state; only "active" / "open" say the order goes on)
 _STILL_OPEN = re.compile(
-    r"\b(?:is|are|remains?|stays?)(?: now)? still (?:active|open|pending|processing|being processed|in place)\b"
-    r"|\b(?:remains?|stays?) (?:active|open|pending|processing|in place)\b",
+    r"\b(?:is|are|remains?|stays?)(?: now)? still (?:active|open|in place)\b"
+    r"|\b(?:remains?|stays?) (?:active|open|in place)\b",
     re.I,
 )
 _NEGATION = re.compile(rf"\b(?:{_VERB_NEGATION}|no|nothing|none)\b", re.IGNORECASE)
