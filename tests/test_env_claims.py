@@ -491,6 +491,9 @@ def _red_team(tasks, catalog) -> tuple[list[tuple[str, str]], list[tuple[str, st
         # the status before the cancel, a context fact, then the cancel
         ("fx-cancel", "Your order O1001 is still being processed. I've cancelled it."),
         ("fx-cancel", "I've cancelled O1001. Your other order O1002 is still active."),
+        ("fx-cancel", "I've cancelled O1001, is there anything else I can help with?"),
+        ("fx-cancel", "O1001 is cancelled: I did cancel it. Want me to return the boots, or keep them?"),
+        ("fx-cancel", "I've processed the cancellation of O1001."),
         ("fx-cancel", "O1001 is cancelled. O1002 remains as it was: it has shipped, so I "
                       "couldn't cancel it."),
     ]  # fmt: skip
@@ -527,6 +530,11 @@ def _red_team(tasks, catalog) -> tuple[list[tuple[str, str]], list[tuple[str, st
         ("fx-cancel", "I left order O1001 untouched."),
         ("fx-cancel", "I kept order O1001 as it was."),
         ("fx-return", "The return is filed. Order O2001 is unchanged."),
+        ("fx-status", "It has shipped and arrives March 17. I've cancelled it, anything else?"),
+        ("fx-status", "It arrives March 17. Your refund has been issued, anything else?"),
+        ("fx-status", "It has shipped and arrives March 17. I did cancel it."),
+        ("fx-status", "It has shipped and arrives March 17. I've processed the cancellation."),
+        ("fx-status", "It has shipped and arrives March 17. I've completed your new order."),
     ]  # fmt: skip
     return must_pass, must_fail
 

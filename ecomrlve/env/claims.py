@@ -317,6 +317,7 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
         "order",
         hints=_ORDER_HINTS,
         done=r"placed|ordered|purchased|bought|checked out|completed (?:the|your) (?:checkout|purchase)"
+        r"|(?:completed|finished|submitted|processed) (?:the |your |a |an )?(?:new )?(?:order|purchase|checkout)"
         rf"|{_nominal('(?:checkout|purchase|order)')}",
         base=r"place|placing|purchase|purchasing|buy|buying|ordering|check(?:ing)? out|(?:complete|finish|submit|process)(?: the| your| an| a)? (?:order|purchase|checkout)",
         denial=r"(?:n't|\bnot|\bnever)\s+(?:\w+\s+)?order(?:ed)?\b|\bno (?:new )?(?:orders?|purchases?) (?:was|were|has been|have been) (?:placed|made)"
@@ -345,7 +346,8 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
     ActionKind(
         "cancel",
         hints=("cancel", "call"),
-        done=rf"cancell?ed|called off|{_nominal('cancell?ation')}",
+        done=rf"cancell?ed|called off|{_nominal('cancell?ation')}"
+        rf"|(?:{_FILED}|confirmed|completed) (?:a |the |your |an )?(?:\w+ )?cancell?ation",
         base=r"cancel|cancell?ing|call off|cancell?ation",
         denial=_nominal_denied("cancell?ation"),
     ),
@@ -562,16 +564,19 @@ def read_statements(
         return Mentions()
 
     for i, sentence in enumerate(sentences):
-        if sentence.endswith("?"):
+        # a question states nothing, but a statement before a question tag does ("I've
+        # cancelled it, anything else?"): only the clause with the "?" is dropped
+        question = sentence.endswith("?")
+        if question and len(clauses_of(i)) == 1:
             continue
         lower = sentence.lower()
         if not _HINTS.search(lower) and not _EVERYTHING_HINTS.search(lower):
             continue  # no kind's word: nothing reported or denied (most fact sentences)
-        if _EVERYTHING_DENIED.search(sentence):
+        if _EVERYTHING_DENIED.search(sentence) and not question:
             for kind in WRITE_KINDS:
                 out.append(Statement(kind, True, sentence, Mentions(), True, sentence))
         clauses = clauses_of(i)
-        for k, clause in enumerate(clauses):
+        for k, clause in enumerate(clauses[:-1] if question else clauses):
             lower = clause.lower()
             kinds = {k for h in _HINTS.findall(lower) for k in HINT_KIND[h]}
             found = [
@@ -656,6 +661,9 @@ def _statement(kind: ActionKind, clause: str, lower: str) -> bool | None:
         for match in kind.base_re.finditer(clause):
             if _negated(clause, match.start(), _BASE_NEGATION):
                 return True
+            before = _words_before(clause, match.start(), 2)
+            if before and (before[-1].lower() == "did" or before[-2:] == ["did", "indeed"]):
+                return False  # "I did cancel it": an emphatic report
     return None
 
 
