@@ -492,8 +492,8 @@ def _red_team(tasks, catalog) -> tuple[list[tuple[str, str]], list[tuple[str, st
         ("fx-cancel", "Your order O1001 is still being processed. I've cancelled it."),
         ("fx-cancel", "I've cancelled O1001. Your other order O1002 is still active."),
         ("fx-cancel", "I've cancelled O1001, is there anything else I can help with?"),
-        ("fx-cancel", "O1001 is cancelled: I did cancel it. Want me to return the boots, or keep them?"),
-        ("fx-cancel", "I've processed the cancellation of O1001."),
+        ("fx-cancel", "O1001 is cancelled: I did cancel it. Want a return, or keep them?"),
+        ("fx-cancel", "I've processed the cancellation of O1001: it's cancelled."),
         ("fx-cancel", "O1001 is cancelled. O1002 remains as it was: it has shipped, so I "
                       "couldn't cancel it."),
     ]  # fmt: skip
