@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ecomrlve.config import EcomConfig
+from ecomrlve.config import EcomConfig, TinyModelConfig
 from ecomrlve.train.batching import LOGIT_CHUNK_ELEMENTS
 
 GIB = 1 << 30
@@ -80,13 +80,14 @@ QWEN3_SHAPES: dict[str, ModelShape] = {
 }
 
 
-def model_shape(name: str) -> ModelShape:
+def model_shape(name: str, tiny: TinyModelConfig | None = None) -> ModelShape:
     """The architecture of `agent.model`: its config.json when on this machine, else a known
-    Qwen3 release. Raises ValueError naming the model otherwise."""
+    Qwen3 release (`tiny`: the dimensions of tiny-qwen3, default `agent.tiny`'s defaults).
+    Raises ValueError naming the model otherwise."""
     from ecomrlve.train.model import TINY_MODEL, TinySpec, resolve_model_path
 
     if name == TINY_MODEL:
-        t = TinySpec()
+        t = TinySpec.of(tiny or TinyModelConfig())
         return ModelShape(
             t.hidden_size,
             t.num_hidden_layers,
@@ -195,7 +196,7 @@ def plan_memory(
 ) -> MemoryPlan:
     """The per-GPU plan for `cfg` on `gpus` cards of `gpu_memory_gb` GB (10^9 bytes)."""
     training = cfg.training
-    shape = shape or model_shape(cfg.agent.model)
+    shape = shape or model_shape(cfg.agent.model, cfg.agent.tiny)
     rank = training.lora_rank if lora_rank is None else lora_rank
     tokens = tokens or training.max_tokens_per_micro_batch
     card = gpu_memory_gb * 1e9
