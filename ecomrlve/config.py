@@ -168,6 +168,8 @@ def _check_cron(expr: str) -> None:
         raise ValueError(f"schedule {expr!r} is not a cron expression: {err}") from None
 
 
+DEFAULT_MICRO_BATCH_TOKENS = 16_384
+
 # `algorithm: grpo` switches DAPO's techniques off; keys the config sets itself still win (so an
 # ablation such as GRPO + clip-higher is one extra line).
 GRPO_PRESETS: dict[str, Any] = {
@@ -248,8 +250,11 @@ class TrainingConfig(StrictModel):
     prompts_per_step: int = Field(32, ge=1, description="groups per optimizer step")
     group_size: int = Field(16, ge=1, description="samples per prompt")
     mini_batch_size: int = Field(8, ge=1, description="sequences per gradient micro-step (cap)")
-    max_tokens_per_micro_batch: int = Field(
-        16384, ge=1, description="padded tokens per gradient micro-step (the memory knob)"
+    max_tokens_per_micro_batch: int | None = Field(
+        None,
+        ge=1,
+        description="padded tokens per gradient micro-step (the memory knob); None: the "
+        "planner's choice, 16384 (or one whole episode) halved until the plan fits the GPUs",
     )
     ppo_mini_batch_size: int | None = Field(
         None, ge=1, description="prompts per optimizer step (verl); None: the whole rollout batch"
@@ -320,12 +325,19 @@ class TrainingConfig(StrictModel):
     rollout_concurrency: int = Field(64, ge=1, description="requests in flight over the pool")
     distributed: Literal["auto", "none", "fsdp"] = Field("auto", description="auto: fsdp, >1 rank")
     dtype: Literal["auto", "bf16", "fp32"] = Field("auto", description="auto: bf16 on CUDA")
-    gradient_checkpointing: bool = False
+    gradient_checkpointing: bool | None = Field(
+        None, description="None: on when the update would not fit the GPUs without it (CPU: off)"
+    )
     lora_rank: int = Field(0, ge=0, description="0: full fine-tune; > 0: LoRA adapters (1 GPU)")
     lora_alpha: float | None = Field(None, gt=0.0, description="default 2 * lora_rank")
     vllm_gpu_memory_utilization: float = Field(0.35, gt=0.0, le=1.0)
     keep_checkpoints: int = Field(3, ge=1, description="newest kept under OUT/checkpoints")
     resume: bool = Field(False, description="continue from the newest checkpoint in the run folder")
+
+    @property
+    def micro_batch_tokens(self) -> int:
+        """`max_tokens_per_micro_batch`, or the default before a planner chose one."""
+        return self.max_tokens_per_micro_batch or DEFAULT_MICRO_BATCH_TOKENS
 
     @model_validator(mode="before")
     @classmethod

@@ -97,6 +97,23 @@ def test_dry_run_plans_memory_before_loading(gpus, memory, code, expected) -> No
         assert "--gpus 4" in result.output
 
 
+def test_the_article_yaml_verbatim_plans_on_8_gpus_of_80_gb(tmp_path) -> None:
+    """Without our memory keys the planner chooses checkpointing and micro-batch tokens."""
+    config = tmp_path / "article.yaml"
+    config.write_text(ARTICLE_YAML)
+    args = ["train", "--config", str(config), "--dry-run", "--gpus", "8", "--gpu-memory", "80"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "planner: gradient_checkpointing" in result.output
+    assert "fits: peak" in result.output
+    # with checkpointing forced off and the full 16k tokens it is refused, naming what fits
+    forced = yaml.safe_load(ARTICLE_YAML)
+    forced["training"].update(gradient_checkpointing=False, max_tokens_per_micro_batch=16384)
+    config.write_text(yaml.safe_dump(forced))
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and "does not fit" in result.output
+
+
 def test_train_py_forwards_to_ecomrlve_train() -> None:
     done = subprocess.run(
         [sys.executable, "train.py", "--config", "configs/ecom_rlve.yaml", "--dry-run"],

@@ -133,4 +133,3 @@ def test_trained_log_probs_are_read_at_the_position_that_predicts_the_token(play
                 assert float(got[row, t]) == pytest.approx(float(want[t, token]), abs=1e-4)
             else:
                 assert float(got[row, t]) == 0.0
-

@@ -124,13 +124,21 @@ def _print_summary(cfg, summary) -> None:
 
 def _print_memory_plan(cfg, gpus: int, gpu_memory: float) -> None:
     """The --dry-run table; exit 2 with one line naming what would fit when it does not."""
-    from ecomrlve.train.memory import model_shape, plan_memory, what_would_fit
+    from ecomrlve.train.memory import (
+        model_shape,
+        plan_memory,
+        what_would_fit,
+        with_memory_defaults,
+    )
 
     if gpus < 1 or gpu_memory <= 0:
         fail(f"--gpus must be >= 1 and --gpu-memory > 0, got {gpus} and {gpu_memory}")
     if cfg.training.lora_rank > 0 and gpus > 1:
         fail("training.lora_rank > 0 is the one-GPU mode: use --gpus 1 or lora_rank: 0")
     shape = model_shape(cfg.agent.model, cfg.agent.tiny)
+    cfg, choice = with_memory_defaults(cfg, gpus=gpus, gpu_memory_gb=gpu_memory, shape=shape)
+    if choice:
+        console.print(choice)
     plan = plan_memory(cfg, gpus=gpus, gpu_memory_gb=gpu_memory, shape=shape)
     mode = (
         f"LoRA rank {plan.lora_rank}"

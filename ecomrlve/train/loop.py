@@ -516,7 +516,7 @@ def _mini_batch(
     cuts = token_micro_batches(
         list(range(len(keys))),
         [len(s) for s in sequences],
-        training.max_tokens_per_micro_batch,
+        training.micro_batch_tokens,
         training.mini_batch_size,
     )
     count = max(all_gather_objects(len(cuts), ctx))

@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ecomrlve.config import EcomConfig, TinyModelConfig
+from ecomrlve.config import DEFAULT_MICRO_BATCH_TOKENS, EcomConfig, TinyModelConfig
 from ecomrlve.train.batching import LOGIT_CHUNK_ELEMENTS
 
 GIB = 1 << 30
@@ -198,7 +198,7 @@ def plan_memory(
     training = cfg.training
     shape = shape or model_shape(cfg.agent.model, cfg.agent.tiny)
     rank = training.lora_rank if lora_rank is None else lora_rank
-    tokens = tokens or training.max_tokens_per_micro_batch
+    tokens = tokens or training.micro_batch_tokens
     card = gpu_memory_gb * 1e9
     p = shape.params
     if rank > 0:  # one GPU, bf16 frozen base, fp32 adapters
@@ -212,7 +212,7 @@ def plan_memory(
             gathered += 4.0 * shape.layer_params
         else:  # autocast's bf16 copies of the weights, cached during the forward
             gathered = 2.0 * p
-    activations = activation_bytes(shape, tokens, training.gradient_checkpointing)
+    activations = activation_bytes(shape, tokens, bool(training.gradient_checkpointing))
     vllm = training.vllm_gpu_memory_utilization * card
     return MemoryPlan(
         gpus, card, rank, tokens, weights, grads, optimizer, gathered, activations, vllm
@@ -251,3 +251,61 @@ def what_would_fit(cfg: EcomConfig, plan: MemoryPlan, shape: ModelShape) -> list
             break
         tokens //= 2
     return options
+
+
+def with_memory_defaults(
+    cfg: EcomConfig,
+    *,
+    gpus: int,
+    gpu_memory_gb: float | None,
+    shape: ModelShape | None = None,
+) -> tuple[EcomConfig, str | None]:
+    """`cfg` with `gradient_checkpointing` and `max_tokens_per_micro_batch` chosen where the
+    config leaves them unset, and a sentence saying what was chosen (None: nothing to choose).
+
+    Without a GPU (`gpu_memory_gb` None): checkpointing off, 16384 tokens. With GPUs: the first
+    setting whose plan fits, trying checkpointing off before on and, for each, 16384 tokens
+    (at least one whole episode, `agent.max_episode_tokens`) halved down to one episode.
+    When nothing fits, the most frugal setting; the plan then says it does not fit.
+    """
+    t = cfg.training
+    if t.gradient_checkpointing is not None and t.max_tokens_per_micro_batch is not None:
+        return cfg, None
+    episode = cfg.agent.max_episode_tokens
+    top = max(DEFAULT_MICRO_BATCH_TOKENS, episode)
+    token_options = (
+        [t.max_tokens_per_micro_batch]
+        if t.max_tokens_per_micro_batch is not None
+        else [top >> i for i in range(16) if top >> i >= episode]
+    )
+    checkpoint_options = (
+        [t.gradient_checkpointing] if t.gradient_checkpointing is not None else [False, True]
+    )
+
+    def chosen(checkpointing: bool, tokens: int) -> EcomConfig:
+        training = t.model_copy(
+            update={"gradient_checkpointing": checkpointing, "max_tokens_per_micro_batch": tokens}
+        )
+        return cfg.model_copy(update={"training": training})
+
+    def sentence(choice: EcomConfig, why: str) -> str:
+        c = choice.training
+        return (
+            f"planner: gradient_checkpointing {str(c.gradient_checkpointing).lower()}, "
+            f"max_tokens_per_micro_batch {c.max_tokens_per_micro_batch} ({why})"
+        )
+
+    if gpu_memory_gb is None:
+        choice = chosen(checkpoint_options[0], token_options[0])
+        return choice, sentence(choice, "no GPU")
+    shape = shape or model_shape(cfg.agent.model, cfg.agent.tiny)
+    for checkpointing in checkpoint_options:
+        for tokens in token_options:
+            choice = chosen(checkpointing, tokens)
+            plan = plan_memory(choice, gpus=gpus, gpu_memory_gb=gpu_memory_gb, shape=shape)
+            if plan.fits:
+                return choice, sentence(
+                    choice, f"the first setting that fits {gpus} x {gpu_memory_gb:g} GB"
+                )
+    choice = chosen(checkpoint_options[-1], token_options[-1])
+    return choice, sentence(choice, f"nothing fits {gpus} x {gpu_memory_gb:g} GB")

@@ -15,6 +15,7 @@ evaluated on the same tasks keeps each task's two outcomes together.
 
 from __future__ import annotations
 
+import itertools
 from math import comb
 
 import numpy as np
@@ -136,7 +137,7 @@ def stage_intervals(
         cis[stage] = {"ci_low": low, "ci_high": high}
     diffs: dict[str, dict[str, float]] = {}
     stages = list(per_stage)
-    for before, after in zip(stages, stages[1:], strict=False):
+    for before, after in itertools.pairwise(stages):
         paired = per_stage[after].join(
             per_stage[before].select("task_id", "pass_at_1"), on="task_id", suffix="_before"
         )

@@ -183,13 +183,30 @@ def resolve_engines(
         distributed=distributed,
         dtype=dtype,
         world_size=world_size,
-        gradient_checkpointing=t.gradient_checkpointing,
+        gradient_checkpointing=bool(t.gradient_checkpointing),
         lora_rank=t.lora_rank,
         lora_alpha=t.lora_alpha,
         vllm_gpu_memory_utilization=t.vllm_gpu_memory_utilization,
         endpoint=endpoint,
         reasons=tuple(reasons),
     )
+
+
+def memory_defaults_for_this_machine(cfg: EcomConfig) -> EcomConfig:
+    """`memory.with_memory_defaults` for this machine's GPUs (the launched ranks, each with the
+    first card's memory), logged; without CUDA the CPU defaults."""
+    import torch
+
+    from ecomrlve.train.distributed import launched_world_size
+    from ecomrlve.train.memory import with_memory_defaults
+
+    memory = None
+    if torch.cuda.is_available():
+        memory = torch.cuda.get_device_properties(0).total_memory / 1e9
+    cfg, choice = with_memory_defaults(cfg, gpus=launched_world_size(), gpu_memory_gb=memory)
+    if choice:
+        log.info(choice)
+    return cfg
 
 
 def plan_for_this_machine(cfg: EcomConfig) -> EnginePlan:

@@ -41,6 +41,7 @@ from ecomrlve.env import Catalog, EcomEnv, reference_turns, tool_schemas
 from ecomrlve.procs import run_bound
 from ecomrlve.store import DataPaths, StoreError
 from ecomrlve.tasks import Task
+from ecomrlve.train import metrics
 from ecomrlve.train.chat import ChatFormat
 from ecomrlve.train.checkpoint import Checkpointer
 from ecomrlve.train.curriculum import (
@@ -61,7 +62,6 @@ from ecomrlve.train.distributed import (
     iter_full_weights,
 )
 from ecomrlve.train.engine import RolloutEngine
-from ecomrlve.train import metrics
 from ecomrlve.train.evaluate import evaluate_episodes, store_report
 from ecomrlve.train.loop import train_dapo
 from ecomrlve.train.lora import is_lora_model
@@ -77,6 +77,7 @@ from ecomrlve.train.plan import (
     EnginePlan,
     apply_plan,
     build_rollout_engine,
+    memory_defaults_for_this_machine,
     plan_for_this_machine,
 )
 from ecomrlve.train.results import RUN_SCHEMA, RunLog, append
@@ -228,6 +229,7 @@ def _setup(
     """Read the tasks, load the model and plan the engines; everything that can fail is
     checked before anything is written (then rank 0 prepares the run folder)."""
     started = time.perf_counter()
+    cfg = memory_defaults_for_this_machine(cfg)  # checkpointing, micro-batch tokens if unset
     training, agent = cfg.training, cfg.agent
     paths = DataPaths.of(data)
     output = output.expanduser().resolve()

@@ -175,7 +175,7 @@ def rank_micro_batches(
     cuts = token_micro_batches(
         indices,
         {i: len(sequences[i]) for i in indices},
-        config.max_tokens_per_micro_batch,
+        config.micro_batch_tokens,
         config.mini_batch_size,
     )
     out = [([sequences[i] for i in cut], 1.0) for cut in cuts]
