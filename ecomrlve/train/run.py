@@ -11,10 +11,13 @@ The run folder (`output`) receives::
     config.yaml              the config the run used
     curriculum_state.json    the sampler's position and the adaptive difficulty windows
     summary.json             held-out success per stage, counts, timings, run_id
-    plots/                   reward.png, success_by_scenario.png, difficulty_frontier.png
+    plots/                   reward.png, success_by_scenario.png, difficulty_frontier.png,
+                             sft_loss.png
 
-and the data directory's DuckDB gets train_runs, train_steps, train_scenarios, train_rollouts,
-eval_results and eval_episodes rows under the run's `run_id`.
+and the data directory's DuckDB gets train_runs, sft_steps, train_steps, train_scenarios,
+train_rollouts, eval_results and eval_episodes rows under the run's `run_id`. `summary.json`
+holds each stage's held-out pass@1 with its task-bootstrap 95% interval and the paired gains
+(`held_out_gain`: `sft-base`, `final-sft`).
 """
 
 from __future__ import annotations
