@@ -125,11 +125,13 @@ def test_two_gloo_ranks_end_with_the_weights_of_one_process(runs):
 
 
 def _unequal_turns_config(data: Path) -> dict:
-    """SFT long enough that the policy makes tool calls, so its episodes take 1 to 4 turns and
-    the two ranks' shares of a step need different numbers of `generate` rounds."""
+    """SFT long enough that the policy makes tool calls; a small episode token budget then ends
+    episodes after as many turns as their tool responses leave room for (search results are
+    long, an order list short), so the two ranks' shares of a step need different numbers of
+    `generate` rounds. (With a turn limit that every episode reaches, the ranks stay equal.)"""
     return {
-        "env": {"max_steps": 4},
-        "agent": {"model": "tiny-qwen3", "max_new_tokens": 48, "max_episode_tokens": 1536},
+        "env": {"max_steps": 10},
+        "agent": {"model": "tiny-qwen3", "max_new_tokens": 48, "max_episode_tokens": 768},
         "training": {
             "total_steps": 3,
             "prompts_per_step": 4,
