@@ -18,26 +18,13 @@ from typer.testing import CliRunner
 from ecomrlve import store
 from ecomrlve.cli import app
 from ecomrlve.config import ConfigError, config_from_dict
-from ecomrlve.testing.training import train_store_dir
+from ecomrlve.testing.training import TINY_RUN, train_store_dir
 from ecomrlve.train.tracking import check_loggers, scalars
 
 TRACKED_RUN = {
-    "env": {"max_steps": 4},
-    "agent": {"model": "tiny-qwen3", "max_new_tokens": 24, "max_episode_tokens": 1024},
+    **TINY_RUN,
     "training": {
-        "total_steps": 2,
-        "prompts_per_step": 2,
-        "group_size": 2,
-        "mini_batch_size": 4,
-        "max_num_gen_batches": 2,
-        "overlong_buffer": 128,
-        "learning_rate": 1.0e-4,
-        "sft_epochs": 1,
-        "sft_batch_size": 16,
-        "sft_learning_rate": 3.0e-3,
-        "eval_tasks": 4,
-        "eval_samples": 2,
-        "adaptive_episodes": 4,
+        **TINY_RUN["training"],
         "loggers": ["console", "duckdb", "tensorboard", "wandb"],
     },
 }

@@ -32,15 +32,6 @@ def _scenario_order(present: list[str]) -> list[str]:
     return known + sorted(set(present) - set(known))
 
 
-def _save(fig, path: Path) -> None:
-    tmp = store.temp_path_for(path)
-    try:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def plot_dataset(data: str | os.PathLike) -> list[Path]:
     """Draw the scenario × difficulty heatmap and per-scenario min_steps histograms."""
     import matplotlib
@@ -73,7 +64,7 @@ def plot_dataset(data: str | os.PathLike) -> list[Path]:
         ax.text(j, i, str(n), ha="center", va="center", fontsize=7, color=color)
     fig.colorbar(image, ax=ax, label="tasks")
     heatmap = out_dir / HEATMAP
-    _save(fig, heatmap)
+    store.write_png(fig, heatmap)
     plt.close(fig)
 
     steps = counts.group_by("scenario", "min_steps").agg(pl.col("tasks").sum())
@@ -93,6 +84,6 @@ def plot_dataset(data: str | os.PathLike) -> list[Path]:
     fig.suptitle("reference solution length (min_steps) per scenario")
     fig.tight_layout()
     histogram = out_dir / STEPS_HISTOGRAM
-    _save(fig, histogram)
+    store.write_png(fig, histogram)
     plt.close(fig)
     return [heatmap, histogram]

@@ -14,6 +14,27 @@ from pathlib import Path
 TRAIN_PRODUCTS = 2000
 TRAIN_TASKS = 72
 
+# a whole SFT + DAPO run through `ecomrlve train` in a minute or two on 2 cores (the CLI tests)
+TINY_RUN: dict = {
+    "env": {"max_steps": 4},
+    "agent": {"model": "tiny-qwen3", "max_new_tokens": 24, "max_episode_tokens": 1024},
+    "training": {
+        "total_steps": 2,
+        "prompts_per_step": 2,
+        "group_size": 2,
+        "mini_batch_size": 4,
+        "max_num_gen_batches": 2,
+        "overlong_buffer": 128,
+        "learning_rate": 1.0e-4,
+        "sft_epochs": 1,
+        "sft_batch_size": 16,
+        "sft_learning_rate": 3.0e-3,
+        "eval_tasks": 4,
+        "eval_samples": 2,
+        "adaptive_episodes": 4,
+    },
+}
+
 
 @functools.lru_cache(maxsize=1)
 def tiny_lm_pair():

@@ -188,15 +188,10 @@ def plot_curves(
     written: list[Path] = []
 
     def save(fig, name: str) -> None:
-        path = out_dir / name
-        tmp = store.temp_path_for(path).with_suffix(".png")
         try:
-            fig.savefig(tmp, dpi=110, bbox_inches="tight")
-            os.replace(tmp, path)
+            written.append(store.write_png(fig, out_dir / name))
         finally:
             plt.close(fig)
-            tmp.unlink(missing_ok=True)
-        written.append(path)
 
     fig, ax = plt.subplots(figsize=(7, 4))
     if steps.height:
@@ -262,15 +257,10 @@ def plot_sft(steps: pl.DataFrame, path: Path) -> Path:
     ax.set_title(f"SFT: {int(steps['tokens'].sum()):,} supervised tokens")
     handles = ax.get_legend_handles_labels()[0] + lr_axis.get_legend_handles_labels()[0]
     ax.legend(handles=handles, fontsize=8)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = store.temp_path_for(path).with_suffix(".png")
     try:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
-        os.replace(tmp, path)
+        return store.write_png(fig, path)
     finally:
         plt.close(fig)
-        tmp.unlink(missing_ok=True)
-    return path
 
 
 def plot_eval(table: pl.DataFrame, path: Path, *, title: str = "") -> Path:
@@ -298,15 +288,10 @@ def plot_eval(table: pl.DataFrame, path: Path, *, title: str = "") -> Path:
     ax.set_yticks(range(len(scenarios)), scenarios)
     ax.set_xlabel("difficulty")
     ax.set_title(f"pass@1 {title}".strip(), fontsize=9)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = store.temp_path_for(path).with_suffix(".png")
     try:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
-        os.replace(tmp, path)
+        return store.write_png(fig, path)
     finally:
         plt.close(fig)
-        tmp.unlink(missing_ok=True)
-    return path
 
 
 class RunLog:
