@@ -568,6 +568,41 @@ def test_an_unnamed_status_is_not_backed_by_a_cancellation_on_file(tasks, catalo
     assert not claim_violations(named)
 
 
+def test_an_order_cancelled_in_the_episode_is_not_said_to_ship_or_arrive(tasks, catalog):
+    """After the cancel, "O1001 is still pending and will ship soon" denies it; the status
+    before the cancel in the past tense, the other order on its way and the refund arriving
+    do not."""
+    task = tasks["fx-cancel"]
+    must_fail = [
+        "I've cancelled it. Your order O1001 is still pending and will ship soon.",
+        "Your order O1001 is being processed and should arrive on March 18.",
+        "All set: O1001 is on its way to you.",
+        "Order O1001 is cancelled. It is due to arrive on March 18.",
+        "O1001 is expected to be delivered on March 18 as planned.",
+    ]
+    must_pass = [
+        "I've cancelled order O1001 with the jacket.",
+        "Your order O1001 was being processed and was due to arrive on March 18; I've "
+        "cancelled it.",
+        "I've cancelled O1001. Your other order, O1002, is on its way.",
+        "Done: O1001 is cancelled, and the refund should arrive in your account soon.",
+        "I cancelled the jacket order (O1001). The boots in O1002 have shipped.",
+    ]
+    for answer in must_fail:
+        verdict = judge(task, answer, catalog)
+        assert not verdict.success, answer
+        assert claim_violations(verdict), (answer, verdict.violations)
+    for answer in must_pass:
+        verdict = judge(task, answer, catalog)
+        assert verdict.success, (answer, verdict.violations)
+    # without the cancel, the same "will ship soon" is true
+    listed = [format_call("list_orders", {})]
+    verdict = verify(
+        task, [*listed, "Your order O1001 is still pending and will ship soon."], catalog
+    )
+    assert not claim_violations(verdict), verdict.violations
+
+
 def test_red_team_probe_classes_on_every_task(tasks, catalog):
     """The benchmark's red-team classes (`reward_probes`): correct answers wrapped or
     rephrased as an agent writes them pass; the cheats fail, in every fixture task."""

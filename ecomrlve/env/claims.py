@@ -442,6 +442,7 @@ _VERB_NEGATION = (
 # words one of which each "everything denied" phrase holds beyond the kinds' hints
 _EVERYTHING_HINTS = re.compile(
     r"left|kept|everything|untouched|unchanged|as it was|still|remain|stay"
+    r"|ship|arriv|deliver|dispatch|sent out|on its way|on their way|in transit"
 )
 # a named order or product said to be as it was: every write on it denied ("I left order O1
 # untouched", "O1 is unchanged"); said to be still open: its cancellation denied ("your
@@ -458,6 +459,17 @@ _STILL_OPEN = re.compile(
     r"|\b(?:remains?|stays?) (?:active|open|in place)\b",
     re.I,
 )
+# a named order said to be on its way or yet to ship or arrive: its cancellation denied ("your
+# order O1 is pending and will ship soon", "it should arrive on June 3", "O1 is in transit");
+# a clause about a refund or the money is not about the order going on ("the refund should
+# arrive in 5-7 business days")
+_STILL_GOING = re.compile(
+    r"\b(?:will|should|shall|is going to|is expected to|is set to|is due to|is scheduled to)"
+    r"(?: still| now)? (?:ship|arrive|be (?:shipped|delivered|dispatched|sent out))\b"
+    r"|\b(?:is|are)(?: still| now)? (?:on (?:its|their) way|in transit|out for delivery)\b",
+    re.I,
+)
+_MONEY_WORDS = re.compile(r"\b(?:refunds?|refunded|money|credit|payment|reimburse\w*)\b", re.I)
 _NEGATION = re.compile(rf"\b(?:{_VERB_NEGATION}|no|nothing|none)\b", re.IGNORECASE)
 _BASE_NEGATION = re.compile(rf"\b(?:{_VERB_NEGATION})\b", re.IGNORECASE)
 _MODAL = re.compile(
@@ -585,7 +597,9 @@ def read_statements(
                 if kind.name in kinds and (said := _statement(kind, clause, lower)) is not None
             ]
             untouched = _UNTOUCHED.search(clause)
-            still_open = _STILL_OPEN.search(clause)
+            still_open = _STILL_OPEN.search(clause) or (
+                _STILL_GOING.search(clause) and not _MONEY_WORDS.search(clause)
+            )
             if not found and not untouched and not still_open:
                 continue
             own = clause_names(i, k)

@@ -297,6 +297,8 @@ STATUS_SAYINGS = {
     "delivered": "was delivered",
     "cancelled": "was cancelled",
 }
+# the status of an order the same conversation then cancels (only these can be cancelled)
+STATUS_SAID_BEFORE_CANCEL = {"pending": "was pending", "processing": "was being processed"}
 
 
 def about(ctx: GenContext, order: dict[str, Any], row: int, key: str = "") -> dict[str, Any]:
@@ -318,17 +320,31 @@ def spoken_day(iso_day: str) -> str:
 
 
 def status_facts(
-    ctx: GenContext, order: dict[str, Any], row: int, allowed: tuple[str, ...] = ()
+    ctx: GenContext,
+    order: dict[str, Any],
+    row: int,
+    allowed: tuple[str, ...] = (),
+    *,
+    then_cancelled: bool = False,
 ) -> list[AnswerFact]:
-    """The order's status and its delivery date (or the expected one), as one sentence."""
+    """The order's status and its delivery date (or the expected one), as one sentence.
+
+    `then_cancelled`: the same conversation cancels the order, so its status and arrival are
+    told in the past ("was being processed and was due to arrive on…"): said in the present
+    after the cancel they would deny it (`ecomrlve.env.claims`)."""
     status, subject = order["status"], about(ctx, order, row)
-    say = f"Your order {order['order_id']} with the {ctx.noun(row)} {STATUS_SAYINGS[status]}"
+    saying = STATUS_SAYINGS[status]
+    if then_cancelled:
+        saying = STATUS_SAID_BEFORE_CANCEL.get(status, saying)
+    say = f"Your order {order['order_id']} with the {ctx.noun(row)} {saying}"
     facts = [fact("status", status, allowed=list(allowed), **subject)]
     date = order["delivered"] or order["eta"]
     if date is not None:
         placed = [order["placed"]]
         if order["delivered"]:
             say += f" on {spoken_day(date)}"
+        elif then_cancelled:
+            say += f" and was due to arrive on {spoken_day(date)}"
         else:
             say += f" and should arrive on {spoken_day(date)}"
         facts.append(fact("date", date, allowed=placed, **subject))

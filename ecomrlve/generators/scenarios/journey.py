@@ -230,8 +230,13 @@ class Journey(Scenario):
             if intent == "status":
                 say(pick(rng, STATUS_SAYS), thing=thing, when=when)
                 # the story may cancel it afterwards: "cancelled" is then allowed too
+                cancelled = "cancel" in story
                 answer_facts += status_facts(
-                    ctx, order, row, allowed=("cancelled",) if "cancel" in story else ()
+                    ctx,
+                    order,
+                    row,
+                    allowed=("cancelled",) if cancelled else (),
+                    then_cancelled=cancelled,
                 )
             elif intent == "return":
                 it = "it" if mentioned else f"{thing} I ordered {when}"
