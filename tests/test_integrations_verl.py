@@ -14,8 +14,8 @@ import pytest
 from ecomrlve.config import EcomConfig, load_config
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.environment import EcomEnv
+from ecomrlve.env.replay import verify
 from ecomrlve.env.tools import tool_schemas
-from ecomrlve.env.verifier import verify
 from ecomrlve.flows import curriculum as cur
 from ecomrlve.integrations import verl as ours
 from ecomrlve.testing import env_tasks as fx

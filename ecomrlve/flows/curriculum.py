@@ -35,9 +35,8 @@ import polars as pl
 from ecomrlve import store
 from ecomrlve.catalogs import catalog_hash as current_catalog_hash
 from ecomrlve.config import ProgressFn
-from ecomrlve.flows.params import step_band
 from ecomrlve.read_sql import ReadOnlySQLError, check_read_query
-from ecomrlve.tasks import SHARD_COLUMNS, Task
+from ecomrlve.tasks import SHARD_COLUMNS, Task, step_band
 from ecomrlve.train.curriculum import CurriculumError  # one class: building and reading
 
 log = logging.getLogger(__name__)

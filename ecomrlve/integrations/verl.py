@@ -32,8 +32,8 @@ from uuid import uuid4
 from ecomrlve.config import EcomConfig, EnvConfig
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.environment import EcomEnv
+from ecomrlve.env.replay import verify
 from ecomrlve.env.tools import tool_schemas
-from ecomrlve.env.verifier import verify
 from ecomrlve.flows.curriculum import (
     AGENT_NAME,
     DATA_SOURCE,
