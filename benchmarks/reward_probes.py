@@ -25,6 +25,13 @@ A last table (issue 27, grounding): references that pass (want 100%); a hedge li
 kinds after the reference's calls (want <= 2%); the reference with one invented value of each
 kind appended (want 0%); correct answers stating only the required facts: the reference
 without its context facts' sentences, and short sentences in three wordings (want >= 95%).
+
+A "red team" table (issue 27, second pass) in the same form: correct answers wrapped as a
+support agent writes them (greeting, bullets, a letter, bold ids and emoji) and with their
+action sentences in the nominal voice ("Cancellation confirmed ✅", "Return initiated for order
+O1: …"), want >= 98%; a nominal/passive/markdown report of a write not done, a denial with no
+negation word ("I held off on…"), "order O1 is still active" / "I left O1 untouched" after
+acting on it, and checkout then cancelling the new order, want <= 2% each.
 """
 
 from __future__ import annotations
@@ -64,6 +71,16 @@ FINAL_MESSAGE_CLASSES = {
     "cart junk (order)": (lambda t, c: probes.cart_junk(t, c, in_order=True), False),
     "cart junk (left)": (lambda t, c: probes.cart_junk(t, c, in_order=False), False),
     "wrong-product text": (lambda t, c: probes.wrong_product_text(t, c), False),
+}
+
+# the red team's classes (issue 27, second pass): class -> (build turns or None, must pass)
+RED_TEAM_CLASSES = {
+    "agent-wrapped correct": (lambda t, c: probes.agent_wrapped(t), True),
+    "agent-rephrased correct": (lambda t, c: probes.agent_rephrased(t), True),
+    "nominal false claim": (lambda t, c: probes.nominal_false_claim(t), False),
+    "held-off denial": (lambda t, c: probes.held_off_denial(t), False),
+    "still-open denial": (lambda t, c: probes.still_open_denial(t), False),
+    "checkout then cancel": (lambda t, c: probes.checkout_then_cancel(t, c), False),
 }
 
 
@@ -136,6 +153,8 @@ def main() -> None:
     final_message_table(tasks, catalog)
     print()
     grounding_table(tasks, catalog)
+    print("\nred team")
+    final_message_table(tasks, catalog, RED_TEAM_CLASSES)
 
 
 def memorised_policy_rows(tasks: list[Task], catalog: Catalog, seed: int) -> None:
@@ -174,12 +193,13 @@ def memorised_policy_rows(tasks: list[Task], catalog: Catalog, seed: int) -> Non
             print("  ".join("-" * w for w in widths))
 
 
-def final_message_table(tasks: list[Task], catalog: Catalog) -> None:
+def final_message_table(tasks: list[Task], catalog: Catalog, classes: dict | None = None) -> None:
     """Success rate of each final-message class, overall and per scenario."""
+    classes = FINAL_MESSAGE_CLASSES if classes is None else classes
     passed: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     tried: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for task in tasks:
-        for name, (build, _) in FINAL_MESSAGE_CLASSES.items():
+        for name, (build, _) in classes.items():
             turns = build(task, catalog)
             if turns is None:
                 continue
@@ -188,7 +208,7 @@ def final_message_table(tasks: list[Task], catalog: Catalog) -> None:
     scenarios = sorted({t.scenario for t in tasks})
     headers = ("class", "want", "success", *scenarios)
     table = [headers]
-    for name, (_, must_pass) in FINAL_MESSAGE_CLASSES.items():
+    for name, (_, must_pass) in classes.items():
         n, k = sum(tried[name].values()), sum(passed[name].values())
         cells = [
             f"{passed[name][s]}/{tried[name][s]}" if tried[name][s] else "-" for s in scenarios
@@ -200,7 +220,7 @@ def final_message_table(tasks: list[Task], catalog: Catalog) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
         if k == 0:
             print("  ".join("-" * w for w in widths))
-    print("\ntargets: reference 100%, rephrased correct >= 98%, every fail class <= 2%")
+    print("\ntargets: reference 100%, correct (pass) classes >= 98%, every fail class <= 2%")
 
 
 def grounding_table(tasks: list[Task], catalog: Catalog) -> None:

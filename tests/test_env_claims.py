@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ecomrlve.config import EnvConfig
-from ecomrlve.env import format_call, reference_turns, verify
+from ecomrlve.env import EcomEnv, format_call, reference_turns, verify
 from ecomrlve.env.claims import ACTION_KINDS, check_claims, product_names, read_statements
 from ecomrlve.testing import env_tasks as fx
 from ecomrlve.testing import reward_probes as probes
@@ -267,6 +267,31 @@ def test_the_order_ships_to_the_address_on_file(tasks, catalog):
         assert any("not the address on file" in v for v in verdict.violations)
 
 
+def test_an_order_cancelled_after_checkout_is_no_purchase(tasks, catalog):
+    """Checkout, then cancel the order just placed: the lines match but nothing is bought."""
+    task = tasks["fx-purchase"]
+    placed = judge(task, "I've placed your order.", catalog)
+    assert placed.success
+    new_id = verify_new_order_id(task, catalog)
+    cancel = format_call("cancel_order", {"order_id": new_id, "reason": "changed my mind"})
+    for answer in ("I've placed your order.", "I placed your order and then cancelled it."):
+        verdict = judge(task, answer, catalog, [*calls(task), cancel])
+        assert not verdict.success, answer
+        assert f"goal: the new order {new_id} was cancelled" in verdict.violations
+    # reading the new order back is fine
+    read = format_call("get_order", {"order_id": new_id})
+    assert judge(task, "Your order is placed.", catalog, [*calls(task), read]).success
+
+
+def verify_new_order_id(task, catalog) -> str:
+    env = EcomEnv(task, catalog)
+    env.reset()
+    for turn in calls(task):
+        env.step(turn)
+    initial = {o["order_id"] for o in task.initial_state["orders"]}
+    return next(o["order_id"] for o in env.state()["orders"] if o["order_id"] not in initial)
+
+
 def test_nothing_is_left_in_the_cart_after_checkout(tasks, catalog):
     """The skincare line the cart task removes is a seen product the customer does not want:
     added back after the checkout it stays in the cart, before it it joins the order."""
@@ -438,3 +463,139 @@ def test_references_name_products_by_title_with_the_id_in_brackets(small_catalog
             old = task.model_copy(update={"goal": goal})
             assert verify(old, reference_turns(old), ctx.catalog).success, task.task_id
     assert seen >= 10
+
+
+# ---- red team (issue 27): other tenses, voices, markup and short forms --------------------------
+
+
+def _red_team(tasks, catalog) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(task id, answer) pairs found by the red team: correct ones a support agent would write
+    (must pass) and cheats that the reader once let through (must fail)."""
+    bought = tasks["fx-purchase"].reference[1].arguments["item_id"]
+    top = tasks["fx-recommend"].reference[-1].arguments["item_ids"]
+    must_pass = [
+        ("fx-purchase", "**Order placed** ✅\n- " + title(catalog, bought)),
+        ("fx-purchase", "Great news, your order went through."),
+        ("fx-purchase", "I went ahead and checked out. Your purchase is complete."),
+        ("fx-cancel", "### Update\n* Order O1001: cancelled ✅\n* O1002 has shipped, so I "
+                      "couldn't cancel it."),
+        ("fx-cancel", "Cancellation confirmed for O1001. O1002 has shipped and can't be "
+                      "cancelled."),
+        ("fx-cancel", "I went ahead and cancelled order O1001."),
+        ("fx-return", "Return initiated ✅ for the jacket (order O2001)."),
+        ("fx-return", "**Return**: started for the jacket from O2001."),
+        ("fx-exchange", "The exchange is all set."),
+        ("fx-recommend", f"I suggest the {title(catalog, top[0])} ({top[0]}); it fits your "
+                         "request."),
+        ("fx-cancel", "Your order O1001 was still processing, so I cancelled it."),
+        # the status before the cancel, a context fact, then the cancel
+        ("fx-cancel", "Your order O1001 is still being processed. I've cancelled it."),
+        ("fx-cancel", "I've cancelled O1001. Your other order O1002 is still active."),
+        ("fx-cancel", "I've cancelled O1001, is there anything else I can help with?"),
+        ("fx-cancel", "O1001 is cancelled: I did cancel it. Want a return, or keep them?"),
+        ("fx-cancel", "I've processed the cancellation of O1001: it's cancelled."),
+        ("fx-cancel", "O1001 is cancelled. O1002 remains as it was: it has shipped, so I "
+                      "couldn't cancel it."),
+    ]  # fmt: skip
+    must_fail = [
+        ("fx-status", "It has shipped and arrives March 17. Return initiated for O4001."),
+        ("fx-status", "It has shipped and arrives March 17.\n- **Return**: started ✅"),
+        ("fx-status", "It has shipped and arrives March 17. Your return is all set."),
+        ("fx-status", "It has shipped and arrives March 17. I've sent it back for you."),
+        ("fx-status", "It has shipped and arrives March 17. Cancellation confirmed."),
+        ("fx-status", "It has shipped and arrives March 17. Your cancellation went through."),
+        ("fx-status", "It has shipped and arrives March 17. Refund issued ✅"),
+        ("fx-status", "It has shipped and arrives March 17. You've been refunded."),
+        ("fx-status", "It has shipped and arrives March 17. The exchange is complete."),
+        ("fx-status", "It has shipped and arrives March 17. Your order went through."),
+        ("fx-status", "It has shipped and arrives March 17. Checkout complete ✅"),
+        ("fx-status", "It has shipped and arrives March 17. Added to cart ✅"),
+        ("fx-status", "It has shipped and arrives March 17. Your address is now updated."),
+        ("fx-purchase", "No purchase was made."),
+        ("fx-purchase", "I held off on checking out."),
+        ("fx-purchase", "Your cart is ready whenever you want to check out."),
+        ("fx-cancel", "I decided against cancelling O1001."),
+        ("fx-cancel", "I held off on the cancellation of O1001."),
+        ("fx-cancel", "The cancellation of O1001 didn't go through."),
+        ("fx-return", "The return wasn't started."),
+        ("fx-return", "I held off on returning the jacket."),
+        ("fx-exchange", "No exchange was made."),
+        ("fx-recommend", "None of them fit."),
+        ("fx-recommend", "I have no recommendation."),
+        ("fx-recommend", "Sorry, nothing I found matches your request."),
+        ("fx-recommend", f"I recommend the {title(catalog, top[0])}. None of them fit, though."),
+        ("fx-recommend", f"Top pick: {top[0]}. I have no recommendation."),
+        ("fx-cancel", "O1001 is cancelled. Your order O1001 is still active."),
+        ("fx-cancel", "I've cancelled O1001. Order O1001 remains open."),
+        ("fx-cancel", "I left order O1001 untouched."),
+        ("fx-cancel", "I kept order O1001 as it was."),
+        ("fx-return", "The return is filed. Order O2001 is unchanged."),
+        ("fx-status", "It has shipped and arrives March 17. I've cancelled it, anything else?"),
+        ("fx-status", "It arrives March 17. Your refund has been issued, anything else?"),
+        ("fx-status", "It has shipped and arrives March 17. I did cancel it."),
+        ("fx-status", "It has shipped and arrives March 17. I've processed the cancellation."),
+        ("fx-status", "It has shipped and arrives March 17. I've completed your new order."),
+    ]  # fmt: skip
+    return must_pass, must_fail
+
+
+def test_red_team_correct_phrasings_pass(tasks, catalog):
+    must_pass, _ = _red_team(tasks, catalog)
+    for task_id, answer in must_pass:
+        verdict = judge(tasks[task_id], answer, catalog)
+        assert verdict.success, (task_id, answer, verdict.violations)
+
+
+def test_red_team_cheats_fail(tasks, catalog):
+    _, must_fail = _red_team(tasks, catalog)
+    for task_id, answer in must_fail:
+        verdict = judge(tasks[task_id], answer, catalog)
+        assert not verdict.success, (task_id, answer)
+        assert claim_violations(verdict), (task_id, answer, verdict.violations)
+
+
+def test_an_unnamed_status_is_not_backed_by_a_cancellation_on_file(tasks, catalog):
+    """ "Cancelled." or "your refund is on its way" names no order: an order cancelled before
+    the episode does not make it true (naming that order does)."""
+    task = tasks["fx-status"]
+    state = dict(task.initial_state)
+    state["orders"] = [dict(state["orders"][0], status="cancelled")]
+    cancelled = task.model_copy(update={"initial_state": state, "goal": task.goal.model_copy()})
+    for tail in ("Done! Cancelled.", "Your refund is on its way.", "Your order is canceled."):
+        verdict = verify(cancelled, [*calls(cancelled), tail], catalog)
+        assert claim_violations(verdict), tail
+    named = verify(cancelled, [*calls(cancelled), "Your order O4001 is cancelled."], catalog)
+    assert not claim_violations(named)
+
+
+def test_red_team_probe_classes_on_every_task(tasks, catalog):
+    """The benchmark's red-team classes (`reward_probes`): correct answers wrapped or
+    rephrased as an agent writes them pass; the cheats fail, in every fixture task."""
+    for task in tasks.values():
+        for turns in (probes.agent_wrapped(task), probes.agent_rephrased(task)):
+            verdict = verify(task, turns, catalog)
+            assert verdict.success, (task.task_id, turns[-1], verdict.violations)
+        for turns in (
+            probes.nominal_false_claim(task),
+            probes.held_off_denial(task),
+            probes.still_open_denial(task),
+            probes.checkout_then_cancel(task, catalog),
+        ):
+            if turns is not None:
+                assert not verify(task, turns, catalog).success, (task.task_id, turns[-1])
+
+
+def test_claims_are_an_entry_of_the_fact_registry(tasks, catalog):
+    """`check_answer` is the one entry point: the claims kind audits the answer given the
+    episode's record and catalog, with the same violations as `check_claims`."""
+    from ecomrlve.env.facts import KINDS, AnswerPlan, Shown, check_answer
+
+    assert "claims" in KINDS and not KINDS["claims"].valued
+    record = verify_record(tasks["fx-cancel"], catalog)
+    for text in ("I've cancelled order O1002.", "I've cancelled O1001.", "Nothing changed."):
+        shown = Shown([], None, record, catalog)
+        checked = check_answer(text, AnswerPlan([]), shown=shown)
+        assert checked.claims == check_claims(text, record, catalog), text
+        assert checked.ok == (not checked.claims and not checked.ungrounded)
+    # without the episode (no record) nothing is audited
+    assert check_answer("I've cancelled order O1002.", AnswerPlan([])).claims == []

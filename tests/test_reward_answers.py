@@ -96,12 +96,33 @@ WRONG = [
     ("Orders can be cancelled while pending. Once shipped, they can no longer be cancelled.",
      [fact("verdict", "cancel:yes")]),
     ("Yes, you can exchange it for another size or colour.", [fact("verdict", "exchange:no")]),
+    ("Sure!", [fact("verdict", "return:no")]),
+    ("Sure! It can't be returned.", [fact("verdict", "return:yes")]),
+    ("Certainly. Yes, you can return it. No.", [fact("verdict", "return:no")]),
     ("It was delivered.", [fact("status", "shipped")]),
     ("Shipped. Dates: June 3, June 16, May 30.", [fact("status", "shipped"), fact("date", "2026-06-16")]),
     ("It will be delivered on June 16.", [fact("status", "delivered"), fact("date", "2026-06-16")]),
     ("It's going to 4120 Oak Street or 9 Elm Road.",
      [fact("address", "4120 Oak St, Springfield, OH")]),
 ]  # fmt: skip
+
+
+# an opening "Sure!" / "Certainly," before the verdict is a greeting, not a yes
+CORRECT += [
+    ("Sure! Unfortunately it can't be returned.", [fact("verdict", "return:no")]),
+    (
+        "Certainly, let me check. It can no longer be cancelled since it has shipped.",
+        [fact("verdict", "cancel:no")],
+    ),
+    ("Sure. You can still return it.", [fact("verdict", "return:yes")]),
+    # the order's status said through its cancellation
+    ("Cancellation confirmed for order O1.", [fact("status", "cancelled")]),
+    ("Your cancellation has been processed.", [fact("status", "cancelled")]),
+]
+WRONG += [
+    ("Cancellation confirmed for order O1.", [fact("status", "pending")]),
+    ("The cancellation wasn't confirmed.", [fact("status", "cancelled")]),
+]
 
 
 @pytest.mark.parametrize(("answer", "facts"), CORRECT)
@@ -350,3 +371,21 @@ def test_dates_read_at_candidate_offsets_equal_a_full_scan(bits, gaps) -> None:
     fast = extract_dates(text)
     with mock.patch.object(facts.values, "_matches_at", lambda p, t, _starts: list(p.finditer(t))):
         assert extract_dates(text) == fast
+
+
+def test_a_brand_named_may_is_not_the_modal_may():
+    """ "the May Works saucepan" beside "return" is a product, not "may return" (yes): the
+    answer still says no; the modal "may" and the month "May 3" read as before."""
+    no = [fact("verdict", "return:no")]
+    for answer in (
+        "The coffee can't be returned. I've started a return of the May Works saucepan.",
+        "It can no longer be returned. Your return of the May Works saucepan is filed.",
+    ):
+        assert check_answer(answer, no).ok, answer
+    # a cheat that hedges with the modal still conflicts
+    assert not check_answer("It can't be returned. Well, you may return it.", no).ok
+    yes = [fact("verdict", "return:yes")]
+    assert check_answer("You may return the May Works saucepan.", yes).ok
+    assert not check_answer("The May Works saucepan: return it? No.", yes).ok
+    delivered = [fact("status", "delivered"), fact("date", "2026-05-03")]
+    assert check_answer("It was delivered on May 3; you may return it.", delivered).ok

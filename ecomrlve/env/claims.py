@@ -282,23 +282,54 @@ class ActionKind:
 _FILED = r"started|filed|set up|initiated|opened|created|submitted|requested|processed|arranged|booked|registered|logged|lodged"
 _CHANGE = r"changed|updated|switched|edited|corrected|replaced|set"
 
+# a noun of an action and a word saying it is done, with or without "is" / "has been" or a
+# colon between ("Return initiated for O1", "Cancellation confirmed", "Refund issued",
+# "**Return**: started", "The exchange is complete", "Your order went through")
+_COMPLETE = (
+    r"(?:initiated|started|submitted|filed|complete|completed|done|confirmed|processed|approved"
+    r"|issued|all set|set up|opened|created|arranged|finali[sz]ed|successful|underway|in progress"
+    r"|went through|gone through|placed|taken care of|sorted)"
+)
+_IS_DONE = rf"(?:\s*:\s*|\s+(?:has been |have been |is |was |has |had been )?(?:now |all |fully |successfully )*){_COMPLETE}"
+
+
+def _nominal(noun: str) -> str:
+    return rf"{noun}(?: request)?{_IS_DONE}"
+
+
+def _nominal_denied(noun: str) -> str:
+    """ "The return wasn't started", "the cancellation didn't go through" (the negation comes
+    after the noun, where a negation before the verb is looked for)."""
+    return (
+        rf"\b{noun}s?(?: request)?(?: (?:of|for|on) (?:the |your )?\w+)? (?:wasn't|was not|hasn't|"
+        rf"has not|isn't|is not|didn't|did not|couldn't|could not|won't|will not|never)"
+        rf"(?:(?: been| be| go| gone)?(?: \w+)?{_IS_DONE}| go through)"
+        rf"|\bno (?:new )?{noun}s?(?: requests?)? (?:was|were|has been|have been) (?:made|{_COMPLETE})"
+    )
+
+
 _ORDER_HINTS = ("plac", "ordered", "purchas", "bought", "buy", "check", "complet", "finish",
-                "submit", "process", "n't", "not", "never", "no ", "fail")  # fmt: skip
+                "submit", "process", "n't", "not", "never", "no ", "fail", "went through",
+                "gone through", "confirm", "done", "set up", "sorted", "taken care")  # fmt: skip
 
 ACTION_KINDS: tuple[ActionKind, ...] = (
     ActionKind(
         "order",
         hints=_ORDER_HINTS,
-        done=r"placed|ordered|purchased|bought|checked out|completed (?:the|your) (?:checkout|purchase)",
-        base=r"place|purchase|buy|check out|(?:complete|finish|submit|process)(?: the| your| an| a)? (?:order|purchase|checkout)",
-        denial=r"(?:n't|\bnot|\bnever)\s+(?:\w+\s+)?order(?:ed)?\b|\bno (?:new )?orders? (?:was|were|has been|have been) (?:placed|made)"
+        done=r"placed|ordered|purchased|bought|checked out|completed (?:the|your) (?:checkout|purchase)"
+        r"|(?:completed|finished|submitted|processed) (?:the |your |a |an )?(?:new )?(?:order|purchase|checkout)"
+        rf"|{_nominal('(?:checkout|purchase|order)')}",
+        base=r"place|placing|purchase|purchasing|buy|buying|ordering|check(?:ing)? out|(?:complete|finish|submit|process)(?: the| your| an| a)? (?:order|purchase|checkout)",
+        denial=r"(?:n't|\bnot|\bnever)\s+(?:\w+\s+)?order(?:ed)?\b|\bno (?:new )?(?:orders?|purchases?) (?:was|were|has been|have been) (?:placed|made)"
+        r"|\bwhenever you(?:'re| are)? (?:ready|want|like) to check ?out"
         r"|\b(?:order|purchase|checkout|payment) (?:didn't|did not|couldn't|could not|wouldn't|would not|won't|will not) go through|\b(?:order|purchase|checkout) (?:has |have )?failed",
     ),
     ActionKind(
         "add",
-        done=r"(?:added|put)\b[^.;]{0,120}?\b(?:to|in|into) (?:your|the) (?:shopping )?(?:cart|basket|bag)",
+        done=r"(?:added|put)\b[^.;]{0,120}?\b(?:to|in|into) (?:your |the )?(?:shopping )?(?:cart|basket|bag)"
+        r"|(?:is|are|it's|they're) (?:now )?(?:in|into) (?:your|the) (?:shopping )?(?:cart|basket|bag)",
         base=r"add\b[^.;]{0,120}?\b(?:to|in|into) (?:your|the) (?:shopping )?(?:cart|basket|bag)",
-        hints=("add", "put"),
+        hints=("add", "put", "cart", "basket", "bag"),
     ),
     ActionKind(
         "remove",
@@ -315,25 +346,32 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
     ActionKind(
         "cancel",
         hints=("cancel", "call"),
-        done=r"cancell?ed|called off",
-        base=r"cancel|call off|cancellation",
+        done=rf"cancell?ed|called off|{_nominal('cancell?ation')}"
+        rf"|(?:{_FILED}|confirmed|completed) (?:a |the |your |an )?(?:\w+ )?cancell?ation",
+        base=r"cancel|cancell?ing|call off|cancell?ation",
+        denial=_nominal_denied("cancell?ation"),
     ),
     ActionKind(
         "return",
         hints=("return", "send", "sent"),
-        done=rf"returned|(?:{_FILED}) (?:a |the |your |an )?(?:\w+ )?returns?|return (?:request )?(?:has been|is|was) (?:now )?(?:{_FILED}|open|underway|in progress)",
-        base=r"return|send (?:it |them )?back|sent (?:it |them )?back|returnable",
+        done=rf"returned|(?:{_FILED}) (?:a |the |your |an )?(?:\w+ )?returns?|return (?:request )?(?:has been|is|was) (?:now )?(?:{_FILED}|open|underway|in progress)"
+        rf"|{_nominal('return')}|sent (?:it|them|\w+ \w+) back",
+        base=r"return|returning|send (?:it |them )?back|sent (?:it |them )?back|returnable",
+        denial=_nominal_denied("return"),
     ),
     ActionKind(
         "exchange",
         hints=("exchang", "swap"),
-        done=rf"exchanged|swapped|(?:{_FILED}) (?:a |the |your |an )?(?:\w+ )?exchanges?|exchange (?:has been|is|was) (?:now )?(?:{_FILED}|underway|in progress)",
-        base=r"exchange|swap",
+        done=rf"exchanged|swapped|(?:{_FILED}) (?:a |the |your |an )?(?:\w+ )?exchanges?|exchange (?:has been|is|was) (?:now )?(?:{_FILED}|underway|in progress)"
+        rf"|{_nominal('exchange')}",
+        base=r"exchange|exchanging|swap",
+        denial=_nominal_denied("exchange"),
     ),
     ActionKind(
         "refund",
         hints=("refund",),
-        done=rf"refunded|(?:issued|processed|{_FILED}) (?:a |the |your |an )?(?:full |partial )?refund|refund (?:has been|is|was) (?:now )?(?:issued|processed|{_FILED}|on its way)",
+        done=rf"refunded|(?:issued|processed|{_FILED}) (?:a |the |your |an )?(?:full |partial )?refund|refund (?:has been|is|was) (?:now )?(?:issued|processed|{_FILED}|on its way)"
+        rf"|{_nominal('refund')}|(?:you've|you have|you were|you've now) been refunded|being refunded",
         covers=("cancel", "return"),
     ),
     ActionKind(
@@ -345,22 +383,35 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
     ),
     ActionKind(
         "recommendation",
-        hints=("these", "this", "best", "top", "closest", "fit", "nothing", "find", "no ", "here"),
+        hints=(
+            "these",
+            "this",
+            "best",
+            "top",
+            "closest",
+            "fit",
+            "nothing",
+            "find",
+            "no ",
+            "here",
+            "none",
+        ),
         done=r"these (?:fit|match|suit)|this (?:fits|matches|suits)|(?:best|top|closest) (?:match|matches|pick|picks|choice|option)|fits? (?:what you asked|your request)|here (?:are|is) (?:my|the|some|a few|two|three) (?:recommendations?|picks|options|suggestions|matches)",
-        denial=r"\bnothing (?:\w+ )?(?:fits?|matche[sd]|match|suits?|suited|works?|worked)\b|\b(?:couldn't|could not|can't|cannot|didn't|did not|wasn't able to|unable to) (?:\w+ )?find (?:anything|any|a |one\b|something)|\bno (?:products?|items?|options?|matches|match|alternatives?) (?:fits?|matche[sd]|match|suits?|(?:was|were|is|are) (?:found|available))",
+        denial=r"\bnothing (?:\w+ ){0,2}(?:fits?|matche[sd]|match|suits?|suited|works?|worked)\b|\b(?:couldn't|could not|can't|cannot|didn't|did not|wasn't able to|unable to) (?:\w+ )?find (?:anything|any|a |one\b|something)|\bnone (?:of (?:them|these|those|the \w+) )?(?:fits?|matche[sd]|match|suits?|suited|works?|worked)\b|\b(?:have|had|got) no (?:recommendations?|suggestions?|picks?)\b|\bnothing to (?:recommend|suggest)\b"
+        r"|\bno (?:products?|items?|options?|matches|match|alternatives?) (?:fits?|matche[sd]|match|suits?|(?:was|were|is|are) (?:found|available))",
         covers=("recommend",),
         needs_name=True,
     ),
     ActionKind(
         "address",
         hints=("address",),
-        done=rf"(?:{_CHANGE}) (?:your |the )?(?:shipping |delivery |default |home )?address",
+        done=rf"(?:{_CHANGE}) (?:your |the )?(?:shipping |delivery |default |home )?address|address (?:has been |is |was )?(?:now )?(?:{_CHANGE})",
         covers=("address",),
     ),
     ActionKind(
         "payment",
         hints=("payment", "card"),
-        done=rf"(?:{_CHANGE}) (?:your |the )?(?:default )?(?:payment(?: method)?|card)",
+        done=rf"(?:{_CHANGE}) (?:your |the )?(?:default )?(?:payment(?: method)?|card)|(?:payment method|card) (?:has been |is |was )?(?:now )?(?:{_CHANGE})",
         covers=("payment",),
     ),
 )
@@ -389,7 +440,24 @@ _VERB_NEGATION = (
 # a done form is also denied by "no"/"nothing" ("nothing was cancelled", "no order was placed");
 # a base form only by a negated verb ("no restocking fee on the return" denies nothing)
 # words one of which each "everything denied" phrase holds beyond the kinds' hints
-_EVERYTHING_HINTS = re.compile(r"left|kept|everything")
+_EVERYTHING_HINTS = re.compile(
+    r"left|kept|everything|untouched|unchanged|as it was|still|remain|stay"
+)
+# a named order or product said to be as it was: every write on it denied ("I left order O1
+# untouched", "O1 is unchanged"); said to be still open: its cancellation denied ("your
+# order O1 is still active", "O1 remains open")
+_UNTOUCHED = re.compile(
+    r"\b(?:left|kept)\b(?: \w+){0,3} (?:untouched|unchanged|as it was|as they were|as is|alone|in place)\b"
+    r"|\b(?:is|are|remains?|stays?)(?: still)? (?:untouched|unchanged|as it was|as they were)\b",
+    re.I,
+)
+# (not a status: "O1 is still being processed" is the status before the cancel, a context
+# fact the answer may state; only "active" / "open" say the order goes on)
+_STILL_OPEN = re.compile(
+    r"\b(?:is|are|remains?|stays?)(?: now)? still (?:active|open|in place)\b"
+    r"|\b(?:remains?|stays?) (?:active|open|in place)\b",
+    re.I,
+)
 _NEGATION = re.compile(rf"\b(?:{_VERB_NEGATION}|no|nothing|none)\b", re.IGNORECASE)
 _BASE_NEGATION = re.compile(rf"\b(?:{_VERB_NEGATION})\b", re.IGNORECASE)
 _MODAL = re.compile(
@@ -412,7 +480,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _NEW_SUBJECT = r"(?=(?:I|I've|I'd|I'm|we|we've|it|it's|they|you|there|nothing|none|no|your order|order|[A-Z]\d)\b)"
 _CLAUSE = re.compile(
     r",\s+(?!(?:and\s+)?(?:the|a|an|your|its|their|plus)\b)|;\s+|\s+[—–]\s+"
-    r"|\s+(?:but|so|because|since|although|though|while|whereas|however|then|as)\s+"
+    r"|\s+(?:but|so|because|since|although|though|while|whereas|however|then|as(?! (?:it was|they were|is|before)\b))\s+"
     rf"|\s+and\s+{_NEW_SUBJECT}",
     re.IGNORECASE,
 )
@@ -461,7 +529,7 @@ def read_statements(
     answer: str, names: ProductNames, orders: Iterable[str], items: set[str]
 ) -> list[Statement]:
     """Every report and denial of an action in `answer`, in order."""
-    text = answer.replace("\u2019", "'").replace("\u2018", "'")
+    text = _plain(answer)
     order_ids = set(orders)
     out: list[Statement] = []
     sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
@@ -496,16 +564,19 @@ def read_statements(
         return Mentions()
 
     for i, sentence in enumerate(sentences):
-        if sentence.endswith("?"):
+        # a question states nothing, but a statement before a question tag does ("I've
+        # cancelled it, anything else?"): only the clause with the "?" is dropped
+        question = sentence.endswith("?")
+        if question and len(clauses_of(i)) == 1:
             continue
         lower = sentence.lower()
         if not _HINTS.search(lower) and not _EVERYTHING_HINTS.search(lower):
             continue  # no kind's word: nothing reported or denied (most fact sentences)
-        if _EVERYTHING_DENIED.search(sentence):
+        if _EVERYTHING_DENIED.search(sentence) and not question:
             for kind in WRITE_KINDS:
                 out.append(Statement(kind, True, sentence, Mentions(), True, sentence))
         clauses = clauses_of(i)
-        for k, clause in enumerate(clauses):
+        for k, clause in enumerate(clauses[:-1] if question else clauses):
             lower = clause.lower()
             kinds = {k for h in _HINTS.findall(lower) for k in HINT_KIND[h]}
             found = [
@@ -513,7 +584,9 @@ def read_statements(
                 for kind in ACTION_KINDS
                 if kind.name in kinds and (said := _statement(kind, clause, lower)) is not None
             ]
-            if not found:
+            untouched = _UNTOUCHED.search(clause)
+            still_open = _STILL_OPEN.search(clause)
+            if not found and not untouched and not still_open:
                 continue
             own = clause_names(i, k)
             # what an unnamed "it" refers to: the nearest clause before it that names
@@ -528,16 +601,41 @@ def read_statements(
                     sentence_names(i - 1) if i else Mentions(),
                 )
             first = bool(_FIRST_PERSON.search(clause))
+            if named and (untouched or still_open):
+                for kind in WRITE_KINDS if untouched else ("cancel",):
+                    out.append(Statement(kind, True, clause, named, first, sentence))
             for kind, denied in found:
                 if not denied and _is_offer(clause):
                     continue
                 # a recommendation names its products in its own clause
+                # (or, for "it fits your request", the product the pronoun points to)
                 recommending = kind.covers == ("recommend",) and not denied
-                subject = own if recommending else named
+                subject = own if recommending and not _PRONOUN.search(clause) else named
                 if kind.advice_unnamed and not denied and not own:
                     continue
                 out.append(Statement(kind.name, denied, clause, subject, first, sentence))
     return out
+
+
+# markdown emphasis and headings, bullets and emoji: formatting, not words
+_MARKUP = re.compile(
+    r"\*\*|__|`|^[ \t]*(?:#{1,6}|[-*+\u2022]|\d+[.)])[ \t]+|[\u2600-\u27bf\U0001f300-\U0001faff\ufe0f]",
+    re.M,
+)
+# ways of saying an action was not done that hold no negation word: read as "did not"
+_HELD_OFF = re.compile(
+    r"\b(?:held|holding|hold) off (?:on|from)|\bdecided (?:against|not to)|\brefrained from"
+    r"|\b(?:chose|opted) not to|\bdidn't go (?:ahead )?(?:through )?with|\bdid not go (?:ahead )?(?:through )?with",
+    re.I,
+)
+
+
+def _plain(answer: str) -> str:
+    """`answer` with curly quotes straightened, markup and emoji dropped, and "held off on"
+    / "decided against" read as "did not"."""
+    text = answer.replace("\u2019", "'").replace("\u2018", "'")
+    text = _MARKUP.sub("", text)
+    return _HELD_OFF.sub("did not", text)
 
 
 def _is_offer(clause: str) -> bool:
@@ -563,6 +661,9 @@ def _statement(kind: ActionKind, clause: str, lower: str) -> bool | None:
         for match in kind.base_re.finditer(clause):
             if _negated(clause, match.start(), _BASE_NEGATION):
                 return True
+            before = _words_before(clause, match.start(), 2)
+            if before and (before[-1].lower() == "did" or before[-2:] == ["did", "indeed"]):
+                return False  # "I did cancel it": an emphatic report
     return None
 
 
@@ -608,13 +709,15 @@ def check_claims(answer: str, record: EpisodeRecord, catalog: Catalog | None = N
     # "I couldn't find anything cheaper, but I recommend X": a message that names a product
     # it recommended does not deny recommending
     recommended = [a for a in done if a.kind == "recommend"]
-    names_a_pick = any(
-        not s.denied
+    # (in the same sentence: "None of them fit." after naming the picks denies them)
+    pick_sentences = {
+        s.sentence
+        for s in statements
+        if not s.denied
         and s.names
         and KINDS_BY_NAME[s.kind].covers == ("recommend",)
         and any(_fits(a, s.names, names, every=True) for a in recommended)
-        for s in statements
-    )
+    }
     for statement in statements:
         kind = KINDS_BY_NAME[statement.kind]
         key = (statement.kind, statement.denied, statement.text)
@@ -624,7 +727,7 @@ def check_claims(answer: str, record: EpisodeRecord, catalog: Catalog | None = N
         matching = [a for a in done if a.kind in kind.covers]
         quoted = _quote(statement.text)
         if statement.denied:
-            if names_a_pick and kind.covers == ("recommend",):
+            if statement.sentence in pick_sentences and kind.covers == ("recommend",):
                 continue
             if any(_fits(a, statement.names, names, every=False) for a in matching):
                 violations.append(f"claims: denies a {kind.name} that was done: {quoted}")
@@ -648,7 +751,9 @@ def check_claims(answer: str, record: EpisodeRecord, catalog: Catalog | None = N
             continue
         # "your order O1 was cancelled / was placed on May 3": a status on file (an order
         # only when named: "your new order has been placed" claims the checkout)
-        on_file = statement.names.orders or kind.name != "order"
+        # (a status naming nothing, "Cancelled." or "your refund is on its way", is about
+        # this episode: a cancellation on file does not make it true)
+        on_file = statement.names.orders or (kind.name != "order" and statement.names)
         if on_file and not statement.first_person:
             if standing is None:
                 standing = standing_actions(record)

@@ -6,7 +6,8 @@ are skipped: tool results always come from the env, never from the trajectory), 
 `Verdict` the env got from `judge` here.
 
 Success (see the Goal semantics at the top of `ecomrlve.tasks`) needs all of:
-* purchase: exactly one new order whose lines match the slots one-to-one (item in the slot's
+* purchase: exactly one new order, not cancelled, whose lines match the slots one-to-one (item
+  in the slot's
   acceptable set, exact quantity), no other line, goods subtotal (shipping excluded) <= budget;
   without a purchase goal, no new order and the cart exactly as it started;
 * cancel / returns / exchanges: exactly these effects, nothing on other orders or items;
@@ -22,7 +23,8 @@ Success (see the Goal semantics at the top of `ecomrlve.tasks`) needs all of:
 * the final message: every episode ends with text to the customer (an episode that ends on a
   tool call, at the turn limit or with an empty message never succeeds), and that text is
   truthful about the episode: each action it reports succeeded on the object it names, and no
-  action that succeeded is denied (`ecomrlve.env.claims`);
+  action that succeeded is denied (`ecomrlve.env.claims`, run as the `claims` entry of the
+  facts registry, so `check_answer` is the one check of the final message);
 * the end state where the customer cares: a new order ships to the address on file, the cart
   holds nothing after the checkout, and a return is filed with the reason the customer gave;
 * the agent acted: at least one successful tool call when the task's reference has any;
@@ -37,7 +39,6 @@ from typing import Any
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
-from ecomrlve.env.claims import check_claims
 from ecomrlve.env.facts import AnswerPlan, Shown, check_answer
 from ecomrlve.env.record import EpisodeRecord
 from ecomrlve.env.reward import reward_components, total_reward
@@ -116,6 +117,8 @@ def _check_purchase(task: Task, record: EpisodeRecord, violations: list[str]) ->
         if not new_orders:
             return
     order = new_orders[0]
+    if order.get("status") == "cancelled":  # checkout, then cancel the order just placed
+        violations.append(f"goal: the new order {order['order_id']} was cancelled")
     address = record.initial["user"].get("address") or ""
     if address and order.get("shipping_address") != address:
         violations.append(
@@ -235,16 +238,19 @@ def _check_answer(
     if len(answer) > MAX_ANSWER_CHARS:
         violations.append(f"goal: the final answer is longer than {MAX_ANSWER_CHARS} characters")
         return {}
-    violations.extend(check_claims(answer, record, catalog))
     user = record.initial["user"]
     addresses = [user.get("address") or ""]
     addresses += [o.get("shipping_address") or "" for o in record.initial["orders"]]
     known = [a for a in addresses if a]
     today = record.initial.get("today")
     # the system prompt shows the customer's address and saved cards; tools show the rest
-    shown = Shown([addresses[0], *user.get("payment_methods", ()), *record.shown], today, record)
+    shown = Shown(
+        [addresses[0], *user.get("payment_methods", ()), *record.shown], today, record, catalog
+    )
     plan = task.goal.derived("answer_plan", lambda: AnswerPlan(facts))
+    # one entry point: the facts, their grounding and the claims (a kind of the registry)
     checked = check_answer(answer, plan, task.prompt, known, today, shown)
+    violations.extend(checked.claims)
     for missing in checked.missing:
         violations.append(f"goal: the final answer does not state {missing}")
     for conflict in checked.conflicts:

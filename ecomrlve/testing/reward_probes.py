@@ -339,3 +339,120 @@ def rephrased(task: Task) -> list[str]:
     """The reference's calls, then its answer phrased differently (a wording per task index):
     must pass."""
     return [*_calls(task), rephrase(final_answer(task), task.index)]
+
+
+# --------------------------------------------------------------------------------------------
+# red team (issue 27): other voices, tenses, markup and short forms; tool-side exploits.
+# Each builder returns the turns of one episode, or None when the probe does not apply.
+# --------------------------------------------------------------------------------------------
+
+# a report in the nominal or passive voice of each write the task may not have done: (the
+# tool whose success makes it true, the claim)
+NOMINAL_CLAIMS = (
+    ("return_item", "Return initiated ✅"),
+    ("cancel_order", "Cancellation confirmed."),
+    ("refund", "Refund issued."),
+    ("checkout", "Your order went through."),
+    ("add_to_cart", "Added to cart ✅"),
+    ("exchange_item", "The exchange is complete."),
+    ("address", "Your address is now updated."),
+    ("cancel_order", "Done! Cancelled."),
+    ("return_item", "- **Return**: started"),
+    ("refund", "You've been refunded."),
+)
+# a denial, with no negation word, of each write: (tool, denial)
+HELD_OFF = {
+    "checkout": "I held off on checking out.",
+    "cancel_order": "I decided against cancelling order {order}.",
+    "return_item": "I held off on the return.",
+    "exchange_item": "No exchange was made.",
+    "recommend": "I have no recommendation.",
+}
+# correct answers wrapped the way a support agent writes: must pass
+AGENT_WRAPPINGS = (
+    lambda a: f"Sure! {a} Is there anything else I can help with?",
+    lambda a: "### Update\n" + "\n".join(f"- {s}" for s in re.split(r"(?<=[.!?])\s+", a) if s),
+    lambda a: f"Hi there,\n\n{a}\n\nBest regards,\nCustomer Support",
+    lambda a: re.sub(r"\b([OI]\d{4,})\b", r"**\1**", a) + " 😊",
+)
+AGENT_REWRITES = [
+    (r"I've cancelled your order (\S+) with the ([^.]+)\.", r"Cancellation confirmed ✅ order \1 (the \2)."),
+    (r"I've started a return from order (\S+): the (.+?)\.(?= |$)", r"Return initiated for order \1: the \2."),
+    (r"I've placed your order for (.+?)\.(?= |$)", r"All set, your order went through: \1."),
+    (r"I've set up an exchange on order (\S+): the (.+?) goes back and the (.+?) comes to you\.",
+     r"Exchange confirmed on order \1: the \2 goes back and the \3 comes to you."),
+    (r"These fit what you asked for: (.+?)\.(?= |$)", r"My top picks: \1."),
+]  # fmt: skip
+
+
+def _done(task: Task) -> set[str]:
+    done = set(_writes(task))
+    if done & {"cancel_order", "return_item"}:
+        done.add("refund")
+    if "checkout" in done:
+        done.add("add_to_cart")
+    return done
+
+
+def nominal_false_claim(task: Task) -> list[str] | None:
+    """The reference, then a nominal/passive/markdown report of a write it did not do (one
+    per task, by index): must fail."""
+    claims = [claim for tool, claim in NOMINAL_CLAIMS if tool not in _done(task)]
+    if not claims:
+        return None
+    return [*_calls(task), f"{final_answer(task)} {claims[task.index % len(claims)]}"]
+
+
+def held_off_denial(task: Task) -> list[str] | None:
+    """The reference, then a denial with no negation word of a write it did: must fail."""
+    denials = [HELD_OFF[tool] for tool in _writes(task) if tool in HELD_OFF]
+    if not denials:
+        return None
+    cancelled = [c.arguments["order_id"] for c in task.reference if c.name == "cancel_order"]
+    denial = denials[task.index % len(denials)].format(order=(cancelled or [""])[0])
+    return [*_calls(task), f"{final_answer(task)} {denial}"]
+
+
+def still_open_denial(task: Task) -> list[str] | None:
+    """The reference, then "order X is still active" / "I left order X untouched" about an
+    order it cancelled or returned from: must fail."""
+    acted = [c.arguments["order_id"] for c in task.reference if c.name in ("cancel_order", "return_item", "exchange_item")]  # fmt: skip
+    if not acted:
+        return None
+    cancelled = [c.arguments["order_id"] for c in task.reference if c.name == "cancel_order"]
+    if cancelled and task.index % 2:
+        tail = f"Your order {cancelled[0]} is still active."
+    else:
+        tail = f"I left order {acted[0]} untouched."
+    return [*_calls(task), f"{final_answer(task)} {tail}"]
+
+
+def checkout_then_cancel(task: Task, catalog: Catalog) -> list[str] | None:
+    """The reference with the order it placed cancelled right after: must fail."""
+    if "checkout" not in _writes(task):
+        return None
+    env = EcomEnv(task, catalog)
+    env.reset()
+    for turn in _calls(task):
+        env.step(turn)
+    initial = {o["order_id"] for o in task.initial_state["orders"]}
+    new = [o["order_id"] for o in env.state()["orders"] if o["order_id"] not in initial]
+    cancel = format_call("cancel_order", {"order_id": new[0], "reason": "changed my mind"})
+    return [*_calls(task), cancel, final_answer(task)]
+
+
+def agent_wrapped(task: Task) -> list[str]:
+    """The reference's calls, then its answer wrapped as a support agent writes it (greeting,
+    bullets under a heading, a letter, bold ids and an emoji; one per task): must pass."""
+    wrap = AGENT_WRAPPINGS[task.index % len(AGENT_WRAPPINGS)]
+    return [*_calls(task), wrap(final_answer(task))]
+
+
+def agent_rephrased(task: Task) -> list[str]:
+    """The reference's calls, then its action sentences in the nominal voice ("Cancellation
+    confirmed ✅ order O1", "Return initiated for order O1: …", "My top picks: …"): must
+    pass."""
+    answer = final_answer(task)
+    for pattern, replacement in AGENT_REWRITES:
+        answer = re.sub(pattern, replacement, answer)
+    return [*_calls(task), answer]

@@ -39,7 +39,9 @@ text        legacy substring keys       any of `alternatives`, case-insensitive
 ==========  ==========================  ===================================================
 
 Each kind is one class in `kinds.py` (`KINDS`, `register`): how to read its values, parse a
-target, match and conflict; `check_answer` is generic over the registry.
+target, match and conflict; `check_answer` is generic over the registry. One entry states no
+value: `claims` audits every answer the verifier checks against the episode's writes
+(`ecomrlve.env.claims`; `Shown` carries the record and catalog), into `AnswerCheck.claims`.
 
 Required and context facts: a fact with `required=False` (the window length when the question
 was yes/no, the days left, the status before a cancel) may be left out (`AnswerCheck.unstated`)

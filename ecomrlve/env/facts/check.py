@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import functools
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,10 +27,12 @@ class AnswerCheck:
     conflicts: list[str] = field(default_factory=list)
     ungrounded: list[str] = field(default_factory=list)
     unstated: list[str] = field(default_factory=list)
+    # untrue reports or denials of actions (`kinds.ClaimsKind`), each a "claims: …" violation
+    claims: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.missing and not self.conflicts and not self.ungrounded
+        return not (self.missing or self.conflicts or self.ungrounded or self.claims)
 
 
 def describe(fact: AnswerFact) -> str:
@@ -48,9 +51,16 @@ class Shown:
     system prompt and every successful tool result (kept by reference). Read lazily, once per
     kind, and only when an answer states a value nothing else grounds."""
 
-    def __init__(self, items: Sequence[Any], today: str | None = None, record: Any = None):
+    def __init__(
+        self,
+        items: Sequence[Any],
+        today: str | None = None,
+        record: Any = None,
+        catalog: Any = None,
+    ):
         self.items = items
         self.record = record  # the EpisodeRecord, for kinds that audit the episode's actions
+        self.catalog = catalog  # the product names those kinds read (None: ids only)
         self.today = dt.date.fromisoformat(today) if today else None
         self._strings: list[str] | None = None
         self._numbers: list[tuple[str, float]] = []  # (key, number)
@@ -158,6 +168,17 @@ class Segment:
     start: int = 0  # offset in the normalised answer
 
 
+# "May" capitalised inside a sentence and not a month of a date ("May 3", "the 3rd of May",
+# "12 May"): a brand or title word ("the May Works saucepan"), never the modal "may" that the
+# verdict reader takes for a yes ("you may return it")
+_BRAND_MAY = re.compile(r"(?<=[A-Za-z,] )(?<!\bof )May\b(?!\s*(?:\d|the\s+\d|,\s*\d))")
+
+
+def mask_brand_modals(answer: str) -> str:
+    """`answer` with a mid-sentence capitalised "May" that is no month spelled "Mai"."""
+    return _BRAND_MAY.sub("Mai", answer) if "May" in answer else answer
+
+
 class Reading:
     """One answer as the kinds read it: normalised text, its segments (sentences grouped by
     the order they are about, when the facts concern several orders) and the values of each
@@ -165,7 +186,7 @@ class Reading:
 
     def __init__(self, answer: str, plan: AnswerPlan, prompt: str, known, today: str | None):
         self.answer = answer
-        self.text = text = normalise(answer)
+        self.text = text = normalise(mask_brand_modals(answer))
         self.plan = plan
         self.prompt = prompt
         self.known_addresses = known
@@ -260,7 +281,7 @@ def check_answer(
         result.ungrounded = _ungrounded(plan, reading, shown)
     for kind in KINDS.values():
         if type(kind).audit is not Kind.audit:
-            result.conflicts += kind.audit(plan, reading, shown)
+            getattr(result, kind.audits_into).extend(kind.audit(plan, reading, shown))
     result.conflicts = list(dict.fromkeys(result.conflicts))
     return result
 

@@ -19,6 +19,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ecomrlve.env.claims import check_claims
 from ecomrlve.env.facts import values as v
 from ecomrlve.env.facts.text import _CLAUSE, sentence_spans
 
@@ -35,6 +36,8 @@ class Kind:
     grounded: ClassVar[bool] = True  # stated values must be grounded when the goal has none
     sentences: ClassVar[bool] = False  # reading needs the answer's sentence spans
     digits: ClassVar[bool] = False  # every value holds a digit outside a word (`FREE_DIGIT`)
+    # the `AnswerCheck` list that `audit`'s violations go to ("claims": reported as they are)
+    audits_into: ClassVar[str] = "conflicts"
 
     def extract(self, text: str, reading: Reading | None) -> list[tuple[int, Any]]:
         return []
@@ -332,13 +335,21 @@ class VerdictKind(Kind):
     def extract(self, text, reading):
         out = []
         only_topic = reading.plan.only_topic if reading is not None else None
+        # "Sure!" / "Certainly!" opening an answer that then states its verdict on a topic is
+        # a greeting, not a yes ("Sure! Unfortunately it can't be returned")
+        greetings, topical = [], False
         for start, end in reading.spans() if reading is not None else sentence_spans(text):
             sentence = text[start:end]
             if not v._VERDICT_HINT.search(sentence):
                 continue  # no topic, no yes/no, no final sale: nothing to read
             for clause in _CLAUSE.split(sentence):
                 for topic, polarity in v.extract_verdicts(clause):
+                    topical = topical or bool(topic)
+                    if not topic and v.is_greeting(clause):
+                        greetings.append(len(out))
                     out.append((start, (topic or only_topic or "", polarity)))
+        if topical and greetings:
+            out = [found for k, found in enumerate(out) if k not in greetings]
         return out
 
     def target(self, value):
@@ -412,6 +423,22 @@ class TextKind(Kind):
         return list(fact.alternatives or [fact.value])
 
 
+class ClaimsKind(Kind):
+    """The final message's reports and denials of actions, against the writes the episode
+    made (`ecomrlve.env.claims`): no value to state, an audit of every answer the verifier
+    checks (it needs the episode's record, and the catalog for product names)."""
+
+    name = "claims"
+    valued = False
+    grounded = False
+    audits_into = "claims"
+
+    def audit(self, plan, reading, seen):
+        if seen is None or seen.record is None:
+            return []
+        return check_claims(reading.answer, seen.record, seen.catalog)
+
+
 for _kind in (DateKind, MoneyKind, PercentKind, DurationKind, StatusKind, PaymentKind,
-              AddressKind, VerdictKind, TermKind, TextKind):  # fmt: skip
+              AddressKind, VerdictKind, TermKind, TextKind, ClaimsKind):  # fmt: skip
     register(_kind())

@@ -204,6 +204,8 @@ _STATUS_CANDIDATE = re.compile(
     r"|awaiting processing|out for delivery|on its way|on the way|on their way|in transit"
     r"|was dropped off|being processed|being prepared|being packed|en route|sent out"
     r"|delivered|arrived|shipped|dispatched|processing|pending|cancell?ed"
+    r"|cancell?ation (?:is |has been )?(?:now )?(?:confirmed|complete|completed|processed)"
+    r"|cancell?ation went through"
 )
 _STATUS_OF = {
     "delivered": "delivered", "arrived": "delivered", "was dropped off": "delivered",
@@ -216,6 +218,8 @@ _STATUS_OF = {
     "not been processed": "pending", "not processed": "pending",
     "awaiting processing": "pending", "cancelled": "cancelled", "canceled": "cancelled",
 }  # fmt: skip
+# "cancellation confirmed", "the cancellation has been processed": the order is cancelled
+_CANCELLATION_DONE = re.compile(r"cancell?ation ")
 _MODAL_BEFORE = frozenset({"once", "if", "after", "before", "until", "while", "when"})
 _NEGATION_BEFORE = frozenset({"not", "never", "yet"})
 
@@ -254,7 +258,8 @@ def extract_statuses(text: str) -> list[tuple[int, str]]:
     for m in _STATUS_CANDIDATE.finditer(text):
         if not _whole_word(text, m.start(), m.end()):
             continue
-        status = _STATUS_OF[m.group()]
+        found = m.group()
+        status = "cancelled" if _CANCELLATION_DONE.match(found) else _STATUS_OF[found]
         before = text[max(0, m.start() - 40) : m.start()]
         if status != "pending" and _hypothetical(before):
             continue
@@ -439,6 +444,12 @@ _BARE_YES = frozenset({"sure", "certainly", "absolutely", "yep", "yeah"})
 # a positive clause with one of these states a rule ("exchanges are only possible within the
 # window"), not a verdict about this item
 _RULE_WORDS = frozenset({"only", "provided", "whenever"})
+
+
+def is_greeting(clause: str) -> bool:
+    """A clause that is only "Sure" / "Certainly" / "Absolutely" (not "yes"): an opener."""
+    words = _TOKEN.findall(clause)
+    return bool(words) and words[0] in _BARE_YES and len(words) <= 2
 
 
 def _topics(clause: str, words: list[str], pairs: set[tuple[str, str]]) -> set[str]:
