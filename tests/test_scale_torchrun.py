@@ -124,3 +124,63 @@ def test_two_gloo_ranks_end_with_the_weights_of_one_process(runs):
     gap = torch.cat([(two[n] - one[n]).abs().flatten() for n in one])
     assert float(gap.mean()) < 1e-6 and float(gap.max()) < 2e-4
     assert not (ranks / "summary.json.tmp").exists()
+
+
+def _unequal_turns_config(data: Path) -> dict:
+    """SFT long enough that the policy makes tool calls; a small episode token budget then ends
+    episodes after as many turns as their tool responses leave room for (search results are
+    long, an order list short), so the two ranks' shares of a step need different numbers of
+    `generate` rounds. (With a turn limit that every episode reaches, the ranks stay equal.)"""
+    return {
+        "env": {"max_steps": 10},
+        "agent": {"model": "tiny-qwen3", "max_new_tokens": 48, "max_episode_tokens": 768},
+        "training": {
+            "total_steps": 3,
+            "prompts_per_step": 4,
+            "group_size": 2,
+            "mini_batch_size": 4,
+            "max_tokens_per_micro_batch": 4096,
+            "learning_rate": 1e-4,
+            "weight_decay": 0.0,
+            "dynamic_sampling": False,
+            "adaptive_difficulty": False,
+            "overlong_buffer": 256,
+            "sft_steps": 60,
+            "sft_batch_size": 16,
+            "sft_learning_rate": 3e-3,
+            "eval_tasks": 0,
+            "save_every": 100,
+            "seed": 4,
+        },
+    }
+
+
+@pytest.mark.slow
+def test_two_ranks_whose_episodes_take_different_turns_finish(tmp_path):
+    """Ranks play their own groups; when one rank's episodes need more `generate` rounds than
+    the other's, neither may wait for the other inside generation (transformers syncs every
+    decoding step across ranks for an FSDP-managed module unless `synced_gpus=False`)."""
+    data = train_store_dir()
+    config = tmp_path / "unequal.yaml"
+    config.write_text(yaml.safe_dump(_unequal_turns_config(data)))
+    output = tmp_path / "ranks"
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env.pop("WORLD_SIZE", None)
+    command = [
+        *(sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone"),
+        *("-m", "ecomrlve", "train", "--config", str(config), "--output", str(output)),
+        *("--data", str(data)),
+    ]
+    # a hang guard, not a timing check: a deadlocked pair of ranks never returns
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-5000:]
+    run_id = json.loads((output / "summary.json").read_text())["run_id"]
+    with duckdb.connect(str(data / "ecomrlve.duckdb"), read_only=True) as con:
+        rounds = con.execute(
+            # rank r plays the groups g with g % 2 == r; its generate rounds = its longest episode
+            'SELECT step, max(steps) FILTER ("group" % 2 = 0), max(steps) FILTER ("group" % 2 = 1)'
+            " FROM train_rollouts WHERE run_id = ? GROUP BY step ORDER BY step",
+            [run_id],
+        ).fetchall()
+    assert [r[0] for r in rounds] == [1, 2, 3]
+    assert any(r[1] != r[2] for r in rounds), rounds  # the case this test is about happened

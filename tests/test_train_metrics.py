@@ -10,7 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ecomrlve.train.metrics import overall, pass_at_k, pass_hat_k, summarize
+from ecomrlve.flows.pipeline import held_out_text
+from ecomrlve.train.metrics import (
+    overall,
+    pass_at_k,
+    pass_hat_k,
+    stage_intervals,
+    summarize,
+    task_bootstrap,
+)
 
 
 def test_hand_computed_values():
@@ -89,3 +97,38 @@ def test_too_few_samples_for_k():
     episodes = _episodes({("a", "cart", 1, 3): [True, False]})
     with pytest.raises(ValueError, match="at least 3 samples"):
         summarize(episodes, k=3)
+
+
+def _tasks(values: dict[str, float]) -> pl.DataFrame:
+    return pl.DataFrame({"task_id": list(values), "pass_at_1": list(values.values())})
+
+
+def test_task_bootstrap_is_seeded_and_brackets_the_mean():
+    values = [0.0, 0.25, 0.5, 1.0, 1.0, 0.75, 0.0, 0.5]
+    low, high = task_bootstrap(values, seed=3)
+    assert low <= sum(values) / len(values) <= high
+    assert (low, high) == task_bootstrap(values, seed=3)  # same seed, same interval
+    assert task_bootstrap([0.5] * 5, seed=0) == (0.5, 0.5)
+
+
+def test_paired_gain_keeps_each_tasks_two_outcomes_together():
+    # every task gains exactly 0.25: a paired interval is a point, unpaired ones overlap widely
+    before = {f"t{i}": v for i, v in enumerate([0.0, 0.25, 0.5, 0.0, 0.5, 0.25])}
+    after = {k: v + 0.25 for k, v in reversed(before.items())}  # row order must not matter
+    cis, gains = stage_intervals({"sft": _tasks(before), "final": _tasks(after)}, seed=0)
+    assert gains["final-sft"]["diff"] == pytest.approx(0.25)
+    assert gains["final-sft"]["ci_low"] == pytest.approx(0.25)
+    assert gains["final-sft"]["ci_high"] == pytest.approx(0.25)
+    assert cis["final"]["ci_low"] < cis["sft"]["ci_high"]
+    text = held_out_text(
+        {
+            "algorithm": "dapo",
+            "held_out": {
+                stage: {"pass_at_1": sum(v.values()) / len(v), **cis[stage]}
+                for stage, v in (("sft", before), ("final", after))
+            },
+            "held_out_gain": gains,
+        }
+    )
+    assert text.startswith("held-out pass@1 SFT 0.25 [") and "→ DAPO 0.50 [" in text
+    assert text.endswith("DAPO − SFT +0.25 [+0.25, +0.25]")

@@ -380,10 +380,7 @@ def pipeline(params: PipelineParams, overrides: dict[str, Any] | None = None) ->
                 wait_for=[training_shards],
             )
             rec.status = _status(cached)
-            held_out = train.get("held_out", {})
-            rec.detail = f"run {train['run_id']}: " + ", ".join(
-                f"{stage} pass@1 {m.get('pass_at_1', 0.0):.2f}" for stage, m in held_out.items()
-            )
+            rec.detail = f"run {train['run_id']}: " + held_out_text(train)
 
     publish_artifacts_stage(curriculum.path, plots, train, wait_for=[curriculum, plots, train])
     logger.info("pipeline finished: %s", {r.stage: r.status for r in clock.records})
@@ -570,3 +567,30 @@ def regenerate_curriculum(
         weakest_axes=weakest,
         stages=clock.records,
     )
+
+
+STAGE_NAMES = {"base": "base", "sft": "SFT", "final": "RL"}
+
+
+def held_out_text(train: dict[str, Any]) -> str:
+    """Held-out pass@1 per stage with its task-bootstrap 95% interval, then the paired gains:
+    `base 0.00 [0.00, 0.00] → SFT 0.31 [...] → RL 0.42 [...]; RL − SFT +0.11 [+0.05, +0.17]`."""
+    held_out = train.get("held_out", {})
+    final = train.get("algorithm", "rl").upper()
+    names = {**STAGE_NAMES, "final": final}
+
+    def interval(m: dict[str, float], sign: str = "") -> str:
+        if "ci_low" not in m:
+            return ""
+        return f" [{m['ci_low']:{sign}.2f}, {m['ci_high']:{sign}.2f}]"
+
+    stages = " → ".join(
+        f"{names.get(stage, stage)} {m.get('pass_at_1', 0.0):.2f}{interval(m)}"
+        for stage, m in held_out.items()
+    )
+    gains = "; ".join(
+        f"{' − '.join(names.get(part, part) for part in key.split('-'))} "
+        f"{g['diff']:+.2f}{interval(g, '+')}"
+        for key, g in train.get("held_out_gain", {}).items()
+    )
+    return f"held-out pass@1 {stages}" + (f"; {gains}" if gains else "")

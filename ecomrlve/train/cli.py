@@ -104,6 +104,7 @@ def _print_summary(cfg, summary) -> None:
             "stage": stage,
             "tasks": int(v["tasks"]),
             "pass@1": v["pass_at_1"],
+            "95% CI": f"[{v['ci_low']:.2f}, {v['ci_high']:.2f}]" if "ci_low" in v else "",
             f"pass^{cfg.training.eval_samples}": v["pass_hat_k"],
             "reward": v["reward_mean"],
         }
@@ -111,6 +112,12 @@ def _print_summary(cfg, summary) -> None:
     ]
     if rows:
         console.print(frame_table(pl.DataFrame(rows), title="held-out success"))
+    for key, gain in summary.held_out_gain.items():
+        console.print(
+            f"held-out pass@1 {key.replace('-', ' - ')}: {gain['diff']:+.3f} "
+            f"(paired task bootstrap 95% CI [{gain['ci_low']:+.3f}, {gain['ci_high']:+.3f}], "
+            f"{int(gain['tasks'])} tasks)"
+        )
     console.print(
         f"run {summary.run_id}: {summary.sft_steps} SFT steps on {summary.sft_sequences} "
         f"references, {summary.rl_steps} {summary.algorithm.upper()} steps on "
@@ -128,7 +135,7 @@ def _print_memory_plan(cfg, gpus: int, gpu_memory: float) -> None:
         fail(f"--gpus must be >= 1 and --gpu-memory > 0, got {gpus} and {gpu_memory}")
     if cfg.training.lora_rank > 0 and gpus > 1:
         fail("training.lora_rank > 0 is the one-GPU mode: use --gpus 1 or lora_rank: 0")
-    shape = model_shape(cfg.agent.model)
+    shape = model_shape(cfg.agent.model, cfg.agent.tiny)
     choice = choose_memory_settings(cfg, gpus=gpus, gpu_memory_gb=gpu_memory, shape=shape)
     plan = choice.plan
     mode = (

@@ -66,7 +66,8 @@ def evaluate_episodes(
     stage: str,
     progress: ProgressFn | None = None,
 ) -> EvalReport:
-    """Play `samples` episodes of every task at the agent's sampling temperature and score them."""
+    """Play `samples` episodes of every task at `training.eval_temperature` (default: the
+    agent's sampling temperature; 0 is greedy) and score them."""
     if not tasks:
         raise ValueError("no tasks to evaluate")
     if not 1 <= k <= samples:
@@ -80,6 +81,7 @@ def evaluate_episodes(
         agent=cfg.agent,
         samples_per_task=samples,
         seed=seed,
+        temperature=cfg.training.eval_temperature,
         progress=progress,
     )
     rows = [episode_row(e, sample=e.sample, stage=stage) for e in episodes]

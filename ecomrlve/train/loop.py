@@ -59,6 +59,7 @@ from ecomrlve.train.distributed import (
 from ecomrlve.train.engine import RolloutEngine
 from ecomrlve.train.memory import micro_batch_tokens
 from ecomrlve.train.rollout import Episode, run_episodes
+from ecomrlve.train.schedule import lr_factor, set_lr
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +148,16 @@ def train_dapo(
         # ======================================================================================
         # 1. Rollouts, with dynamic sampling
         # ======================================================================================
+        set_lr(
+            optimizer,
+            training.learning_rate
+            * lr_factor(
+                step,
+                training.total_steps,
+                warmup=training.lr_warmup_steps,
+                schedule=training.lr_schedule,
+            ),
+        )
         started = time.perf_counter()
         rollouts = _rollouts(policy, engine, chat, catalog, sampler, cfg, step, ctx, play)
         rollout_s = time.perf_counter() - started
@@ -162,6 +173,7 @@ def train_dapo(
             "groups_trained": len(rollouts.kept),
             "sequences_trained": len(trained),
             "rollout_s": rollout_s,
+            "lr": optimizer.param_groups[0]["lr"],
             "overlong_penalty_mean": float(np.mean([o.penalty for o in rollouts.sampled])),
         }
         metrics.update(_rollout_metrics(rollouts.sampled, rollout_s))

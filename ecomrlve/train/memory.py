@@ -26,14 +26,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ecomrlve.config import EcomConfig, TrainingConfig
+from ecomrlve.config import DEFAULT_MICRO_BATCH_TOKENS, EcomConfig, TinyModelConfig, TrainingConfig
 from ecomrlve.train.batching import LOGIT_CHUNK_ELEMENTS
 
 GIB = 1 << 30
 CONTEXT_BYTES = int(1.5 * GIB)
 # What a run uses for a setting left unset (None) when nothing is planned for it: no CUDA, or
 # a caller that builds its own `TrainingConfig` (`choose_memory_settings` decides otherwise).
-DEFAULT_MICRO_BATCH_TOKENS = 16384
 DEFAULT_GRADIENT_CHECKPOINTING = False
 
 
@@ -84,13 +83,14 @@ QWEN3_SHAPES: dict[str, ModelShape] = {
 }
 
 
-def model_shape(name: str) -> ModelShape:
+def model_shape(name: str, tiny: TinyModelConfig | None = None) -> ModelShape:
     """The architecture of `agent.model`: its config.json when on this machine, else a known
-    Qwen3 release. Raises ValueError naming the model otherwise."""
+    Qwen3 release (`tiny`: the dimensions of tiny-qwen3, default `agent.tiny`'s defaults).
+    Raises ValueError naming the model otherwise."""
     from ecomrlve.train.model import TINY_MODEL, TinySpec, resolve_model_path
 
     if name == TINY_MODEL:
-        t = TinySpec()
+        t = TinySpec.of(tiny or TinyModelConfig())
         return ModelShape(
             t.hidden_size,
             t.num_hidden_layers,
@@ -201,7 +201,7 @@ def plan_memory(
 ) -> MemoryPlan:
     """The per-GPU plan for `cfg` on `gpus` cards of `gpu_memory_gb` GB (10^9 bytes)."""
     training = cfg.training
-    shape = shape or model_shape(cfg.agent.model)
+    shape = shape or model_shape(cfg.agent.model, cfg.agent.tiny)
     rank = training.lora_rank if lora_rank is None else lora_rank
     tokens = tokens or micro_batch_tokens(training)
     if checkpointing is None:
@@ -343,7 +343,7 @@ def choose_memory_settings(
     fits, the most frugal one is returned with its (refused) plan, for `what_would_fit`.
     """
     training = cfg.training
-    shape = shape or model_shape(cfg.agent.model)
+    shape = shape or model_shape(cfg.agent.model, cfg.agent.tiny)
     checkpointing = (
         [False, True]
         if training.gradient_checkpointing is None

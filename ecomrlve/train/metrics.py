@@ -8,13 +8,17 @@ With n samples of a task of which c succeed:
   estimate of p^k. It measures reliability: an agent that succeeds half the time has pass^4
   of about 0.06.
 
-Tables average these over the tasks of each scenario x difficulty x step band.
+Tables average these over the tasks of each scenario x difficulty x step band. Confidence
+intervals resample tasks (the unit that was drawn), so a paired difference between two stages
+evaluated on the same tasks keeps each task's two outcomes together.
 """
 
 from __future__ import annotations
 
+import itertools
 from math import comb
 
+import numpy as np
 import polars as pl
 
 from ecomrlve.tasks import step_band
@@ -92,3 +96,59 @@ def overall(episodes: pl.DataFrame, k: int) -> dict[str, float]:
         "pass_hat_k": float(tasks["pass_hat_k"].mean()),
         "reward_mean": float(tasks["reward_mean"].mean()),
     }
+
+
+BOOTSTRAP_RESAMPLES = 10_000
+
+
+def task_bootstrap(
+    values: np.ndarray, *, seed: int, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES
+) -> tuple[float, float]:
+    """Percentile interval of the mean of per-task `values` (n,), resampling tasks.
+
+    For a paired difference pass `after - before` per task.
+
+    >>> task_bootstrap(np.array([0.0, 1.0, 1.0, 1.0]), seed=0)[1]
+    1.0
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        raise ValueError("no tasks to bootstrap")
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 97]))
+    picks = rng.integers(0, values.size, size=(resamples, values.size))  # (R, n)
+    means = values[picks].mean(axis=1)  # (R,)
+    tail = (1.0 - level) / 2.0 * 100.0
+    low, high = np.percentile(means, [tail, 100.0 - tail])
+    return float(low), float(high)
+
+
+def stage_intervals(
+    per_stage: dict[str, pl.DataFrame], *, seed: int, level: float = 0.95
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """Task-bootstrap intervals of pass@1 per stage, and of each later stage minus the one
+    before it (paired on task_id: `sft-base`, `final-sft`).
+
+    `per_stage` maps stage -> `per_task` frame (task_id, pass_at_1), in stage order. Returns
+    ({stage: {ci_low, ci_high}}, {"later-earlier": {diff, ci_low, ci_high, tasks}}).
+    """
+    cis: dict[str, dict[str, float]] = {}
+    for stage, tasks in per_stage.items():
+        low, high = task_bootstrap(tasks["pass_at_1"].to_numpy(), seed=seed, level=level)
+        cis[stage] = {"ci_low": low, "ci_high": high}
+    diffs: dict[str, dict[str, float]] = {}
+    stages = list(per_stage)
+    for before, after in itertools.pairwise(stages):
+        paired = per_stage[after].join(
+            per_stage[before].select("task_id", "pass_at_1"), on="task_id", suffix="_before"
+        )
+        gain = (paired["pass_at_1"] - paired["pass_at_1_before"]).to_numpy()
+        if gain.size == 0:
+            continue
+        low, high = task_bootstrap(gain, seed=seed, level=level)
+        diffs[f"{after}-{before}"] = {
+            "diff": float(gain.mean()),
+            "ci_low": low,
+            "ci_high": high,
+            "tasks": float(gain.size),
+        }
+    return cis, diffs

@@ -23,13 +23,17 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import ecomrlve.train  # noqa: F401  (offline switches before transformers is imported)
+
+if TYPE_CHECKING:
+    from ecomrlve.config import TinyModelConfig
 
 log = logging.getLogger(__name__)
 
 TINY_MODEL = "tiny-qwen3"
-TINY_SPEC_VERSION = 2
+TINY_SPEC_VERSION = 3  # 3: one token per digit
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 # Not "special" in Qwen3's tokenizer (they survive skip_special_tokens), but single tokens.
@@ -157,6 +161,11 @@ class TinySpec:
     head_dim: int = 32
     max_position_embeddings: int = 8192
     seed: int = 0
+
+    @classmethod
+    def of(cls, tiny: TinyModelConfig) -> TinySpec:
+        """The spec `agent.tiny` describes."""
+        return cls(**tiny.model_dump())
 
 
 def pick_device() -> str:
@@ -298,7 +307,6 @@ def build_tiny_tokenizer(corpus: list[str], vocab_size: int):
     """Byte-level BPE trained on `corpus`, wrapped with Qwen3's special tokens and template."""
     from tokenizers import (
         AddedToken,
-        Regex,
         Tokenizer,
         decoders,
         models,
@@ -309,14 +317,14 @@ def build_tiny_tokenizer(corpus: list[str], vocab_size: int):
 
     tok = Tokenizer(models.BPE())
     # Merges may cross spaces and punctuation and have no length cap, so the boilerplate every
-    # episode repeats (tool schemas, JSON keys, tags) packs into few tokens: a reference episode
-    # is ~310 tokens against ~2,400 with word-level pre-tokenization (and ~590 with tokens
-    # capped at 32 characters), which is what makes CPU training fit in minutes. Digits come in
-    # chunks of at most three, so ids and prices are spelled from a small, shared set of tokens
-    # the model learns to copy.
+    # episode repeats (tool schemas, JSON keys, tags) packs into few tokens, which is what makes
+    # CPU training fit in minutes. Every digit is its own pre-token (as in Qwen's tokenizer), so
+    # an id such as `O6196968` is the same ten-digit-token spelling wherever it appears and
+    # copying it from a tool result into a call is one token per position; with merged digit
+    # chunks (`O|6|19|69|6|8`) the same id is spelled differently in different contexts.
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(Regex(r"\d{1,3}"), behavior="isolated"),
+            pre_tokenizers.Digits(individual_digits=True),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ]
     )

@@ -241,7 +241,7 @@ def settle_memory_settings(
         log.info("memory settings without CUDA: %s", defaults)
         return cfg.model_copy(update={"training": t.model_copy(update=defaults)})
     try:
-        shape = model_shape(cfg.agent.model)
+        shape = model_shape(cfg.agent.model, cfg.agent.tiny)
     except ValueError as err:
         log.warning("%s; memory settings: %s", err, defaults)
         return cfg.model_copy(update={"training": t.model_copy(update=defaults)})

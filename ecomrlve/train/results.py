@@ -3,6 +3,7 @@
 Tables (each row carries `run_id`; appended, so several runs share them):
 
 * `train_runs`      one row per run: config, model, stages, base/SFT/final held-out success
+* `sft_steps`       one row per SFT optimizer step: loss, supervised tokens, learning rate
 * `train_steps`     one row per optimizer step: reward, success, entropy, clip fractions,
                     response length, dropped groups, tokens/s, ...
 * `train_scenarios` one row per (step, scenario): episodes, success, reward, difficulty window
@@ -60,8 +61,18 @@ STEP_SCHEMA: dict[str, pl.DataType] = {
     "rollout_s": pl.Float64,
     "update_s": pl.Float64,
     "logprob_mismatch": pl.Float64,
+    "lr": pl.Float64,
     "skipped": pl.Boolean,  # the update was skipped (non-finite reward/loss, no tokens)
     "skip_reason": pl.String,
+}
+SFT_STEP_SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.String,
+    "step": pl.Int64,
+    "loss": pl.Float64,  # mean NLL per supervised (assistant) token of the step's batch
+    "tokens": pl.Int64,  # supervised tokens in the step's batch
+    "sequences": pl.Int64,
+    "lr": pl.Float64,
+    "seconds": pl.Float64,  # since SFT started
 }
 SCENARIO_SCHEMA: dict[str, pl.DataType] = {
     "run_id": pl.String,
@@ -232,6 +243,36 @@ def plot_curves(
     return written
 
 
+def plot_sft(steps: pl.DataFrame, path: Path) -> Path:
+    """sft_loss.png: SFT loss per step, with the learning rate on a second axis."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(steps["step"], steps["loss"], lw=1, label="loss (nats / assistant token)")
+    ax.set_xlabel("SFT step")
+    ax.set_ylabel("loss")
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    lr_axis = ax.twinx()
+    lr_axis.plot(steps["step"], steps["lr"], color="tab:orange", lw=1, label="learning rate")
+    lr_axis.set_ylabel("learning rate")
+    ax.set_title(f"SFT: {int(steps['tokens'].sum()):,} supervised tokens")
+    handles = ax.get_legend_handles_labels()[0] + lr_axis.get_legend_handles_labels()[0]
+    ax.legend(handles=handles, fontsize=8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = store.temp_path_for(path).with_suffix(".png")
+    try:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
+    return path
+
+
 def plot_eval(table: pl.DataFrame, path: Path, *, title: str = "") -> Path:
     """pass@1 by scenario x difficulty as an annotated heatmap (one evaluation's table)."""
     import matplotlib
@@ -279,6 +320,7 @@ class RunLog:
         self.tracking = tracking or Tracking()  # training.loggers besides DuckDB
         self.steps: list[dict[str, Any]] = []
         self.scenarios: list[dict[str, Any]] = []
+        self.sft: list[dict[str, Any]] = []
 
     def record_step(
         self,
@@ -301,10 +343,18 @@ class RunLog:
         self.scenarios.extend(scenarios)
         self.tracking.log_rl_step(metrics)
 
+    def record_sft(self, rows: list[dict[str, Any]]) -> None:
+        """The SFT stage's per-step rows (`sft.SFTResult.rows`) into `sft_steps`."""
+        self.sft = [{**row, "run_id": self.run_id} for row in rows]
+        append(self.data, "sft_steps", self.sft, SFT_STEP_SCHEMA)
+
     def plot(self, out_dir: Path) -> list[Path]:
-        return plot_curves(
+        written = plot_curves(
             frame(self.steps, STEP_SCHEMA),
             frame(self.scenarios, SCENARIO_SCHEMA),
             out_dir,
             title=f"({self.run_id})",
         )
+        if self.sft:
+            written.append(plot_sft(frame(self.sft, SFT_STEP_SCHEMA), out_dir / "sft_loss.png"))
+        return written

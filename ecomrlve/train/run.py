@@ -11,10 +11,13 @@ The run folder (`output`) receives::
     config.yaml              the config the run used
     curriculum_state.json    the sampler's position and the adaptive difficulty windows
     summary.json             held-out success per stage, counts, timings, run_id
-    plots/                   reward.png, success_by_scenario.png, difficulty_frontier.png
+    plots/                   reward.png, success_by_scenario.png, difficulty_frontier.png,
+                             sft_loss.png
 
-and the data directory's DuckDB gets train_runs, train_steps, train_scenarios, train_rollouts,
-eval_results and eval_episodes rows under the run's `run_id`.
+and the data directory's DuckDB gets train_runs, sft_steps, train_steps, train_scenarios,
+train_rollouts, eval_results and eval_episodes rows under the run's `run_id`. `summary.json`
+holds each stage's held-out pass@1 with its task-bootstrap 95% interval and the paired gains
+(`held_out_gain`: `sft-base`, `final-sft`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from ecomrlve.env import Catalog, EcomEnv, reference_turns, tool_schemas
 from ecomrlve.procs import run_bound
 from ecomrlve.store import DataPaths, StoreError
 from ecomrlve.tasks import Task
+from ecomrlve.train import metrics
 from ecomrlve.train.chat import ChatFormat
 from ecomrlve.train.checkpoint import Checkpointer
 from ecomrlve.train.curriculum import (
@@ -91,6 +95,7 @@ TINY_CORPUS_EPISODES = 256
 TINY_CORPUS_TITLES = 5000
 RESULT_TABLES = [
     "train_runs",
+    "sft_steps",
     "train_steps",
     "train_scenarios",
     "train_rollouts",
@@ -125,6 +130,8 @@ class TrainSummary:
     sft_steps: int
     rl_steps: int
     held_out: dict[str, dict[str, float]] = field(default_factory=dict)
+    # paired task-bootstrap 95% intervals of stage gains, e.g. "final-sft": {diff, ci_low, ...}
+    held_out_gain: dict[str, dict[str, float]] = field(default_factory=dict)
     tables: list[str] = field(default_factory=list)
     plots: list[Path] = field(default_factory=list)
     stage_seconds: dict[str, float] = field(default_factory=dict)
@@ -159,6 +166,7 @@ class TrainRun:
     summary: TrainSummary
     progress: ProgressFn | None
     started: float
+    held_out_tasks: dict[str, pl.DataFrame] = field(default_factory=dict)  # stage -> per task
 
     def stage_progress(self, stage: str) -> ProgressFn | None:
         if self.progress is None or not self.ctx.is_main:
@@ -196,7 +204,8 @@ def train_from_config(
     """
     run = _setup(cfg, Path(data), Path(output), curriculum, progress)
     _evaluate_stage(run, "base")
-    if cfg.training.sft_epochs > 0:
+    sft_steps = cfg.training.sft_steps
+    if (cfg.training.sft_epochs if sft_steps is None else sft_steps) > 0:
         _sft_stage(run)
         _evaluate_stage(run, "sft")
     sampler = _sampler(run)
@@ -261,7 +270,7 @@ def _setup(
         model_dir=None
         if plan.rollout_engine == "hf"
         else (
-            ensure_tiny_model(paths.root / "models", corpus, TinySpec())
+            ensure_tiny_model(paths.root / "models", corpus, TinySpec.of(agent.tiny))
             if agent.model == TINY_MODEL
             else resolve_model_path(agent.model)
         ),
@@ -328,6 +337,7 @@ def _load_policy(
             agent.model,
             tiny_cache=data / "models",
             tiny_corpus=corpus,
+            tiny_spec=TinySpec.of(agent.tiny),
             dtype=plan.load_dtype_name,
             device=str(ctx.device),
         )
@@ -372,7 +382,12 @@ def _evaluate_stage(run: TrainRun, stage: str) -> None:
         )
     seconds = time.perf_counter() - started
     run.summary.stage_seconds[f"eval_{stage}"] = seconds
-    run.summary.held_out[stage] = report.overall
+    run.summary.held_out[stage] = dict(report.overall)
+    run.held_out_tasks[stage] = metrics.per_task(report.episodes, report.k)
+    cis, gains = metrics.stage_intervals(run.held_out_tasks, seed=training.seed)
+    for name, interval in cis.items():
+        run.summary.held_out[name].update(interval)
+    run.summary.held_out_gain = gains
     if run.ctx.is_main:
         run.run_log.tracking.log_eval(stage, report.overall, run.summary.rl_steps)
     log.info("held-out %s: pass@1 %.3f (%.1f s)", stage, report.pass_at_1, seconds)
@@ -394,6 +409,7 @@ def _sft_stage(run: TrainRun) -> None:
     )
     run.engine.sync_weights(run.policy)
     if run.ctx.is_main:
+        run.run_log.record_sft(sft.rows)
         run.run_log.tracking.log_sft(sft.losses)
     summary.sft_sequences, summary.sft_steps = len(data.sequences), sft.steps
     summary.stage_seconds["sft"] = time.perf_counter() - started

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +35,7 @@ from ecomrlve.train.distributed import (
 )
 from ecomrlve.train.memory import micro_batch_tokens
 from ecomrlve.train.rollout import reference_episode
+from ecomrlve.train.schedule import lr_factor, set_lr
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,16 @@ class SFTResult:
     tokens: int = 0
     losses: list[float] = field(default_factory=list)
     seconds: float = 0.0
+    rows: list[dict[str, float | int]] = field(default_factory=list)  # the sft_steps table
+
+
+def sft_total_steps(config: TrainingConfig, sequences: int) -> int:
+    """Optimizer steps SFT takes: `sft_steps` when set, else `sft_epochs` passes."""
+    if sequences == 0:
+        return 0
+    if config.sft_steps is not None:
+        return config.sft_steps
+    return -(-sequences // config.sft_batch_size) * config.sft_epochs
 
 
 def reference_data(
@@ -87,48 +98,73 @@ def train_sft(
     progress: ProgressFn | None = None,
     ctx: DistContext | None = None,
 ) -> SFTResult:
-    """`sft_epochs` passes over `sequences`, `sft_batch_size` sequences per optimizer step,
+    """`sft_steps` optimizer steps (default: `sft_epochs` passes) over `sequences`,
+    `sft_batch_size` sequences per step, at the warmup/decay schedule of `sft_lr_schedule`,
     micro-batched by `max_tokens_per_micro_batch` (at most `mini_batch_size` sequences); loss
     on assistant tokens only. Under torchrun each rank takes every world_size-th sequence of a
     step, normalised by the step's global token count, so the summed gradient is one process's.
     """
     result = SFTResult()
-    if config.sft_epochs == 0 or not sequences:
+    total = sft_total_steps(config, len(sequences))
+    if total == 0:
         return result
     ctx = ctx or DistContext(device=next(model.parameters()).device)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config.sft_learning_rate, weight_decay=config.weight_decay
     )
-    rng = np.random.default_rng(np.random.SeedSequence([config.seed, 11]))
-    steps_per_epoch = -(-len(sequences) // config.sft_batch_size)
-    total = steps_per_epoch * config.sft_epochs
     started = time.perf_counter()
     model.train()
-    for _ in range(config.sft_epochs):
-        order = rng.permutation(len(sequences))
-        for start in range(0, len(order), config.sft_batch_size):
-            batch_ids = order[start : start + config.sft_batch_size].tolist()
-            total_tokens = float(sum(sequences[i].generated_tokens for i in batch_ids))
-            optimizer.zero_grad(set_to_none=True)
-            loss_sum = 0.0
-            for micro, weight in rank_micro_batches(
-                shard_items(batch_ids, ctx), sequences, config, ctx
-            ):
-                batch = collate(micro, pad_token_id).to(ctx.device)
-                logprobs, _ = forward_logprobs(model, batch)  # (b, L-1)
-                loss = sft_loss(logprobs, batch.loss_mask, total_tokens=total_tokens)
-                (loss * weight).backward()
-                loss_sum += float(loss.detach()) * weight
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-            optimizer.step()
-            result.steps += 1
-            result.sequences += len(batch_ids)
-            result.tokens += int(total_tokens)
-            result.losses.append(all_reduce_sum(loss_sum, ctx))
-            if progress:
-                progress("sft", result.steps / total)
+    for step, batch_ids in enumerate(sft_batches(len(sequences), total, config), start=1):
+        lr = config.sft_learning_rate * lr_factor(
+            step, total, warmup=config.sft_warmup_steps, schedule=config.sft_lr_schedule
+        )
+        set_lr(optimizer, lr)
+        total_tokens = float(sum(sequences[i].generated_tokens for i in batch_ids))
+        optimizer.zero_grad(set_to_none=True)
+        loss_sum = 0.0
+        for micro, weight in rank_micro_batches(
+            shard_items(batch_ids, ctx), sequences, config, ctx
+        ):
+            batch = collate(micro, pad_token_id).to(ctx.device)
+            logprobs, _ = forward_logprobs(model, batch)  # (b, L-1)
+            loss = sft_loss(logprobs, batch.loss_mask, total_tokens=total_tokens)
+            (loss * weight).backward()
+            loss_sum += float(loss.detach()) * weight
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+        optimizer.step()
+        loss_total = all_reduce_sum(loss_sum, ctx)
+        result.steps += 1
+        result.sequences += len(batch_ids)
+        result.tokens += int(total_tokens)
+        result.losses.append(loss_total)
+        result.rows.append(
+            {
+                "step": step,
+                "loss": loss_total,
+                "tokens": int(total_tokens),
+                "sequences": len(batch_ids),
+                "lr": lr,
+                "seconds": time.perf_counter() - started,
+            }
+        )
+        if progress:
+            progress("sft", step / total)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def sft_batches(count: int, total: int, config: TrainingConfig) -> Iterator[list[int]]:
+    """`total` batches of `sft_batch_size` indices into `count` sequences: reshuffled passes
+    (a pass's last batch may be short), from the run's seed."""
+    rng = np.random.default_rng(np.random.SeedSequence([config.seed, 11]))
+    made = 0
+    while True:
+        order = rng.permutation(count)
+        for start in range(0, count, config.sft_batch_size):
+            if made == total:
+                return
+            made += 1
+            yield order[start : start + config.sft_batch_size].tolist()
 
 
 def rank_micro_batches(

@@ -156,6 +156,11 @@ class HFEngine:
                     pad_token_id=self.pad_token_id,
                     logits_processor=LogitsProcessorList(processors),
                     return_dict_in_generate=True,
+                    # each rank generates on its own full copy of the weights (gathered from
+                    # FSDP shards or never sharded): transformers would otherwise sync every
+                    # decoding step across ranks when it sees an FSDP-managed module, and ranks
+                    # whose episodes need different numbers of generate calls deadlock
+                    synced_gpus=False,
                 )
         finally:
             self.model.train(was_training)
