@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ecomrlve.env.catalog import Catalog
-    from ecomrlve.env.environment import EpisodeRecord
+    from ecomrlve.env.record import EpisodeRecord
 
 # --------------------------------------------------------------------------------------------
 # what the episode did
