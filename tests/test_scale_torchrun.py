@@ -119,10 +119,15 @@ def test_two_gloo_ranks_end_with_the_weights_of_one_process(runs):
     one = load_file(single / "model" / "model.safetensors")
     two = load_file(ranks / "model" / "model.safetensors")
     assert one.keys() == two.keys()
-    # fp tolerance: summed reduce-scatter vs one backward; AdamW's m / sqrt(v) magnifies the
-    # last bits of near-zero gradients in a handful of elements, so the max is looser
+    # fp tolerance: summed reduce-scatter vs one backward. AdamW moves an element by up to ~lr
+    # per update whatever the size of its gradient, so an element whose gradient is ~0 may step
+    # differently on the two runs (its last bits differ): a handful of elements can be off by
+    # a sizeable part of lr (2.1e-4 seen at lr 1e-3), so the test bounds how many differ, and
+    # by no more than a few updates' worth; a wrong reduction would move most of them
     gap = torch.cat([(two[n] - one[n]).abs().flatten() for n in one])
-    assert float(gap.mean()) < 1e-6 and float(gap.max()) < 2e-4
+    assert float(gap.mean()) < 1e-6
+    assert int((gap > 1e-5).sum()) <= max(10, gap.numel() // 10_000)
+    assert float(gap.max()) < 1e-2
     assert not (ranks / "summary.json.tmp").exists()
 
 
