@@ -71,6 +71,25 @@ CONTRACT_COLUMNS: tuple[str, ...] = tuple(
 # a trainer shard's task columns, in order
 SHARD_COLUMNS: tuple[str, ...] = tuple(c for c in TASK_SCHEMA if c != "attempt")
 
+
+# Step bands of a task's reference length (`min_steps`), by which the curriculum manifest and
+# the evaluation tables count tasks: label -> inclusive (lo, hi); hi None = open.
+STEP_BANDS: tuple[tuple[str, int, int | None], ...] = (
+    ("0-2", 0, 2),
+    ("3-5", 3, 5),
+    ("6-8", 6, 8),
+    ("9+", 9, None),
+)
+
+
+def step_band(min_steps: int) -> str:
+    """The `STEP_BANDS` label of `min_steps` (`step_band(7) == "6-8"`)."""
+    for label, lo, hi in STEP_BANDS:
+        if min_steps >= lo and (hi is None or min_steps <= hi):
+            return label
+    raise ValueError(f"min_steps must be >= 0, got {min_steps}")
+
+
 # Keys of `Goal.user_facts` and the words in an `ask_user` question that refer to each (matched
 # at word starts, case-insensitive; synonyms a shopper or an agent would use). The simulated
 # user answers a question with every fact whose keywords appear in it; the colour slot also

@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 from ecomrlve import store
 from ecomrlve.catalogs import build_catalog
 from ecomrlve.flows import curriculum as cur
-from ecomrlve.flows.params import STEP_BANDS, step_band
-from ecomrlve.tasks import Goal, RecommendSpec, Task, ToolCall
+from ecomrlve.tasks import STEP_BANDS, Goal, RecommendSpec, Task, ToolCall, step_band
 
 SCENARIO_MIX = ("product_discovery", "cart", "policy")
 INITIAL_STATE = {

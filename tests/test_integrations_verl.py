@@ -14,11 +14,12 @@ import pytest
 from ecomrlve.config import EcomConfig, load_config
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.environment import EcomEnv
+from ecomrlve.env.replay import verify
 from ecomrlve.env.tools import tool_schemas
-from ecomrlve.env.verifier import verify
 from ecomrlve.flows import curriculum as cur
 from ecomrlve.integrations import verl as ours
 from ecomrlve.testing import env_tasks as fx
+from ecomrlve.train import verl as launcher
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,16 +40,16 @@ def qwen3_tokenizer():
 
 
 @pytest.fixture(scope="module")
-def launch(data, tmp_path_factory) -> ours.VerlLaunch:
+def launch(data, tmp_path_factory) -> launcher.VerlLaunch:
     out = tmp_path_factory.mktemp("verl-run")
-    launch = ours.verl_launch(EcomConfig(), data, "demo", out, gpus=1)
+    launch = launcher.verl_launch(EcomConfig(), data, "demo", out, gpus=1)
     launch.write_files()
     return launch
 
 
 @pytest.fixture(scope="module")
 def verl_config(launch):
-    return ours.compose_verl_config(launch)
+    return launcher.compose_verl_config(launch)
 
 
 @pytest.fixture(scope="module")
@@ -233,6 +234,18 @@ def test_verls_config_loader_accepts_our_config(verl_config, launch) -> None:
     assert cfg.clip_ratio_high > cfg.clip_ratio_low  # the article config also maps
 
 
+def test_the_config_names_the_hooks_verl_imports(verl_config) -> None:
+    """The launcher names the AgentLoop and compute_score by module path (it sits a layer below
+    them); the names lead to this module's objects."""
+    assert ours.__name__ == launcher.HOOKS_MODULE
+    reward = verl_config.reward.custom_reward_function
+    assert reward.path == str(Path(ours.__file__).resolve()) and callable(ours.compute_score)
+    loops = Path(verl_config.actor_rollout_ref.rollout.agent.agent_loop_config_path).read_text()
+    target = loops.split("_target_:")[1].strip()
+    module, name = target.rsplit(".", 1)
+    assert module == ours.__name__ and name == "EcomAgentLoop"
+
+
 def test_cli_train_engine_verl_print_only(data, tmp_path) -> None:
     from typer.testing import CliRunner
 
@@ -280,7 +293,7 @@ def test_pipeline_train_stage_runs_verl_with_the_generated_config(
     result = verl_stage.verl_train_stage.fn(cfg, str(data), str(out), "demo")
     ((command, env),) = calls
     assert command[1:3] == ["-m", "verl.trainer.main_ppo"]
-    assert "trainer.n_gpus_per_node=4" in command and env[ours.DATA_ENV] == str(data.resolve())
+    assert "trainer.n_gpus_per_node=4" in command and env[launcher.DATA_ENV] == str(data.resolve())
     assert (out / "verl" / "agent_loops.yaml").exists() and (out / "verl" / "env.json").exists()
     assert result["engine"] == "verl" and result["held_out"] == {}
 
@@ -289,12 +302,12 @@ def test_training_loggers_become_verls_trainer_logger(data, tmp_path) -> None:
     cfg = EcomConfig.model_validate(
         {"training": {"loggers": ["console", "duckdb", "tensorboard", "wandb"]}}
     )
-    launch = ours.verl_launch(cfg, data, "demo", tmp_path / "run", gpus=1)
-    assert list(ours.compose_verl_config(launch).trainer.logger) == [
+    launch = launcher.verl_launch(cfg, data, "demo", tmp_path / "run", gpus=1)
+    assert list(launcher.compose_verl_config(launch).trainer.logger) == [
         "console",
         "tensorboard",
         "wandb",
     ]
     quiet = EcomConfig.model_validate({"training": {"loggers": ["duckdb"]}})
-    launch = ours.verl_launch(quiet, data, "demo", tmp_path / "run", gpus=1)
-    assert list(ours.compose_verl_config(launch).trainer.logger) == ["console"]
+    launch = launcher.verl_launch(quiet, data, "demo", tmp_path / "run", gpus=1)
+    assert list(launcher.compose_verl_config(launch).trainer.logger) == ["console"]

@@ -46,7 +46,8 @@ def test_user_replies_pass_the_lint_and_vary(generated):
 def test_counts_sizes_and_frames_read_right():
     import numpy as np
 
-    from ecomrlve.generators.prompts import compose, counted, size_phrase
+    from ecomrlve.generators.phrasing import size_phrase
+    from ecomrlve.generators.prompts import compose, counted
 
     assert counted(2, "fragrance", "woody") == "two bottles of woody fragrance"
     assert counted(1, "jeans", "dark wash") == "one pair of dark wash jeans"

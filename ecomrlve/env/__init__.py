@@ -15,11 +15,12 @@ from ecomrlve.env.environment import (
 )
 from ecomrlve.env.parser import FormatError, ParsedCall, ParsedTurn, format_call, parse_turn
 from ecomrlve.env.reference import final_answer, reference_turns
+from ecomrlve.env.replay import verify
 from ecomrlve.env.reward import COMPONENTS, reward_components, total_reward
 from ecomrlve.env.state import StateError, WorldState, validate_initial_state
 from ecomrlve.env.tools import TOOL_NAMES, TOOL_SPECS, WRITE_TOOLS, ToolKind, tool_schemas
 from ecomrlve.env.user import SimulatedUser
-from ecomrlve.env.verifier import Verdict, judge, verify
+from ecomrlve.env.verifier import Verdict, judge
 
 __all__ = [
     "COMPONENTS",

@@ -128,7 +128,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Replay trajectories against fresh envs and write one verdict per episode."""
         from ecomrlve.env.catalog import Catalog
-        from ecomrlve.env.verifier import verify as verify_episode
+        from ecomrlve.env.replay import verify as verify_episode
 
         with user_errors():
             env_config = _env_config(config)

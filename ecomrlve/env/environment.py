@@ -29,6 +29,7 @@ from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.parser import FormatError, ParsedCall, parse_turn
 from ecomrlve.env.progress import Progress
+from ecomrlve.env.record import CallRecord, EpisodeRecord
 from ecomrlve.env.state import WorldState, normalised_initial_state
 from ecomrlve.env.tools import (
     ID_ARGUMENTS,
@@ -39,6 +40,7 @@ from ecomrlve.env.tools import (
     tool_schemas,
 )
 from ecomrlve.env.user import INTENT_SWITCH_TURN, SimulatedUser
+from ecomrlve.env.verifier import Verdict, judge
 from ecomrlve.tasks import Task
 
 MAX_CALLS_PER_TURN = 8
@@ -67,47 +69,6 @@ class StepResult:
     reward: float
     done: bool
     info: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class CallRecord:
-    """One executed tool call and what the reward needs to know about it."""
-
-    turn: int
-    name: str
-    arguments: dict[str, Any]
-    ok: bool
-    error: str | None
-    repeat: bool
-    unseen_ids: tuple[str, ...]
-    irrelevant_ids: tuple[str, ...]  # ids off the goal used by a write (reads: always empty)
-    milestones: int = 0  # goal milestones this call reached first (`ecomrlve.env.progress`)
-
-    @property
-    def wasted(self) -> bool:
-        return (not self.ok) or self.repeat or bool(self.irrelevant_ids)
-
-    @property
-    def progress(self) -> bool:
-        return self.milestones > 0
-
-
-@dataclass
-class EpisodeRecord:
-    """Everything the verifier judges: start and end state, calls, answer, format problems."""
-
-    initial: dict[str, Any]
-    state: WorldState
-    calls: list[CallRecord] = field(default_factory=list)
-    format_errors: list[tuple[int, str]] = field(default_factory=list)
-    malformed_turns: int = 0
-    turns: int = 0
-    final_answer: str | None = None
-    recommended: list[str] | None = None
-    truncated: bool = False
-    # what the agent was shown besides the prompt: each successful call's result (by
-    # reference) and the user's mid-episode messages; the answer's values are grounded in it
-    shown: list[Any] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------------------------
@@ -322,7 +283,7 @@ class EcomEnv:
         self._done_keys: dict[tuple[str, str], int] = {}
         self.progress = Progress(self.task, self.catalog)
         self.done = False
-        self.verdict = None
+        self.verdict: Verdict | None = None
         if not self.transcript:
             return []
         self.messages = [
@@ -395,7 +356,7 @@ class EcomEnv:
             info["truncated"] = record.truncated
         return StepResult(observation, reward, self.done, info)
 
-    def finish(self) -> Any:
+    def finish(self) -> Verdict:
         """End the episode now (e.g. a token budget cut it) and return its `Verdict`.
 
         An episode that is already done returns the verdict it got; otherwise it is judged as
@@ -409,9 +370,7 @@ class EcomEnv:
         self.done = True
         return self._judge()
 
-    def _judge(self) -> Any:
-        from ecomrlve.env.verifier import judge  # the verifier imports this module
-
+    def _judge(self) -> Verdict:
         self.record.recommended = self.tools.recommended
         self.verdict = judge(self.task, self.record, self.config, self.catalog)
         return self.verdict

@@ -32,12 +32,8 @@ still reported.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ecomrlve.config import EnvConfig
-
-if TYPE_CHECKING:
-    from ecomrlve.env.environment import EpisodeRecord
+from ecomrlve.env.record import EpisodeRecord
 
 COMPONENTS: tuple[str, ...] = (
     "success",

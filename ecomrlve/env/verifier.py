@@ -1,8 +1,9 @@
 """The verifier: replay turns on a fresh env and judge the end state against the goal.
 
-`verify(task, turns, catalog, config)` is pure: it builds a new `EcomEnv`, plays the assistant
-turns in order (tool-, user- and system-role entries of the file are skipped: tool results
-always come from the env, never from the trajectory), and returns a `Verdict`.
+`verify(task, turns, catalog, config)` (in `ecomrlve.env.replay`) is pure: it builds a new
+`EcomEnv`, plays the assistant turns in order (tool-, user- and system-role entries of the file
+are skipped: tool results always come from the env, never from the trajectory), and returns the
+`Verdict` the env got from `judge` here.
 
 Success (see the Goal semantics at the top of `ecomrlve.tasks`) needs all of:
 * purchase: exactly one new order, not cancelled, whose lines match the slots one-to-one (item
@@ -38,13 +39,12 @@ from typing import Any
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
-from ecomrlve.env.environment import EcomEnv, EpisodeRecord
 from ecomrlve.env.facts import AnswerPlan, Shown, check_answer
+from ecomrlve.env.record import EpisodeRecord
 from ecomrlve.env.reward import reward_components, total_reward
 from ecomrlve.tasks import PurchaseSpec, Task
 
 MAX_ANSWER_CHARS = 1500
-_DEFAULT_CONFIG = EnvConfig()  # read-only default (building one costs a pydantic validation)
 BUDGET_TOLERANCE = 1e-6
 
 
@@ -309,45 +309,3 @@ def judge(
         tool_calls=len(record.calls),
         answer=answer,
     )
-
-
-# --------------------------------------------------------------------------------------------
-# replay
-# --------------------------------------------------------------------------------------------
-
-
-SKIPPED_ROLES = frozenset({"tool", "user", "system"})
-
-
-def assistant_turns(turns: list[Any]) -> list[Any]:
-    """The turns the verifier plays: drops tool/user/system messages of a trajectory file.
-
-    Any other role (None, a typo, a number) is played, so the env answers it with the same
-    format error as in the live episode.
-    """
-    out = []
-    for turn in turns:
-        if isinstance(turn, dict) and turn.get("role") in SKIPPED_ROLES:
-            continue
-        out.append(turn)
-    return out
-
-
-def verify(
-    task: Task, turns: list[Any], catalog: Catalog, config: EnvConfig | None = None
-) -> Verdict:
-    """Replay `turns` on a fresh env for `task`; return the verdict (never trusts the file)."""
-    config = config or _DEFAULT_CONFIG
-    env = EcomEnv(task, catalog, config, transcript=False)  # only the record counts
-    env.reset()
-    played = assistant_turns(list(turns) if isinstance(turns, list | tuple) else [turns])
-    extra = 0
-    for k, turn in enumerate(played):
-        if env.done:
-            extra = len(played) - k
-            break
-        env.step(turn)
-    verdict = env.finish()  # the verdict of the last turn, or judged as cut short
-    if extra:
-        verdict.violations.append(f"ignored {extra} turn(s) after the episode ended")
-    return verdict

@@ -35,24 +35,17 @@ import polars as pl
 from ecomrlve import store
 from ecomrlve.catalogs import catalog_hash as current_catalog_hash
 from ecomrlve.config import ProgressFn
-from ecomrlve.flows.params import step_band
 from ecomrlve.read_sql import ReadOnlySQLError, check_read_query
-from ecomrlve.tasks import SHARD_COLUMNS, Task
+from ecomrlve.tasks import SHARD_COLUMNS, Task, step_band
 from ecomrlve.train.curriculum import CurriculumError  # one class: building and reading
+from ecomrlve.train.verl import AGENT_NAME, VERL_DIR, VERL_VAL_DIR, VERL_VAL_FILE
 
 log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
-VERL_DIR = "verl"
-# verl's validation rows: a folder of their own, since a `validation.parquet` beside the shards
-# makes `datasets.load_dataset(".../verl")` see only the validation split
-VERL_VAL_DIR = "verl_val"
-VERL_VAL_FILE = f"{VERL_VAL_DIR}/validation.parquet"
 VERL_VAL_MAX = 256  # validation tasks: 1 in 20 of the curriculum, 1 to this many
 DATA_SOURCE = "ecomrlve"
 ABILITY = "ecommerce_tool_use"
-# the name `ecomrlve.integrations.verl` registers its AgentLoop under (rows carry it)
-AGENT_NAME = "ecomrlve_agent"
 MANIFEST_FORMAT = 1
 
 # Columns of a trainer shard, in order (the task schema of `ecomrlve.tasks`)

@@ -133,19 +133,3 @@ def _deep_merge(base: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
-
-
-# Step bands of the curriculum manifest: label -> inclusive (lo, hi); hi None = open.
-STEP_BANDS: tuple[tuple[str, int, int | None], ...] = (
-    ("0-2", 0, 2),
-    ("3-5", 3, 5),
-    ("6-8", 6, 8),
-    ("9+", 9, None),
-)
-
-
-def step_band(min_steps: int) -> str:
-    for label, lo, hi in STEP_BANDS:
-        if min_steps >= lo and (hi is None or min_steps <= hi):
-            return label
-    raise ValueError(f"min_steps must be >= 0, got {min_steps}")

@@ -1,6 +1,6 @@
 """The pipeline's train stage when `training.engine: verl`: verl's trainer on the curriculum.
 
-Writes the verl config from ours (`integrations.verl.verl_launch`), checks it with verl's own
+Writes the verl config from ours (`ecomrlve.train.verl`), checks it with verl's own
 loader before anything runs, then runs `python -m verl.trainer.main_ppo ...` on this machine's
 GPUs. Not cached: verl keeps its own checkpoints under OUTPUT/verl/checkpoints.
 """
@@ -12,6 +12,7 @@ from typing import Any
 from prefect import task
 
 from ecomrlve.config import EcomConfig
+from ecomrlve.train import verl as launcher
 
 
 def visible_gpus() -> int:
@@ -31,16 +32,14 @@ def verl_train_stage(
     Raises RuntimeError without GPUs (verl's rollout needs vLLM on CUDA) or when verl exits
     with an error.
     """
-    from ecomrlve.integrations import verl as ours
-
     gpus = visible_gpus()
     if gpus < 1:
         raise RuntimeError(
             "training.engine verl needs CUDA GPUs (verl rolls out with vLLM); use "
             "`ecomrlve train --engine verl --print-only` to see the config on this machine"
         )
-    launch = ours.verl_launch(config, data_dir, curriculum, output, gpus=gpus)
-    ours.compose_verl_config(launch)  # verl's own loader accepts it before anything runs
+    launch = launcher.verl_launch(config, data_dir, curriculum, output, gpus=gpus)
+    launcher.compose_verl_config(launch)  # verl's own loader accepts it before anything runs
     launch.write_files()
     status = launch.run(data_dir)  # ends with the stage, even on kill -9
     if status != 0:

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ecomrlve.config import SCENARIOS
 from ecomrlve.generators.context import dated, today_of
 from ecomrlve.generators.difficulty import check_difficulty
+from ecomrlve.generators.errors import GenerationError
 from ecomrlve.tasks import DIFFICULTY_AXES, Goal, Task, ToolCall
 
 if TYPE_CHECKING:
@@ -37,10 +38,6 @@ if TYPE_CHECKING:
 
 BUILD_TRIES = 12
 TODAY_STREAM = 0x70DA7  # the last entropy word of a task's `today` stream
-
-
-class GenerationError(ValueError):
-    """A task could not be built from these draws (the caller counts it and moves on)."""
 
 
 class ScenarioConfig(BaseModel):

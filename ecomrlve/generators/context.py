@@ -32,6 +32,7 @@ from ecomrlve.catalogs.policies import MEMBERSHIPS, PolicyBook
 from ecomrlve.catalogs.taxonomy import CATEGORIES, CATEGORY_BY_NAME
 from ecomrlve.env.catalog import Catalog, normalise_filters, normalise_text
 from ecomrlve.generators.draws import below
+from ecomrlve.generators.errors import GenerationError
 from ecomrlve.store import DataPaths
 
 # the first and last day a task's `today` can be (a year: the dates of two tasks do not tell
@@ -435,8 +436,6 @@ class GenContext:
                 return row
         deep = rows[self.stock[rows] >= min_stock]
         if len(deep) == 0:
-            from ecomrlve.generators.base import GenerationError
-
             raise GenerationError(f"no {cat} item with {min_stock}+ units in stock")
         return int(deep[below(rng, len(deep))])
 

@@ -1,4 +1,5 @@
-"""How users say things: paraphrase templates, constraint phrases, dates, money, typos.
+"""How users say things: paraphrase templates, constraint phrases (sizes, variants), dates,
+money, typos.
 
 Typos are applied to the template's own words only, never to the values filled in (brands,
 sizes, order ids, prices): a typo makes the request messier to read, not unanswerable.
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ecomrlve.catalogs.taxonomy import CATEGORY_BY_NAME, HEADPHONE_FITS, fix_articles, size_words
 from ecomrlve.generators.draws import pick
 
 _FORMATTER = string.Formatter()
@@ -130,11 +132,36 @@ def constraint_value(key: str, value: Any) -> str:
     return str(value)
 
 
+# How the `color` column is phrased after a category name, per variant kind.
+VARIANT_PHRASES: dict[str, tuple[str, ...]] = {
+    "colour": ("in {v}", "in the colour {v}", "in {v} colour"),
+    "roast": ("in a {v}", "as a {v}", "with a {v}"),
+    "flavour": ("in {v} flavour", "with {v} flavour", "in the flavour {v}"),
+    "scent": ("with a {v} scent", "in a {v} scent", "with {v} notes"),
+    "skin type": ("for {v}", "made for {v}", "suited to {v}"),
+}
+
+
+def size_phrase(value: str) -> str:
+    """A size after a product name: "in size M", "in 50 ml", "in queen size"; "" for one size."""
+    if value == "one size":
+        return ""
+    if value in HEADPHONE_FITS:
+        return f"with an {value} fit"
+    return f"in {size_words(value)}"
+
+
+def variant_phrase(category: str, value: str, rng: np.random.Generator) -> str:
+    """The `color` value after a category name: "in navy", "with a woody scent"."""
+    spec = CATEGORY_BY_NAME.get(category)
+    kind = spec.variant if spec is not None else "colour"
+    phrase = pick(rng, VARIANT_PHRASES.get(kind, VARIANT_PHRASES["colour"])).format(v=value)
+    return fix_articles(phrase)
+
+
 def constraint_phrase(key: str, value: Any, rng: np.random.Generator, category: str = "") -> str:
     """A constraint after the category name: "from Smith Labs", "in size M", "in 50 ml",
     "with a woody scent" (the `color` of a category without colour is its variant)."""
-    from ecomrlve.generators.prompts import size_phrase, variant_phrase
-
     if key == "size":
         return size_phrase(str(value)) or "in one size"
     if key == "color":

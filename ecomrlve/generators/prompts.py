@@ -1,10 +1,10 @@
-"""How customers phrase prompts: counts, mass nouns, sizes, variants, and the frame around a
-request.
+"""How customers phrase prompts: counts, mass nouns, and the frame around a request.
 
 Shared by the scenario modules' prompt-building lines, so that "two bottles of woody
-fragrance", "a pair of black sneakers" and "size M" / "50 ml" / "queen size" come out right in
-every scenario (never "two of the black fragrance" or "in size one size"), and every prompt is
-composed as opener x request frame x closer (`compose`, `frame`; seeded like everything else).
+fragrance" and "a pair of black sneakers" come out right in every scenario (never "two of the
+black fragrance"; sizes and variants, "size M" / "50 ml" / "queen size", are `phrasing`'s),
+and every prompt is composed as opener x request frame x closer (`compose`, `frame`; seeded
+like everything else).
 """
 
 from __future__ import annotations
@@ -15,12 +15,7 @@ from typing import Any
 import numpy as np
 from faker.providers.job.en_US import Provider as JobProvider
 
-from ecomrlve.catalogs.taxonomy import (
-    CATEGORY_BY_NAME,
-    HEADPHONE_FITS,
-    fix_articles,
-    size_words,
-)
+from ecomrlve.catalogs.taxonomy import CATEGORY_BY_NAME, fix_articles
 from ecomrlve.generators.draws import pick
 from ecomrlve.generators.phrasing import add_typos, render
 
@@ -34,15 +29,6 @@ NUMBER_WORDS: dict[int, str] = {
     7: "seven",
     8: "eight",
     9: "nine",
-}
-
-# How the `color` column is phrased after a category name, per variant kind.
-VARIANT_PHRASES: dict[str, tuple[str, ...]] = {
-    "colour": ("in {v}", "in the colour {v}", "in {v} colour"),
-    "roast": ("in a {v}", "as a {v}", "with a {v}"),
-    "flavour": ("in {v} flavour", "with {v} flavour", "in the flavour {v}"),
-    "scent": ("with a {v} scent", "in a {v} scent", "with {v} notes"),
-    "skin type": ("for {v}", "made for {v}", "suited to {v}"),
 }
 
 
@@ -68,23 +54,6 @@ def counted(n: int | None, category: str, described: str = "") -> str:
 
 def _plural(unit: str) -> str:
     return unit + ("es" if unit.endswith(("s", "sh", "ch")) else "s")
-
-
-def size_phrase(value: str) -> str:
-    """A size after a product name: "in size M", "in 50 ml", "in queen size"; "" for one size."""
-    if value == "one size":
-        return ""
-    if value in HEADPHONE_FITS:
-        return f"with an {value} fit"
-    return f"in {size_words(value)}"
-
-
-def variant_phrase(category: str, value: str, rng: np.random.Generator) -> str:
-    """The `color` value after a category name: "in navy", "with a woody scent"."""
-    spec = CATEGORY_BY_NAME.get(category)
-    kind = spec.variant if spec is not None else "colour"
-    phrase = pick(rng, VARIANT_PHRASES.get(kind, VARIANT_PHRASES["colour"])).format(v=value)
-    return fix_articles(phrase)
 
 
 # ---- composing a prompt: opener x request x closer ---------------------------------------------

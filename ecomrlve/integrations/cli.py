@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -74,47 +72,3 @@ def register(app: typer.Typer) -> None:
             highlight=False,
         )
         server.serve(world, token, host, port)
-
-
-def train_with_verl(
-    cfg: Any,
-    data: Path,
-    curriculum: str | None,
-    output: Path | None,
-    gpus: int,
-    print_only: bool,
-) -> None:
-    """`ecomrlve train --engine verl`: write the verl config from ours and run verl's trainer.
-
-    With `--print-only` (works on CPU): print the command and the config verl's own loader
-    composes from it, write nothing. Otherwise write the AgentLoop entry and env config under
-    OUTPUT/verl/ and run `python -m verl.trainer.main_ppo ...`, exiting with its status.
-    """
-    from ecomrlve.integrations import verl as ours
-
-    name = curriculum or cfg.training.curriculum or cfg.data.curriculum
-    out = output if output is not None else Path(data) / "runs" / f"{name}-verl"
-    if gpus < 1:
-        fail(f"--gpus must be >= 1, got {gpus}")
-    with user_errors():
-        launch = ours.verl_launch(cfg, data, name, out, gpus=gpus)
-    try:
-        import hydra  # noqa: F401 - verl's config loader
-        from omegaconf import OmegaConf
-
-        composed = ours.compose_verl_config(launch)
-    except ImportError:
-        fail(f"--engine verl needs verl: pip install 'ecomrlve[verl]' 'verl{ours.VERL_VERSIONS}'")
-    except Exception as err:  # hydra: an override verl does not accept
-        fail(f"verl rejects the generated config: {str(err).splitlines()[0]}")
-    if print_only:
-        sys.stdout.write("# command\n" + launch.shell() + "\n")
-        for path, text in launch.files.items():
-            sys.stdout.write(f"# file {path}\n{text}")
-        sys.stdout.write("# config (verl's ppo_trainer composed with the command's overrides)\n")
-        sys.stdout.write(OmegaConf.to_yaml(composed))
-        return
-    with user_errors(OSError):
-        launch.write_files()
-    console.print(f"launching verl: {launch.shell()}", highlight=False, soft_wrap=True)
-    raise typer.Exit(launch.run(data))

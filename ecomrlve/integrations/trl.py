@@ -35,7 +35,8 @@ from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.environment import EcomEnv
 from ecomrlve.env.tools import TOOL_SPECS, ToolSpec
-from ecomrlve.flows.curriculum import VERL_DIR, VERL_VAL_FILE, task_from_verl_row
+from ecomrlve.flows.curriculum import task_from_verl_row
+from ecomrlve.train.verl import VERL_DIR, VERL_VAL_FILE
 
 _PY_TYPES: dict[str, Any] = {
     "string": str,

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 import typer
 
 from ecomrlve.cli_common import console, fail, frame_table, progress_bar, user_errors
+
+if TYPE_CHECKING:
+    from ecomrlve.config import EcomConfig
 
 
 class TrainEngine(StrEnum):
@@ -65,10 +70,9 @@ def train(
     with user_errors():
         cfg = load_config(config)
     if engine is TrainEngine.verl:
-        from ecomrlve.integrations.cli import train_with_verl
         from ecomrlve.train.run import data_dir_for
 
-        train_with_verl(cfg, data_dir_for(cfg, data), curriculum, output, gpus, print_only)
+        _train_with_verl(cfg, data_dir_for(cfg, data), curriculum, output, gpus, print_only)
         return
     if print_only:
         fail("--print-only goes with --engine verl")
@@ -280,3 +284,48 @@ def _evaluate_endpoint(endpoint: str, model: str, data: Path, *, config: Path | 
             "(eval_episodes.error says why)[/yellow]"
         )
     console.print(f"trajectories {result.trajectories} (ecomrlve verify), plot {result.plot}")
+
+
+def _train_with_verl(
+    cfg: EcomConfig,
+    data: Path,
+    curriculum: str | None,
+    output: Path | None,
+    gpus: int,
+    print_only: bool,
+) -> None:
+    """`ecomrlve train --engine verl`: write the verl config from ours and run verl's trainer.
+
+    With `--print-only` (works on CPU): print the command and the config verl's own loader
+    composes from it, write nothing. Otherwise write the AgentLoop entry and env config under
+    OUTPUT/verl/ and run `python -m verl.trainer.main_ppo ...`, exiting with its status.
+    """
+    from ecomrlve.train import verl as launcher
+
+    name = curriculum or cfg.training.curriculum or cfg.data.curriculum
+    out = output if output is not None else Path(data) / "runs" / f"{name}-verl"
+    if gpus < 1:
+        fail(f"--gpus must be >= 1, got {gpus}")
+    with user_errors():
+        launch = launcher.verl_launch(cfg, data, name, out, gpus=gpus)
+    try:
+        import hydra  # noqa: F401 - verl's config loader
+        from omegaconf import OmegaConf
+
+        composed = launcher.compose_verl_config(launch)
+    except ImportError:
+        versions = launcher.VERL_VERSIONS
+        fail(f"--engine verl needs verl: pip install 'ecomrlve[verl]' 'verl{versions}'")
+    except Exception as err:  # hydra: an override verl does not accept
+        fail(f"verl rejects the generated config: {str(err).splitlines()[0]}")
+    if print_only:
+        sys.stdout.write("# command\n" + launch.shell() + "\n")
+        for path, text in launch.files.items():
+            sys.stdout.write(f"# file {path}\n{text}")
+        sys.stdout.write("# config (verl's ppo_trainer composed with the command's overrides)\n")
+        sys.stdout.write(OmegaConf.to_yaml(composed))
+        return
+    with user_errors(OSError):
+        launch.write_files()
+    console.print(f"launching verl: {launch.shell()}", highlight=False, soft_wrap=True)
+    raise typer.Exit(launch.run(data))

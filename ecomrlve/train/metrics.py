@@ -21,7 +21,7 @@ from math import comb
 import numpy as np
 import polars as pl
 
-from ecomrlve.flows.params import step_band
+from ecomrlve.tasks import step_band
 
 EPISODE_COLUMNS = ("task_id", "scenario", "difficulty", "min_steps", "success", "reward")
 

@@ -68,7 +68,7 @@ from ecomrlve.env.claims.reading import _EVERYTHING_HINTS, Statement, read_state
 
 if TYPE_CHECKING:
     from ecomrlve.env.catalog import Catalog
-    from ecomrlve.env.environment import EpisodeRecord
+    from ecomrlve.env.record import EpisodeRecord
 
 __all__ = [
     "ACTION_KINDS",

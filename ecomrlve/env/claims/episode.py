@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ecomrlve.env.environment import EpisodeRecord
+    from ecomrlve.env.record import EpisodeRecord
 
 
 @dataclass(frozen=True, slots=True)

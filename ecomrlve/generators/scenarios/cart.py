@@ -20,8 +20,8 @@ from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, Sce
 from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query_for
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import below, between, pick
-from ecomrlve.generators.phrasing import join_words
-from ecomrlve.generators.prompts import compose, counted, size_phrase
+from ecomrlve.generators.phrasing import join_words, size_phrase
+from ecomrlve.generators.prompts import compose, counted
 from ecomrlve.tasks import Goal, PurchaseSpec, Slot
 
 MAX_STEPS = 9

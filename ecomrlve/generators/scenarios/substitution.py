@@ -38,7 +38,8 @@ from ecomrlve.generators.blocks import (
 )
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import below, between, pick
-from ecomrlve.generators.prompts import compose, hidden_signal, size_phrase, variant_phrase
+from ecomrlve.generators.phrasing import size_phrase, variant_phrase
+from ecomrlve.generators.prompts import compose, hidden_signal
 from ecomrlve.tasks import Goal, RecommendSpec
 
 TEMPLATES: tuple[str, ...] = (

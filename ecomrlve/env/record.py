@@ -1,0 +1,54 @@
+"""The record of one episode: what the env wrote down while it played, and what the verifier,
+the reward and the claims check judge (`EpisodeRecord`, one `CallRecord` per tool call).
+
+Its own module so that the env (which writes it and asks `verifier.judge` for the verdict) and
+the judges (which read it) both import it without importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ecomrlve.env.state import WorldState
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """One executed tool call and what the reward needs to know about it."""
+
+    turn: int
+    name: str
+    arguments: dict[str, Any]
+    ok: bool
+    error: str | None
+    repeat: bool
+    unseen_ids: tuple[str, ...]
+    irrelevant_ids: tuple[str, ...]  # ids off the goal used by a write (reads: always empty)
+    milestones: int = 0  # goal milestones this call reached first (`ecomrlve.env.progress`)
+
+    @property
+    def wasted(self) -> bool:
+        return (not self.ok) or self.repeat or bool(self.irrelevant_ids)
+
+    @property
+    def progress(self) -> bool:
+        return self.milestones > 0
+
+
+@dataclass
+class EpisodeRecord:
+    """Everything the verifier judges: start and end state, calls, answer, format problems."""
+
+    initial: dict[str, Any]
+    state: WorldState
+    calls: list[CallRecord] = field(default_factory=list)
+    format_errors: list[tuple[int, str]] = field(default_factory=list)
+    malformed_turns: int = 0
+    turns: int = 0
+    final_answer: str | None = None
+    recommended: list[str] | None = None
+    truncated: bool = False
+    # what the agent was shown besides the prompt: each successful call's result (by
+    # reference) and the user's mid-episode messages; the answer's values are grounded in it
+    shown: list[Any] = field(default_factory=list)

@@ -1,0 +1,56 @@
+"""No import cycle anywhere in ecomrlve/: no module imports, directly or through others, a
+module that imports it. Imports inside functions count; `TYPE_CHECKING` blocks do not.
+
+The layer contracts of pyproject.toml (`lint-imports`, run by `make test`) forbid upward imports
+and cycles between sibling modules; this also catches a package's `__init__` in a cycle with
+one of its own modules, which is no sibling cycle.
+"""
+
+from __future__ import annotations
+
+import grimp
+
+
+def import_cycles(package: str) -> list[tuple[str, ...]]:
+    """For every import `a -> b` that closes a loop, the loop `(a, b, ..., a)`; sorted."""
+    graph = grimp.build_graph(package, exclude_type_checking_imports=True, cache_dir=None)
+    loops = []
+    for importer in sorted(graph.modules):
+        for imported in sorted(graph.find_modules_directly_imported_by(importer)):
+            back = graph.find_shortest_chain(importer=imported, imported=importer)
+            if back is not None:
+                loops.append((importer, *back))
+    return loops
+
+
+def test_no_import_cycle_in_ecomrlve() -> None:
+    assert import_cycles("ecomrlve") == []
+
+
+def test_function_imports_count_and_type_checking_imports_do_not(tmp_path, monkeypatch) -> None:
+    """The check itself, on a small package: a loop closed by an import inside a function is
+    found, also through the package's `__init__`; one closed only under `TYPE_CHECKING` is not."""
+    package = tmp_path / "layers_probe"
+    package.mkdir()
+    files = {
+        "__init__.py": "from layers_probe import top\n",
+        "top.py": "def f():\n    import layers_probe\n",  # __init__ -> top -> __init__
+        "a.py": "import layers_probe.b\n",
+        "b.py": "def g():\n    from layers_probe import a\n",  # a -> b -> a
+        "c.py": "from layers_probe import d\n",
+        "d.py": (
+            "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n"
+            "    from layers_probe import c\n"  # c -> d only
+        ),
+    }
+    for name, text in files.items():
+        (package / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    loops = import_cycles("layers_probe")
+    assert loops == [
+        ("layers_probe", "layers_probe.top", "layers_probe"),
+        ("layers_probe.a", "layers_probe.b", "layers_probe.a"),
+        ("layers_probe.b", "layers_probe.a", "layers_probe.b"),
+        ("layers_probe.top", "layers_probe", "layers_probe.top"),
+    ]
