@@ -7,6 +7,11 @@ schema (OpenAI / Qwen function format) is generated once from the signature and 
 
 Argument checking on the hot path does not use pydantic: `ARG_CHECKS` holds one small checker
 per parameter, compiled from the same signatures (see `check_arguments`).
+
+Why one module over 700 lines: the 15 tools are methods of the one typed class `ShopTools`
+(about 510 lines), and their schemas and argument checkers are built from that class's
+signatures and docstrings when this module loads; splitting the class would scatter the one
+place a tool is declared, and moving the schema builder out would only trade it for a re-export.
 """
 
 from __future__ import annotations

@@ -1,0 +1,300 @@
+"""Claims: the final message must be truthful about what the episode did.
+
+`check_claims(answer, record, catalog)` reads the final message for the actions it reports and
+the actions it denies, and compares them with the write calls that SUCCEEDED in the episode.
+It returns one violation string per untrue statement (empty: the message is truthful).
+
+Rules (one `ActionKind` per action, in `ACTION_KINDS`; adding an action is one entry with its
+patterns, the episode's action kinds that back it and the hint words that let a clause without
+any of them be skipped):
+
+* The message is cut into sentences and clauses (at ";", at "," and "and" where a new
+  statement starts, and at "but", "so", "because", "since"…; a list of objects stays one
+  clause). A sentence that asks something ("…?") states nothing.
+* A clause REPORTS an action when it holds the action's verb in a done form ("I've cancelled",
+  "has been cancelled", "I placed your order", "I've started a return", "refunded", "added …
+  to your cart", "These fit what you asked for: …"). Not reports: the verb in its base form
+  ("you can return it within 30 days"), after a modal, "be" or "to" ("it can be returned",
+  "needs to be cancelled"), after "you" ("the shoes you ordered") or an article ("the returned
+  item"), in a clause that opens with "if", "once", "when", an offer ("I can…", "let me know
+  if…"), or an order "placed on" / "placed March 11" (a date). "I'd suggest…" naming no
+  product is advice.
+* A clause DENIES an action when a negation ("not", "n't", "never", "unable", "no",
+  "nothing"…; the last two only before a done form) comes at most six words before the verb
+  and no new subject ("I", "we", "you") stands between ("I couldn't cancel it", "it can't be
+  returned", "I wasn't able to process the return", "no order was placed"; but "not a problem:
+  I've cancelled it" reports). "Nothing changed", "I didn't change anything", "no changes
+  were made", "I left your cart as it was" deny every write; "nothing fit", "I couldn't find
+  anything" deny a recommendation; "unable to complete your order", "it didn't go through"
+  deny an order.
+* The object of a statement: the order ids, product ids, brands and product types named in
+  the clause; for a clause that names none but holds a pronoun ("it", "that", "them"…), those
+  named in the nearest clause before it (after it) in the sentence, else in the sentence
+  before ("O2 has shipped, so I couldn't cancel it"; "the coffee is final sale, so it
+  can't be returned").
+* A report holds when an action of a kind that backs it succeeded in the episode and every
+  object it names belongs to such an action (the order acted on, its products, their brand or
+  product type / category). So "I've cancelled your order" needs a successful `cancel_order`;
+  "a refund has been issued" a cancel or a return; "These fit what you asked for: Trailblaze
+  running shoes" a `recommend` whose product has that brand and type. A recommendation must
+  name a recommended product (title, brand, type or id). A product named by brand and title
+  words must be the one acted on, variant included: "Berg Labs gentle bergamot cologne" or
+  "… - grey, size US 9" is another product than "Berg Labs intense vetiver cologne - …, size
+  US 9.5". A status in the third person about a named order ("your order O1 was cancelled",
+  "O1 was placed on May 3") also holds when it was so at the start (orders, cancellations,
+  returns and exchanges on file); "your new order has been placed" needs a checkout.
+* A denial holds when no action of its kind succeeded on the objects it names (on anything, when
+  it names none). "I can't cancel it because it has shipped" is true after no cancel.
+* Address and payment-method changes have no tool, so reporting one is never true.
+
+Product names come from the catalog (brand, product type, category, title); without a catalog
+only ids are read.
+
+Layout (each module imports only the ones before it): `episode` (what the episode did:
+`Action`, `succeeded_actions`, `standing_actions`), `names` (what a clause names: `Mentions`,
+`ProductNames`), `kinds` (the `ActionKind` table and its hints), `reading` (sentences and
+clauses: `read_statements`), and here the check itself.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from ecomrlve.env.claims.episode import Action, standing_actions, succeeded_actions
+from ecomrlve.env.claims.kinds import _HINTS, ACTION_KINDS, KINDS_BY_NAME, ActionKind
+from ecomrlve.env.claims.names import _WORD, Mentions, ProductNames, product_names
+from ecomrlve.env.claims.reading import _EVERYTHING_HINTS, Statement, read_statements
+
+if TYPE_CHECKING:
+    from ecomrlve.env.catalog import Catalog
+    from ecomrlve.env.record import EpisodeRecord
+
+__all__ = [
+    "ACTION_KINDS",
+    "Action",
+    "ActionKind",
+    "Mentions",
+    "ProductNames",
+    "Statement",
+    "check_claims",
+    "product_names",
+    "read_statements",
+    "standing_actions",
+    "succeeded_actions",
+]
+
+# --------------------------------------------------------------------------------------------
+# the check
+# --------------------------------------------------------------------------------------------
+
+
+def _fits(action: Action, named: Mentions, names: ProductNames, every: bool) -> bool:
+    """Whether `action` is about what `named` names: every named object (`every`) or any."""
+    checks: list[bool] = []
+    checks += [o in action.orders for o in named.orders]
+    checks += [i in action.items for i in named.items]
+    if named.brands or named.nouns:
+        described = [names.of(i) for i in action.items]
+        checks += [any(b == brand for brand, _ in described) for b in named.brands]
+        checks += [any(_noun_fits(n, nouns) for _, nouns in described) for n in named.nouns]
+    if not checks:
+        return True
+    return all(checks) if every else any(checks)
+
+
+def _noun_fits(noun: str, nouns: set[str]) -> bool:
+    return any(noun == n or n.endswith(" " + noun) or noun.endswith(" " + n) for n in nouns)
+
+
+def check_claims(answer: str, record: EpisodeRecord, catalog: Catalog | None = None) -> list[str]:
+    """Violations for every report in `answer` that no succeeded action backs and every denial
+    of an action that succeeded (rules at the top of this module)."""
+    lower = answer.lower()
+    if not _HINTS.search(lower) and not _EVERYTHING_HINTS.search(lower):
+        return []  # no word of any action: nothing reported or denied
+    names = product_names(catalog)
+    done = succeeded_actions(record)
+    standing: list[Action] | None = None  # built when a third-person status needs it
+    state = record.state
+    items = set(state.cart) | {i for a in done for i in a.items}
+    for order in state.orders.values():
+        items.update(line["item_id"] for line in order["items"])
+    violations: list[str] = []
+    reported: set[tuple[str, bool, str]] = set()
+    statements = read_statements(answer, names, state.orders, items)
+    # "I couldn't find anything cheaper, but I recommend X": a message that names a product
+    # it recommended does not deny recommending
+    recommended = [a for a in done if a.kind == "recommend"]
+    # (in the same sentence: "None of them fit." after naming the picks denies them)
+    pick_sentences = {
+        s.sentence
+        for s in statements
+        if not s.denied
+        and s.names
+        and KINDS_BY_NAME[s.kind].covers == ("recommend",)
+        and any(_fits(a, s.names, names, every=True) for a in recommended)
+    }
+    for statement in statements:
+        kind = KINDS_BY_NAME[statement.kind]
+        key = (statement.kind, statement.denied, statement.text)
+        if key in reported:
+            continue
+        reported.add(key)
+        matching = [a for a in done if a.kind in kind.covers]
+        quoted = _quote(statement.text)
+        if statement.denied:
+            if statement.sentence in pick_sentences and kind.covers == ("recommend",):
+                continue
+            if any(_fits(a, statement.names, names, every=False) for a in matching):
+                violations.append(f"claims: denies a {kind.name} that was done: {quoted}")
+            continue
+        if kind.needs_name and not statement.names:
+            if matching:
+                violations.append(
+                    f"claims: reports a {kind.name} without naming the product: {quoted}"
+                )
+            else:
+                violations.append(f"claims: reports a {kind.name} that was not done: {quoted}")
+            continue
+        acted = {i for a in matching for i in a.items}
+        other = _other_product(statement.sentence, acted, names) if matching else ""
+        if other:
+            violations.append(f"claims: names {other!r}, not the product acted on: {quoted}")
+            continue
+        if any(_fits(a, statement.names, names, every=True) for a in matching):
+            continue
+        if _covered_by_union(matching, statement.names, names):
+            continue
+        # "your order O1 was cancelled / was placed on May 3": a status on file (an order
+        # only when named: "your new order has been placed" claims the checkout)
+        # (a status naming nothing, "Cancelled." or "your refund is on its way", is about
+        # this episode: a cancellation on file does not make it true)
+        on_file = statement.names.orders or (kind.name != "order" and statement.names)
+        if on_file and not statement.first_person:
+            if standing is None:
+                standing = standing_actions(record)
+            if any(
+                a.kind in kind.covers and _fits(a, statement.names, names, every=True)
+                for a in standing
+            ):
+                continue
+        what = "that was not done" if not matching else "on something not acted on"
+        violations.append(f"claims: reports a {kind.name} {what}: {quoted}")
+    return violations
+
+
+def _covered_by_union(actions: list[Action], named: Mentions, names: ProductNames) -> bool:
+    """Every named object belongs to one of `actions` ("I've cancelled O1 and O2")."""
+    if not actions or not named:
+        return False
+    single = [
+        Mentions(orders={o}) for o in named.orders
+    ] + [Mentions(items={i}) for i in named.items] + [
+        Mentions(brands={b}) for b in named.brands
+    ] + [Mentions(nouns={n}) for n in named.nouns]  # fmt: skip
+    return all(any(_fits(a, m, names, every=True) for a in actions) for m in single)
+
+
+def _other_product(sentence: str, acted: set[str], names: ProductNames) -> str:
+    """A product named in `sentence` by brand and words of its title that is none of `acted`,
+    though of the same brand: "Berg Labs gentle bergamot cologne" when "Berg Labs intense
+    vetiver cologne" was recommended, or a title whose variant ("- grey, size US 9") is not
+    the acted product's. '' when there is none.
+
+    The name runs from a brand to the first product type after it; its words must be words of
+    an acted product's title of that brand ("the Salazar Studio running shoes" names
+    "Salazar Studio everyday canvas running shoes"), and a "- <variant>" right after it must be
+    that product's variant (or its first part)."""
+    catalog = names.catalog
+    if catalog is None:
+        return ""
+    titles: dict[str, list[tuple[list[str], str]]] = {}
+    for item_id in acted:
+        row = catalog.row_of(item_id)
+        if row is not None:
+            name, _, variant = catalog.title(row).lower().partition(" - ")
+            brand = str(catalog.value("brand", row)).lower()
+            titles.setdefault(brand, []).append((name.split(), variant.strip()))
+    if not titles:
+        return ""
+    lower = sentence.lower()
+    for brand, candidates in titles.items():
+        for end in _word_ends(lower, brand):
+            rest = lower[end:]
+            words = _WORD.findall(rest[: _name_end(rest)])[:MAX_NAME_WORDS]
+            end = _noun_end(words, names)
+            if end is None:
+                continue
+            named = [*brand.split(), *words[:end]]
+            tail = rest[_name_end(rest) :]
+            variant = ""
+            dash = _VARIANT.match(tail)
+            if dash:
+                variant = dash.group(1).strip()
+            if not any(
+                _subsequence(named, title) and (not variant or _variant_fits(variant, v))
+                for title, v in candidates
+            ):
+                return " ".join(named) + (f" - {variant}" if variant else "")
+    return ""
+
+
+MAX_NAME_WORDS = 8
+_VARIANT = re.compile(r"\s+-\s+([^();]+?)(?=\s*[();]|\.\s|\.$|$| and the )")
+_NAME_END = re.compile(r"\s-\s|[();,]|\.(?:\s|$)")
+
+
+def _word_ends(text: str, word: str) -> list[int]:
+    """Where each whole-word occurrence of `word` in `text` ends."""
+    out, start = [], text.find(word)
+    while start >= 0:
+        end = start + len(word)
+        if (start == 0 or not text[start - 1].isalnum()) and (
+            end == len(text) or not text[end].isalnum()
+        ):
+            out.append(end)
+        start = text.find(word, start + 1)
+    return out
+
+
+def _variant_fits(mentioned: str, variant: str) -> bool:
+    """ "grey, size us 9" fits the variant "grey, size us 9" (and text may follow it: "…, size
+    xs is placed"), or is its first part ("grey"); "grey, size us 9.5" does not fit "…9"."""
+    if variant.startswith(mentioned + ",") or mentioned == variant:
+        return True
+    if not mentioned.startswith(variant):
+        return False
+    after = mentioned[len(variant) : len(variant) + 2]
+    return not (after[0].isalnum() or (after[0] == "." and after[1:2].isdigit()))
+
+
+def _name_end(text: str) -> int:
+    """Where a product name that starts `text` must end: a dash, bracket or full stop."""
+    found = _NAME_END.search(text)
+    return found.start() if found else len(text)
+
+
+def _noun_end(words: list[str], names: ProductNames) -> int | None:
+    """The index after the last word of the first product type in `words` (None: none)."""
+    lower = [w.lower() for w in words]
+    for k in range(len(lower)):
+        for n in (3, 2, 1):
+            if " ".join(lower[k : k + n]) in names.nouns and k + n <= len(lower):
+                end = k + n
+                while end < len(lower) and any(
+                    " ".join(lower[k : end + 1]) == s for s in names.nouns
+                ):
+                    end += 1
+                return end
+    return None
+
+
+def _subsequence(words: list[str], title: list[str]) -> bool:
+    it = iter(title)
+    return all(any(w == t or (t.startswith(w) and len(w) > 3) for t in it) for w in words)
+
+
+def _quote(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
