@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 
 import numpy as np
 import pytest
 
 from ecomrlve.config import EnvConfig
-from ecomrlve.env import TOOL_NAMES, TOOL_SPECS, WRITE_TOOLS, EcomEnv, format_call, tool_schemas
+from ecomrlve.env import (
+    TOOL_NAMES,
+    TOOL_SPECS,
+    WRITE_TOOLS,
+    EcomEnv,
+    format_call,
+    milestones,
+    tool_schemas,
+)
+from ecomrlve.env.progress import Progress
+from ecomrlve.env.tools import ShopTools, ToolKind, tool
+from ecomrlve.tasks import ToolCall
 from ecomrlve.testing import env_tasks as fx
 
 CONFIG = EnvConfig(max_steps=64)
@@ -80,6 +93,54 @@ def test_every_contract_tool_has_a_schema_and_a_tag():
         "return_item", "exchange_item", "recommend",
     } == WRITE_TOOLS  # fmt: skip
     assert TOOL_SPECS["cancel_order"].required == {"order_id", "reason"}
+
+
+def test_every_tool_declares_its_milestone_rule_next_to_its_method():
+    for name, spec in TOOL_SPECS.items():
+        rule = spec.milestone
+        assert getattr(ShopTools, name).__tool_milestone__ is rule
+        assert rule.__module__ == milestones.__name__ and getattr(milestones, rule.__name__) is rule
+        assert list(inspect.signature(rule).parameters) == ["p", "arguments", "result"]
+    # the cart writes share one rule; every other tool has its own, named after it
+    assert {n for n, s in TOOL_SPECS.items() if s.milestone.__name__ != n} == {
+        "add_to_cart",
+        "set_quantity",
+    }
+
+
+def test_a_tool_without_a_milestone_rule_is_refused_when_its_class_is_defined():
+    with pytest.raises(TypeError, match="tool 'peek' declares no milestone rule"):
+
+        class FakeTools:  # a new tool someone forgot to give a rule
+            @tool(ToolKind.READ)
+            def peek(self) -> dict:
+                return {}
+
+    with pytest.raises(TypeError, match="tool 'poke' declares no milestone rule"):
+
+        class OtherFakeTools:
+            @tool(ToolKind.WRITE, milestone=None)
+            def poke(self) -> dict:
+                return {}
+
+
+def test_progress_credits_a_call_through_its_tools_declared_rule(monkeypatch, catalog):
+    def probe(p, arguments, result):
+        return [("probe", str(arguments.get("order_id")))]
+
+    for name in ("cancel_order", "get_order", "list_orders"):
+        monkeypatch.setitem(
+            TOOL_SPECS, name, dataclasses.replace(TOOL_SPECS[name], milestone=probe)
+        )
+    get = ToolCall(name="get_order", arguments={"order_id": "O5002"})
+    task = fx.world_task(catalog).model_copy(update={"reference": [get]})
+    progress = Progress(task, catalog)
+    assert progress.credit("cancel_order", {"order_id": "O5001"}, {}, None) == 1
+    assert progress.credit("cancel_order", {"order_id": "O5001"}, {}, None) == 0  # once only
+    assert progress.credit("get_order", {"order_id": "O5002"}, {}, None) == 1
+    # a read's rule counts only when the reference solution uses that tool
+    assert progress.credit("list_orders", {"order_id": "O5003"}, {}, None) == 0
+    assert progress.reached == {("probe", "O5001"), ("probe", "O5002")}
 
 
 def test_schemas_are_plain_json_without_refs():

@@ -1,25 +1,10 @@
 """Goal milestones: which tool calls move an episode toward its goal (what `step_bonus` pays).
 
-A call earns credit only for milestones derived from the goal, each at most once per episode:
-
-========================  ==================================================================
-milestone                 earned by
-========================  ==================================================================
-``("shown", part)``       `search` / `get_product` showing an item of an acceptable set
-                          (purchase slot k, the recommendation set, exchange k's variants)
-``("item", id)``          `get_product` of an item the goal needs, or a search showing the
-                          item the request is about
-``("orders",)``           `list_orders` when the goal is about existing orders
-``("order", id)``         `get_order` of an order the goal is about
-``("policy", id)``        `search_policy` retrieving a policy row the request needs
-``("asked",)``            `ask_user` that gets a detail of the goal from the customer
-``("cart-viewed",)``      `view_cart` when the goal changes an existing cart
-``("cart", k)``           an item of purchase slot k put in the cart (add / set quantity)
-``("removed", id)``       an item the order must not contain removed from the cart
-``("checkout",)``         a checkout when the goal is a purchase
-``("cancel", id)`` …      a cancellation, return or exchange the goal asks for
-``("recommend",)``        a recommendation whose ids are all acceptable
-========================  ==================================================================
+A call earns credit only for milestones derived from the goal, each at most once per episode.
+Which milestones a call reaches is its tool's rule, declared next to the tool's method
+(`@tool(..., milestone=milestones.search)`; the rules and the table of milestones are in
+`ecomrlve/env/milestones.py`); this module keeps the goal sets the rules read and the episode's
+bookkeeping.
 
 Read milestones count only for tools the reference solution itself uses, so a read the task
 does not need (a search in an order-status task, a policy look-up in a cart task) earns
@@ -34,10 +19,11 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from ecomrlve.env.catalog import Catalog
+from ecomrlve.env.milestones import Milestone
 from ecomrlve.env.state import WorldState
+from ecomrlve.env.tools import TOOL_SPECS, ToolKind, policy_search
 from ecomrlve.tasks import Task
 
-Milestone = tuple[str, ...]
 _T = TypeVar("_T")
 
 
@@ -127,8 +113,6 @@ class Progress:
         the top row of each of the reference's own policy searches."""
         if self.goal.relevant_policies or self.catalog is None:
             return frozenset(self.goal.relevant_policies)
-        from ecomrlve.env.tools import policy_search  # tools -> catalog; no cycle at import
-
         top = set()
         for call in self.task.reference:
             if call.name == "search_policy":
@@ -156,88 +140,7 @@ class Progress:
     def _milestones(
         self, name: str, arguments: dict[str, Any], result: dict[str, Any], state: WorldState
     ) -> list[Milestone]:
-        goal = self.goal
-        if name in READ_MILESTONES:
-            if name not in self.reference_tools:
-                return []
-            return READ_MILESTONES[name](self, arguments, result)
-        if name in ("add_to_cart", "set_quantity"):
-            item = arguments.get("item_id")
-            return [("cart", p[1]) for p, s in self._parts if p[0] == "slot" and item in s]
-        if name == "remove_from_cart":
-            item = arguments.get("item_id")
-            in_slots = any(item in s for p, s in self._parts if p[0] == "slot")
-            return [] if in_slots or goal.purchase is None else [("removed", str(item))]
-        if name == "checkout":
-            return [("checkout",)] if goal.purchase is not None else []
-        if name == "cancel_order":
-            order = arguments.get("order_id")
-            return [("cancel", order)] if order in goal.cancel else []
-        if name == "return_item":
-            key = (arguments.get("order_id"), arguments.get("item_id"))
-            wanted = {(r.order_id, r.item_id) for r in goal.returns}
-            return [("return", *key)] if key in wanted else []
-        if name == "exchange_item":
-            key = (arguments.get("order_id"), arguments.get("item_id"))
-            new_item = arguments.get("new_item_id")
-            ok = any(
-                (e.order_id, e.item_id) == key and new_item in e.acceptable_new
-                for e in goal.exchanges
-            )
-            return [("exchange", *key)] if ok else []
-        if name == "recommend":
-            spec = goal.recommend
-            ids = arguments.get("item_ids") or []
-            return [("recommend",)] if spec and all(i in spec.acceptable for i in ids) else []
-        return []
-
-    def _search(self, arguments: dict[str, Any], result: dict[str, Any]) -> list[Milestone]:
-        ids = [r["item_id"] for r in result.get("results", ())]
-        # the product the request is about (e.g. the sold-out original of a substitution)
-        shown = self._shown(ids)
-        if shown:  # one search, one milestone: the relevant item is then one of those shown
-            return shown
-        return [("item", i) for i in ids if i in self._relevant_items][:1]
-
-    def _get_product(self, arguments: dict[str, Any], result: dict[str, Any]) -> list[Milestone]:
-        item = arguments.get("item_id")
-        variants = [v["item_id"] for v in result.get("variants", ())]
-        out = self._shown([item, *variants])
-        if item in self._needed_items:
-            out.append(("item", item))
-        return out
-
-    def _list_orders(self, arguments: dict[str, Any], result: dict[str, Any]) -> list[Milestone]:
-        listed = {o["order_id"] for o in result.get("orders", ())}
-        return [("orders",)] if listed & self._orders else []
-
-    def _get_order(self, arguments: dict[str, Any], result: dict[str, Any]) -> list[Milestone]:
-        order = arguments.get("order_id")
-        return [("order", order)] if order in self._orders else []
-
-    def _search_policy(self, arguments: dict[str, Any], result: dict[str, Any]) -> list[Milestone]:
-        wanted = self._policies
-        return [
-            ("policy", p["policy_id"])
-            for p in result.get("policies", ())
-            if p["policy_id"] in wanted
-        ]
-
-    def _ask_user(self, arguments: dict[str, Any], result: dict[str, Any]) -> list[Milestone]:
-        answer = str(result.get("answer", "")).lower()
-        told = any(v and v.lower() in answer for v in self.goal.user_facts.values())
-        return [("asked",)] if told else []
-
-    def _view_cart(self, arguments: dict[str, Any], result: dict[str, Any]) -> list[Milestone]:
-        return [("cart-viewed",)] if self.task.initial_state.get("cart") else []
-
-
-READ_MILESTONES = {
-    "search": Progress._search,
-    "get_product": Progress._get_product,
-    "list_orders": Progress._list_orders,
-    "get_order": Progress._get_order,
-    "search_policy": Progress._search_policy,
-    "ask_user": Progress._ask_user,
-    "view_cart": Progress._view_cart,
-}
+        spec = TOOL_SPECS.get(name)
+        if spec is None or (spec.kind is ToolKind.READ and name not in self.reference_tools):
+            return []
+        return spec.milestone(self, arguments, result)

@@ -1,6 +1,9 @@
 """The shop's tools as typed methods (τ²-bench's pattern) plus their generated schemas.
 
-Each tool is a method of `ShopTools` tagged `@tool(ToolKind.READ | ToolKind.WRITE)`. Its JSON
+Each tool is a method of `ShopTools` tagged `@tool(ToolKind.READ | WRITE, milestone=rule)`:
+whether it changes the state, and the rule (`ecomrlve/env/milestones.py`) saying which goal
+milestones a call of it reaches (what `step_bonus` pays); a tool without a rule is refused
+when its class is defined. Its JSON
 schema (OpenAI / Qwen function format) is generated once from the signature and the docstring's
 `Args:` section through pydantic, so the schema and the code cannot disagree. Tools raise
 `ToolError` subclasses; `ShopTools.call` is the one place that turns them into tool messages.
@@ -28,7 +31,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from ecomrlve.env import milestones
 from ecomrlve.env.catalog import MAX_TOP_K, Catalog, FilterError, brief, normalise_filters
+from ecomrlve.env.milestones import MilestoneRule
 from ecomrlve.env.search import PolicyIndex, policy_tokens
 from ecomrlve.env.state import WorldState
 
@@ -112,11 +117,20 @@ class SearchFilters(BaseModel):
     in_stock: bool | None = Field(None, description="true: only items in stock")
 
 
-def tool(kind: ToolKind) -> Callable[[Callable], Callable]:
-    """Mark a `ShopTools` method as a tool that reads or writes the world state."""
+def tool(
+    kind: ToolKind, *, milestone: MilestoneRule | None = None
+) -> Callable[[Callable], Callable]:
+    """Mark a `ShopTools` method as a tool that reads or writes the world state, and name the
+    rule (`ecomrlve/env/milestones.py`) turning its successful calls into goal milestones."""
 
     def mark(fn: Callable) -> Callable:
+        if not callable(milestone):
+            raise TypeError(
+                f"tool {fn.__name__!r} declares no milestone rule: write one in "
+                f"ecomrlve/env/milestones.py and pass it as @tool(..., milestone=...)"
+            )
         fn.__tool_kind__ = kind
+        fn.__tool_milestone__ = milestone
         return fn
 
     return mark
@@ -245,7 +259,7 @@ class ShopTools:
         return row
 
     # ---- catalog ------------------------------------------------------------------------------
-    @tool(ToolKind.READ)
+    @tool(ToolKind.READ, milestone=milestones.search)
     def search(
         self, query: str, filters: SearchFilters | None = None, top_k: int = 10
     ) -> dict[str, Any]:
@@ -269,7 +283,7 @@ class ShopTools:
             out["note"] = "no product matches; try other words or fewer filters"
         return out
 
-    @tool(ToolKind.READ)
+    @tool(ToolKind.READ, milestone=milestones.get_product)
     def get_product(self, item_id: str) -> dict[str, Any]:
         """Show one product's details, stock and its other variants (colours/sizes).
 
@@ -298,7 +312,7 @@ class ShopTools:
         return product
 
     # ---- cart ---------------------------------------------------------------------------------
-    @tool(ToolKind.WRITE)
+    @tool(ToolKind.WRITE, milestone=milestones.cart_slot)
     def add_to_cart(self, item_id: str, quantity: int = 1) -> dict[str, Any]:
         """Add units of a product to the cart (adds to the quantity already there).
 
@@ -315,7 +329,7 @@ class ShopTools:
         self.state.version += 1
         return {"ok": True, "item_id": item_id, "quantity": new_quantity, **self._totals()}
 
-    @tool(ToolKind.WRITE)
+    @tool(ToolKind.WRITE, milestone=milestones.remove_from_cart)
     def remove_from_cart(self, item_id: str) -> dict[str, Any]:
         """Remove a product from the cart entirely.
 
@@ -328,7 +342,7 @@ class ShopTools:
         self.state.version += 1
         return {"ok": True, "removed": item_id, **self._totals()}
 
-    @tool(ToolKind.WRITE)
+    @tool(ToolKind.WRITE, milestone=milestones.cart_slot)
     def set_quantity(self, item_id: str, quantity: int) -> dict[str, Any]:
         """Set the quantity of a product already in the cart (0 removes it).
 
@@ -356,12 +370,12 @@ class ShopTools:
                 subtotal += float(self.catalog.price[row]) * quantity
         return {"cart_items": len(self.state.cart), "subtotal": round(subtotal, 2)}
 
-    @tool(ToolKind.READ)
+    @tool(ToolKind.READ, milestone=milestones.view_cart)
     def view_cart(self) -> dict[str, Any]:
         """Show the cart: lines, prices, subtotal, shipping and total."""
         return self._cart_view()
 
-    @tool(ToolKind.WRITE)
+    @tool(ToolKind.WRITE, milestone=milestones.checkout)
     def checkout(
         self, shipping_address: str | None = None, payment_method: str | None = None
     ) -> dict[str, Any]:
@@ -431,7 +445,7 @@ class ShopTools:
         }
 
     # ---- orders -------------------------------------------------------------------------------
-    @tool(ToolKind.READ)
+    @tool(ToolKind.READ, milestone=milestones.list_orders)
     def list_orders(self) -> dict[str, Any]:
         """List the customer's orders, newest first, with their items and status."""
         orders = sorted(self.state.orders.values(), key=_NEWEST_FIRST, reverse=True)
@@ -465,7 +479,7 @@ class ShopTools:
             )
         return {"orders": out, "count": len(out)}
 
-    @tool(ToolKind.READ)
+    @tool(ToolKind.READ, milestone=milestones.get_order)
     def get_order(self, order_id: str) -> dict[str, Any]:
         """Show one order in full: status, dates, lines with prices, returns and exchanges.
 
@@ -496,7 +510,7 @@ class ShopTools:
         out["today"] = self.state.today
         return out
 
-    @tool(ToolKind.WRITE)
+    @tool(ToolKind.WRITE, milestone=milestones.cancel_order)
     def cancel_order(self, order_id: str, reason: str) -> dict[str, Any]:
         """Cancel an order that has not shipped yet (status pending or processing).
 
@@ -519,7 +533,7 @@ class ShopTools:
         self.state.version += 1
         return {"ok": True, "order_id": order_id, "status": "cancelled", "refund": order["total"]}
 
-    @tool(ToolKind.WRITE)
+    @tool(ToolKind.WRITE, milestone=milestones.return_item)
     def return_item(self, order_id: str, item_id: str, reason: str) -> dict[str, Any]:
         """Start a return of a delivered item for a refund (return window and category rules).
 
@@ -552,7 +566,7 @@ class ShopTools:
         self.state.version += 1
         return {"ok": True, **entry}
 
-    @tool(ToolKind.WRITE)
+    @tool(ToolKind.WRITE, milestone=milestones.exchange_item)
     def exchange_item(self, order_id: str, item_id: str, new_item_id: str) -> dict[str, Any]:
         """Exchange a delivered item for another variant (size/colour) of the same product.
 
@@ -591,7 +605,7 @@ class ShopTools:
         return {"ok": True, **entry}
 
     # ---- policies, user, answer ----------------------------------------------------------------
-    @tool(ToolKind.READ)
+    @tool(ToolKind.READ, milestone=milestones.search_policy)
     def search_policy(self, query: str) -> dict[str, Any]:
         """Search the store policies (returns, exchanges, cancellation, shipping, refunds).
 
@@ -600,7 +614,7 @@ class ShopTools:
         """
         return {"policies": policy_search(self.catalog, query)}
 
-    @tool(ToolKind.READ)
+    @tool(ToolKind.READ, milestone=milestones.ask_user)
     def ask_user(self, question: str) -> dict[str, Any]:
         """Ask the customer a clarifying question; they answer from what they know.
 
@@ -613,7 +627,7 @@ class ShopTools:
         self.seen_ids.update(VISIBLE_TOKEN.findall(answer))  # e.g. an order id the user names
         return {"answer": answer}
 
-    @tool(ToolKind.WRITE)
+    @tool(ToolKind.WRITE, milestone=milestones.recommend)
     def recommend(self, item_ids: list[str]) -> dict[str, Any]:
         """Give the customer your final product recommendation (the last call counts).
 
@@ -677,6 +691,8 @@ class ToolSpec:
     name: str
     kind: ToolKind
     description: str
+    # which goal milestones a successful call reaches (`progress.Progress.credit`)
+    milestone: MilestoneRule = field(repr=False)
     params: tuple[str, ...]
     required: frozenset[str]
     checks: dict[str, Callable[[Any], Any]] = field(repr=False)
@@ -812,6 +828,9 @@ def _build_specs() -> dict[str, ToolSpec]:
         kind = getattr(fn, "__tool_kind__", None)
         if kind is None:
             continue
+        milestone = getattr(fn, "__tool_milestone__", None)
+        if not callable(milestone):  # set only through `tool`, which refuses a missing rule
+            raise TypeError(f"tool {name!r} declares no milestone rule; tag it with @tool")
         if name in specs:
             raise ValueError(f"duplicate tool {name!r}")
         hints = typing.get_type_hints(fn, globalns={**globals(), "SearchFilters": SearchFilters})
@@ -846,6 +865,7 @@ def _build_specs() -> dict[str, ToolSpec]:
             name=name,
             kind=kind,
             description=description,
+            milestone=milestone,
             params=tuple(params),
             required=frozenset(required),
             checks=checks,
