@@ -76,22 +76,15 @@ def test_grpo_trainer_runs_one_step_with_the_environment(curriculum_store, tmp_p
     import trl
     from trl import GRPOConfig, GRPOTrainer
 
-    from ecomrlve.train.model import TinySpec, build_tiny_qwen3, build_tiny_tokenizer
+    from ecomrlve.testing.training import one_layer_spec
+    from ecomrlve.train.model import build_tiny_qwen3, build_tiny_tokenizer
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     train = load_curriculum_dataset(curriculum_store, "demo").select(range(2))
     tokenizer = build_tiny_tokenizer([m["content"] for r in train for m in r["prompt"]], 1024)
     template = Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja"
     tokenizer.chat_template = template.read_text()
-    spec = TinySpec(
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=32,
-        max_position_embeddings=4096,
-    )
+    spec = one_layer_spec(4096)
     args = GRPOConfig(
         output_dir=str(tmp_path / "grpo"),
         per_device_train_batch_size=2,

@@ -19,12 +19,12 @@ import torch
 
 from ecomrlve.config import AgentConfig, EnvConfig
 from ecomrlve.env import Catalog, reference_turns, tool_schemas
-from ecomrlve.testing.training import train_store_dir
+from ecomrlve.testing.training import one_layer_spec, train_store_dir
 from ecomrlve.train.batching import collate, forward_logprobs
 from ecomrlve.train.chat import ChatFormat
 from ecomrlve.train.curriculum import read_store_tasks, row_to_task
 from ecomrlve.train.engine import Completion, SamplingParams
-from ecomrlve.train.model import TinySpec, build_tiny_qwen3, build_tiny_tokenizer
+from ecomrlve.train.model import build_tiny_qwen3, build_tiny_tokenizer
 from ecomrlve.train.rollout import run_episodes
 
 
@@ -110,14 +110,7 @@ def test_trained_positions_are_exactly_the_sampled_assistant_tokens(played):
 def test_trained_log_probs_are_read_at_the_position_that_predicts_the_token(played):
     chat, _, episodes = played
     episodes = episodes[:2]
-    spec = TinySpec(
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=32,
-    )
+    spec = one_layer_spec()
     model = build_tiny_qwen3(chat.tokenizer, spec).eval()  # over this fixture's vocabulary
     batch = collate([e.sequence for e in episodes], chat.pad_token_id)
     with torch.no_grad():

@@ -40,7 +40,7 @@ TINY_RUN: dict = {
 def tiny_lm_pair():
     """(model, tokenizer): a 1-layer Qwen3 (head_dim 32) over a small byte-level BPE.
     Shared: copy the model before changing its weights."""
-    from ecomrlve.train.model import TinySpec, build_tiny_qwen3, build_tiny_tokenizer
+    from ecomrlve.train.model import build_tiny_qwen3, build_tiny_tokenizer
 
     corpus = [
         '<tool_call>\n{"name": "search", "arguments": {"query": "red running shoes"}}\n'
@@ -48,16 +48,22 @@ def tiny_lm_pair():
         "Your order O1001 shipped on 2025-03-02 and arrives in 3 days.",
     ] * 20
     tokenizer = build_tiny_tokenizer(corpus, 400)
-    spec = TinySpec(
+    return build_tiny_qwen3(tokenizer, one_layer_spec(512)), tokenizer
+
+
+def one_layer_spec(max_position_embeddings: int = 8192):
+    """The smallest tiny Qwen3 the training tests use: one layer, hidden 64, head_dim 32."""
+    from ecomrlve.train.model import TinySpec
+
+    return TinySpec(
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=1,
         num_attention_heads=2,
         num_key_value_heads=1,
         head_dim=32,
-        max_position_embeddings=512,
+        max_position_embeddings=max_position_embeddings,
     )
-    return build_tiny_qwen3(tokenizer, spec), tokenizer
 
 
 @functools.lru_cache(maxsize=1)
