@@ -84,6 +84,15 @@ RED_TEAM_CLASSES = {
 }
 
 
+def print_table(table: list) -> None:
+    """Rows of strings as aligned columns; the first row is the header, ruled below."""
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    for k, row in enumerate(table):
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+        if k == 0:
+            print("  ".join("-" * w for w in widths))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--products", type=int, default=20_000)
@@ -140,11 +149,7 @@ def main() -> None:
                   f"{total['order dump pass']}/{total['with facts']}",
                   f"{total['spam > 0']}/{total['tasks']}",
                   f"{max(best_spam.values()):+.2f}"))  # fmt: skip
-    widths = [max(len(r[i]) for r in table) for i in range(len(headers))]
-    for k, row in enumerate(table):
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
-        if k == 0:
-            print("  ".join("-" * w for w in widths))
+    print_table(table)
     print(f"\ndumps passing: {dumps}/{2 * total['with facts']}; targets: paraphrases >= 95%, "
           "dumps <= 2%, spam > 0 in none")  # fmt: skip
     print()
@@ -186,11 +191,7 @@ def memorised_policy_rows(tasks: list[Task], catalog: Catalog, seed: int) -> Non
          f"{counts['memorised pass'] / max(1, counts['memorised']):.1%}", "<= 2%"),
         ("(same answer in both books, not counted)", str(counts["same"]), "", "", ""),
     ]  # fmt: skip
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    for k, row in enumerate(table):
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
-        if k == 0:
-            print("  ".join("-" * w for w in widths))
+    print_table(table)
 
 
 def final_message_table(tasks: list[Task], catalog: Catalog, classes: dict | None = None) -> None:
@@ -215,11 +216,7 @@ def final_message_table(tasks: list[Task], catalog: Catalog, classes: dict | Non
         ]
         rate = f"{k}/{n} ({k / max(1, n):.1%})"
         table.append((name, "pass" if must_pass else "fail", rate, *cells))
-    widths = [max(len(r[i]) for r in table) for i in range(len(headers))]
-    for k, row in enumerate(table):
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
-        if k == 0:
-            print("  ".join("-" * w for w in widths))
+    print_table(table)
     print("\ntargets: reference 100%, correct (pass) classes >= 98%, every fail class <= 2%")
 
 
@@ -261,11 +258,7 @@ def grounding_table(tasks: list[Task], catalog: Catalog) -> None:
         table.append((scenario, str(row["tasks"]), rate(row, "reference pass", "tasks"),
                       rate(row, "hedge pass", "with facts"), rate(row, "invented pass", "invented"),
                       rate(row, "context-omitting pass", "context-omitting")))  # fmt: skip
-    widths = [max(len(r[i]) for r in table) for i in range(len(headers))]
-    for k, row in enumerate(table):
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
-        if k == 0:
-            print("  ".join("-" * w for w in widths))
+    print_table(table)
     print("\ntargets: references 100%, hedge <= 2%, invented values 0%, context-omitting >= 95%")
 
 
