@@ -15,6 +15,8 @@ can't be cancelled and that a return is the way out, about that order.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from pydantic import Field
 
@@ -68,8 +70,6 @@ class CancelConfig(ScenarioConfig):
     n_items: int = Field(ge=1, description="orders the user asks to cancel (<= 4)")
     n_orders: int = Field(ge=1)
     n_distractors: int = Field(ge=0, description="open look-alike orders that must stay")
-    hidden_detail_share: float = Field(ge=0.0, le=1.0)
-    typo_rate: float = Field(ge=0.0, le=1.0)
     shipped_prob: float = Field(ge=0.0, le=1.0, description="P(one requested order shipped)")
     n_intents: int = Field(ge=1, description="requests in one message: 1 + follow-ups")
 
@@ -78,17 +78,8 @@ class Cancel(Scenario):
     name = "cancel"
     Config = CancelConfig
 
-    def config_for(self, difficulty: int, axes: dict[str, float]) -> CancelConfig:
-        return CancelConfig(
-            difficulty=difficulty,
-            n_items=min(4, int(axes["n_items"])),
-            n_orders=int(axes["n_orders"]),
-            n_distractors=int(axes["n_distractors"]),
-            hidden_detail_share=axes["hidden_detail_share"],
-            typo_rate=axes["typo_rate"],
-            shipped_prob=min(0.6, 0.08 * difficulty),
-            n_intents=int(axes["n_intents"]),
-        )
+    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
+        return {"n_items": min(4, values["n_items"]), "shipped_prob": min(0.6, 0.08 * difficulty)}
 
     def plan(self, config: CancelConfig, rng: np.random.Generator) -> Plan:
         n_requested = between(rng, 1, config.n_items + 1)

@@ -16,6 +16,8 @@ purchase / answer facts), nothing else changed.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from pydantic import Field
 
@@ -123,8 +125,6 @@ BUY_SAYS: tuple[str, ...] = (
 class JourneyConfig(ScenarioConfig):
     n_intents: int = Field(ge=2, le=3)
     n_orders: int = Field(ge=1)
-    hidden_detail_share: float = Field(ge=0.0, le=1.0)
-    typo_rate: float = Field(ge=0.0, le=1.0)
     intent_switch_prob: float = Field(ge=0.0, le=1.0)
     search_top_k: int = Field(ge=1, le=50)
 
@@ -133,16 +133,8 @@ class Journey(Scenario):
     name = "journey"
     Config = JourneyConfig
 
-    def config_for(self, difficulty: int, axes: dict[str, float]) -> JourneyConfig:
-        return JourneyConfig(
-            difficulty=difficulty,
-            n_intents=max(2, min(3, int(axes["n_intents"]))),
-            n_orders=int(axes["n_orders"]),
-            hidden_detail_share=axes["hidden_detail_share"],
-            typo_rate=axes["typo_rate"],
-            intent_switch_prob=axes["intent_switch_prob"],
-            search_top_k=int(axes["search_top_k"]),
-        )
+    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
+        return {"n_intents": max(2, min(3, values["n_intents"]))}
 
     def plan(self, config: JourneyConfig, rng: np.random.Generator) -> Plan:
         # three intents from d5 on, more often as d grows

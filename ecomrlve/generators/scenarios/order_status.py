@@ -14,6 +14,8 @@ other order's status or date for it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from pydantic import Field
 
@@ -85,8 +87,6 @@ class OrderStatusConfig(ScenarioConfig):
     n_items: int = Field(ge=1, description="orders asked about (<= 4)")
     n_orders: int = Field(ge=1)
     n_distractors: int = Field(ge=0)
-    hidden_detail_share: float = Field(ge=0.0, le=1.0)
-    typo_rate: float = Field(ge=0.0, le=1.0)
     policy_branches: int = Field(ge=1)
     detail_prob: float = Field(ge=0.0, le=1.0, description="P(a detail only get_order shows)")
     n_intents: int = Field(ge=1, description="requests in one message: 1 + follow-ups")
@@ -96,18 +96,8 @@ class OrderStatus(Scenario):
     name = "order_status"
     Config = OrderStatusConfig
 
-    def config_for(self, difficulty: int, axes: dict[str, float]) -> OrderStatusConfig:
-        return OrderStatusConfig(
-            difficulty=difficulty,
-            n_items=min(4, int(axes["n_items"])),
-            n_orders=int(axes["n_orders"]),
-            n_distractors=int(axes["n_distractors"]),
-            hidden_detail_share=axes["hidden_detail_share"],
-            typo_rate=axes["typo_rate"],
-            policy_branches=int(axes["policy_branches"]),
-            detail_prob=min(0.85, 0.1 * difficulty),
-            n_intents=int(axes["n_intents"]),
-        )
+    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
+        return {"n_items": min(4, values["n_items"]), "detail_prob": min(0.85, 0.1 * difficulty)}
 
     def plan(self, config: OrderStatusConfig, rng: np.random.Generator) -> Plan:
         n_targets = between(rng, 1, config.n_items + 1)

@@ -18,6 +18,8 @@ and final-sale rules exactly like a return (so answering it needs the returns ro
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from pydantic import Field
 
@@ -85,8 +87,6 @@ def policy_documents(topic: str, final_sale: bool) -> tuple[str, ...]:
 class PolicyConfig(ScenarioConfig):
     policy_branches: int = Field(ge=1, le=6, description="topics asked about (at most)")
     n_orders: int = Field(ge=1)
-    hidden_detail_share: float = Field(ge=0.0, le=1.0)
-    typo_rate: float = Field(ge=0.0, le=1.0)
     lookup_prob: float = Field(ge=0.0, le=1.0, description="P(the item is named via an order)")
     n_intents: int = Field(ge=1, description="requests in one message: 1 + follow-ups")
 
@@ -95,16 +95,8 @@ class Policy(Scenario):
     name = "policy"
     Config = PolicyConfig
 
-    def config_for(self, difficulty: int, axes: dict[str, float]) -> PolicyConfig:
-        return PolicyConfig(
-            difficulty=difficulty,
-            policy_branches=int(axes["policy_branches"]),
-            n_orders=int(axes["n_orders"]),
-            hidden_detail_share=axes["hidden_detail_share"],
-            typo_rate=axes["typo_rate"],
-            lookup_prob=min(0.8, 0.1 * difficulty),
-            n_intents=int(axes["n_intents"]),
-        )
+    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
+        return {"lookup_prob": min(0.8, 0.1 * difficulty)}
 
     def plan(self, config: PolicyConfig, rng: np.random.Generator) -> Plan:
         b = config.policy_branches

@@ -16,6 +16,8 @@ The module is called `returns` because `return` is a Python keyword; the scenari
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from pydantic import Field
 
@@ -96,8 +98,6 @@ class ReturnConfig(ScenarioConfig):
     n_items: int = Field(ge=1, description="items the user wants returned or exchanged (<= 3)")
     n_orders: int = Field(ge=1)
     n_distractors: int = Field(ge=0, description="look-alike items in other orders")
-    hidden_detail_share: float = Field(ge=0.0, le=1.0)
-    typo_rate: float = Field(ge=0.0, le=1.0)
     policy_branches: int = Field(ge=1, description="rule dimensions: eligibility, fee, membership")
     n_intents: int = Field(ge=1, description="requests in one message: 1 + follow-ups")
 
@@ -106,17 +106,8 @@ class Return(Scenario):
     name = "return"
     Config = ReturnConfig
 
-    def config_for(self, difficulty: int, axes: dict[str, float]) -> ReturnConfig:
-        return ReturnConfig(
-            difficulty=difficulty,
-            n_items=min(3, int(axes["n_items"])),
-            n_orders=int(axes["n_orders"]),
-            n_distractors=int(axes["n_distractors"]),
-            hidden_detail_share=axes["hidden_detail_share"],
-            typo_rate=axes["typo_rate"],
-            policy_branches=int(axes["policy_branches"]),
-            n_intents=int(axes["n_intents"]),
-        )
+    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
+        return {"n_items": min(3, values["n_items"])}
 
     def plan(self, config: ReturnConfig, rng: np.random.Generator) -> Plan:
         n_requests = between(rng, 1, config.n_items + 1)

@@ -22,6 +22,7 @@ type come first.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from pydantic import Field
@@ -85,8 +86,6 @@ BRAND_RULE = ", and by brand I prefer {order}"
 
 class SubstitutionConfig(ScenarioConfig):
     n_orders: int = Field(ge=1)
-    hidden_detail_share: float = Field(ge=0.0, le=1.0)
-    typo_rate: float = Field(ge=0.0, le=1.0)
     out_of_stock_rate: float = Field(ge=0.0, le=1.0, description="P(a preferred brand is empty)")
     search_top_k: int = Field(ge=1, le=50)
     budget_slack: float = Field(ge=0.0, le=1.0, description="sets the price band width")
@@ -97,17 +96,8 @@ class Substitution(Scenario):
     name = "substitution"
     Config = SubstitutionConfig
 
-    def config_for(self, difficulty: int, axes: dict[str, float]) -> SubstitutionConfig:
-        return SubstitutionConfig(
-            difficulty=difficulty,
-            n_orders=int(axes["n_orders"]),
-            hidden_detail_share=axes["hidden_detail_share"],
-            typo_rate=axes["typo_rate"],
-            out_of_stock_rate=axes["out_of_stock_rate"],
-            search_top_k=int(axes["search_top_k"]),
-            budget_slack=axes["budget_slack"],
-            history_prob=min(0.6, 0.07 * difficulty),
-        )
+    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
+        return {"history_prob": min(0.6, 0.07 * difficulty)}
 
     def plan(self, config: SubstitutionConfig, rng: np.random.Generator) -> Plan:
         history = bool(rng.random() < config.history_prob)
