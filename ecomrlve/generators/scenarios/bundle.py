@@ -21,6 +21,7 @@ from pydantic import Field
 from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query_for
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.difficulty import SearchTopK
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import join_words, money
 from ecomrlve.generators.prompts import compose
@@ -65,7 +66,7 @@ BUDGET_HIDDEN: tuple[str, ...] = (
 class BundleConfig(ScenarioConfig):
     n_items: int = Field(ge=2, le=4, description="products in the bundle")
     n_constraints: int = Field(ge=2, description="constraints per product, category included")
-    search_top_k: int = Field(ge=1, le=50)
+    search_top_k: SearchTopK
     budget_slack: float = Field(ge=0.0, le=1.0)
 
 

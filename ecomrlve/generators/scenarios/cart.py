@@ -21,6 +21,7 @@ from pydantic import Field
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query_for
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.difficulty import SearchTopK
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import join_words, size_phrase
 from ecomrlve.generators.prompts import compose, counted
@@ -67,7 +68,7 @@ TEMPLATES_FIX: tuple[str, ...] = (
 class CartConfig(ScenarioConfig):
     n_items: int = Field(ge=1, description="wanted lines")
     n_distractors: int = Field(ge=0, description="pre-filled mistakes in the cart (at most)")
-    search_top_k: int = Field(ge=1, le=50)
+    search_top_k: SearchTopK
 
 
 def spec_words(ctx: GenContext, need: ProductNeed, quantity_hidden: bool) -> str:

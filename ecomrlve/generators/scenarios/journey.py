@@ -42,6 +42,7 @@ from ecomrlve.generators.blocks import (
     window_fact,
 )
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.difficulty import HistoryLength, SearchTopK
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.order_requests import (
     ExchangeOption,
@@ -126,9 +127,9 @@ BUY_SAYS: tuple[str, ...] = (
 
 class JourneyConfig(ScenarioConfig):
     n_intents: int = Field(ge=2, le=3)
-    n_orders: int = Field(ge=1)
+    n_orders: HistoryLength
     intent_switch_prob: float = Field(ge=0.0, le=1.0)
-    search_top_k: int = Field(ge=1, le=50)
+    search_top_k: SearchTopK
 
 
 class Journey(Scenario):

@@ -38,6 +38,7 @@ from ecomrlve.generators.blocks import (
     status_facts,
 )
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.difficulty import HistoryLength, IntentCount
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.phrasing import join_words
 from ecomrlve.generators.prompts import compose
@@ -85,11 +86,11 @@ FOLLOWUPS: tuple[str, ...] = ("order_detail", "reorder")
 
 class OrderStatusConfig(ScenarioConfig):
     n_items: int = Field(ge=1, description="orders asked about (<= 4)")
-    n_orders: int = Field(ge=1)
+    n_orders: HistoryLength
     n_distractors: int = Field(ge=0)
     policy_branches: int = Field(ge=1)
     detail_prob: float = Field(ge=0.0, le=1.0, description="P(a detail only get_order shows)")
-    n_intents: int = Field(ge=1, description="requests in one message: 1 + follow-ups")
+    n_intents: IntentCount
 
 
 class OrderStatus(Scenario):

@@ -36,6 +36,7 @@ from ecomrlve.generators.blocks import (
     query_for,
 )
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.difficulty import HistoryLength, IntentCount, SearchTopK
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import FACT_KEY, constraint_phrase
 from ecomrlve.generators.prompts import compose, hidden_signal
@@ -93,12 +94,12 @@ FOLLOWUPS: tuple[str, ...] = ("reorder",)
 class DiscoveryConfig(ScenarioConfig):
     n_constraints: int = Field(ge=2, le=7, description="category + attribute constraints")
     n_items: int = Field(ge=1, description="how many items the user wants recommended (<= 3)")
-    n_orders: int = Field(ge=1, description="order history length")
+    n_orders: HistoryLength
     out_of_stock_rate: float = Field(ge=0.0, le=1.0, description="P(first choice unavailable)")
-    search_top_k: int = Field(ge=1, le=50)
+    search_top_k: SearchTopK
     anchor_prob: float = Field(ge=0.0, le=1.0, description="P(a constraint via order history)")
     bulk_prob: float = Field(ge=0.0, le=1.0, description="P(a multi-unit request)")
-    n_intents: int = Field(ge=1, description="requests in one message: 1 + follow-ups")
+    n_intents: IntentCount
 
 
 class ProductDiscovery(Scenario):

@@ -42,6 +42,7 @@ from ecomrlve.generators.blocks import (
     window_fact,
 )
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.difficulty import HistoryLength, IntentCount
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.order_requests import (
     ExchangeOption,
@@ -104,10 +105,10 @@ def refusal_facts(ctx: GenContext, order: dict, row: int, membership: str) -> li
 
 class ReturnConfig(ScenarioConfig):
     n_items: int = Field(ge=1, description="items the user wants returned or exchanged (<= 3)")
-    n_orders: int = Field(ge=1)
+    n_orders: HistoryLength
     n_distractors: int = Field(ge=0, description="look-alike items in other orders")
     policy_branches: int = Field(ge=1, description="rule dimensions: eligibility, fee, membership")
-    n_intents: int = Field(ge=1, description="requests in one message: 1 + follow-ups")
+    n_intents: IntentCount
 
 
 class Return(Scenario):

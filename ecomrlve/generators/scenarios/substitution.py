@@ -38,6 +38,7 @@ from ecomrlve.generators.blocks import (
     order_when,
 )
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.difficulty import HistoryLength, SearchTopK
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import size_phrase, variant_phrase
 from ecomrlve.generators.prompts import compose, hidden_signal
@@ -85,9 +86,9 @@ BRAND_RULE = ", and by brand I prefer {order}"
 
 
 class SubstitutionConfig(ScenarioConfig):
-    n_orders: int = Field(ge=1)
+    n_orders: HistoryLength
     out_of_stock_rate: float = Field(ge=0.0, le=1.0, description="P(a preferred brand is empty)")
-    search_top_k: int = Field(ge=1, le=50)
+    search_top_k: SearchTopK
     budget_slack: float = Field(ge=0.0, le=1.0, description="sets the price band width")
     history_prob: float = Field(ge=0.0, le=1.0, description="P(the item is from a past order)")
 
