@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from ecomrlve.testing.training import deterministic_algorithms, small_qwen3_config
 from ecomrlve.train.checkpoint import (
     CheckpointError,
     capture_rng_state,
@@ -24,31 +25,16 @@ from ecomrlve.train.checkpoint import (
 
 @pytest.fixture(autouse=True)
 def _deterministic():
-    previous = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    yield
-    torch.use_deterministic_algorithms(previous)
+    with deterministic_algorithms():
+        yield
 
 
 def _tiny_model() -> torch.nn.Module:
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from transformers import Qwen3ForCausalLM
 
-    config = Qwen3Config(
-        vocab_size=48,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=32,
-        tie_word_embeddings=True,
-        pad_token_id=0,
-        eos_token_id=1,
-        bos_token_id=None,
-    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(3)
-        return Qwen3ForCausalLM(config)
+        return Qwen3ForCausalLM(small_qwen3_config())
 
 
 class Curriculum:

@@ -43,20 +43,12 @@ def _free_port() -> int:
 
 
 def _tiny_qwen3():
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from transformers import Qwen3ForCausalLM
 
-    config = Qwen3Config(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=32,
-        tie_word_embeddings=True,
-        pad_token_id=0,
-        eos_token_id=EOS,
-        bos_token_id=None,
+    from ecomrlve.testing.training import small_qwen3_config
+
+    config = small_qwen3_config(
+        vocab_size=VOCAB, hidden_size=64, intermediate_size=128, eos_token_id=EOS
     )
     return Qwen3ForCausalLM(config)
 

@@ -99,23 +99,15 @@ def test_lora_with_fsdp_is_rejected_in_the_config() -> None:
 
 def test_apply_plan_wraps_lora_and_checkpointing_on_cpu() -> None:
     import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from transformers import Qwen3ForCausalLM
 
+    from ecomrlve.testing.training import small_qwen3_config
     from ecomrlve.train.distributed import DistContext
     from ecomrlve.train.lora import is_lora_model, merged_weights
     from ecomrlve.train.plan import apply_plan
 
-    config = Qwen3Config(
-        vocab_size=48,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=32,
-        tie_word_embeddings=False,
-    )
     torch.manual_seed(0)
+    config = small_qwen3_config(tie_word_embeddings=False, pad_token_id=None, eos_token_id=None)
     base = Qwen3ForCausalLM(config)
     reference = {k: v.clone() for k, v in base.state_dict().items()}
     plan = resolve_engines(

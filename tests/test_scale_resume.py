@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 import torch
 
+from ecomrlve.testing.training import deterministic_algorithms
+
 N_STEPS, STOP_AT = 3, 1
 
 
 @pytest.fixture(autouse=True)
 def _deterministic():
-    previous = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    yield
-    torch.use_deterministic_algorithms(previous)
+    with deterministic_algorithms():
+        yield
 
 
 @pytest.fixture(scope="module")

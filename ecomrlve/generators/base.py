@@ -46,6 +46,8 @@ class ScenarioConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     difficulty: int = Field(ge=0)
+    hidden_detail_share: float = Field(ge=0.0, le=1.0)
+    typo_rate: float = Field(ge=0.0, le=1.0)
 
     def axes(self) -> dict[str, float]:
         """The twelve axis columns: the knob values this config uses, 0 for the others."""
@@ -148,9 +150,22 @@ class Scenario(ABC):
     name: ClassVar[str]
     Config: ClassVar[type[ScenarioConfig]]
 
-    @abstractmethod
     def config_for(self, difficulty: int, axes: dict[str, float]) -> ScenarioConfig:
-        """The knobs of difficulty `difficulty`, read from the axis values `axes`."""
+        """The knobs of difficulty `difficulty`: each `Config` field named like an axis reads
+        its value from `axes` (`int()` for int fields), then `tuned` clamps some and adds the
+        knobs that are no axis."""
+        fields = self.Config.model_fields
+        values = {
+            name: int(axes[name]) if fields[name].annotation is int else axes[name]
+            for name in fields
+            if name in axes
+        }
+        return self.Config(difficulty=difficulty, **{**values, **self.tuned(difficulty, values)})
+
+    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
+        """Replacements for the axis `values` and the knobs no axis sets, e.g.
+        `{"n_items": min(3, values["n_items"]), "detail_prob": min(0.85, 0.1 * difficulty)}`."""
+        return {}
 
     @abstractmethod
     def plan(self, config: ScenarioConfig, rng: np.random.Generator) -> Plan:

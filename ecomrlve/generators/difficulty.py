@@ -25,7 +25,17 @@ Every axis is monotone in `d` (non-decreasing, or non-increasing where smaller i
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from pydantic import Field
+
 from ecomrlve.tasks import DIFFICULTY_AXES
+
+# Axis knobs several scenario configs share, declared once (`Scenario.config_for` reads an
+# annotated int as `int`).
+HistoryLength = Annotated[int, Field(ge=1, description="orders in the user's history")]
+IntentCount = Annotated[int, Field(ge=1, description="requests in one message: 1 + follow-ups")]
+SearchTopK = Annotated[int, Field(ge=1, le=50, description="top_k of the reference searches")]
 
 MIN_DIFFICULTY = 0
 MAX_DIFFICULTY = 10

@@ -9,7 +9,7 @@ follow-up     cost  what the agent must do
 ============  ====  ===================================================================
 order_detail  1     `get_order` on another order the user describes: its status, its
                     delivery date and the card it was paid with (only `get_order` shows it)
-refund        1     `search_policy` for refund timing: "5 to 7 business days" (the shop's)
+refund        1     `search_policy` for refund timing: the days of this shop's policy book
 reorder       3     search with the stated constraints, add one acceptable item, checkout
 ============  ====  ===================================================================
 

@@ -32,7 +32,7 @@ import numpy as np
 import polars as pl
 
 from ecomrlve import store
-from ecomrlve.config import SCENARIOS, EnvConfig
+from ecomrlve.config import SCENARIOS, EnvConfig, ProgressFn
 from ecomrlve.env import reference_turns, verify
 from ecomrlve.generators.base import GenerationError, ScenarioConfig, TaskKey, seed_sequence
 from ecomrlve.generators.context import GenContext
@@ -51,8 +51,6 @@ MIN_BAND_PROBABILITY = 0.02  # a cell below this share of in-band plans is skipp
 FEASIBILITY_STREAM = 97
 CHUNK_SIZE = 250
 IN_FLIGHT_PER_WORKER = 3  # chunks queued per pool process (one running, two ready)
-
-ProgressFn = Callable[[str, float], None]
 
 
 @dataclass

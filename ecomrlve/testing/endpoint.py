@@ -28,10 +28,10 @@ def endpoint_world():
 
     from ecomrlve.config import EnvConfig, config_from_dict
     from ecomrlve.env import Catalog, tool_schemas
-    from ecomrlve.testing.training import train_store_dir
+    from ecomrlve.testing.training import one_layer_spec, train_store_dir
     from ecomrlve.train.chat import ChatFormat
     from ecomrlve.train.curriculum import read_store_tasks, row_to_task
-    from ecomrlve.train.model import TinySpec, ensure_tiny_model, load_model_and_tokenizer
+    from ecomrlve.train.model import ensure_tiny_model, load_model_and_tokenizer
     from ecomrlve.train.run import tiny_corpus
     from ecomrlve.train.sft import reference_data, train_sft
 
@@ -40,14 +40,7 @@ def endpoint_world():
     tasks = [row_to_task(r) for r in read_store_tasks(data).iter_rows(named=True)]
     seen = tasks[:: max(1, len(tasks) // SFT_TASKS)][:SFT_TASKS]
     corpus = tiny_corpus(data, seen, catalog, EnvConfig(), enable_thinking=ENABLE_THINKING)
-    spec = TinySpec(
-        vocab_size=2048,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-    )
+    spec = one_layer_spec(vocab_size=2048)
     base = ensure_tiny_model(data / "models", corpus, spec)
     warmed = Path(data) / "models" / "tiny-endpoint-sft"
     if (warmed / "config.json").exists():

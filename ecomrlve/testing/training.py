@@ -6,9 +6,11 @@ and every module shares one build per session."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 TRAIN_PRODUCTS = 2000
@@ -51,11 +53,12 @@ def tiny_lm_pair():
     return build_tiny_qwen3(tokenizer, one_layer_spec(512)), tokenizer
 
 
-def one_layer_spec(max_position_embeddings: int = 8192):
+def one_layer_spec(max_position_embeddings: int = 8192, vocab_size: int = 4096):
     """The smallest tiny Qwen3 the training tests use: one layer, hidden 64, head_dim 32."""
     from ecomrlve.train.model import TinySpec
 
     return TinySpec(
+        vocab_size=vocab_size,
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=1,
@@ -64,6 +67,40 @@ def one_layer_spec(max_position_embeddings: int = 8192):
         head_dim=32,
         max_position_embeddings=max_position_embeddings,
     )
+
+
+def small_qwen3_config(**overrides):
+    """A `Qwen3Config` for weight-level tests that need no tokenizer: 2 layers, vocab 48,
+    hidden 32, head_dim 32, tied embeddings, pad 0, eos 1; `overrides` replace any field."""
+    from transformers import Qwen3Config
+
+    fields = {
+        "vocab_size": 48,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "head_dim": 32,
+        "tie_word_embeddings": True,
+        "pad_token_id": 0,
+        "eos_token_id": 1,
+        "bos_token_id": None,
+    }
+    return Qwen3Config(**(fields | overrides))
+
+
+@contextlib.contextmanager
+def deterministic_algorithms() -> Iterator[None]:
+    """torch's deterministic algorithms on inside the block, the previous setting after."""
+    import torch
+
+    previous = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(previous)
 
 
 @functools.lru_cache(maxsize=1)

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from ecomrlve.store import fsync_dir
+from ecomrlve.train.distributed import barrier, group_active
 
 log = logging.getLogger(__name__)
 
@@ -195,17 +196,8 @@ def restore_rng_state(
 # ---------------------------------------------------------------------------------------------
 
 
-def _dist_active() -> bool:
-    return torch.distributed.is_available() and torch.distributed.is_initialized()
-
-
 def _rank() -> int:
-    return torch.distributed.get_rank() if _dist_active() else 0
-
-
-def _barrier() -> None:
-    if _dist_active():
-        torch.distributed.barrier()
+    return torch.distributed.get_rank() if group_active() else 0
 
 
 def _state_dict_options(*, loading: bool = False):
@@ -272,7 +264,7 @@ def save_checkpoint(
         root.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(tmp, ignore_errors=True)  # left by a save that was killed
         tmp.mkdir()
-    _barrier()
+    barrier()
 
     options = _state_dict_options()
     if optimizer is not None:
@@ -281,16 +273,16 @@ def save_checkpoint(
     else:
         payload = {"model": get_model_state_dict(model, options=options)}
     with _quiet_single_process():
-        dcp.save(payload, checkpoint_id=str(tmp), no_dist=not _dist_active())
+        dcp.save(payload, checkpoint_id=str(tmp), no_dist=not group_active())
     _write_json(tmp / f"rng-rank{rank}.json", capture_rng_state(generators))
-    _barrier()
+    barrier()
 
     if rank == 0:
         if stateful:
             torch.save(
                 {name: obj.state_dict() for name, obj in stateful.items()}, tmp / STATEFUL_FILE
             )
-        world = torch.distributed.get_world_size() if _dist_active() else 1
+        world = torch.distributed.get_world_size() if group_active() else 1
         meta = {
             "format": CHECKPOINT_FORMAT,
             "step": step,
@@ -319,7 +311,7 @@ def save_checkpoint(
         for _, stale in list_checkpoints(root)[:-keep_last]:
             shutil.rmtree(stale, ignore_errors=True)
         log.info("checkpoint %s written in %.1fs", final, time.perf_counter() - started)
-    _barrier()
+    barrier()
     return final
 
 
@@ -378,7 +370,7 @@ def load_checkpoint(
         payload = {"model": get_model_state_dict(model, options=options)}
     try:
         with _quiet_single_process():
-            dcp.load(payload, checkpoint_id=str(path), no_dist=not _dist_active())
+            dcp.load(payload, checkpoint_id=str(path), no_dist=not group_active())
     except Exception as err:  # DCP raises a CheckpointException wrapping per-rank failures
         raise CheckpointError(f"{path}: cannot load model/optimizer: {err}") from None
     if optimizer is not None:
@@ -398,7 +390,7 @@ def load_checkpoint(
             obj.load_state_dict(saved[name])
 
     rank = _rank()
-    world = torch.distributed.get_world_size() if _dist_active() else 1
+    world = torch.distributed.get_world_size() if group_active() else 1
     rng_file = path / f"rng-rank{rank}.json"
     if world != meta["world_size"]:
         log.warning(
@@ -412,7 +404,7 @@ def load_checkpoint(
         restore_rng_state(json.loads(rng_file.read_text()), generators)
     elif generators:
         raise CheckpointError(f"{path} has no RNG state for rank {rank}")
-    _barrier()
+    barrier()
     return meta
 
 

@@ -103,7 +103,7 @@ def shutdown_distributed() -> bool:
     """Leave the process group once every rank is done with its collectives (a barrier, so no
     rank tears down while another still gathers); torchrun warns about a leaked group otherwise.
     True when there was a group to leave: end such a process with `exit_rank`."""
-    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+    if not group_active():
         return False
     torch.distributed.barrier()
     torch.distributed.destroy_process_group()
@@ -268,8 +268,17 @@ def broadcast_object(obj: T, ctx: DistContext, src: int = 0) -> T:
     return box[0]
 
 
-def barrier(ctx: DistContext) -> None:
-    if ctx.is_distributed:
+def group_active() -> bool:
+    """True inside an initialised process group (torchrun, or a test's gloo group)."""
+    return torch.distributed.is_available() and torch.distributed.is_initialized()
+
+
+def barrier(ctx: DistContext | None = None) -> None:
+    """Wait for every rank: of `ctx` when given, else of the active process group (none: a no-op).
+
+    The one barrier of the package; the checkpointer, which has no `DistContext`, calls it bare."""
+    active = group_active() if ctx is None else ctx.is_distributed
+    if active:
         torch.distributed.barrier()
 
 

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ecomrlve.config import EcomConfig
+from ecomrlve.config import EcomConfig, ProgressFn
 from ecomrlve.env import Catalog
 from ecomrlve.train import dapo
 from ecomrlve.train.batching import (
@@ -63,7 +63,6 @@ from ecomrlve.train.schedule import lr_factor, set_lr
 
 log = logging.getLogger(__name__)
 
-ProgressFn = Callable[[str, float], None]
 StepSink = Callable[[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]], None]
 PlayFn = Callable[..., list[Episode]]  # run_episodes' signature
 Key = tuple[int, int]  # (group within the step, sample within the group)

@@ -17,21 +17,18 @@ from the reference solution, for SFT.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ecomrlve.config import AgentConfig, EnvConfig
+from ecomrlve.config import AgentConfig, EnvConfig, ProgressFn
 from ecomrlve.env import Catalog, EcomEnv, Verdict, reference_turns, verify
 from ecomrlve.tasks import Task
 from ecomrlve.train.chat import ChatFormat, TokenSequence
 from ecomrlve.train.engine import RolloutEngine, SamplingParams
 
 log = logging.getLogger(__name__)
-
-ProgressFn = Callable[[str, float], None]
 
 
 @dataclass

@@ -13,6 +13,7 @@ budget is the reference picks' subtotal plus `budget_slack`, so a valid basket a
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from pydantic import Field
@@ -20,6 +21,7 @@ from pydantic import Field
 from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query_for
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.difficulty import SearchTopK
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import join_words, money
 from ecomrlve.generators.prompts import compose
@@ -64,9 +66,7 @@ BUDGET_HIDDEN: tuple[str, ...] = (
 class BundleConfig(ScenarioConfig):
     n_items: int = Field(ge=2, le=4, description="products in the bundle")
     n_constraints: int = Field(ge=2, description="constraints per product, category included")
-    hidden_detail_share: float = Field(ge=0.0, le=1.0)
-    typo_rate: float = Field(ge=0.0, le=1.0)
-    search_top_k: int = Field(ge=1, le=50)
+    search_top_k: SearchTopK
     budget_slack: float = Field(ge=0.0, le=1.0)
 
 
@@ -74,16 +74,11 @@ class Bundle(Scenario):
     name = "bundle"
     Config = BundleConfig
 
-    def config_for(self, difficulty: int, axes: dict[str, float]) -> BundleConfig:
-        return BundleConfig(
-            difficulty=difficulty,
-            n_items=max(2, min(4, int(axes["n_items"]))),
-            n_constraints=min(4, 2 + int(axes["n_constraints"]) // 4),
-            hidden_detail_share=axes["hidden_detail_share"],
-            typo_rate=axes["typo_rate"],
-            search_top_k=int(axes["search_top_k"]),
-            budget_slack=axes["budget_slack"],
-        )
+    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "n_items": max(2, min(4, values["n_items"])),
+            "n_constraints": min(4, 2 + values["n_constraints"] // 4),
+        }
 
     def plan(self, config: BundleConfig, rng: np.random.Generator) -> Plan:
         n = between(rng, max(2, config.n_items - 1), config.n_items + 1)

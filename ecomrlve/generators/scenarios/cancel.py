@@ -15,6 +15,8 @@ can't be cancelled and that a return is the way out, about that order.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from pydantic import Field
 
@@ -24,7 +26,6 @@ from ecomrlve.generators.blocks import (
     World,
     ask_call,
     call,
-    cancelled_fact,
     filler_orders,
     line_phrase,
     look_alike,
@@ -35,10 +36,12 @@ from ecomrlve.generators.blocks import (
     shipped_no_cancel_facts,
 )
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.difficulty import HistoryLength, IntentCount
 from ecomrlve.generators.draws import between, pick
+from ecomrlve.generators.order_requests import OrderRequests
 from ecomrlve.generators.phrasing import join_words
 from ecomrlve.generators.prompts import compose
-from ecomrlve.tasks import AnswerFact, Goal
+from ecomrlve.tasks import Goal
 
 REASONS: tuple[str, ...] = (
     "I ordered it by mistake",
@@ -66,29 +69,18 @@ FOLLOWUPS: tuple[str, ...] = ("order_detail", "reorder")
 
 class CancelConfig(ScenarioConfig):
     n_items: int = Field(ge=1, description="orders the user asks to cancel (<= 4)")
-    n_orders: int = Field(ge=1)
+    n_orders: HistoryLength
     n_distractors: int = Field(ge=0, description="open look-alike orders that must stay")
-    hidden_detail_share: float = Field(ge=0.0, le=1.0)
-    typo_rate: float = Field(ge=0.0, le=1.0)
     shipped_prob: float = Field(ge=0.0, le=1.0, description="P(one requested order shipped)")
-    n_intents: int = Field(ge=1, description="requests in one message: 1 + follow-ups")
+    n_intents: IntentCount
 
 
 class Cancel(Scenario):
     name = "cancel"
     Config = CancelConfig
 
-    def config_for(self, difficulty: int, axes: dict[str, float]) -> CancelConfig:
-        return CancelConfig(
-            difficulty=difficulty,
-            n_items=min(4, int(axes["n_items"])),
-            n_orders=int(axes["n_orders"]),
-            n_distractors=int(axes["n_distractors"]),
-            hidden_detail_share=axes["hidden_detail_share"],
-            typo_rate=axes["typo_rate"],
-            shipped_prob=min(0.6, 0.08 * difficulty),
-            n_intents=int(axes["n_intents"]),
-        )
+    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
+        return {"n_items": min(4, values["n_items"]), "shipped_prob": min(0.6, 0.08 * difficulty)}
 
     def plan(self, config: CancelConfig, rng: np.random.Generator) -> Plan:
         n_requested = between(rng, 1, config.n_items + 1)
@@ -133,13 +125,11 @@ class Cancel(Scenario):
         world.orders = [o for o, _ in targets] + distractors + fillers
 
         reason = pick(rng, REASONS)
-        reference = []
+        requests = OrderRequests()
         if plan["hide_reason"]:
-            reference.append(ask_call(["reason"], rng))
-        reference.append(call("list_orders"))
-        cancel_ids, phrases = [], []
-        answer_facts: list[AnswerFact] = []
-        policies: list[str] = []
+            requests.reference.append(ask_call(["reason"], rng))
+        requests.reference.append(call("list_orders"))
+        phrases = []
         for order, row in targets:
             phrases.append(
                 f"my order with {line_phrase(ctx, row, rng)} (placed {order_when(order, rng)})"
@@ -147,12 +137,10 @@ class Cancel(Scenario):
             if order["status"] == "shipped":
                 query = pick(rng, ("cancel shipped order", "cancellation policy"))
                 policy_id = ctx.policy_ids[CANCELLATION_POLICY]
-                reference.append(policy_call(ctx, query, policy_id, policies))
-                answer_facts += shipped_no_cancel_facts(ctx, order, row)
+                requests.reference.append(policy_call(ctx, query, policy_id, requests.policies))
+                requests.answer_facts += shipped_no_cancel_facts(ctx, order, row)
             else:
-                reference.append(call("cancel_order", order_id=order["order_id"], reason=reason))
-                cancel_ids.append(order["order_id"])
-                answer_facts.append(cancelled_fact(ctx, order, row, was=order["status"]))
+                requests.cancel_order(ctx, order, row, reason)
         reason_text = "" if plan["hide_reason"] else f" The reason: {reason}."
         prompt = compose(
             pick(rng, TEMPLATES),
@@ -163,21 +151,19 @@ class Cancel(Scenario):
         extra = followups.add_followups(
             plan["followups"], ctx, rng, world, set(categories), typo_rate=config.typo_rate
         )
-        extra.merge(reference, answer_facts, policies)
+        extra.merge(requests.reference, requests.answer_facts, requests.policies)
         prompt = extra.prompt(prompt)
         order0, row0 = targets[0]
         goal = Goal(
+            **requests.goal_parts(),
             user_facts={
                 "reason": reason,
                 "order": f"{order_ref(order0)}, with {line_phrase(ctx, row0, rng)}",
             },
-            cancel=cancel_ids,
             purchase=extra.purchase,
-            answer_facts=answer_facts,
-            relevant_policies=policies,
             relevant_ids=[o["order_id"] for o, _ in targets]
             + [ctx.item_ids[r] for _, r in targets]
             + extra.relevant,
             typo_rate=config.typo_rate,
         )
-        return Draft(prompt, goal, world.state(), reference)
+        return Draft(prompt, goal, world.state(), requests.reference)

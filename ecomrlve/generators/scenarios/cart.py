@@ -13,12 +13,15 @@ in-stock item of the catalog with that brand, category, colour and size and enou
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from pydantic import Field
 
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query_for
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.difficulty import SearchTopK
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import join_words, size_phrase
 from ecomrlve.generators.prompts import compose, counted
@@ -65,9 +68,7 @@ TEMPLATES_FIX: tuple[str, ...] = (
 class CartConfig(ScenarioConfig):
     n_items: int = Field(ge=1, description="wanted lines")
     n_distractors: int = Field(ge=0, description="pre-filled mistakes in the cart (at most)")
-    hidden_detail_share: float = Field(ge=0.0, le=1.0)
-    typo_rate: float = Field(ge=0.0, le=1.0)
-    search_top_k: int = Field(ge=1, le=50)
+    search_top_k: SearchTopK
 
 
 def spec_words(ctx: GenContext, need: ProductNeed, quantity_hidden: bool) -> str:
@@ -82,15 +83,11 @@ class Cart(Scenario):
     name = "cart"
     Config = CartConfig
 
-    def config_for(self, difficulty: int, axes: dict[str, float]) -> CartConfig:
-        return CartConfig(
-            difficulty=difficulty,
-            n_items=min(3, int(axes["n_items"])),
-            n_distractors=min(3, int(axes["n_distractors"])),
-            hidden_detail_share=axes["hidden_detail_share"],
-            typo_rate=axes["typo_rate"],
-            search_top_k=int(axes["search_top_k"]),
-        )
+    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "n_items": min(3, values["n_items"]),
+            "n_distractors": min(3, values["n_distractors"]),
+        }
 
     def plan(self, config: CartConfig, rng: np.random.Generator) -> Plan:
         n_wanted = between(rng, max(1, config.n_items - 1), config.n_items + 1)

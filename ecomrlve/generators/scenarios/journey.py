@@ -16,6 +16,10 @@ purchase / answer facts), nothing else changed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
 import numpy as np
 from pydantic import Field
 
@@ -27,7 +31,6 @@ from ecomrlve.generators.blocks import (
     World,
     ask_call,
     call,
-    cancelled_fact,
     filler_orders,
     line_phrase,
     order_ref,
@@ -39,18 +42,20 @@ from ecomrlve.generators.blocks import (
     window_fact,
 )
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.difficulty import HistoryLength, SearchTopK
 from ecomrlve.generators.draws import between, pick
+from ecomrlve.generators.order_requests import (
+    ExchangeOption,
+    OrderRequests,
+    delivered_order,
+    exchange_option,
+)
 from ecomrlve.generators.phrasing import render
 from ecomrlve.generators.prompts import frame
-from ecomrlve.generators.scenarios.returns import Return
 from ecomrlve.tasks import (
-    AnswerFact,
-    ExchangeSpec,
     Goal,
     PurchaseSpec,
-    ReturnSpec,
     Slot,
-    ToolCall,
 )
 
 INTENT_CALLS: dict[str, int] = {
@@ -122,27 +127,17 @@ BUY_SAYS: tuple[str, ...] = (
 
 class JourneyConfig(ScenarioConfig):
     n_intents: int = Field(ge=2, le=3)
-    n_orders: int = Field(ge=1)
-    hidden_detail_share: float = Field(ge=0.0, le=1.0)
-    typo_rate: float = Field(ge=0.0, le=1.0)
+    n_orders: HistoryLength
     intent_switch_prob: float = Field(ge=0.0, le=1.0)
-    search_top_k: int = Field(ge=1, le=50)
+    search_top_k: SearchTopK
 
 
 class Journey(Scenario):
     name = "journey"
     Config = JourneyConfig
 
-    def config_for(self, difficulty: int, axes: dict[str, float]) -> JourneyConfig:
-        return JourneyConfig(
-            difficulty=difficulty,
-            n_intents=max(2, min(3, int(axes["n_intents"]))),
-            n_orders=int(axes["n_orders"]),
-            hidden_detail_share=axes["hidden_detail_share"],
-            typo_rate=axes["typo_rate"],
-            intent_switch_prob=axes["intent_switch_prob"],
-            search_top_k=int(axes["search_top_k"]),
-        )
+    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
+        return {"n_intents": max(2, min(3, values["n_intents"]))}
 
     def plan(self, config: JourneyConfig, rng: np.random.Generator) -> Plan:
         # three intents from d5 on, more often as d grows
@@ -173,145 +168,180 @@ class Journey(Scenario):
         self, config: JourneyConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
     ) -> Draft:
         story: tuple[str, ...] = plan["story"]
-        world = World.new(ctx, rng)
-        membership = world.membership
-        order_intent = next((i for i in story if i in ORDER_INTENTS and i != "status"), "status")
-        category = pick(rng, ctx.returnable_categories)
-        row = ctx.pick_any(rng, category)
-        exchange = None
-        if order_intent == "exchange":
-            exchange = Return._exchange_option(ctx, rng, row)
-            if exchange is None:
-                raise GenerationError("no variant to exchange for")
-        ids = ctx.order_ids(rng, config.n_orders + 1)
-        if order_intent in ("return", "exchange"):
-            window = ctx.policies.return_rule(category, membership).window_days
-            days = between(rng, 1, window + 1)
-            transit = between(rng, 2, 6)
-            order = ctx.order(
-                ids[0],
-                [row],
-                [1],
-                "delivered",
-                days + transit,
-                transit_days=transit,
-                user=world.user,
-            )
-        else:
-            status = pick(rng, ("pending", "processing"))
-            order = ctx.order(
-                ids[0], [row], [1], status, placed_days_ago_for(status, rng), user=world.user
-            )
-        world.orders = [order, *filler_orders(ctx, rng, ids[1:], {category})]
-        item_id, order_id = ctx.item_ids[row], order["order_id"]
-        thing = line_phrase(ctx, row, rng)
-        when = order_when(order, rng)
-        reason = pick(rng, CANCEL_REASONS if order_intent == "cancel" else REASONS)
-
-        reference: list[ToolCall] = []
+        trip = _order_of_story(ctx, rng, config, story)
+        thing, when = line_phrase(ctx, trip.row, rng), order_when(trip.order, rng)
+        reason = pick(rng, CANCEL_REASONS if trip.order_intent == "cancel" else REASONS)
+        told = _Told(trip, ctx, rng, config, thing, when, reason, plan["hide_reason"])
         if plan["hide_reason"]:
-            reference.append(ask_call(["reason"], rng))
-        sentences: list[str] = []
-        answer_facts: list[AnswerFact] = []
-        policies: list[str] = []
-        returns, exchanges, cancel, slots = [], [], [], []
-        relevant = [order_id, item_id]
-        listed = False
-        reason_text = "" if plan["hide_reason"] else f" ({reason})"
-
-        def say(template: str, **values: str) -> None:
-            sentences.append(render(template, values, rng, config.typo_rate))
-
+            told.requests.reference.append(ask_call(["reason"], rng))
         for intent in story:
-            if intent in ORDER_INTENTS and not listed:
-                reference.append(call("list_orders"))
-                listed = True
-            mentioned = bool(sentences) and story[0] == "status"
-            if intent == "status":
-                say(pick(rng, STATUS_SAYS), thing=thing, when=when)
-                # the story may cancel it afterwards: "cancelled" is then allowed too
-                cancelled = "cancel" in story
-                answer_facts += status_facts(
-                    ctx,
-                    order,
-                    row,
-                    allowed=("cancelled",) if cancelled else (),
-                    then_cancelled=cancelled,
-                )
-            elif intent == "return":
-                it = "it" if mentioned else f"{thing} I ordered {when}"
-                say(pick(rng, RETURN_SAYS), it=it, reason=reason_text)
-                reference.append(
-                    call("return_item", order_id=order_id, item_id=item_id, reason=reason)
-                )
-                returns.append(ReturnSpec(order_id=order_id, item_id=item_id))
-            elif intent == "exchange":
-                new_row, words, acceptable = exchange
-                say(pick(rng, EXCHANGE_SAYS), words=words)
-                reference += [
-                    call("get_product", item_id=item_id),
-                    call(
-                        "exchange_item",
-                        order_id=order_id,
-                        item_id=item_id,
-                        new_item_id=ctx.item_ids[new_row],
-                    ),
-                ]
-                exchanges.append(
-                    ExchangeSpec(
-                        order_id=order_id, item_id=item_id, acceptable_new=ctx.ids(acceptable)
-                    )
-                )
-            elif intent == "cancel":
-                it = "it" if mentioned else f"my order with {thing} (placed {when})"
-                say(pick(rng, CANCEL_SAYS), it=it, reason=reason_text)
-                reference.append(call("cancel_order", order_id=order_id, reason=reason))
-                cancel.append(order_id)
-                answer_facts.append(cancelled_fact(ctx, order, row, was=order["status"]))
-            elif intent == "policy":
-                say(pick(rng, POLICY_SAYS), category=category)
-                reference.append(returns_policy_call(ctx, category, membership, rng, policies))
-                window = ctx.policies.return_rule(category, membership).window_days
-                told = f"You have {window} days from delivery to return {category}."
-                answer_facts.append(window_fact(window, told))
-            else:  # buy a replacement of the same kind
-                target = ctx.pick_in_stock(rng, category)
-                need = ProductNeed.build(ctx, target, BUY_KEYS, rng)
-                search, good = need.search(ctx, query_for(ctx, target, rng), config.search_top_k)
-                pick_row = good[0]
-                reference += [
-                    search,
-                    call("add_to_cart", item_id=ctx.item_ids[pick_row], quantity=1),
-                    call("checkout"),
-                ]
-                slots.append(Slot(acceptable=need.acceptable_ids(ctx), quantity=1))
-                relevant.append(ctx.item_ids[pick_row])
-                say(pick(rng, BUY_SAYS), what=f"{category} {need.phrase(rng)}")
-        switch_text = None
-        if plan["switch"]:
-            switch_text = sentences.pop()
-        prompt = frame(" ".join(sentences), rng, config.typo_rate)
+            if intent in ORDER_INTENTS and not told.listed:
+                told.requests.reference.append(call("list_orders"))
+                told.listed = True
+            told.mentioned = bool(told.sentences) and story[0] == "status"
+            _INTENTS[intent](told, story)
+        switch_text = told.sentences.pop() if plan["switch"] else None
+        prompt = frame(" ".join(told.sentences), rng, config.typo_rate)
+        requests = told.requests
         more = followups.add_followups(
-            plan["followups"], ctx, rng, world, {category}, typo_rate=config.typo_rate
+            plan["followups"], ctx, rng, trip.world, {trip.category}, typo_rate=config.typo_rate
         )
-        more.merge(reference, answer_facts, policies)
-        slots += more.slots
+        more.merge(requests.reference, requests.answer_facts, requests.policies)
+        slots = told.slots + more.slots
         prompt = more.prompt(prompt)
-        relevant += more.relevant
         goal = Goal(
+            **requests.goal_parts(),
             user_facts={
                 "reason": reason,
-                "order": f"{order_ref(order)}, with {thing}",
-                "item": thing,
+                "order": f"{order_ref(trip.order)}, with {told.thing}",
+                "item": told.thing,
             },
             purchase=PurchaseSpec(slots=slots) if slots else None,
-            cancel=cancel,
-            returns=returns,
-            exchanges=exchanges,
-            answer_facts=answer_facts,
-            relevant_policies=policies,
-            relevant_ids=relevant,
+            relevant_ids=told.relevant + more.relevant,
             typo_rate=config.typo_rate,
             intent_switch=switch_text,
         )
-        return Draft(prompt, goal, world.state(), reference)
+        return Draft(prompt, goal, trip.world.state(), requests.reference)
+
+
+@dataclass
+class _Trip:
+    """The order a story is about: its one line `row` (of `category`), the variant an exchange
+    asks for, and the world it sits in. `order_intent` is the story's write on it."""
+
+    world: World
+    order: dict[str, Any]
+    row: int
+    category: str
+    order_intent: str
+    exchange: ExchangeOption | None
+
+
+def _order_of_story(
+    ctx: GenContext, rng: np.random.Generator, config: JourneyConfig, story: tuple[str, ...]
+) -> _Trip:
+    """A delivered order inside its return window when the story returns or exchanges, else
+    a pending or processing one; filler orders in other categories around it."""
+    world = World.new(ctx, rng)
+    order_intent = next((i for i in story if i in ORDER_INTENTS and i != "status"), "status")
+    category = pick(rng, ctx.returnable_categories)
+    row = ctx.pick_any(rng, category)
+    exchange = None
+    if order_intent == "exchange":
+        exchange = exchange_option(ctx, rng, row)
+        if exchange is None:
+            raise GenerationError("no variant to exchange for")
+    ids = ctx.order_ids(rng, config.n_orders + 1)
+    if order_intent in ("return", "exchange"):
+        window = ctx.policies.return_rule(category, world.membership).window_days
+        days = between(rng, 1, window + 1)
+        order = delivered_order(ctx, rng, ids[0], [row], days, world.user)
+    else:
+        status = pick(rng, ("pending", "processing"))
+        placed = placed_days_ago_for(status, rng)
+        order = ctx.order(ids[0], [row], [1], status, placed, user=world.user)
+    world.orders = [order, *filler_orders(ctx, rng, ids[1:], {category})]
+    return _Trip(world, order, row, category, order_intent, exchange)
+
+
+@dataclass
+class _Told:
+    """A story while it is told, one intent at a time: the sentences, the calls and goal parts
+    (`requests`), the purchase slots. `mentioned`: an earlier sentence named the order."""
+
+    trip: _Trip
+    ctx: GenContext
+    rng: np.random.Generator
+    config: JourneyConfig
+    thing: str  # how the user names the order's item
+    when: str  # and when it was ordered
+    reason: str
+    hide_reason: bool
+    requests: OrderRequests = field(default_factory=OrderRequests)
+    sentences: list[str] = field(default_factory=list)
+    slots: list[Slot] = field(default_factory=list)
+    relevant: list[str] = field(default_factory=list)
+    listed: bool = False
+    mentioned: bool = False
+
+    def __post_init__(self) -> None:
+        self.relevant = [self.trip.order["order_id"], self.ctx.item_ids[self.trip.row]]
+
+    @property
+    def reason_text(self) -> str:
+        return "" if self.hide_reason else f" ({self.reason})"
+
+    def say(self, template: str, **values: str) -> None:
+        self.sentences.append(render(template, values, self.rng, self.config.typo_rate))
+
+
+def _tell_status(told: _Told, story: tuple[str, ...]) -> None:
+    told.say(pick(told.rng, STATUS_SAYS), thing=told.thing, when=told.when)
+    # the story may cancel it afterwards: "cancelled" is then allowed too
+    cancelled = "cancel" in story
+    told.requests.answer_facts += status_facts(
+        told.ctx,
+        told.trip.order,
+        told.trip.row,
+        allowed=("cancelled",) if cancelled else (),
+        then_cancelled=cancelled,
+    )
+
+
+def _tell_return(told: _Told, story: tuple[str, ...]) -> None:
+    it = "it" if told.mentioned else f"{told.thing} I ordered {told.when}"
+    told.say(pick(told.rng, RETURN_SAYS), it=it, reason=told.reason_text)
+    told.requests.return_item(told.ctx, told.trip.order, told.trip.row, told.reason)
+
+
+def _tell_exchange(told: _Told, story: tuple[str, ...]) -> None:
+    option = told.trip.exchange  # drawn with the order for every story that exchanges
+    if option is None:
+        raise ValueError("an exchange intent without a variant to exchange for")
+    told.say(pick(told.rng, EXCHANGE_SAYS), words=option.words)
+    told.requests.exchange_item(told.ctx, told.trip.order, told.trip.row, option)
+
+
+def _tell_cancel(told: _Told, story: tuple[str, ...]) -> None:
+    it = "it" if told.mentioned else f"my order with {told.thing} (placed {told.when})"
+    told.say(pick(told.rng, CANCEL_SAYS), it=it, reason=told.reason_text)
+    told.requests.cancel_order(told.ctx, told.trip.order, told.trip.row, told.reason)
+
+
+def _tell_policy(told: _Told, story: tuple[str, ...]) -> None:
+    ctx, category, membership = told.ctx, told.trip.category, told.trip.world.membership
+    told.say(pick(told.rng, POLICY_SAYS), category=category)
+    requests = told.requests
+    requests.reference.append(
+        returns_policy_call(ctx, category, membership, told.rng, requests.policies)
+    )
+    window = ctx.policies.return_rule(category, membership).window_days
+    said = f"You have {window} days from delivery to return {category}."
+    requests.answer_facts.append(window_fact(window, said))
+
+
+def _tell_buy(told: _Told, story: tuple[str, ...]) -> None:
+    """A replacement of the same kind: search, add to cart, check out."""
+    ctx, rng, category = told.ctx, told.rng, told.trip.category
+    target = ctx.pick_in_stock(rng, category)
+    need = ProductNeed.build(ctx, target, BUY_KEYS, rng)
+    search, good = need.search(ctx, query_for(ctx, target, rng), told.config.search_top_k)
+    chosen = ctx.item_ids[good[0]]
+    told.requests.reference += [
+        search,
+        call("add_to_cart", item_id=chosen, quantity=1),
+        call("checkout"),
+    ]
+    told.slots.append(Slot(acceptable=need.acceptable_ids(ctx), quantity=1))
+    told.relevant.append(chosen)
+    told.say(pick(rng, BUY_SAYS), what=f"{category} {need.phrase(rng)}")
+
+
+_INTENTS: dict[str, Callable[[_Told, tuple[str, ...]], None]] = {
+    "status": _tell_status,
+    "return": _tell_return,
+    "exchange": _tell_exchange,
+    "cancel": _tell_cancel,
+    "policy": _tell_policy,
+    "buy": _tell_buy,
+}

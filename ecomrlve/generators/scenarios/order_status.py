@@ -14,6 +14,8 @@ other order's status or date for it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from pydantic import Field
 
@@ -36,6 +38,7 @@ from ecomrlve.generators.blocks import (
     status_facts,
 )
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.difficulty import HistoryLength, IntentCount
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.phrasing import join_words
 from ecomrlve.generators.prompts import compose
@@ -83,31 +86,19 @@ FOLLOWUPS: tuple[str, ...] = ("order_detail", "reorder")
 
 class OrderStatusConfig(ScenarioConfig):
     n_items: int = Field(ge=1, description="orders asked about (<= 4)")
-    n_orders: int = Field(ge=1)
+    n_orders: HistoryLength
     n_distractors: int = Field(ge=0)
-    hidden_detail_share: float = Field(ge=0.0, le=1.0)
-    typo_rate: float = Field(ge=0.0, le=1.0)
     policy_branches: int = Field(ge=1)
     detail_prob: float = Field(ge=0.0, le=1.0, description="P(a detail only get_order shows)")
-    n_intents: int = Field(ge=1, description="requests in one message: 1 + follow-ups")
+    n_intents: IntentCount
 
 
 class OrderStatus(Scenario):
     name = "order_status"
     Config = OrderStatusConfig
 
-    def config_for(self, difficulty: int, axes: dict[str, float]) -> OrderStatusConfig:
-        return OrderStatusConfig(
-            difficulty=difficulty,
-            n_items=min(4, int(axes["n_items"])),
-            n_orders=int(axes["n_orders"]),
-            n_distractors=int(axes["n_distractors"]),
-            hidden_detail_share=axes["hidden_detail_share"],
-            typo_rate=axes["typo_rate"],
-            policy_branches=int(axes["policy_branches"]),
-            detail_prob=min(0.85, 0.1 * difficulty),
-            n_intents=int(axes["n_intents"]),
-        )
+    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
+        return {"n_items": min(4, values["n_items"]), "detail_prob": min(0.85, 0.1 * difficulty)}
 
     def plan(self, config: OrderStatusConfig, rng: np.random.Generator) -> Plan:
         n_targets = between(rng, 1, config.n_items + 1)

@@ -18,6 +18,10 @@ and final-sale rules exactly like a return (so answering it needs the returns ro
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
 import numpy as np
 from pydantic import Field
 
@@ -40,10 +44,12 @@ from ecomrlve.generators.blocks import (
     window_fact,
 )
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.difficulty import HistoryLength, IntentCount
 from ecomrlve.generators.draws import between, pick
+from ecomrlve.generators.order_requests import delivered_order
 from ecomrlve.generators.phrasing import money
 from ecomrlve.generators.prompts import compose
-from ecomrlve.tasks import AnswerFact, Goal
+from ecomrlve.tasks import AnswerFact, Goal, ToolCall
 
 TOPICS: tuple[str, ...] = (
     "return_window",
@@ -84,27 +90,17 @@ def policy_documents(topic: str, final_sale: bool) -> tuple[str, ...]:
 
 class PolicyConfig(ScenarioConfig):
     policy_branches: int = Field(ge=1, le=6, description="topics asked about (at most)")
-    n_orders: int = Field(ge=1)
-    hidden_detail_share: float = Field(ge=0.0, le=1.0)
-    typo_rate: float = Field(ge=0.0, le=1.0)
+    n_orders: HistoryLength
     lookup_prob: float = Field(ge=0.0, le=1.0, description="P(the item is named via an order)")
-    n_intents: int = Field(ge=1, description="requests in one message: 1 + follow-ups")
+    n_intents: IntentCount
 
 
 class Policy(Scenario):
     name = "policy"
     Config = PolicyConfig
 
-    def config_for(self, difficulty: int, axes: dict[str, float]) -> PolicyConfig:
-        return PolicyConfig(
-            difficulty=difficulty,
-            policy_branches=int(axes["policy_branches"]),
-            n_orders=int(axes["n_orders"]),
-            hidden_detail_share=axes["hidden_detail_share"],
-            typo_rate=axes["typo_rate"],
-            lookup_prob=min(0.8, 0.1 * difficulty),
-            n_intents=int(axes["n_intents"]),
-        )
+    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
+        return {"lookup_prob": min(0.8, 0.1 * difficulty)}
 
     def plan(self, config: PolicyConfig, rng: np.random.Generator) -> Plan:
         b = config.policy_branches
@@ -135,218 +131,249 @@ class Policy(Scenario):
         topics: list[str] = plan["topics"]
         lookup, vague = plan["lookup"], plan["vague"]
         world = World.new(ctx, rng)
-        membership = world.membership
         pool = ctx.final_sale_categories if plan["final_sale"] else ctx.returnable_categories
         category = pick(rng, pool or ctx.categories)
         row = ctx.pick_any(rng, category)
         ids = ctx.order_ids(rng, config.n_orders + 1)
-        days = between(rng, 1, 75)
-        transit = between(rng, 2, 6)
-        order = ctx.order(
-            ids[0], [row], [1], "delivered", days + transit, transit_days=transit, user=world.user
-        )
+        order = delivered_order(ctx, rng, ids[0], [row], between(rng, 1, 75), world.user)
         world.orders = [order, *filler_orders(ctx, rng, ids[1:], {category})]
         days = delivered_days_ago(order)
 
-        reference = []
+        asking = _Asking(ctx, rng, world.membership, category, days)
         facts: dict[str, str] = {"category": category}
         if lookup:
-            subject = f"{line_phrase(ctx, row, rng)} from my order {order_when(order, rng)}"
+            asking.subject = f"{line_phrase(ctx, row, rng)} from my order {order_when(order, rng)}"
             if vague:
-                subject = "the thing from one of my recent orders"
+                asking.subject = "the thing from one of my recent orders"
                 facts["order"] = f"{order_ref(order)}, with {line_phrase(ctx, row, rng)}"
                 facts["item"] = line_phrase(ctx, row, rng)
         elif vague:
-            subject = f"something I received {days} days ago"
+            asking.subject = f"something I received {days} days ago"
         else:
-            subject = f"{category} I received {days} days ago"
+            asking.subject = f"{category} I received {days} days ago"
         if vague:
-            reference.append(ask_call(["order" if lookup else "category"], rng))
+            asking.reference.append(ask_call(["order" if lookup else "category"], rng))
         if lookup:
-            reference.append(call("list_orders"))
-        questions: list[str] = []
-        answer_facts: list[AnswerFact] = []
-        policies: list[str] = []
-        rule = ctx.policies.return_rule(category, membership)
-        eligibility = ctx.policies.return_eligibility(category, membership, days)
-        looked_up: set[str] = set()
-        # durations the answer may state besides its targets: days since delivery, days since
-        # the window closed
-        context_days = [str(days), str(max(0, days - rule.window_days))]
-
-        def look_up(topic: str) -> None:
-            for document in policy_documents(topic, not rule.returnable):
-                if document in looked_up:
-                    continue
-                looked_up.add(document)
-                if document == "returns":
-                    # the returns row of the category states the window and any restocking fee
-                    reference.append(returns_policy_call(ctx, category, membership, rng, policies))
-                else:
-                    queries = [f"exchange {category}", f"{category} exchanges size colour"]
-                    queries = [queries[int(i)] for i in rng.permutation(2)]
-                    policy_id = ctx.policy_ids[("exchanges", category, "any")]
-                    reference.append(policy_call(ctx, queries, policy_id, policies))
-
-        def add(*facts: AnswerFact) -> None:
-            for new in facts:
-                if all((f.kind, f.value) != (new.kind, new.value) for f in answer_facts):
-                    answer_facts.append(new)
-
+            asking.reference.append(call("list_orders"))
         for topic in topics:
-            if topic == "return_window":
-                questions.append(f"Can I still return {subject}?")
-                look_up(topic)
-                if not rule.returnable:
-                    add(*final_sale_facts(category))
-                elif eligibility.eligible:
-                    left = rule.window_days - days
-                    # one sentence per fact: the verdict asked for, then its context (the
-                    # window and the days left), which a correct answer may leave out
-                    window = (
-                        f"The return window for {category} is {rule.window_days} days for "
-                        f"{membership} members."
-                    )
-                    add(
-                        fact("verdict", "return:yes", "Yes, you can still return it."),
-                        window_fact(rule.window_days, window, allowed=context_days, required=False),
-                    )
-                    if left:
-                        told = f"You have {left} more days."
-                        add(window_fact(left, told, allowed=context_days, required=False))
-                    else:
-                        add(fact("term", "last_day", "Today is the last day.", required=False))
-                else:
-                    add(
-                        fact(
-                            "verdict",
-                            "return:no",
-                            f"No, the {rule.window_days}-day return window for {category} "
-                            f"closed {days - rule.window_days} days ago, so it can't be returned "
-                            "any more.",
-                        ),
-                        window_fact(rule.window_days, allowed=context_days, required=False),
-                    )
-            elif topic == "restocking_fee":
-                it = "it" if "return_window" in topics else subject
-                questions.append(f"Is there a restocking fee if I return {it}?")
-                look_up(topic)
-                if not rule.returnable:
-                    add(*final_sale_facts(category))
-                elif eligibility.eligible:
-                    add(fee_fact(rule.restocking_fee))
-                else:
-                    # the fee depends on an earlier verdict: past the window there is no
-                    # return to charge for, so the answer says that first (a customer told
-                    # "there's no restocking fee" would send it back and be refused)
-                    add(
-                        fact(
-                            "verdict",
-                            "return:no",
-                            f"It can't be returned any more: the {rule.window_days}-day return "
-                            f"window for {category} closed {days - rule.window_days} days "
-                            "ago, so the question of a fee doesn't arise.",
-                        ),
-                        window_fact(rule.window_days, allowed=context_days, required=False),
-                    )
-            elif topic == "exchange":
-                it = "it" if len(questions) else subject
-                # not "for another size or colour": the question must not state the answer
-                questions.append(f"Could I exchange {it} for a different one instead?")
-                look_up(topic)
-                if not rule.returnable:
-                    add(*final_sale_facts(category))
-                elif eligibility.eligible:
-                    add(
-                        fact(
-                            "verdict",
-                            "exchange:yes",
-                            "You can exchange it for another size or colour of the same product "
-                            "while the return window is open.",
-                        )
-                    )
-                else:
-                    add(
-                        fact(
-                            "verdict",
-                            "exchange:no",
-                            f"Exchanges follow the {rule.window_days}-day return window, which "
-                            "has closed, so it can't be exchanged any more either.",
-                        ),
-                        window_fact(rule.window_days, allowed=context_days, required=False),
-                    )
-            elif topic == "refunds":
-                questions.append("How long does a refund take to come through?")
-                query = pick(rng, ("refunds original payment method", "refund business days"))
-                policy_id = ctx.policy_ids[("refunds", "", "any")]
-                reference.append(policy_call(ctx, query, policy_id, policies))
-                low, high = ctx.policies.refund_days  # this shop's book, never a constant
-                add(
-                    fact(
-                        "duration",
-                        f"{low}-{high}",
-                        f"A refund reaches your original payment method within {low} to {high} "
-                        "business days after the returned item is received.",
-                    )
-                )
-            elif topic == "shipping":
-                value = float(rng.choice([25, 35, 45, 60, 80, 120]))
-                questions.append(f"How much is standard shipping on a {money(value)} order for me?")
-                query = f"shipping cost {membership} members"
-                policy_id = ctx.policy_ids[("shipping", "", membership)]
-                reference.append(policy_call(ctx, query, policy_id, policies))
-                fee = ctx.policies.shipping_fee(value, membership)
-                threshold = ctx.policies.free_shipping_threshold
-                if fee == 0 and membership == "plus":
-                    say = "Standard shipping is free for you as a Plus member."
-                elif fee == 0:
-                    say = f"Standard shipping on a {money(value)} order is free."
-                else:
-                    say = (
-                        f"Standard shipping on a {money(value)} order costs {money(fee)}, since "
-                        f"it is under the {money(threshold)} free-shipping "
-                        "threshold."
-                    )
-                allowed = [f"{value:.2f}", f"{threshold:.2f}"]
-                add(fact("money", f"{fee:.2f}", say, allowed=allowed))
-            else:  # cancellation
-                status = pick(rng, ("shipped", "processing"))
-                questions.append(f"And can I still cancel an order that is {status}?")
-                query = pick(rng, ("cancel order", "cancellation policy"))
-                policy_id = ctx.policy_ids[("cancellation", "", "any")]
-                reference.append(policy_call(ctx, query, policy_id, policies))
-                if ctx.policies.can_cancel(status):
-                    add(
-                        fact(
-                            "verdict",
-                            "cancel:yes",
-                            f"Yes, an order that is still {status} can be cancelled.",
-                        )
-                    )
-                else:
-                    add(
-                        fact(
-                            "verdict",
-                            "cancel:no",
-                            "An order that has already shipped can't be cancelled any more; "
-                            "you can return it once it's delivered instead.",
-                        ),
-                        fact("term", "return_instead", required=False),
-                    )
+            _TOPICS[topic](asking, topics)
         prompt = compose(
-            pick(rng, TEMPLATES), {"questions": " ".join(questions)}, rng, config.typo_rate
+            pick(rng, TEMPLATES), {"questions": " ".join(asking.questions)}, rng, config.typo_rate
         )
         extra = followups.add_followups(
             plan["followups"], ctx, rng, world, {category}, typo_rate=config.typo_rate
         )
-        extra.merge(reference, answer_facts, policies)
+        extra.merge(asking.reference, asking.answer_facts, asking.policies)
         prompt = extra.prompt(prompt)
         goal = Goal(
             user_facts=facts,
-            answer_facts=answer_facts,
-            relevant_policies=policies,
+            answer_facts=asking.answer_facts,
+            relevant_policies=asking.policies,
             relevant_ids=[order["order_id"], ctx.item_ids[row], *extra.relevant],
             purchase=extra.purchase,
             typo_rate=config.typo_rate,
         )
-        return Draft(prompt, goal, world.state(), reference)
+        return Draft(prompt, goal, world.state(), asking.reference)
+
+
+@dataclass
+class _Asking:
+    """The questions of one message while they are asked, one topic at a time: the item's
+    returns rule and eligibility (delivered `days` ago), and what each topic adds."""
+
+    ctx: GenContext
+    rng: np.random.Generator
+    membership: str
+    category: str
+    days: int
+    subject: str = ""  # how the user names the item
+    questions: list[str] = field(default_factory=list)
+    reference: list[ToolCall] = field(default_factory=list)
+    answer_facts: list[AnswerFact] = field(default_factory=list)
+    policies: list[str] = field(default_factory=list)
+    looked_up: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        policies = self.ctx.policies
+        self.rule = policies.return_rule(self.category, self.membership)
+        self.eligibility = policies.return_eligibility(self.category, self.membership, self.days)
+        # durations the answer may state besides its targets: days since delivery, days
+        # since the window closed
+        self.context_days = [str(self.days), str(max(0, self.days - self.rule.window_days))]
+
+    def add(self, *facts: AnswerFact) -> None:
+        """Add facts a previous topic has not stated already."""
+        for new in facts:
+            if all((f.kind, f.value) != (new.kind, new.value) for f in self.answer_facts):
+                self.answer_facts.append(new)
+
+    def look_up(self, topic: str) -> None:
+        """One `search_policy` per document the topic needs that no earlier topic read."""
+        ctx, category = self.ctx, self.category
+        for document in policy_documents(topic, not self.rule.returnable):
+            if document in self.looked_up:
+                continue
+            self.looked_up.add(document)
+            if document == "returns":
+                # the returns row of the category states the window and any restocking fee
+                self.reference.append(
+                    returns_policy_call(ctx, category, self.membership, self.rng, self.policies)
+                )
+            else:
+                queries = [f"exchange {category}", f"{category} exchanges size colour"]
+                queries = [queries[int(i)] for i in self.rng.permutation(2)]
+                policy_id = ctx.policy_ids[("exchanges", category, "any")]
+                self.reference.append(policy_call(ctx, queries, policy_id, self.policies))
+
+    def ask_about_item(
+        self, topic: str, question: str, open_facts: list[AnswerFact], closed_say: str, closed: str
+    ) -> None:
+        """An item topic: final sale, or the window still open (`open_facts`), or closed (the
+        `closed` verdict, said as `closed_say`, with the window as context)."""
+        self.questions.append(question)
+        self.look_up(topic)
+        window = self.rule.window_days
+        if not self.rule.returnable:
+            self.add(*final_sale_facts(self.category))
+        elif self.eligibility.eligible:
+            self.add(*open_facts)
+        else:
+            self.add(
+                fact("verdict", closed, closed_say),
+                window_fact(window, allowed=self.context_days, required=False),
+            )
+
+    def closed_ago(self) -> str:
+        """The closed window in words: "30-day return window for shoes closed 4 days ago"."""
+        window, category = self.rule.window_days, self.category
+        return f"{window}-day return window for {category} closed {self.days - window} days ago"
+
+
+def _ask_return_window(asking: _Asking, topics: list[str]) -> None:
+    rule, category = asking.rule, asking.category
+    # one sentence per fact: the verdict asked for, then its context (the window and the days
+    # left), which a correct answer may leave out
+    window = (
+        f"The return window for {category} is {rule.window_days} days for "
+        f"{asking.membership} members."
+    )
+    context = asking.context_days
+    open_facts = [
+        fact("verdict", "return:yes", "Yes, you can still return it."),
+        window_fact(rule.window_days, window, allowed=context, required=False),
+    ]
+    left = rule.window_days - asking.days
+    if left:
+        open_facts.append(
+            window_fact(left, f"You have {left} more days.", allowed=context, required=False)
+        )
+    else:
+        open_facts.append(fact("term", "last_day", "Today is the last day.", required=False))
+    closed = f"No, the {asking.closed_ago()}, so it can't be returned any more."
+    asking.ask_about_item(
+        "return_window", f"Can I still return {asking.subject}?", open_facts, closed, "return:no"
+    )
+
+
+def _ask_restocking_fee(asking: _Asking, topics: list[str]) -> None:
+    it = "it" if "return_window" in topics else asking.subject
+    # the fee depends on an earlier verdict: past the window there is no return to charge
+    # for, so the answer says that first (a customer told "there's no restocking fee" would
+    # send it back and be refused)
+    closed = (
+        f"It can't be returned any more: the {asking.closed_ago()}, so the question of a fee "
+        "doesn't arise."
+    )
+    asking.ask_about_item(
+        "restocking_fee",
+        f"Is there a restocking fee if I return {it}?",
+        [fee_fact(asking.rule.restocking_fee)],
+        closed,
+        "return:no",
+    )
+
+
+def _ask_exchange(asking: _Asking, topics: list[str]) -> None:
+    it = "it" if asking.questions else asking.subject
+    can = (
+        "You can exchange it for another size or colour of the same product while the return "
+        "window is open."
+    )
+    closed = (
+        f"Exchanges follow the {asking.rule.window_days}-day return window, which has closed, "
+        "so it can't be exchanged any more either."
+    )
+    asking.ask_about_item(
+        "exchange",
+        # not "for another size or colour": the question must not state the answer
+        f"Could I exchange {it} for a different one instead?",
+        [fact("verdict", "exchange:yes", can)],
+        closed,
+        "exchange:no",
+    )
+
+
+def _ask_refunds(asking: _Asking, topics: list[str]) -> None:
+    ctx = asking.ctx
+    asking.questions.append("How long does a refund take to come through?")
+    query = pick(asking.rng, ("refunds original payment method", "refund business days"))
+    policy_id = ctx.policy_ids[("refunds", "", "any")]
+    asking.reference.append(policy_call(ctx, query, policy_id, asking.policies))
+    low, high = ctx.policies.refund_days  # this shop's book, never a constant
+    told = (
+        f"A refund reaches your original payment method within {low} to {high} business days "
+        "after the returned item is received."
+    )
+    asking.add(fact("duration", f"{low}-{high}", told))
+
+
+def _ask_shipping(asking: _Asking, topics: list[str]) -> None:
+    ctx, membership = asking.ctx, asking.membership
+    value = float(asking.rng.choice([25, 35, 45, 60, 80, 120]))
+    asking.questions.append(f"How much is standard shipping on a {money(value)} order for me?")
+    query = f"shipping cost {membership} members"
+    policy_id = ctx.policy_ids[("shipping", "", membership)]
+    asking.reference.append(policy_call(ctx, query, policy_id, asking.policies))
+    fee = ctx.policies.shipping_fee(value, membership)
+    threshold = ctx.policies.free_shipping_threshold
+    if fee == 0 and membership == "plus":
+        say = "Standard shipping is free for you as a Plus member."
+    elif fee == 0:
+        say = f"Standard shipping on a {money(value)} order is free."
+    else:
+        say = (
+            f"Standard shipping on a {money(value)} order costs {money(fee)}, since it is under "
+            f"the {money(threshold)} free-shipping threshold."
+        )
+    allowed = [f"{value:.2f}", f"{threshold:.2f}"]
+    asking.add(fact("money", f"{fee:.2f}", say, allowed=allowed))
+
+
+def _ask_cancellation(asking: _Asking, topics: list[str]) -> None:
+    ctx, rng = asking.ctx, asking.rng
+    status = pick(rng, ("shipped", "processing"))
+    asking.questions.append(f"And can I still cancel an order that is {status}?")
+    query = pick(rng, ("cancel order", "cancellation policy"))
+    policy_id = ctx.policy_ids[("cancellation", "", "any")]
+    asking.reference.append(policy_call(ctx, query, policy_id, asking.policies))
+    if ctx.policies.can_cancel(status):
+        can = f"Yes, an order that is still {status} can be cancelled."
+        asking.add(fact("verdict", "cancel:yes", can))
+    else:
+        cannot = (
+            "An order that has already shipped can't be cancelled any more; you can return it "
+            "once it's delivered instead."
+        )
+        asking.add(
+            fact("verdict", "cancel:no", cannot), fact("term", "return_instead", required=False)
+        )
+
+
+_TOPICS: dict[str, Callable[[_Asking, list[str]], None]] = {
+    "return_window": _ask_return_window,
+    "restocking_fee": _ask_restocking_fee,
+    "exchange": _ask_exchange,
+    "refunds": _ask_refunds,
+    "shipping": _ask_shipping,
+    "cancellation": _ask_cancellation,
+}

@@ -16,6 +16,8 @@ over the whole catalog with `Catalog.filter_mask` (plus the stock floor for bulk
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from pydantic import Field
 
@@ -34,6 +36,7 @@ from ecomrlve.generators.blocks import (
     query_for,
 )
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.difficulty import HistoryLength, IntentCount, SearchTopK
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import FACT_KEY, constraint_phrase
 from ecomrlve.generators.prompts import compose, hidden_signal
@@ -91,34 +94,24 @@ FOLLOWUPS: tuple[str, ...] = ("reorder",)
 class DiscoveryConfig(ScenarioConfig):
     n_constraints: int = Field(ge=2, le=7, description="category + attribute constraints")
     n_items: int = Field(ge=1, description="how many items the user wants recommended (<= 3)")
-    n_orders: int = Field(ge=1, description="order history length")
-    hidden_detail_share: float = Field(ge=0.0, le=1.0)
-    typo_rate: float = Field(ge=0.0, le=1.0)
+    n_orders: HistoryLength
     out_of_stock_rate: float = Field(ge=0.0, le=1.0, description="P(first choice unavailable)")
-    search_top_k: int = Field(ge=1, le=50)
+    search_top_k: SearchTopK
     anchor_prob: float = Field(ge=0.0, le=1.0, description="P(a constraint via order history)")
     bulk_prob: float = Field(ge=0.0, le=1.0, description="P(a multi-unit request)")
-    n_intents: int = Field(ge=1, description="requests in one message: 1 + follow-ups")
+    n_intents: IntentCount
 
 
 class ProductDiscovery(Scenario):
     name = "product_discovery"
     Config = DiscoveryConfig
 
-    def config_for(self, difficulty: int, axes: dict[str, float]) -> DiscoveryConfig:
-        return DiscoveryConfig(
-            difficulty=difficulty,
-            n_constraints=int(axes["n_constraints"]),
-            n_items=min(3, int(axes["n_items"])),
-            n_orders=int(axes["n_orders"]),
-            hidden_detail_share=axes["hidden_detail_share"],
-            typo_rate=axes["typo_rate"],
-            out_of_stock_rate=axes["out_of_stock_rate"],
-            search_top_k=int(axes["search_top_k"]),
-            anchor_prob=min(0.7, 0.08 * difficulty),
-            bulk_prob=min(0.7, 0.07 * difficulty),
-            n_intents=int(axes["n_intents"]),
-        )
+    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "n_items": min(3, values["n_items"]),
+            "anchor_prob": min(0.7, 0.08 * difficulty),
+            "bulk_prob": min(0.7, 0.07 * difficulty),
+        }
 
     def plan(self, config: DiscoveryConfig, rng: np.random.Generator) -> Plan:
         m = config.n_constraints - 1

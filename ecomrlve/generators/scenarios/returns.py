@@ -16,6 +16,10 @@ The module is called `returns` because `return` is a Python keyword; the scenari
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
 import numpy as np
 from pydantic import Field
 
@@ -38,10 +42,17 @@ from ecomrlve.generators.blocks import (
     window_fact,
 )
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.draws import below, between, pick
+from ecomrlve.generators.difficulty import HistoryLength, IntentCount
+from ecomrlve.generators.draws import between, pick
+from ecomrlve.generators.order_requests import (
+    ExchangeOption,
+    OrderRequests,
+    delivered_order,
+    exchange_option,
+)
 from ecomrlve.generators.phrasing import join_words
 from ecomrlve.generators.prompts import compose
-from ecomrlve.tasks import AnswerFact, ExchangeSpec, Goal, ReturnSpec
+from ecomrlve.tasks import AnswerFact, Goal, ToolCall
 
 REASONS: tuple[str, ...] = (
     "it doesn't fit",
@@ -94,29 +105,18 @@ def refusal_facts(ctx: GenContext, order: dict, row: int, membership: str) -> li
 
 class ReturnConfig(ScenarioConfig):
     n_items: int = Field(ge=1, description="items the user wants returned or exchanged (<= 3)")
-    n_orders: int = Field(ge=1)
+    n_orders: HistoryLength
     n_distractors: int = Field(ge=0, description="look-alike items in other orders")
-    hidden_detail_share: float = Field(ge=0.0, le=1.0)
-    typo_rate: float = Field(ge=0.0, le=1.0)
     policy_branches: int = Field(ge=1, description="rule dimensions: eligibility, fee, membership")
-    n_intents: int = Field(ge=1, description="requests in one message: 1 + follow-ups")
+    n_intents: IntentCount
 
 
 class Return(Scenario):
     name = "return"
     Config = ReturnConfig
 
-    def config_for(self, difficulty: int, axes: dict[str, float]) -> ReturnConfig:
-        return ReturnConfig(
-            difficulty=difficulty,
-            n_items=min(3, int(axes["n_items"])),
-            n_orders=int(axes["n_orders"]),
-            n_distractors=int(axes["n_distractors"]),
-            hidden_detail_share=axes["hidden_detail_share"],
-            typo_rate=axes["typo_rate"],
-            policy_branches=int(axes["policy_branches"]),
-            n_intents=int(axes["n_intents"]),
-        )
+    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
+        return {"n_items": min(3, values["n_items"])}
 
     def plan(self, config: ReturnConfig, rng: np.random.Generator) -> Plan:
         n_requests = between(rng, 1, config.n_items + 1)
@@ -155,117 +155,29 @@ class Return(Scenario):
     def build(
         self, config: ReturnConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
     ) -> Draft:
-        kinds: list[str] = plan["kinds"]
         world = World.new(ctx, rng)
-        membership = world.membership
         used_categories: set[str] = set()
-        items: list[dict] = []  # row, kind, days since delivery, extra
-        for kind in kinds:
-            items.append(self._pick_item(ctx, rng, kind, membership, used_categories))
-        # orders: the requested items in one or two delivered orders; the delivery date of
-        # each order is drawn inside every eligible item's window and past every
-        # window-closed item's window
-        n_orders = 2 if plan["two_orders"] else 1
-        groups = [items[k::n_orders] for k in range(n_orders)]
-        ids = ctx.order_ids(rng, n_orders + config.n_orders + config.n_distractors)
-        orders = []
-        for order_id, group in zip(ids[:n_orders], groups, strict=True):
-            days = self._delivery_age(ctx, rng, group, membership)
-            transit = between(rng, 2, 6)
-            order = ctx.order(
-                order_id,
-                [it["row"] for it in group],
-                [1] * len(group),
-                "delivered",
-                days + transit,
-                transit_days=transit,
-                user=world.user,
-            )
-            for it in group:
-                it["order"] = order
-            orders.append(order)
-        n_distractors = min(config.n_distractors, len(items) * 2)
-        distractors = []
-        for k in range(n_distractors):
-            target = items[k % len(items)]["row"]
-            row = look_alike(ctx, rng, target)
-            if row is not None:
-                distractors.append(
-                    ctx.order(
-                        ids[n_orders + k],
-                        [row],
-                        [1],
-                        "delivered",
-                        between(rng, 10, 120),
-                        user=world.user,
-                    )
-                )
-        fillers = filler_orders(ctx, rng, ids[n_orders + n_distractors :], used_categories)
-        world.orders = orders + distractors + fillers
+        items = [
+            _pick_item(ctx, rng, kind, world.membership, used_categories) for kind in plan["kinds"]
+        ]
+        orders = _place_orders(ctx, rng, config, world, items, plan["two_orders"], used_categories)
 
-        reason = pick(rng, REASONS)
-        reference = []
+        asked = _Asked(ctx, rng, world.membership, reason=pick(rng, REASONS))
         if plan["hide_reason"]:
-            reference.append(ask_call(["reason"], rng))
-        reference.append(call("list_orders"))
-        returns, exchanges, requests = [], [], []
-        answer_facts: list[AnswerFact] = []
-        policy_calls, policies = [], []
+            asked.requests.reference.append(ask_call(["reason"], rng))
+        asked.requests.reference.append(call("list_orders"))
         for it in items:
-            row, order = it["row"], it["order"]
-            item_id, order_id = ctx.item_ids[row], order["order_id"]
-            phrase = f"{line_phrase(ctx, row, rng)} I ordered {order_when(order, rng)}"
-            category = ctx.category.value(row)
-            if it["kind"] == "return":
-                requests.append(f"I want to return {phrase}")
-                reference.append(
-                    call("return_item", order_id=order_id, item_id=item_id, reason=reason)
-                )
-                returns.append(ReturnSpec(order_id=order_id, item_id=item_id))
-            elif it["kind"] == "exchange":
-                new_row, words = it["new_row"], it["words"]
-                requests.append(f"please exchange {phrase} for {words}")
-                reference += [
-                    call("get_product", item_id=item_id),
-                    call(
-                        "exchange_item",
-                        order_id=order_id,
-                        item_id=item_id,
-                        new_item_id=ctx.item_ids[new_row],
-                    ),
-                ]
-                exchanges.append(
-                    ExchangeSpec(
-                        order_id=order_id,
-                        item_id=item_id,
-                        acceptable_new=ctx.ids(it["acceptable_new"]),
-                    )
-                )
-            else:
-                requests.append(f"I'd like to return {phrase}")
-                policy_calls.append(returns_policy_call(ctx, category, membership, rng, policies))
-                answer_facts += refusal_facts(ctx, order, row, membership)
-        question = ""
-        if plan["fee_question"]:
-            asked = next(it for it in items if it["kind"] == "return")
-            category = ctx.category.value(asked["row"])
-            policy_calls.append(returns_policy_call(ctx, category, membership, rng, policies))
-            fee = ctx.policies.return_rule(category, membership).restocking_fee
-            item = ctx.item_ids[asked["row"]]
-            noun = ctx.noun(asked["row"])
-            told = (
-                f"Returning the {noun} costs a {round(fee * 100)}% restocking fee."
-                if fee
-                else f"There's no restocking fee on the {noun}."
-            )
-            subject = about(ctx, asked["order"], asked["row"], item)
-            answer_facts.append(fee_fact(fee, told, **subject))
-            question = pick(rng, FEE_QUESTIONS).format(noun=ctx.noun(asked["row"]))
+            phrase = f"{line_phrase(ctx, it.row, rng)} I ordered {order_when(it.order, rng)}"
+            asked.said.append(_REQUESTS[it.kind](asked, it, phrase))
+        question = asked.fee_question(items) if plan["fee_question"] else ""
         # read the policy before acting on anything
         list_at = 1 if plan["hide_reason"] else 0
-        reference[list_at + 1 : list_at + 1] = policy_calls
-        reason_text = "" if plan["hide_reason"] or not returns else f" The reason: {reason}."
-        text = join_words(requests)
+        asked.requests.reference[list_at + 1 : list_at + 1] = asked.policy_calls
+        returning = bool(asked.requests.returns)
+        reason_text = (
+            "" if plan["hide_reason"] or not returning else f" The reason: {asked.reason}."
+        )
+        text = join_words(asked.said)
         prompt = compose(
             pick(rng, TEMPLATES),
             {
@@ -277,106 +189,178 @@ class Return(Scenario):
             rng,
             config.typo_rate,
         )
+        requests = asked.requests
         extra = followups.add_followups(
             plan["followups"], ctx, rng, world, used_categories, typo_rate=config.typo_rate
         )
-        extra.merge(reference, answer_facts, policies)
+        extra.merge(requests.reference, requests.answer_facts, requests.policies)
         prompt = extra.prompt(prompt)
-        first = items[0]
         facts = {
-            "reason": reason,
-            "item": line_phrase(ctx, first["row"], rng),
-            "order": order_ref(first["order"]),
+            "reason": asked.reason,
+            "item": line_phrase(ctx, items[0].row, rng),
+            "order": order_ref(items[0].order),
         }
-        relevant = [o["order_id"] for o in orders] + [ctx.item_ids[it["row"]] for it in items]
+        relevant = [o["order_id"] for o in orders] + [ctx.item_ids[it.row] for it in items]
         goal = Goal(
+            **requests.goal_parts(),
             purchase=extra.purchase,
             user_facts=facts,
-            returns=returns,
-            exchanges=exchanges,
-            answer_facts=answer_facts,
-            relevant_policies=policies,
             relevant_ids=relevant + extra.relevant,
             typo_rate=config.typo_rate,
         )
-        return Draft(prompt, goal, world.state(), reference)
+        return Draft(prompt, goal, world.state(), requests.reference)
 
-    # ---- item draws ------------------------------------------------------------------------------
-    def _pick_item(
-        self,
-        ctx: GenContext,
-        rng: np.random.Generator,
-        kind: str,
-        membership: str,
-        used: set[str],
-    ) -> dict:
-        if kind == "ineligible" and rng.random() < 0.4:
-            pool = [c for c in ctx.final_sale_categories if c not in used]
-            if pool:
-                category = pick(rng, pool)
-                used.add(category)
-                row = ctx.pick_any(rng, category)
-                return {"row": row, "kind": kind}
-        pool = [c for c in ctx.returnable_categories if c not in used]
-        if not pool:
-            raise GenerationError("no returnable category left")
-        category = pick(rng, pool)
-        used.add(category)
-        if kind != "exchange":
-            return {"row": ctx.pick_any(rng, category), "kind": kind}
-        for _ in range(12):
-            row = ctx.pick_any(rng, category)
-            option = self._exchange_option(ctx, rng, row)
-            if option is not None:
-                new_row, words, acceptable = option
-                return {
-                    "row": row,
-                    "kind": kind,
-                    "new_row": new_row,
-                    "words": words,
-                    "acceptable_new": acceptable,
-                }
-        raise GenerationError(f"no {category} with an in-stock variant to exchange for")
 
-    @staticmethod
-    def _delivery_age(
-        ctx: GenContext, rng: np.random.Generator, group: list[dict], membership: str
-    ) -> int:
-        """Days since delivery that make each item of one order (in)eligible as planned."""
-        low, high = 1, 150
+@dataclass
+class _Item:
+    """One requested item: its catalog row, what is asked (`return`, `exchange` or
+    `ineligible`), the variant to exchange it for, and the order it is placed in."""
+
+    row: int
+    kind: str
+    option: ExchangeOption | None = None
+    order: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Asked:
+    """What the requests of one task add up to while they are built, one item at a time."""
+
+    ctx: GenContext
+    rng: np.random.Generator
+    membership: str
+    reason: str
+    requests: OrderRequests = field(default_factory=OrderRequests)
+    policy_calls: list[ToolCall] = field(default_factory=list)  # read before any write
+    said: list[str] = field(default_factory=list)
+
+    def fee_question(self, items: list[_Item]) -> str:
+        """The restocking-fee question about the first item to return: its policy read and
+        the fee fact; returns the sentence the user adds."""
+        ctx, asked = self.ctx, next(it for it in items if it.kind == "return")
+        category = ctx.category.value(asked.row)
+        self.policy_calls.append(
+            returns_policy_call(ctx, category, self.membership, self.rng, self.requests.policies)
+        )
+        fee = ctx.policies.return_rule(category, self.membership).restocking_fee
+        noun = ctx.noun(asked.row)
+        told = (
+            f"Returning the {noun} costs a {round(fee * 100)}% restocking fee."
+            if fee
+            else f"There's no restocking fee on the {noun}."
+        )
+        subject = about(ctx, asked.order, asked.row, ctx.item_ids[asked.row])
+        self.requests.answer_facts.append(fee_fact(fee, told, **subject))
+        return pick(self.rng, FEE_QUESTIONS).format(noun=noun)
+
+
+def _ask_return(asked: _Asked, it: _Item, phrase: str) -> str:
+    asked.requests.return_item(asked.ctx, it.order, it.row, asked.reason)
+    return f"I want to return {phrase}"
+
+
+def _ask_exchange(asked: _Asked, it: _Item, phrase: str) -> str:
+    option = it.option  # _pick_item draws one for every exchange
+    if option is None:
+        raise ValueError(f"exchange of row {it.row} without a variant to exchange for")
+    asked.requests.exchange_item(asked.ctx, it.order, it.row, option)
+    return f"please exchange {phrase} for {option.words}"
+
+
+def _ask_ineligible(asked: _Asked, it: _Item, phrase: str) -> str:
+    """Nothing may be filed: the agent reads the rule and the answer says why not."""
+    ctx, requests = asked.ctx, asked.requests
+    category = ctx.category.value(it.row)
+    asked.policy_calls.append(
+        returns_policy_call(ctx, category, asked.membership, asked.rng, requests.policies)
+    )
+    requests.answer_facts += refusal_facts(ctx, it.order, it.row, asked.membership)
+    return f"I'd like to return {phrase}"
+
+
+_REQUESTS: dict[str, Callable[[_Asked, _Item, str], str]] = {
+    "return": _ask_return,
+    "exchange": _ask_exchange,
+    "ineligible": _ask_ineligible,
+}
+
+
+# ---- item and order draws ----------------------------------------------------------------------
+def _pick_item(
+    ctx: GenContext, rng: np.random.Generator, kind: str, membership: str, used: set[str]
+) -> _Item:
+    if kind == "ineligible" and rng.random() < 0.4:
+        pool = [c for c in ctx.final_sale_categories if c not in used]
+        if pool:
+            category = pick(rng, pool)
+            used.add(category)
+            return _Item(ctx.pick_any(rng, category), kind)
+    pool = [c for c in ctx.returnable_categories if c not in used]
+    if not pool:
+        raise GenerationError("no returnable category left")
+    category = pick(rng, pool)
+    used.add(category)
+    if kind != "exchange":
+        return _Item(ctx.pick_any(rng, category), kind)
+    for _ in range(12):
+        row = ctx.pick_any(rng, category)
+        option = exchange_option(ctx, rng, row)
+        if option is not None:
+            return _Item(row, kind, option)
+    raise GenerationError(f"no {category} with an in-stock variant to exchange for")
+
+
+def _place_orders(
+    ctx: GenContext,
+    rng: np.random.Generator,
+    config: ReturnConfig,
+    world: World,
+    items: list[_Item],
+    two_orders: bool,
+    used_categories: set[str],
+) -> list[dict[str, Any]]:
+    """The requested items in one or two delivered orders (each item's `order` is set),
+    look-alike orders and fillers as the world's history; returns the requested orders.
+
+    Each order's delivery date is drawn inside every eligible item's window and past every
+    window-closed item's window."""
+    n_orders = 2 if two_orders else 1
+    groups = [items[k::n_orders] for k in range(n_orders)]
+    ids = ctx.order_ids(rng, n_orders + config.n_orders + config.n_distractors)
+    orders = []
+    for order_id, group in zip(ids[:n_orders], groups, strict=True):
+        days = _delivery_age(ctx, rng, group, world.membership)
+        order = delivered_order(ctx, rng, order_id, [it.row for it in group], days, world.user)
         for it in group:
-            rule = ctx.policies.return_rule(ctx.category.value(it["row"]), membership)
-            if not rule.returnable:
-                continue
-            if it["kind"] == "ineligible":
-                low = max(low, rule.window_days + 1)
-            else:
-                high = min(high, rule.window_days)
-        if low > high:
-            raise GenerationError("no delivery date fits every item of the order")
-        return between(rng, low, min(high, low + 45) + 1)
+            it.order = order
+        orders.append(order)
+    n_distractors = min(config.n_distractors, len(items) * 2)
+    distractors = []
+    for k in range(n_distractors):
+        row = look_alike(ctx, rng, items[k % len(items)].row)
+        if row is not None:
+            placed = between(rng, 10, 120)
+            distractors.append(
+                ctx.order(ids[n_orders + k], [row], [1], "delivered", placed, user=world.user)
+            )
+    fillers = filler_orders(ctx, rng, ids[n_orders + n_distractors :], used_categories)
+    world.orders = orders + distractors + fillers
+    return orders
 
-    @staticmethod
-    def _exchange_option(ctx: GenContext, rng: np.random.Generator, row: int):
-        """Another in-stock variant of the same product: (row, words, acceptable rows)."""
-        family = ctx.family_rows(row)
-        options = [int(r) for r in family if int(r) != row and ctx.in_stock[r]]
-        if not options:
-            return None
-        new = options[below(rng, len(options))]
-        same_color = ctx.color.codes[new] == ctx.color.codes[row]
-        same_size = ctx.size_col.codes[new] == ctx.size_col.codes[row]
-        if same_color and not same_size:
-            words = f"size {ctx.size_col.value(new)}"
-        elif same_size and not same_color:
-            words = f"the {ctx.color.value(new)} one"
+
+def _delivery_age(
+    ctx: GenContext, rng: np.random.Generator, group: list[_Item], membership: str
+) -> int:
+    """Days since delivery that make each item of one order (in)eligible as planned."""
+    low, high = 1, 150
+    for it in group:
+        rule = ctx.policies.return_rule(ctx.category.value(it.row), membership)
+        if not rule.returnable:
+            continue
+        if it.kind == "ineligible":
+            low = max(low, rule.window_days + 1)
         else:
-            words = f"the {ctx.color.value(new)} one in size {ctx.size_col.value(new)}"
-        acceptable = [
-            int(r)
-            for r in family
-            if ctx.in_stock[r]
-            and ctx.color.codes[r] == ctx.color.codes[new]
-            and ctx.size_col.codes[r] == ctx.size_col.codes[new]
-        ]
-        return new, words, np.array(acceptable)
+            high = min(high, rule.window_days)
+    if low > high:
+        raise GenerationError("no delivery date fits every item of the order")
+    return between(rng, low, min(high, low + 45) + 1)

@@ -22,6 +22,7 @@ type come first.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from pydantic import Field
@@ -37,6 +38,7 @@ from ecomrlve.generators.blocks import (
     order_when,
 )
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.difficulty import HistoryLength, SearchTopK
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import size_phrase, variant_phrase
 from ecomrlve.generators.prompts import compose, hidden_signal
@@ -84,11 +86,9 @@ BRAND_RULE = ", and by brand I prefer {order}"
 
 
 class SubstitutionConfig(ScenarioConfig):
-    n_orders: int = Field(ge=1)
-    hidden_detail_share: float = Field(ge=0.0, le=1.0)
-    typo_rate: float = Field(ge=0.0, le=1.0)
+    n_orders: HistoryLength
     out_of_stock_rate: float = Field(ge=0.0, le=1.0, description="P(a preferred brand is empty)")
-    search_top_k: int = Field(ge=1, le=50)
+    search_top_k: SearchTopK
     budget_slack: float = Field(ge=0.0, le=1.0, description="sets the price band width")
     history_prob: float = Field(ge=0.0, le=1.0, description="P(the item is from a past order)")
 
@@ -97,17 +97,8 @@ class Substitution(Scenario):
     name = "substitution"
     Config = SubstitutionConfig
 
-    def config_for(self, difficulty: int, axes: dict[str, float]) -> SubstitutionConfig:
-        return SubstitutionConfig(
-            difficulty=difficulty,
-            n_orders=int(axes["n_orders"]),
-            hidden_detail_share=axes["hidden_detail_share"],
-            typo_rate=axes["typo_rate"],
-            out_of_stock_rate=axes["out_of_stock_rate"],
-            search_top_k=int(axes["search_top_k"]),
-            budget_slack=axes["budget_slack"],
-            history_prob=min(0.6, 0.07 * difficulty),
-        )
+    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
+        return {"history_prob": min(0.6, 0.07 * difficulty)}
 
     def plan(self, config: SubstitutionConfig, rng: np.random.Generator) -> Plan:
         history = bool(rng.random() < config.history_prob)

@@ -37,7 +37,7 @@ import random
 import shutil
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -45,7 +45,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ecomrlve.config import AgentConfig, EnvConfig
+from ecomrlve.config import AgentConfig, EnvConfig, ProgressFn
 from ecomrlve.env import Catalog, EcomEnv, Verdict, tool_schemas
 from ecomrlve.tasks import Task
 from ecomrlve.train.engine import Completion, FinishReason, SamplingParams
@@ -53,7 +53,6 @@ from ecomrlve.train.engine import Completion, FinishReason, SamplingParams
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-ProgressFn = Callable[[str, float], None]
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 WEIGHTS_PATH = "/update_weights_from_disk"
