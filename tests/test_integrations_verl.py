@@ -62,7 +62,7 @@ def dataset(data, verl_config, qwen3_tokenizer):
 
 
 def test_verls_rlhf_dataset_reads_our_rows(dataset) -> None:
-    assert len(dataset) == 10
+    assert len(dataset) == 11
     rows = [dataset[i] for i in range(len(dataset))]
     assert sorted(r["index"] for r in rows) == list(range(10))  # unique, the row's position
     for row in rows:
