@@ -63,10 +63,15 @@ TASK_SCHEMA: dict[str, pl.DataType] = {
     **{axis: pl.Float64 for axis in DIFFICULTY_AXES},
     "catalog_hash": pl.String,
     "attempt": pl.Int64,
+    "events": pl.String,
 }
+# Columns added after stores were first written, with the value an older row reads as.
+COLUMN_DEFAULTS: dict[str, str] = {"events": "[]"}
 # The task table's contract: every task row has these columns
 CONTRACT_COLUMNS: tuple[str, ...] = tuple(
-    c for c in TASK_SCHEMA if c not in DIFFICULTY_AXES and c != "attempt"
+    c
+    for c in TASK_SCHEMA
+    if c not in DIFFICULTY_AXES and c != "attempt" and c not in COLUMN_DEFAULTS
 )
 # a trainer shard's task columns, in order
 SHARD_COLUMNS: tuple[str, ...] = tuple(c for c in TASK_SCHEMA if c != "attempt")
@@ -275,6 +280,36 @@ class Goal(Model):
         return self.derived("slot_sets", lambda: [frozenset(s.acceptable) for s in slots])
 
 
+EventKind = Literal["price_change", "out_of_stock", "order_shipped", "tool_failure"]
+TRANSIENT_ERRORS: tuple[str, ...] = ("timeout", "service_unavailable", "rate_limited")
+
+
+class WorldEvent(Model):
+    """One change of the shop during an episode (issue 29): seeded by the generator, applied by
+    the env (`ecomrlve.env.events`) once `after_calls` tool calls have run, before the next.
+
+    * `price_change`: `item_id` costs `price` from then on (it cost `old_price`);
+    * `out_of_stock`: `item_id` cannot be bought any more;
+    * `order_shipped`: `order_id` moves from processing (or pending) to shipped;
+    * `tool_failure`: the first call of `tool` from then on fails with `error` (a transient
+      fault: a timeout, the service unavailable, a rate limit); the same call again works.
+
+    `substitute` (out of stock) is the product the reference buys instead; `say` the sentence
+    the reference's final message tells the customer the change with.
+    """
+
+    kind: EventKind
+    after_calls: int = Field(ge=0)
+    item_id: str = ""
+    order_id: str = ""
+    price: float | None = None
+    old_price: float | None = None
+    substitute: str = ""
+    tool: str = ""
+    error: str = ""
+    say: str = ""
+
+
 class Task(Model):
     task_id: str
     scenario: str
@@ -288,6 +323,7 @@ class Task(Model):
     reference: list[ToolCall]
     axes: dict[str, float] = Field(default_factory=dict)
     catalog_hash: str = ""
+    events: list[WorldEvent] = Field(default_factory=list)
 
     def model_post_init(self, __context: Any) -> None:
         if self.scenario not in SCENARIOS:
@@ -311,6 +347,7 @@ class Task(Model):
                 [{"arguments": c.arguments, "name": c.name} for c in self.reference]
             ),
             "catalog_hash": self.catalog_hash,
+            "events": _sorted_json([e.model_dump(exclude_defaults=True) for e in self.events]),
         }
         for axis in DIFFICULTY_AXES:
             row[axis] = float(self.axes.get(axis, 0.0))
@@ -331,7 +368,19 @@ class Task(Model):
             reference=[ToolCall.model_validate(c) for c in json.loads(row["reference"])],
             axes={a: float(row[a]) for a in DIFFICULTY_AXES if a in row},
             catalog_hash=row.get("catalog_hash", ""),
+            events=[WorldEvent.model_validate(e) for e in json.loads(row.get("events") or "[]")],
         )
+
+
+def with_column_defaults(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with every `COLUMN_DEFAULTS` column present and filled (rows of older stores,
+    or of files without it read together with newer ones, get the default)."""
+    for column, default in COLUMN_DEFAULTS.items():
+        if column in frame.columns:
+            frame = frame.with_columns(pl.col(column).fill_null(default))
+        else:
+            frame = frame.with_columns(pl.lit(default, dtype=pl.String).alias(column))
+    return frame
 
 
 def _sorted_json(value: Any) -> str:

@@ -22,13 +22,14 @@ def switch_task(catalog: Catalog) -> Task:
 
 
 def curriculum_store(data: Path) -> Path:
-    """Build the fixture catalog, the fixture tasks (plus `switch_task`, all stamped with the
-    store's catalog) and curriculum `demo` under `data`; return `data`."""
+    """Build the fixture catalog, the fixture tasks (plus `switch_task` and `event_task`, all
+    stamped with the store's catalog) and curriculum `demo` under `data`; return `data`."""
     from ecomrlve.catalogs import build_catalog
 
     build_catalog(data, fx.N_PRODUCTS, fx.CATALOG_SEED)
     catalog = Catalog.load(data)
-    tasks = [*fx.all_tasks(catalog), switch_task(catalog)]
+    # `event_task`: a shop that changes mid-episode, played alike by every integration
+    tasks = [*fx.all_tasks(catalog), switch_task(catalog), fx.event_task(catalog)]
     stamped = [t.model_copy(update={"catalog_hash": catalog.catalog_hash}) for t in tasks]
     fx.write_store(data, stamped)
     with store.exclusive_lock(data):

@@ -33,7 +33,7 @@ def catalog():
 
 @pytest.fixture(scope="module")
 def tasks(catalog):
-    return fx.all_tasks(catalog)
+    return [*fx.all_tasks(catalog), fx.event_task(catalog)]  # one shop that changes mid-episode
 
 
 def _world(catalog, tasks, **limits) -> ServedWorld:

@@ -28,7 +28,7 @@ def test_reference_episodes_through_the_tool_methods_earn_the_envs_reward(
 ) -> None:
     train = load_curriculum_dataset(curriculum_store, "demo")
     val = load_curriculum_dataset(curriculum_store, "demo", "validation")
-    assert (train.num_rows, val.num_rows) == (9, 1)
+    assert (train.num_rows, val.num_rows) == (10, 1)
     make = EcomToolEnv.factory(curriculum_store)
     for row in [*train, *val]:
         env = make()

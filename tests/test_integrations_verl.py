@@ -62,15 +62,17 @@ def dataset(data, verl_config, qwen3_tokenizer):
 
 
 def test_verls_rlhf_dataset_reads_our_rows(dataset) -> None:
-    assert len(dataset) == 10
+    assert len(dataset) == 11
     rows = [dataset[i] for i in range(len(dataset))]
-    assert sorted(r["index"] for r in rows) == list(range(10))  # unique, the row's position
+    assert sorted(r["index"] for r in rows) == list(range(11))  # unique, the row's position
     for row in rows:
         assert row["agent_name"] == cur.AGENT_NAME and row["data_source"] == "ecomrlve"
         assert [m["role"] for m in row["raw_prompt"]] == ["system", "user"]
         assert "<tools>" not in row["raw_prompt"][0]["content"]  # schemas go to the template
         task = cur.task_from_verl_row(dict(row["extra_info"]), dict(row["reward_model"]))
         assert task.task_id == row["extra_info"]["task_id"]
+        # the shop's changes travel with the row (issue 29): the loop replays the same world
+        assert bool(task.events) == (task.task_id == "fx-events")
 
 
 class StubServerManager:

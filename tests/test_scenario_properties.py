@@ -40,13 +40,15 @@ _TASKS: dict[tuple[str, str], tuple[Task, ...]] = {}
 
 
 def tasks_of(ctx: GenContext, scenario: str) -> tuple[Task, ...]:
-    """12 tasks (seed 11) at every difficulty, generated once per catalog and scenario."""
+    """12 tasks (seed 11) at every difficulty, generated once per catalog and scenario: the
+    scenario's own builds, without world events (their rewrites of the reference are
+    checked in tests/test_env_events.py)."""
     key = (ctx.catalog_hash, scenario)
     if key not in _TASKS:
         tasks = []
         for d in range(11):
             for i in range(12):
-                task = generate_task(ctx, scenario, 11, d, i)
+                task = generate_task(ctx, scenario, 11, d, i, events_from=11)
                 assert task is not None, f"{scenario} d{d} i{i} gave up"
                 tasks.append(task)
         _TASKS[key] = tuple(tasks)

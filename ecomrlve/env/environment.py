@@ -27,6 +27,7 @@ import orjson
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
+from ecomrlve.env.events import WorldEvents
 from ecomrlve.env.parser import FormatError, ParsedCall, parse_turn
 from ecomrlve.env.progress import Progress
 from ecomrlve.env.record import CallRecord, EpisodeRecord
@@ -281,6 +282,10 @@ class EcomEnv:
             seen_ids=self.seen_ids,
         )
         self._done_keys: dict[tuple[str, str], int] = {}
+        # the shop's changes during the episode (issue 29); None for a static shop
+        self.world = (
+            WorldEvents(self.task.events, self.tools, self.record) if self.task.events else None
+        )
         self.progress = Progress(self.task, self.catalog)
         self.done = False
         self.verdict: Verdict | None = None
@@ -392,8 +397,12 @@ class EcomEnv:
         # the policy which candidate is right (the penalty would leak the hidden goal)
         unseen = _not_in(ids, self.seen_ids) if ids else ()
         irrelevant = _not_in(ids, self._needed) if ids and write else ()
-        ok, result = self.tools.call(call.name, call.arguments)
-        self._done_keys[key] = version
+        fault = self.world.before_call(len(record.calls), call.name) if self.world else None
+        if fault is None:
+            ok, result = self.tools.call(call.name, call.arguments)
+            self._done_keys[key] = version
+        else:  # a transient fault: nothing ran, so the same call again is no repeat
+            ok, result = False, fault
         if ok:
             record.shown.append(result)
         milestones = 0
@@ -410,6 +419,7 @@ class EcomEnv:
                 unseen_ids=unseen,
                 irrelevant_ids=irrelevant,
                 milestones=milestones,
+                transient=fault is not None,
             )
         )
         return _tool_message(call.name, result, call.call_id) if self.transcript else None

@@ -26,9 +26,12 @@ class CallRecord:
     unseen_ids: tuple[str, ...]
     irrelevant_ids: tuple[str, ...]  # ids off the goal used by a write (reads: always empty)
     milestones: int = 0  # goal milestones this call reached first (`ecomrlve.env.progress`)
+    transient: bool = False  # failed by a world event's transient fault (`ecomrlve.env.events`)
 
     @property
     def wasted(self) -> bool:
+        if self.transient:  # the tool's fault, not the agent's
+            return False
         return (not self.ok) or self.repeat or bool(self.irrelevant_ids)
 
     @property
@@ -52,3 +55,6 @@ class EpisodeRecord:
     # what the agent was shown besides the prompt: each successful call's result (by
     # reference) and the user's mid-episode messages; the answer's values are grounded in it
     shown: list[Any] = field(default_factory=list)
+    # world events that fired (event index -> tool calls made before it), and the cart then
+    events_fired: dict[int, int] = field(default_factory=dict)
+    event_carts: dict[int, tuple[str, ...]] = field(default_factory=dict)

@@ -73,10 +73,17 @@ def _action_sentence(task: Task, name: str, arguments: dict[str, Any]) -> str | 
 
 def final_answer(task: Task) -> str:
     """The reference final answer: what was done, then every fact asked about."""
-    sentences = [
-        s for call in task.reference if (s := _action_sentence(task, call.name, call.arguments))
+    # a call sent twice in a row is a retry after a transient failure: one action
+    calls = [c for k, c in enumerate(task.reference) if k == 0 or c != task.reference[k - 1]]
+    sentences = [s for call in calls if (s := _action_sentence(task, call.name, call.arguments))]
+    # world events the reference runs into (`WorldEvent.say` set): an order that shipped
+    # before its cancel replaces what the goal says about that order
+    told = [event for event in task.events if event.say]
+    shipped = {e.order_id for e in told if e.kind == "order_shipped"}
+    sentences += [
+        fact.say for fact in task.goal.answer_facts if fact.say and fact.subject not in shipped
     ]
-    sentences += [fact.say for fact in task.goal.answer_facts if fact.say]
+    sentences += [event.say for event in told]
     legacy = [f.value for f in task.goal.answer_facts if f.kind == "text"]
     if legacy:  # tasks written before typed facts: state each key
         sentences.append("Here is what you asked about: " + "; ".join(legacy) + ".")

@@ -164,6 +164,9 @@ class ShopTools:
         self.seen_ids = seen_ids
         self.recommended: list[str] | None = None
         self.sold: dict[str, int] = {}
+        # world events (`ecomrlve.env.events`): prices changed and products withdrawn mid-episode
+        self.prices: dict[str, float] = {}
+        self.withdrawn: set[str] = set()
 
     # ---- dispatch ---------------------------------------------------------------------------
     def call(self, name: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
@@ -187,7 +190,22 @@ class ShopTools:
         return order
 
     def _available(self, item_id: str, row: int) -> int:
+        if item_id in self.withdrawn:
+            return 0
         return int(self.catalog.stock[row]) - self.sold.get(item_id, 0)
+
+    def _price(self, item_id: str, row: int) -> float:
+        price = self.prices.get(item_id)
+        return float(self.catalog.price[row]) if price is None else price
+
+    def _live(self, result: dict[str, Any]) -> dict[str, Any]:
+        """A catalog row/result with this episode's price and stock."""
+        item_id = result["item_id"]
+        if item_id in self.prices:
+            result["price"] = self.prices[item_id]
+        if item_id in self.withdrawn:
+            result["in_stock"] = False
+        return result
 
     def _check_quantity(self, item_id: str, row: int, quantity: int) -> None:
         if quantity > self.max_quantity:
@@ -206,7 +224,7 @@ class ShopTools:
         subtotal = 0.0
         for item_id, quantity in self.state.cart.items():
             row = self.catalog.row_of(item_id)
-            price = float(self.catalog.price[row]) if row is not None else 0.0
+            price = self._price(item_id, row) if row is not None else 0.0
             title = self.catalog.title(row) if row is not None else "(unknown product)"
             lines.append(
                 {
@@ -277,6 +295,10 @@ class ShopTools:
             results = self.catalog.search(query, filters, top_k)
         except FilterError as err:
             raise ArgumentError(str(err)) from None
+        if self.prices or self.withdrawn:
+            results = [self._live(r) for r in results]
+            if (filters or {}).get("in_stock") is True:
+                results = [r for r in results if r["item_id"] not in self.withdrawn]
         self.seen_ids.update(r["item_id"] for r in results)
         out: dict[str, Any] = {"results": results, "count": len(results)}
         if not results:
@@ -291,7 +313,7 @@ class ShopTools:
             item_id: the product's id.
         """
         row = self._row(item_id)
-        product = self.catalog.row(item_id)
+        product = self._live(self.catalog.row(item_id))
         product["stock"] = max(self._available(item_id, row), 0)
         product["in_stock"] = product["stock"] > 0
         variants = []
@@ -302,7 +324,7 @@ class ShopTools:
                     "item_id": vid,
                     "color": self.catalog.value("color", r),
                     "size": self.catalog.value("size", r),
-                    "price": float(self.catalog.price[r]),
+                    "price": self._price(vid, r),
                     "in_stock": self._available(vid, r) > 0,
                 }
             )
@@ -367,7 +389,7 @@ class ShopTools:
         for item_id, quantity in self.state.cart.items():
             row = self.catalog.row_of(item_id)
             if row is not None:
-                subtotal += float(self.catalog.price[row]) * quantity
+                subtotal += self._price(item_id, row) * quantity
         return {"cart_items": len(self.state.cart), "subtotal": round(subtotal, 2)}
 
     @tool(ToolKind.READ, milestone=milestones.view_cart)
@@ -409,7 +431,7 @@ class ShopTools:
             if row is None:
                 raise RuleError(f"{item_id} is no longer sold; remove it from the cart")
             self._check_quantity(item_id, row, quantity)
-            price = float(self.catalog.price[row])
+            price = self._price(item_id, row)
             lines.append({"item_id": item_id, "quantity": quantity, "price": price})
             subtotal += price * quantity
             ship_days = max(ship_days, int(self.catalog.ship_days[row]))

@@ -39,6 +39,7 @@ from typing import Any
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
+from ecomrlve.env.events import episode_facts, expected_cancels
 from ecomrlve.env.facts import AnswerPlan, Shown, check_answer
 from ecomrlve.env.record import EpisodeRecord
 from ecomrlve.env.reward import reward_components, total_reward
@@ -146,7 +147,8 @@ def _check_purchase(task: Task, record: EpisodeRecord, violations: list[str]) ->
 
 
 def _check_orders(task: Task, record: EpisodeRecord, violations: list[str]) -> None:
-    cancel = set(task.goal.cancel)
+    # an order that shipped (a world event) before the agent cancelled it can't be cancelled
+    cancel = set(expected_cancels(task, record) if task.events else task.goal.cancel)
     for initial in record.initial["orders"]:
         order_id = initial["order_id"]
         final = record.state.orders[order_id]
@@ -230,7 +232,8 @@ def _check_recommend(task: Task, record: EpisodeRecord, violations: list[str]) -
 def _check_answer(
     task: Task, record: EpisodeRecord, violations: list[str], catalog: Catalog | None
 ) -> dict[str, list[str]]:
-    facts = task.goal.answer_facts
+    changed = episode_facts(task, record) if task.events else None
+    facts = task.goal.answer_facts if changed is None else changed
     answer = record.final_answer
     if answer is None or not answer.strip():
         violations.append("goal: the episode ended without a final answer")
@@ -247,7 +250,10 @@ def _check_answer(
     shown = Shown(
         [addresses[0], *user.get("payment_methods", ()), *record.shown], today, record, catalog
     )
-    plan = task.goal.derived("answer_plan", lambda: AnswerPlan(facts))
+    if changed is None:
+        plan = task.goal.derived("answer_plan", lambda: AnswerPlan(facts))
+    else:  # what this episode's events changed: built for it alone
+        plan = AnswerPlan(facts)
     # one entry point: the facts, their grounding and the claims (a kind of the registry)
     checked = check_answer(answer, plan, task.prompt, known, today, shown)
     violations.extend(checked.claims)
@@ -288,6 +294,8 @@ def judge(
         for item in call.unseen_ids:
             violations.append(f"hallucination: turn {call.turn}: {call.name} uses unseen id {item}")
             success = False
+        if call.transient:
+            continue  # the tool's fault (a world event), not the agent's
         if call.repeat:
             violations.append(f"waste: turn {call.turn}: {call.name} repeats an earlier call")
         elif not call.ok:

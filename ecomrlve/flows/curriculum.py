@@ -36,7 +36,7 @@ from ecomrlve import store
 from ecomrlve.catalogs import catalog_hash as current_catalog_hash
 from ecomrlve.config import ProgressFn
 from ecomrlve.read_sql import ReadOnlySQLError, check_read_query
-from ecomrlve.tasks import SHARD_COLUMNS, Task, step_band
+from ecomrlve.tasks import SHARD_COLUMNS, Task, step_band, with_column_defaults
 from ecomrlve.train.curriculum import CurriculumError  # one class: building and reading
 from ecomrlve.train.verl import AGENT_NAME, VERL_DIR, VERL_VAL_DIR, VERL_VAL_FILE
 
@@ -108,6 +108,7 @@ def select_tasks(
         raise CurriculumError(_sql_message(where, order, err)) from None
     finally:
         con.close()
+    df = with_column_defaults(df)  # rows of stores written before a column existed
     missing = [c for c in TASK_COLUMNS if c not in df.columns]
     if missing:
         raise CurriculumError(f"the tasks view lacks columns {missing}")
@@ -201,6 +202,7 @@ def verl_rows(shard: pl.DataFrame, split: str = "train") -> pl.DataFrame:
         pl.col("catalog_hash"),
         pl.col("initial_state"),
         pl.col("reference"),
+        pl.col("events"),  # the shop's changes during the episode: served and trained alike
         pl.col("tools"),
         pl.col("prompt").alias("user_prompt"),
     )

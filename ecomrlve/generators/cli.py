@@ -87,6 +87,12 @@ def register(app: typer.Typer) -> None:
         run: str | None = typer.Option(
             None, "--run", help="file name of this run in each partition (default gen_sSEED)"
         ),
+        events_from: int = typer.Option(
+            8,
+            "--events-from",
+            help="first difficulty whose shop changes during the episode (stock, prices, "
+            "shipping, transient tool failures); 11 turns world events off",
+        ),
     ) -> None:
         """Generate validated tasks into DIR/tasks/scenario=S/difficulty=D/RUN.parquet.
 
@@ -96,6 +102,7 @@ def register(app: typer.Typer) -> None:
         """
         from ecomrlve import store
         from ecomrlve.generators import parse_difficulty_range, parse_scenarios, run_name_for
+        from ecomrlve.generators.events import check_events_from
         from ecomrlve.generators.generate import check_band, generate_to_store
 
         if tasks <= 0:
@@ -108,6 +115,7 @@ def register(app: typer.Typer) -> None:
             names = parse_scenarios(scenarios)
             band_range = parse_difficulty_range(difficulty)
             check_band(min_steps, max_steps)
+            check_events_from(events_from)
             run_name = store.validate_identifier(run or run_name_for(seed), "run name")
             paths = store.DataPaths.of(data)
             if not paths.products.exists() or not paths.policies.exists():
@@ -130,6 +138,7 @@ def register(app: typer.Typer) -> None:
                 max_steps=max_steps,
                 workers=workers,
                 progress=update,
+                events_from=events_from,
             )
         console.print(frame_table(counts_table(df), title="tasks by scenario x difficulty"))
         console.print(frame_table(steps_histogram(df), title="min_steps histogram"))

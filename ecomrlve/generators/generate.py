@@ -37,6 +37,7 @@ from ecomrlve.env import reference_turns, verify
 from ecomrlve.generators.base import GenerationError, ScenarioConfig, TaskKey, seed_sequence
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.difficulty import axes_for, check_difficulty
+from ecomrlve.generators.events import EVENTS_FROM, add_events, check_events_from
 from ecomrlve.generators.registry import get_scenario
 from ecomrlve.procs import exit_with_parent
 from ecomrlve.store import DataPaths, StoreError
@@ -120,9 +121,11 @@ def generate_task(
     index: int,
     band: tuple[int, int] | None = None,
     stats: GenerationReport | None = None,
+    events_from: int = EVENTS_FROM,
 ) -> Task | None:
     """The task at (seed, scenario, difficulty, index): the first attempt whose plan is in
-    `band` and builds on this catalog. None when the attempt limits run out."""
+    `band` and builds on this catalog, with world events from difficulty `events_from` up
+    (`ecomrlve.generators.events`). None when the attempt limits run out."""
     generator = get_scenario(scenario)
     config = config_of(scenario, difficulty)
     failures = 0
@@ -135,7 +138,7 @@ def generate_task(
         if band is not None and not band[0] <= plan.steps <= band[1]:
             continue
         try:
-            return generator.finish(config, plan, rng, ctx, key)
+            task = generator.finish(config, plan, rng, ctx, key)
         except GenerationError as err:
             failures += 1
             if stats is not None:
@@ -143,18 +146,25 @@ def generate_task(
             log.debug("%s: %s", key.task_id, err)
             if failures >= MAX_BUILD_FAILURES:
                 break
+            continue
+        task = add_events(task, ctx, key, events_from)
+        # the calls that handle world events count: the band holds for the whole reference
+        if band is None or task.min_steps <= band[1]:
+            return task
     return None
 
 
-def regenerate(task_id: str, context: GenContext | str | os.PathLike) -> Task:
-    """Rebuild a generated task from its id alone (same catalog -> the same row)."""
+def regenerate(
+    task_id: str, context: GenContext | str | os.PathLike, events_from: int = EVENTS_FROM
+) -> Task:
+    """Rebuild a generated task from its id (same catalog and `events_from` -> the same row)."""
     ctx = _context(context)
     key = TaskKey.parse(task_id)
     generator = get_scenario(key.scenario)
     config = config_of(key.scenario, key.difficulty)
     rng = key.rng()
     plan = generator.plan(config, rng)
-    return generator.finish(config, plan, rng, ctx, key)
+    return add_events(generator.finish(config, plan, rng, ctx, key), ctx, key, events_from)
 
 
 def validate(task: Task, ctx: GenContext, config: EnvConfig | None = None) -> list[str]:
@@ -227,13 +237,14 @@ def generate_cell(
     start_index: int,
     count: int,
     band: tuple[int, int] | None,
+    events_from: int = EVENTS_FROM,
 ) -> tuple[list[dict[str, Any]], GenerationReport]:
     """Rows of task indexes [start_index, start_index + count) of one cell, validated."""
     report = GenerationReport(requested=count)
     rows = []
     started = time.perf_counter()
     for index in range(start_index, start_index + count):
-        task = generate_task(ctx, scenario, seed, difficulty, index, band, report)
+        task = generate_task(ctx, scenario, seed, difficulty, index, band, report, events_from)
         if task is None:
             report.gave_up += 1
             report.reasons["no plan in the step band or no buildable draw"] += 1
@@ -259,6 +270,7 @@ def generate_chunk(
     count: int,
     min_steps: int | None = None,
     max_steps: int | None = None,
+    events_from: int = EVENTS_FROM,
 ) -> tuple[pl.DataFrame, GenerationReport]:
     """Validated task rows for indexes [start_index, start_index + count) of one cell.
 
@@ -269,12 +281,15 @@ def generate_chunk(
     if start_index < 0 or count < 0:
         raise ValueError("start_index and count must be >= 0")
     band = check_band(min_steps, max_steps)
+    check_events_from(events_from)
     ctx = _context(data_dir)
     cells, skipped = feasible_cells([scenario], (difficulty, difficulty), band)
     if not cells:
         report = GenerationReport(requested=count, gave_up=count, skipped_cells=skipped)
         return rows_frame([]), report
-    rows, report = generate_cell(ctx, seed, scenario, difficulty, start_index, count, band)
+    rows, report = generate_cell(
+        ctx, seed, scenario, difficulty, start_index, count, band, events_from
+    )
     return rows_frame(rows), report
 
 
@@ -358,18 +373,25 @@ def _init_worker(data_dir: str, parent_pid: int) -> None:
 
 
 def _run_chunk(
-    seed: int, chunk: Chunk, band: tuple[int, int] | None
+    seed: int, chunk: Chunk, band: tuple[int, int] | None, events_from: int
 ) -> tuple[list[dict[str, Any]], GenerationReport]:
     if _WORKER_CTX is None:
         raise RuntimeError("worker context not initialised")
-    return _chunk_rows(_WORKER_CTX, seed, chunk, band)
+    return _chunk_rows(_WORKER_CTX, seed, chunk, band, events_from)
 
 
 def _chunk_rows(
-    ctx: GenContext, seed: int, chunk: Chunk, band: tuple[int, int] | None
+    ctx: GenContext, seed: int, chunk: Chunk, band: tuple[int, int] | None, events_from: int
 ) -> tuple[list[dict[str, Any]], GenerationReport]:
     return generate_cell(
-        ctx, seed, chunk.scenario, chunk.difficulty, chunk.start_index, chunk.count, band
+        ctx,
+        seed,
+        chunk.scenario,
+        chunk.difficulty,
+        chunk.start_index,
+        chunk.count,
+        band,
+        events_from,
     )
 
 
@@ -401,6 +423,7 @@ def _completed_chunks(
     seed: int,
     band: tuple[int, int] | None,
     workers: int,
+    events_from: int = EVENTS_FROM,
 ) -> Iterator[tuple[Chunk, list[dict[str, Any]], GenerationReport]]:
     """(chunk, validated rows, report) for each chunk as it finishes (in a process pool when
     `workers > 1`); the caller keeps or spills the rows, so memory is one chunk at a time."""
@@ -414,7 +437,7 @@ def _completed_chunks(
     if workers == 1 or len(chunks) == 1:
         ctx = _context(ctx_or_data)
         for chunk in chunks:
-            yield chunk, *_chunk_rows(ctx, seed, chunk, band)
+            yield chunk, *_chunk_rows(ctx, seed, chunk, band, events_from)
         return
     data_dir = str(DataPaths.of(ctx_or_data).root)
     ctx = GenContext.load(data_dir)  # fail fast (no catalog) and build the search index once
@@ -435,14 +458,14 @@ def _completed_chunks(
         while pending or running:
             while pending and len(running) < IN_FLIGHT_PER_WORKER * pool_size:
                 chunk = pending.popleft()
-                running[pool.submit(_run_chunk, seed, chunk, band)] = chunk
+                running[pool.submit(_run_chunk, seed, chunk, band, events_from)] = chunk
             finished = [future for future in running if future.done()]
             for future in finished:
                 rows, part = future.result()
                 yield running.pop(future), rows, part  # pop: the rows are not kept by the dict
             if pending:
                 chunk = pending.pop()
-                yield chunk, *_chunk_rows(ctx, seed, chunk, band)
+                yield chunk, *_chunk_rows(ctx, seed, chunk, band, events_from)
             elif running and not finished:
                 wait(running, return_when=FIRST_COMPLETED)
 
@@ -458,6 +481,7 @@ def generate_tasks(
     workers: int = 1,
     progress: ProgressFn | None = None,
     chunk_size: int = CHUNK_SIZE,
+    events_from: int = EVENTS_FROM,
 ) -> tuple[pl.DataFrame, GenerationReport]:
     """`n` tasks spread evenly over scenarios x difficulties (cells that cannot reach the step
     band are skipped and reported), validated through the env's verifier.
@@ -472,7 +496,10 @@ def generate_tasks(
     started = time.perf_counter()
     parts: list[list[dict[str, Any]]] = []
     done = 0
-    for chunk, rows, part in _completed_chunks(ctx_or_data, chunks, seed, band, workers):
+    check_events_from(events_from)
+    for chunk, rows, part in _completed_chunks(
+        ctx_or_data, chunks, seed, band, workers, events_from
+    ):
         parts.append(rows)
         report.merge(part)
         done += chunk.count
@@ -500,6 +527,7 @@ def generate_to_store(
     workers: int = 1,
     progress: ProgressFn | None = None,
     chunk_size: int = CHUNK_SIZE,
+    events_from: int = EVENTS_FROM,
 ) -> tuple[pl.DataFrame, GenerationReport, list[Path]]:
     """`generate_tasks` + `write_tasks` in memory bounded by one chunk and one partition.
 
@@ -524,7 +552,10 @@ def generate_to_store(
     done = 0
     try:
         spill.mkdir(parents=True)
-        for chunk, rows, part in _completed_chunks(paths.root, chunks, seed, band, workers):
+        check_events_from(events_from)
+        for chunk, rows, part in _completed_chunks(
+            paths.root, chunks, seed, band, workers, events_from
+        ):
             report.merge(part)
             done += chunk.count
             if rows:

@@ -8,5 +8,7 @@
 * `shop_probes`: policy answers written from a policy book (this store's, or a memorised one of
   another catalog seed);
 * `training`: tiny Qwen3 models/tokenizers built offline and a small training store;
-* `endpoint`: the endpoint tests' and benchmark's world (a tiny Qwen3 warmed up by SFT).
+* `endpoint`: the endpoint tests' and benchmark's world (a tiny Qwen3 warmed up by SFT);
+* `baseline`: a shallow scripted agent (first search hit, no questions, no retries, no
+  arithmetic) that `benchmarks/difficulty.py` plays against the references.
 """

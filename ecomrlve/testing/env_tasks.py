@@ -24,6 +24,7 @@ from ecomrlve.tasks import (
     Slot,
     Task,
     ToolCall,
+    WorldEvent,
 )
 
 # Text the search index must tokenise like tantivy: hyphens, tabs, doubled spaces, accents and
@@ -417,6 +418,34 @@ def cart_task(catalog: Catalog | None = None) -> Task:
             ("checkout", {}),
         ],
         seed=10,
+    )
+
+
+def event_task(catalog: Catalog | None = None) -> Task:
+    """`purchase_task` in a shop that changes (issue 29): the checkout times out once, and the
+    shirt's price drops by 10% after it is added; the reference retries and tells the price."""
+    catalog = catalog or small_catalog()
+    task = purchase_task(catalog)
+    item_id = task.reference[1].arguments["item_id"]
+    old = float(catalog.row(item_id)["price"])
+    new = round(old * 0.9, 2)
+    events = [
+        WorldEvent(
+            kind="tool_failure", after_calls=2, tool="checkout", error="service_unavailable"
+        ),
+        WorldEvent(kind="price_change", after_calls=2, item_id=item_id, price=new, old_price=old,
+                   say=f"Note: the shirt's price changed from ${old:.2f} to ${new:.2f} before "
+                   "checkout; you were charged the new price."),
+    ]  # fmt: skip
+    reference = [*task.reference, ToolCall(name="checkout")]
+    return task.model_copy(
+        update={
+            "task_id": "fx-events",
+            "difficulty": 8,
+            "min_steps": len(reference),
+            "reference": reference,
+            "events": events,
+        }
     )
 
 

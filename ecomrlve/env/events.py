@@ -1,0 +1,181 @@
+"""World events during an episode (issue 29): the shop changes while the agent works.
+
+A task's `events` (`ecomrlve.tasks.WorldEvent`, drawn by `ecomrlve.generators.events`) are
+played by `WorldEvents`, which the env asks before every tool call (`before_call`): events due
+after the calls made so far fire, in order, on the episode's tools and state; a transient tool
+failure answers the call instead of the tool. What fired, and when, is kept on the
+`EpisodeRecord` (`events_fired`: event index -> number of calls made before it fired), so the
+verifier judges every action on the world as it was when the action was taken:
+
+* a change that fired after the action it could have touched asks nothing more (a cancel made
+  before the order shipped stays a valid cancel; an order placed before a price change paid the
+  old price and nothing needs telling);
+* a change the agent ran into must be told to the customer in the final message
+  (`required_facts`): the new price of a product it ordered after the change; that a product
+  in the cart or asked for went out of stock; that an order shipped before the agent cancelled
+  it (the cancel the goal asked for is then no longer expected: `expected_cancels`);
+* a transient failure is only a fault of the tool: the failed call is not waste and the same
+  call again is not a repeat (`CallRecord.transient`); not retrying it leaves the goal undone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ecomrlve.env.record import EpisodeRecord
+from ecomrlve.env.state import WorldState
+from ecomrlve.env.tools import ShopTools
+from ecomrlve.tasks import AnswerFact, Task, WorldEvent
+
+TRANSIENT_MESSAGES: dict[str, str] = {
+    "timeout": "the {tool} service timed out; nothing was done, please try again",
+    "service_unavailable": "{tool} is temporarily unavailable (503); nothing was done, try again",
+    "rate_limited": "too many requests to {tool} (429 rate limited); nothing was done, try again",
+}
+TRANSIENT_CODE = "transient"
+# what a customer is told when a product they wanted cannot be had any more
+OUT_OF_STOCK_WORDS: tuple[str, ...] = (
+    "out of stock",
+    "no longer in stock",
+    "not in stock",
+    "sold out",
+    "no longer available",
+    "unavailable",
+    "not available",
+    "ran out",
+    "run out",
+)
+SHIPPABLE = frozenset({"pending", "processing"})
+
+
+class WorldEvents:
+    """The events of one episode, fired on `tools` / `state` as calls are made."""
+
+    def __init__(self, events: list[WorldEvent], tools: ShopTools, record: EpisodeRecord):
+        self.events = events
+        self.tools = tools
+        self.record = record
+        self.state: WorldState = record.state
+        self._armed: dict[str, int] = {}  # tool -> index of the failure waiting for its call
+
+    def before_call(self, calls_made: int, tool: str) -> dict[str, Any] | None:
+        """Fire the events due after `calls_made` calls; the transient error that answers this
+        call of `tool` instead of the tool, or None to run it."""
+        fired = self.record.events_fired
+        for k, event in enumerate(self.events):
+            if k not in fired and event.after_calls <= calls_made:
+                fired[k] = calls_made
+                self.record.event_carts[k] = tuple(self.state.cart)
+                self._apply(k, event)
+        k = self._armed.pop(tool, None)
+        if k is None:
+            return None
+        message = TRANSIENT_MESSAGES.get(self.events[k].error, TRANSIENT_MESSAGES["timeout"])
+        return {"error": message.format(tool=tool), "code": TRANSIENT_CODE}
+
+    def _apply(self, k: int, event: WorldEvent) -> None:
+        if event.kind == "price_change" and event.price is not None:
+            self.tools.prices[event.item_id] = event.price
+        elif event.kind == "out_of_stock":
+            self.tools.withdrawn.add(event.item_id)
+        elif event.kind == "order_shipped":
+            order = self.state.orders.get(event.order_id)
+            if order is not None and order["status"] in SHIPPABLE:
+                order["status"] = "shipped"
+                self.state.version += 1
+        elif event.kind == "tool_failure":
+            self._armed.setdefault(event.tool, k)
+
+
+# ---- judging -------------------------------------------------------------------------------------
+def _ordered_after(record: EpisodeRecord, fired_at: int, item_id: str) -> bool:
+    """A successful checkout after the event bought `item_id` (the k-th successful checkout
+    placed the k-th new order)."""
+    before = sum(1 for call in record.calls[:fired_at] if call.name == "checkout" and call.ok)
+    state = record.state
+    for order_id in state.new_order_ids[before:]:
+        if any(line["item_id"] == item_id for line in state.orders[order_id]["items"]):
+            return True
+    return False
+
+
+def _ran_into_stock(record: EpisodeRecord, k: int, fired_at: int, event: WorldEvent) -> bool:
+    """The product was in the cart when it went out of stock, or the agent tried to buy it
+    after (an add or a checkout refused)."""
+    if event.item_id in record.event_carts.get(k, ()):
+        return True
+    for call in record.calls[fired_at:]:
+        if not call.ok and event.item_id in (call.error or ""):
+            return True
+    return False
+
+
+def _cancel_too_late(record: EpisodeRecord, fired_at: int, event: WorldEvent) -> bool:
+    """The order shipped before any successful cancel of it."""
+    for call in record.calls[:fired_at]:
+        if call.name == "cancel_order" and call.ok and call.arguments["order_id"] == event.order_id:
+            return False
+    return True
+
+
+def expected_cancels(task: Task, record: EpisodeRecord) -> list[str]:
+    """The goal's cancellations still possible in this episode: an order that shipped before
+    the agent cancelled it can no longer be cancelled (the agent must say so instead)."""
+    shipped = {
+        event.order_id
+        for k, event in enumerate(task.events)
+        if event.kind == "order_shipped"
+        and k in record.events_fired
+        and _cancel_too_late(record, record.events_fired[k], event)
+    }
+    return [order_id for order_id in task.goal.cancel if order_id not in shipped]
+
+
+def episode_facts(task: Task, record: EpisodeRecord) -> list[AnswerFact] | None:
+    """The facts the final message must state in this episode: the goal's, changed by the
+    events it ran into (None: no event changed them, the goal's own facts stand).
+
+    * a price change before the checkout that bought the product: its new price (the old one
+      may be stated too);
+    * a product that went out of stock in the cart, or that the agent then failed to buy: that
+      it is out of stock (the substitute is checked by the purchase goal and the claims);
+    * an order to cancel that shipped before the agent cancelled it: that it has shipped and
+      cannot be cancelled, instead of the goal's facts about that order.
+    """
+    facts = list(task.goal.answer_facts)
+    changed = False
+    for k, event in enumerate(task.events):
+        fired_at = record.events_fired.get(k)
+        if fired_at is None:
+            continue
+        if event.kind == "price_change" and _ordered_after(record, fired_at, event.item_id):
+            allowed = [f"{event.old_price:.2f}"] if event.old_price is not None else []
+            facts.append(
+                AnswerFact(kind="money", value=f"{event.price:.2f}", allowed=allowed, say=event.say)
+            )
+            changed = True
+        elif event.kind == "out_of_stock" and _ran_into_stock(record, k, fired_at, event):
+            facts.append(
+                AnswerFact(
+                    kind="text",
+                    value=OUT_OF_STOCK_WORDS[0],
+                    alternatives=list(OUT_OF_STOCK_WORDS),
+                    say=event.say,
+                )
+            )
+            changed = True
+        elif (
+            event.kind == "order_shipped"
+            and event.order_id in task.goal.cancel
+            and _cancel_too_late(record, fired_at, event)
+        ):
+            about = [f for f in facts if f.subject == event.order_id]
+            cues = about[0].cues if about else [event.order_id]
+            facts = [f for f in facts if f.subject != event.order_id]
+            facts += [
+                AnswerFact(kind="status", value="shipped", subject=event.order_id, cues=cues,
+                           say=event.say),
+                AnswerFact(kind="verdict", value="cancel:no", subject=event.order_id, cues=cues),
+            ]  # fmt: skip
+            changed = True
+    return facts if changed else None

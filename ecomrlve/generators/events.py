@@ -1,0 +1,298 @@
+"""World events drawn for a built task (issue 29): the shop changes during the episode.
+
+`add_events(task, ctx, key)` runs after a scenario's build, from difficulty `events_from`
+(default `EVENTS_FROM`) up, on a random stream of its own (`EVENTS_STREAM`: the scenario's
+draws, and so every task below `events_from`, are byte-identical with or without events). It
+picks among the events the task allows, rewrites the reference so that it handles each one,
+and replays that reference through the verifier (a draw it cannot solve is dropped):
+
+| event         | when it fires                        | the reference                        |
+|---------------|--------------------------------------|--------------------------------------|
+| tool_failure  | before a reference call: its tool    | sends the same call again            |
+|               | fails once (timeout, 503, 429)       |                                      |
+| price_change  | after an item is added, before the   | checks out; tells the new price      |
+|               | checkout                             |                                      |
+| out_of_stock  | after an item is added, before the   | views the cart, swaps in the next    |
+|               | checkout                             | fitting search hit, tells why        |
+| order_shipped | before the cancel of an order, or    | looks the order up and tells it has  |
+|               | just after it (a race it wins)       | shipped (or cancelled it in time)    |
+
+The env plays the events (`ecomrlve.env.events`) and the verifier judges each action on the
+world as it was when taken.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from ecomrlve.config import EnvConfig
+from ecomrlve.env import reference_turns, verify
+from ecomrlve.generators.base import TaskKey, seed_sequence
+from ecomrlve.generators.context import GenContext
+from ecomrlve.tasks import TRANSIENT_ERRORS, Task, ToolCall, WorldEvent
+
+log = logging.getLogger(__name__)
+
+EVENTS_FROM = 8  # the first difficulty whose tasks carry world events
+EVENTS_STREAM = 0xE7E27  # the last entropy word of a task's events stream
+WORLD_KINDS = ("price_change", "out_of_stock", "order_shipped")
+PRICE_FACTORS = (0.8, 0.85, 0.9, 1.1, 1.15, 1.2)
+SHIPPABLE = frozenset({"pending", "processing"})
+_CONFIG = EnvConfig()
+
+
+def check_events_from(value: int) -> int:
+    """`value` if it is a difficulty events may start from (0..11; 11 = never), else ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 11:
+        raise ValueError(
+            f"events_from must be an integer from 0 to 11 (11: no events), got {value!r}"
+        )
+    return value
+
+
+def events_rng(key: TaskKey) -> np.random.Generator:
+    entropy = [key.seed, key.scenario_id, key.index, key.difficulty, key.attempt, EVENTS_STREAM]
+    return np.random.default_rng(seed_sequence(entropy))
+
+
+class _Draft:
+    """The reference and events being rewritten; insertions shift the events after them."""
+
+    def __init__(self, task: Task, ctx: GenContext):
+        self.task = task
+        self.ctx = ctx
+        self.reference = [
+            ToolCall(name=c.name, arguments=dict(c.arguments)) for c in task.reference
+        ]
+        self.events: list[WorldEvent] = []
+        self.names = dict(task.goal.product_names)
+
+    def insert(self, position: int, calls: list[ToolCall]) -> None:
+        self.reference[position:position] = calls
+        for event in self.events:
+            if event.after_calls >= position:
+                event.after_calls += len(calls)
+
+    def title(self, item_id: str) -> str:
+        row = self.ctx.catalog.row_of(item_id)
+        return self.ctx.titles[row] if row is not None else item_id
+
+    def price(self, item_id: str) -> float:
+        return float(self.ctx.catalog.price[self.ctx.catalog.row_of(item_id)])
+
+    def purchase_points(self) -> list[tuple[int, int]]:
+        """(add_to_cart index, index of the checkout after it) pairs of the reference."""
+        points = []
+        for a, call in enumerate(self.reference):
+            if call.name != "add_to_cart":
+                continue
+            later = [
+                c for c in range(a + 1, len(self.reference)) if self.reference[c].name == "checkout"
+            ]
+            if later:
+                points.append((a, later[0]))
+        return points
+
+    def cart_at(self, index: int) -> dict[str, int]:
+        """The cart just before reference call `index`."""
+        cart = {
+            line["item_id"]: line["quantity"] for line in self.task.initial_state.get("cart", [])
+        }
+        for call in self.reference[:index]:
+            args = call.arguments
+            if call.name == "add_to_cart":
+                cart[args["item_id"]] = cart.get(args["item_id"], 0) + int(args.get("quantity", 1))
+            elif call.name == "remove_from_cart":
+                cart.pop(args["item_id"], None)
+            elif call.name == "set_quantity":
+                if int(args["quantity"]) == 0:
+                    cart.pop(args["item_id"], None)
+                else:
+                    cart[args["item_id"]] = int(args["quantity"])
+            elif call.name == "checkout":
+                cart = {}
+        return cart
+
+    def within_budget(self, cart: dict[str, int], prices: dict[str, float]) -> bool:
+        purchase = self.task.goal.purchase
+        if purchase is None or purchase.budget is None:
+            return True
+        total = sum(prices.get(i, self.price(i)) * q for i, q in cart.items())
+        return total <= purchase.budget + 1e-6
+
+
+# ---- one event each ------------------------------------------------------------------------------
+def _price_change(draft: _Draft, rng: np.random.Generator) -> bool:
+    points = draft.purchase_points()
+    if not points:
+        return False
+    a, checkout = points[int(rng.integers(len(points)))]
+    item_id = draft.reference[a].arguments["item_id"]
+    old = draft.price(item_id)
+    factors = [float(f) for f in rng.permutation(PRICE_FACTORS)]
+    cart = draft.cart_at(checkout)
+    for factor in factors:
+        new = round(old * factor, 2)
+        if new != old and new > 0 and draft.within_budget(cart, {item_id: new}):
+            break
+    else:
+        return False
+    say = (
+        f"Note: the price of the {draft.title(item_id)} changed from ${old:.2f} to ${new:.2f} "
+        "while I was placing your order, and the order was charged at the new price."
+    )
+    draft.events.append(
+        WorldEvent(kind="price_change", after_calls=a + 1, item_id=item_id, price=new,
+                   old_price=old, say=say)
+    )  # fmt: skip
+    return True
+
+
+def _last_search(draft: _Draft, before: int) -> list[str]:
+    for call in reversed(draft.reference[:before]):
+        if call.name == "search":
+            args = call.arguments
+            hits = draft.ctx.catalog.search(
+                args.get("query", ""), args.get("filters"), int(args.get("top_k", 10))
+            )
+            return [hit["item_id"] for hit in hits]
+    return []
+
+
+def _out_of_stock(draft: _Draft, rng: np.random.Generator) -> bool:
+    purchase = draft.task.goal.purchase
+    points = draft.purchase_points()
+    if purchase is None or not points:
+        return False
+    a, checkout = points[int(rng.integers(len(points)))]
+    args = draft.reference[a].arguments
+    item_id, quantity = args["item_id"], int(args.get("quantity", 1))
+    cart = draft.cart_at(checkout)
+    slots = [s for s in purchase.slots if item_id in s.acceptable]
+    catalog = draft.ctx.catalog
+    for candidate in _last_search(draft, a):
+        row = catalog.row_of(candidate)
+        if (
+            candidate == item_id
+            or candidate in cart
+            or not any(candidate in s.acceptable for s in slots)
+            or row is None
+            or int(catalog.stock[row]) < quantity + 1
+        ):
+            continue
+        swapped = {k: v for k, v in cart.items() if k != item_id} | {candidate: cart[item_id]}
+        if draft.within_budget(swapped, {}):
+            substitute = candidate
+            break
+    else:
+        return False
+    say = (
+        f"Sorry: the {draft.title(item_id)} ({item_id}) went out of stock before checkout. "
+        f"The {draft.title(substitute)} ({substitute}) takes its place."
+    )
+    event = WorldEvent(kind="out_of_stock", after_calls=a + 1, item_id=item_id,
+                       substitute=substitute, say=say)  # fmt: skip
+    draft.insert(a + 1, [
+        ToolCall(name="view_cart"),
+        ToolCall(name="remove_from_cart", arguments={"item_id": item_id}),
+        ToolCall(name="add_to_cart", arguments={"item_id": substitute, "quantity": cart[item_id]}),
+    ])  # fmt: skip
+    draft.events.append(event)
+    draft.names[substitute] = draft.title(substitute)
+    return True
+
+
+def _order_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
+    orders = {o["order_id"]: o for o in draft.task.initial_state.get("orders", [])}
+    cancels = [
+        c for c, call in enumerate(draft.reference)
+        if call.name == "cancel_order"
+        and orders.get(call.arguments["order_id"], {}).get("status") in SHIPPABLE
+    ]  # fmt: skip
+    if not cancels:
+        return False
+    c = cancels[int(rng.integers(len(cancels)))]
+    order_id = draft.reference[c].arguments["order_id"]
+    if rng.random() < 0.5:  # a race the reference wins: it cancels, then the shop ships
+        draft.events.append(WorldEvent(kind="order_shipped", after_calls=c + 1, order_id=order_id))
+        return True
+    say = (
+        f"Your order {order_id} has already shipped, so it can't be cancelled any more; you can "
+        "return it once it arrives."
+    )
+    draft.reference[c] = ToolCall(name="get_order", arguments={"order_id": order_id})
+    draft.events.append(WorldEvent(kind="order_shipped", after_calls=c, order_id=order_id, say=say))
+    return True
+
+
+def _tool_failure(draft: _Draft, rng: np.random.Generator) -> bool:
+    if not draft.reference:
+        return False
+    j = int(rng.integers(len(draft.reference)))
+    call = draft.reference[j]
+    event = WorldEvent(kind="tool_failure", after_calls=j, tool=call.name,
+                       error=str(rng.choice(TRANSIENT_ERRORS)))  # fmt: skip
+    draft.insert(j + 1, [ToolCall(name=call.name, arguments=dict(call.arguments))])
+    draft.events.append(event)
+    return True
+
+
+# reference calls spent handling one event of each kind (the scenario's plan does not count them)
+HANDLING_CALLS = {"tool_failure": 1, "out_of_stock": 3, "price_change": 0, "order_shipped": 0}
+
+
+def handling_calls(task: Task) -> int:
+    """Reference calls `task` spends on its world events (`min_steps` = plan steps + these)."""
+    return sum(HANDLING_CALLS[event.kind] for event in task.events)
+
+
+DRAWS = {
+    "price_change": _price_change,
+    "out_of_stock": _out_of_stock,
+    "order_shipped": _order_shipped,
+}
+
+
+def add_events(
+    task: Task,
+    ctx: GenContext,
+    key: TaskKey,
+    events_from: int = EVENTS_FROM,
+) -> Task:
+    """`task` with world events when its difficulty is `events_from` or more (else unchanged).
+
+    One change of the world (the kinds this task allows, in a random order: the first that
+    fits) plus, with probability 1/2 or when no change fits, a transient tool failure; at
+    difficulty 10 both. The rewritten reference is replayed through the verifier; a draw it
+    cannot solve leaves the task without events (logged). The draws do not depend on a step
+    band, so `regenerate(task_id)` rebuilds the same events.
+    """
+    if task.difficulty < events_from:
+        return task
+    rng = events_rng(key)
+    draft = _Draft(task, ctx)
+    changed = False
+    for kind in rng.permutation(WORLD_KINDS):
+        if DRAWS[str(kind)](draft, rng):
+            changed = True
+            break
+    if not changed or task.difficulty >= 10 or rng.random() < 0.5:
+        _tool_failure(draft, rng)
+    if not draft.events:
+        return task
+    goal = task.goal.model_copy(update={"product_names": draft.names})
+    dynamic = task.model_copy(
+        update={
+            "reference": draft.reference,
+            "min_steps": len(draft.reference),
+            "events": draft.events,
+            "goal": goal,
+        }
+    )
+    verdict = verify(dynamic, reference_turns(dynamic), ctx.catalog, _CONFIG)
+    if not verdict.success or verdict.tool_calls != dynamic.min_steps:
+        log.debug("%s: events dropped: %s", task.task_id, "; ".join(verdict.violations[:3]))
+        return task
+    return dynamic

@@ -1,0 +1,212 @@
+"""A scripted shallow agent: what a model that does not think would do with a task.
+
+It knows the gist of the request (it plays the kinds of tool call the reference plays, in the
+same order: a model reads "return the jacket" and calls `list_orders` then `return_item`), but
+at every point where the reference had to think, it takes the shallow option:
+
+* **no clarifying questions**: `ask_user` calls are skipped, and a search keeps only the
+  filters whose value the prompt spells out (category and `in_stock` always);
+* **first search hit**: a product id (`get_product`, `add_to_cart`, `recommend`) is the first
+  result(s) of the latest search; an exchange takes the first other in-stock variant that
+  `get_product` listed;
+* **first lexical match**: an order is the listed order whose item titles share the most words
+  with the prompt (ties: the first listed, i.e. the newest), a line of it the same way; each
+  further order the reference names takes the best remaining one. Dates are not compared;
+* **no retries**: a call that fails is not sent again (the reference's retry of a transient
+  failure is skipped);
+* **no arithmetic**: the final message reports what it did (`reference.final_answer` over its
+  own calls) and states only the facts it can copy: a fact whose value appears in the prompt or
+  a tool result, and yes/no verdicts only when the answer is "yes" (the happy path).
+
+`play_baseline` returns the verdict and how many times the baseline departed from the
+reference (`reasoning_operations`: the decisions that needed more than the shallow option:
+questions asked, ids chosen other than the shallow pick, facts that had to be computed, calls
+retried). `benchmarks/difficulty.py` plays it against the reference on generated tasks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ecomrlve.config import EnvConfig
+from ecomrlve.env import Catalog, EcomEnv, Verdict, final_answer, format_call
+from ecomrlve.tasks import AnswerFact, Task, ToolCall
+
+_WORD = re.compile(r"[a-z0-9]+")
+# filters the baseline always keeps: the gist of the request
+_GIST_FILTERS = frozenset({"category", "in_stock"})
+_PRODUCT_CALLS = frozenset({"get_product", "add_to_cart"})
+
+
+@dataclass
+class BaselineResult:
+    verdict: Verdict
+    calls: list[ToolCall]
+    answer: str
+    reasoning_operations: int
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def _number_words(value: float) -> set[str]:
+    return {str(int(value))} if float(value).is_integer() else {f"{value:g}", str(value)}
+
+
+class ShallowAgent:
+    """One episode of the shallow policy on `task` (see the module docstring)."""
+
+    def __init__(self, task: Task, catalog: Catalog, config: EnvConfig | None = None):
+        self.task = task
+        self.catalog = catalog
+        self.env = EcomEnv(task, catalog, config)
+        self.prompt = task.prompt.lower()
+        self.prompt_words = _words(task.prompt)
+        self.hits: list[str] = []  # item ids of the latest search, in order
+        self.variants: list[dict[str, Any]] = []  # the latest get_product's variants
+        self.orders: list[dict[str, Any]] = []  # the latest list_orders, newest first
+        self.order_map: dict[str, str] = {}  # reference order id -> the baseline's
+        self.shown: list[str] = [task.prompt]
+        self.departures = 0
+
+    # ---- choices --------------------------------------------------------------------------------
+    def _filter_spelled(self, key: str, value: Any) -> bool:
+        if key in _GIST_FILTERS:
+            return True
+        if isinstance(value, bool):
+            return False
+        if isinstance(value, int | float):
+            return bool(_number_words(float(value)) & self.prompt_words)
+        return str(value).lower() in self.prompt
+
+    def _search(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        filters = arguments.get("filters") or {}
+        kept = {k: v for k, v in filters.items() if self._filter_spelled(k, v)}
+        self.departures += len(filters) - len(kept)
+        return {**arguments, "filters": kept} if filters else dict(arguments)
+
+    def _overlap(self, order: dict[str, Any]) -> int:
+        titles = " ".join(line.get("title", "") for line in order["items"])
+        return len(_words(titles) & self.prompt_words)
+
+    def _line_overlap(self, line: dict[str, Any]) -> int:
+        return len(_words(line.get("title", "")) & self.prompt_words)
+
+    def _order(self, reference_id: str) -> str:
+        if reference_id.lower() in self.prompt or not self.orders:
+            return reference_id  # named in the prompt, or never listed: nothing to pick from
+        mapped = self.order_map.get(reference_id)
+        if mapped is None:
+            taken = set(self.order_map.values())
+            free = [o for o in self.orders if o["order_id"] not in taken] or self.orders
+            best = max(free, key=self._overlap)  # max keeps the first of ties
+            mapped = self.order_map[reference_id] = best["order_id"]
+        return mapped
+
+    def _order_line(self, order_id: str, reference_item: str) -> str:
+        for order in self.orders:
+            if order["order_id"] == order_id:
+                best = max(order["items"], key=self._line_overlap)
+                return best["item_id"]
+        return reference_item
+
+    def adapt(self, call: ToolCall) -> dict[str, Any] | None:
+        """The baseline's arguments for the reference's `call` (None: it skips the call)."""
+        name, args = call.name, dict(call.arguments)
+        if name == "ask_user":
+            self.departures += 1
+            return None
+        if name == "search":
+            return self._search(args)
+        if name in _PRODUCT_CALLS and self.hits and str(args["item_id"]).lower() not in self.prompt:
+            args["item_id"] = self.hits[0]
+        elif name == "recommend" and self.hits:
+            args["item_ids"] = self.hits[: len(args["item_ids"])]
+        if "order_id" in args:
+            reference_order = args["order_id"]
+            args["order_id"] = self._order(reference_order)
+            if name in ("return_item", "exchange_item"):
+                args["item_id"] = self._order_line(args["order_id"], args["item_id"])
+        if name == "exchange_item":
+            others = [
+                v["item_id"] for v in self.variants
+                if v["item_id"] != args["item_id"] and v.get("in_stock")
+            ]  # fmt: skip
+            if others:
+                args["new_item_id"] = others[0]
+        if args != call.arguments:
+            self.departures += 1
+        return args
+
+    def observe(self, name: str, result: dict[str, Any]) -> None:
+        self.shown.append(json.dumps(result))
+        if name == "search":
+            self.hits = [r["item_id"] for r in result.get("results", [])]
+        elif name == "get_product":
+            self.variants = result.get("variants", [])
+        elif name == "list_orders":
+            self.orders = result.get("orders", [])
+            self.hits = []  # the products now in view are the orders' lines
+
+    # ---- the answer -----------------------------------------------------------------------------
+    def _copyable(self, fact: AnswerFact) -> bool:
+        if fact.kind == "verdict":
+            return fact.value.endswith(":yes")
+        value = fact.value.lower()
+        spellings = {value, value.replace("-", " to ")} if fact.kind == "duration" else {value}
+        return any(v in text.lower() for text in self.shown for v in spellings)
+
+    def answer(self, calls: list[ToolCall]) -> str:
+        goal = self.task.goal
+        facts = [f for f in goal.answer_facts if self._copyable(f)]
+        self.departures += len(goal.answer_facts) - len(facts)
+        names = dict(goal.product_names)
+        for call in calls:
+            for key in ("item_id", "new_item_id", "item_ids"):
+                value = call.arguments.get(key)
+                for item_id in value if isinstance(value, list) else [value]:
+                    row = self.catalog.row_of(item_id) if isinstance(item_id, str) else None
+                    if row is not None:
+                        names[item_id] = self.catalog.title(row)
+        own = self.task.model_copy(
+            update={
+                "reference": calls,
+                "goal": goal.model_copy(update={"answer_facts": facts, "product_names": names}),
+            }
+        )
+        return final_answer(own)
+
+    # ---- the episode ----------------------------------------------------------------------------
+    def play(self) -> BaselineResult:
+        env = self.env
+        env.reset()
+        done: list[ToolCall] = []
+        reference = self.task.reference
+        for k, call in enumerate(reference):
+            if k and call == reference[k - 1]:  # the reference retrying a transient failure
+                self.departures += 1
+                continue
+            arguments = self.adapt(call)
+            if arguments is None:
+                continue
+            step = env.step(format_call(call.name, arguments))
+            if env.done:
+                break
+            message = next(m for m in step.observation if m.get("role") == "tool")
+            result = json.loads(message["content"])
+            if "error" in result:
+                continue  # no retry
+            self.observe(call.name, result)
+            done.append(ToolCall(name=call.name, arguments=arguments))
+        text = self.answer(done)
+        verdict = env.finish() if env.done else env.step(text).info["verdict"]
+        return BaselineResult(verdict, done, text, self.departures)
+
+
+def play_baseline(task: Task, catalog: Catalog, config: EnvConfig | None = None) -> BaselineResult:
+    """Play the shallow baseline on `task`; its verdict, calls, answer and departures."""
+    return ShallowAgent(task, catalog, config).play()

@@ -1,0 +1,50 @@
+"""The shallow scripted baseline (`ecomrlve.testing.baseline`, issue 29 item 3): it plays the
+env through its ordinary API, never asks, never retries, and its verdict is the env's."""
+
+from __future__ import annotations
+
+import pytest
+
+from ecomrlve.env import format_call, verify
+from ecomrlve.generators import generate_task
+from ecomrlve.testing import env_tasks as fx
+from ecomrlve.testing.baseline import play_baseline
+from ecomrlve.testing.fuzzer import gen_context
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    return gen_context()
+
+
+def test_the_baseline_solves_a_spelled_out_purchase(ctx):
+    task = fx.purchase_task(ctx.catalog)
+    result = play_baseline(task, ctx.catalog)
+    assert result.verdict.success, result.verdict.violations
+    assert result.reasoning_operations == 0
+    # its verdict is what the verifier gives its own turns
+    turns = [format_call(c.name, c.arguments) for c in result.calls] + [result.answer]
+    assert verify(task, turns, ctx.catalog).to_json() == result.verdict.to_json()
+
+
+def test_the_baseline_does_not_retry_a_transient_failure(ctx):
+    task = fx.event_task(ctx.catalog)
+    result = play_baseline(task, ctx.catalog)
+    assert not result.verdict.success
+    assert [c.name for c in result.calls].count("checkout") == 0  # the one checkout failed
+    assert result.reasoning_operations >= 1
+
+
+def test_the_baseline_never_asks_and_is_deterministic(ctx):
+    asked = 0
+    for scenario in ("product_discovery", "bundle", "return", "cancel"):
+        for index in range(3):
+            task = generate_task(ctx, scenario, 21, 8, index)
+            asked += any(c.name == "ask_user" for c in task.reference)
+            first, again = play_baseline(task, ctx.catalog), play_baseline(task, ctx.catalog)
+            assert "ask_user" not in [c.name for c in first.calls]
+            assert first.verdict.to_json() == again.verdict.to_json()
+            assert first.answer == again.answer
+            if any(c.name == "ask_user" for c in task.reference):
+                assert first.reasoning_operations >= 1
+    assert asked, "no task of the sample asks the customer"

@@ -1,0 +1,295 @@
+"""World events (issue 29): the shop changes during the episode, and each action is judged on
+the world as it was when the agent took it.
+
+Every rule has a trajectory that tries to get paid without handling the event (must fail) and
+a correct one phrased or ordered differently from the reference (must pass).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+
+from ecomrlve.env import EcomEnv, format_call, reference_turns, verify
+from ecomrlve.generators import generate_task, regenerate
+from ecomrlve.generators.events import EVENTS_FROM, check_events_from
+from ecomrlve.generators.generate import task_row
+from ecomrlve.tasks import TASK_SCHEMA, Task, WorldEvent, with_column_defaults
+from ecomrlve.testing import env_tasks as fx
+from ecomrlve.testing.fuzzer import gen_context
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    return gen_context()
+
+
+@pytest.fixture(scope="module")
+def catalog(ctx):
+    return ctx.catalog
+
+
+def call(name: str, **arguments) -> str:
+    return format_call(name, arguments)
+
+
+def with_events(task: Task, *events: WorldEvent) -> Task:
+    return task.model_copy(update={"events": list(events)})
+
+
+def purchase(catalog) -> tuple[Task, str, dict]:
+    task = fx.purchase_task(catalog)
+    item_id = task.reference[1].arguments["item_id"]
+    return task, item_id, catalog.row(item_id)
+
+
+def purchase_turns(task: Task, item_id: str) -> list[str]:
+    search = task.reference[0].arguments
+    return [call("search", **search), call("add_to_cart", item_id=item_id, quantity=1)]
+
+
+# ---- transient tool failures ---------------------------------------------------------------------
+def test_a_transient_failure_fails_once_and_the_retry_works(catalog):
+    task, item_id, row = purchase(catalog)
+    task = with_events(
+        task, WorldEvent(kind="tool_failure", after_calls=2, tool="checkout", error="timeout")
+    )
+    title = row["title"]
+    retried = [
+        *purchase_turns(task, item_id),
+        call("checkout"),
+        call("checkout"),
+        f"Done: your {title} is ordered (the first attempt timed out, the second went through).",
+    ]
+    verdict = verify(task, retried, catalog)
+    assert verdict.success, verdict.violations
+    # the tool's fault is not the agent's: no waste, and the retry is no repeat
+    assert not [v for v in verdict.violations if v.startswith("waste")], verdict.violations
+    # no retry: the order was never placed, and saying it was is a false claim
+    gave_up = [*purchase_turns(task, item_id), call("checkout"), f"I've ordered the {title}."]
+    verdict = verify(task, gave_up, catalog)
+    assert not verdict.success
+    assert any("expected exactly one new order" in v for v in verdict.violations)
+
+
+def test_a_transient_failure_answers_with_a_retryable_error(catalog):
+    task, _, _ = purchase(catalog)
+    task = with_events(
+        task, WorldEvent(kind="tool_failure", after_calls=0, tool="search", error="rate_limited")
+    )
+    env = EcomEnv(task, catalog)
+    env.reset()
+    first = json.loads(env.step(call("search", query="t-shirt")).observation[0]["content"])
+    assert first["code"] == "transient" and "429" in first["error"]
+    again = json.loads(env.step(call("search", query="t-shirt")).observation[0]["content"])
+    assert again["count"] > 0
+
+
+# ---- price changes -------------------------------------------------------------------------------
+def price_task(catalog, after_calls: int = 2) -> tuple[Task, str, dict, float]:
+    task, item_id, row = purchase(catalog)
+    new = round(row["price"] * 0.85, 2)
+    event = WorldEvent(kind="price_change", after_calls=after_calls, item_id=item_id, price=new,
+                       old_price=row["price"], say=f"The price changed to ${new:.2f}.")  # fmt: skip
+    return with_events(task, event), item_id, row, new
+
+
+def test_a_price_change_before_checkout_must_be_told(catalog):
+    task, item_id, row, new = price_task(catalog)
+    turns = [*purchase_turns(task, item_id), call("checkout")]
+    silent = verify(task, [*turns, f"I've ordered the {row['title']} for you."], catalog)
+    assert not silent.success
+    assert any("does not state money" in v for v in silent.violations), silent.violations
+    # the old price is stale: stating only it does not tell the change
+    stale = verify(
+        task, [*turns, f"I've ordered the {row['title']} at ${row['price']:.2f}."], catalog
+    )
+    assert not stale.success
+    told = (
+        f"Heads up: the {row['title']} now costs ${new:.2f} instead of ${row['price']:.2f}; the "
+        "price changed just before checkout, and your order was charged the new one."
+    )
+    verdict = verify(task, [*turns, told], catalog)
+    assert verdict.success, verdict.violations
+
+
+def test_a_price_change_after_the_checkout_asks_nothing(catalog):
+    """An action valid when taken stays valid: the order paid the old price before the change."""
+    task, item_id, row, _ = price_task(catalog, after_calls=3)
+    turns = [*purchase_turns(task, item_id), call("checkout"), call("view_cart")]
+    verdict = verify(task, [*turns, f"Your {row['title']} is ordered."], catalog)
+    assert verdict.success, verdict.violations
+
+
+def test_the_shop_shows_the_changed_price_and_charges_it(catalog):
+    task, item_id, _, new = price_task(catalog)
+    env = EcomEnv(task, catalog)
+    env.reset()
+    for turn in purchase_turns(task, item_id):
+        env.step(turn)
+    product = json.loads(env.step(call("get_product", item_id=item_id)).observation[0]["content"])
+    assert product["price"] == new
+    order = json.loads(env.step(call("checkout")).observation[0]["content"])
+    assert order["items"][0]["price"] == new
+
+
+# ---- out of stock --------------------------------------------------------------------------------
+def stock_task(catalog, after_calls: int = 2) -> tuple[Task, str, str, dict]:
+    task, item_id, row = purchase(catalog)
+    # the fixture's slot is one variant; another size of the family stands in for it
+    family = catalog.family_rows(catalog.row_of(item_id))
+    substitute = next(
+        catalog.item_id(r) for r in family
+        if catalog.item_id(r) != item_id and catalog.stock[r] > 1
+    )  # fmt: skip
+    slot = task.goal.purchase.slots[0]
+    goal = task.goal.model_copy(update={"purchase": task.goal.purchase.model_copy(
+        update={"slots": [slot.model_copy(update={"acceptable": [*slot.acceptable, substitute]})]}
+    )})  # fmt: skip
+    task = task.model_copy(update={"goal": goal})
+    event = WorldEvent(kind="out_of_stock", after_calls=after_calls, item_id=item_id,
+                       substitute=substitute, say="It went out of stock.")  # fmt: skip
+    return with_events(task, event), item_id, substitute, row
+
+
+def test_an_item_out_of_stock_in_the_cart_is_replaced_and_told(catalog):
+    task, item_id, substitute, row = stock_task(catalog)
+    base = purchase_turns(task, item_id)
+    # checkout with the withdrawn item fails; claiming the order anyway is caught
+    blind = verify(task, [*base, call("checkout"), f"I've ordered the {row['title']}."], catalog)
+    assert not blind.success
+    swap = [
+        call("remove_from_cart", item_id=item_id),
+        call("get_product", item_id=item_id),  # shows the other variants, in stock
+        call("add_to_cart", item_id=substitute, quantity=1),
+        call("checkout"),
+    ]
+    # a silent substitution: the customer is not told their pick is gone
+    silent = verify(task, [*base, call("view_cart"), *swap, "Your order is placed."], catalog)
+    assert not silent.success
+    assert any("does not state" in v for v in silent.violations), silent.violations
+    told = (
+        f"The {row['title']} you wanted sold out while it sat in your cart. I've placed your "
+        f"order for {substitute} instead (the same shirt in another size)."
+    )
+    verdict = verify(task, [*base, call("view_cart"), *swap, told], catalog)
+    assert verdict.success, verdict.violations
+
+
+def test_an_item_bought_before_it_ran_out_needs_no_apology(catalog):
+    task, item_id, _, row = stock_task(catalog, after_calls=3)
+    turns = [*purchase_turns(task, item_id), call("checkout"), call("view_cart")]
+    verdict = verify(task, [*turns, f"Your {row['title']} is ordered."], catalog)
+    assert verdict.success, verdict.violations
+
+
+def test_search_hides_a_withdrawn_item_from_in_stock_results(catalog):
+    task, item_id, _, _ = stock_task(catalog, after_calls=0)
+    env = EcomEnv(task, catalog)
+    env.reset()
+    found = json.loads(
+        env.step(call("search", **task.reference[0].arguments)).observation[0]["content"]
+    )
+    assert item_id not in [r["item_id"] for r in found["results"]]
+
+
+# ---- an order ships ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cancel_task(ctx):
+    """A generated cancel task without events whose reference cancels a processing order."""
+    for index in range(40):
+        task = generate_task(ctx, "cancel", 5, 3, index, events_from=11)
+        orders = {o["order_id"]: o["status"] for o in task.initial_state["orders"]}
+        cancels = [c for c in task.reference if c.name == "cancel_order"]
+        if len(cancels) == 1 and orders[cancels[0].arguments["order_id"]] == "processing":
+            return task
+    raise LookupError("no single-cancel task with a processing order")
+
+
+def test_an_order_cancelled_before_it_ships_stays_cancelled(cancel_task, catalog):
+    """The cancel was valid when taken: shipping afterwards changes nothing."""
+    k = next(i for i, c in enumerate(cancel_task.reference) if c.name == "cancel_order")
+    order_id = cancel_task.reference[k].arguments["order_id"]
+    task = with_events(cancel_task, WorldEvent(kind="order_shipped", after_calls=k + 1,
+                                               order_id=order_id))  # fmt: skip
+    verdict = verify(task, reference_turns(task), catalog)
+    assert verdict.success, verdict.violations
+
+
+def test_an_order_that_shipped_before_the_cancel_must_be_told(cancel_task, catalog):
+    k = next(i for i, c in enumerate(cancel_task.reference) if c.name == "cancel_order")
+    order_id = cancel_task.reference[k].arguments["order_id"]
+    task = with_events(cancel_task, WorldEvent(kind="order_shipped", after_calls=k,
+                                               order_id=order_id))  # fmt: skip
+    # acting on stale information: the cancel is refused, and the reference's claim is false
+    stale = verify(task, reference_turns(cancel_task), catalog)
+    assert not stale.success
+    before = [format_call(c.name, c.arguments) for c in cancel_task.reference[: k + 1]]
+    told = (
+        f"I tried, but order {order_id} left our warehouse a moment ago — it's shipped now, so "
+        "cancelling is no longer possible. Once it arrives you can send it back for a refund."
+    )
+    verdict = verify(task, [*before, told], catalog)
+    assert verdict.success, verdict.violations
+
+
+# ---- generated tasks -----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def hard_tasks(ctx):
+    from ecomrlve.config import SCENARIOS
+
+    return [generate_task(ctx, s, 13, d, i) for s in SCENARIOS for d in (8, 10) for i in range(3)]
+
+
+def test_most_hard_tasks_carry_events_and_their_references_verify(hard_tasks, catalog):
+    with_any = [t for t in hard_tasks if t.events]
+    assert len(with_any) >= 0.5 * len(hard_tasks)
+    kinds = {e.kind for t in hard_tasks for e in t.events}
+    assert {"tool_failure", "price_change", "order_shipped"} <= kinds, kinds
+    for task in hard_tasks:
+        verdict = verify(task, reference_turns(task), catalog)
+        assert verdict.success and verdict.tool_calls == task.min_steps, (task.task_id, verdict)
+
+
+def test_events_start_at_the_configured_difficulty(ctx):
+    assert EVENTS_FROM == 8
+    assert not generate_task(ctx, "cart", 13, 7, 0).events
+    assert generate_task(ctx, "cart", 13, 7, 0, events_from=0).events
+    assert not generate_task(ctx, "cart", 13, 10, 0, events_from=11).events
+    with pytest.raises(ValueError, match="events_from"):
+        check_events_from(12)
+
+
+def test_events_are_part_of_the_row_and_replay_the_same_world(hard_tasks, ctx):
+    task = next(t for t in hard_tasks if t.events)
+    row = task_row(task)
+    assert Task.from_row(row).events == task.events
+    assert task_row(regenerate(task.task_id, ctx)) == row
+    # a row written before the column existed reads as a static shop
+    old = {k: v for k, v in row.items() if k != "events"}
+    assert Task.from_row(old).events == []
+    frame = with_column_defaults(pl.DataFrame([old]))
+    assert frame["events"].to_list() == ["[]"]
+    assert set(TASK_SCHEMA) - set(frame.columns) == set()
+
+
+def test_event_draws_do_not_depend_on_the_hash_seed():
+    code = (
+        "from ecomrlve.testing.fuzzer import gen_context;"
+        "from ecomrlve.generators import generate_task;"
+        "from ecomrlve.generators.generate import task_row;"
+        "print([task_row(generate_task(gen_context(), s, 3, 9, 0))['events'] "
+        "for s in ('cancel', 'bundle', 'journey')])"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+            env={**__import__("os").environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("0", "1")
+    }  # fmt: skip
+    assert len(outputs) == 1 and "kind" in next(iter(outputs))
