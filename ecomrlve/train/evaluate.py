@@ -66,7 +66,7 @@ def evaluate_episodes(
     stage: str,
     progress: ProgressFn | None = None,
 ) -> EvalReport:
-    """Play `samples` episodes of every task at `training.eval_temperature` (default: the
+    """Play `samples` episodes of every task at `training.eval.temperature` (default: the
     agent's sampling temperature; 0 is greedy) and score them."""
     if not tasks:
         raise ValueError("no tasks to evaluate")
@@ -81,7 +81,7 @@ def evaluate_episodes(
         agent=cfg.agent,
         samples_per_task=samples,
         seed=seed,
-        temperature=cfg.training.eval_temperature,
+        temperature=cfg.training.eval.temperature,
         progress=progress,
     )
     rows = [episode_row(e, sample=e.sample, stage=stage) for e in episodes]

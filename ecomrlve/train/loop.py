@@ -122,7 +122,7 @@ def train_dapo(
     ctx: DistContext | None = None,
     play: PlayFn | None = None,
 ) -> LoopResult:
-    """Run `training.total_steps` DAPO steps on `policy`; `record(step_row, scenario_rows,
+    """Run `training.algorithm.total_steps` DAPO steps on `policy`; `record(step_row, scenario_rows,
     rollout_rows)` receives each step's results (on rank 0). With `checkpoints`, a resumed run
     continues after the newest checkpoint's step, exactly where the stopped run was. Under
     torchrun every rank calls this with the same sampler and config (`ctx` says which rank).
@@ -132,10 +132,12 @@ def train_dapo(
     ctx = ctx or DistContext(device=next(policy.parameters()).device)
     play = play or run_episodes
     optimizer = torch.optim.AdamW(
-        policy.parameters(), lr=training.learning_rate, weight_decay=training.weight_decay
+        policy.parameters(),
+        lr=training.algorithm.learning_rate,
+        weight_decay=training.algorithm.weight_decay,
     )
     reference = None
-    if training.kl_coef > 0:  # DAPO drops the KL term; kept as a switch for ablations
+    if training.algorithm.kl_coef > 0:  # DAPO drops the KL term; kept as a switch for ablations
         reference = copy.deepcopy(policy).eval().requires_grad_(False)
     result = LoopResult()
     start = 0
@@ -144,18 +146,18 @@ def train_dapo(
         if start:
             engine.sync_weights(policy)
 
-    for step in range(start + 1, training.total_steps + 1):
+    for step in range(start + 1, training.algorithm.total_steps + 1):
         # ======================================================================================
         # 1. Rollouts, with dynamic sampling
         # ======================================================================================
         set_lr(
             optimizer,
-            training.learning_rate
+            training.algorithm.learning_rate
             * lr_factor(
                 step,
-                training.total_steps,
-                warmup=training.lr_warmup_steps,
-                schedule=training.lr_schedule,
+                training.algorithm.total_steps,
+                warmup=training.algorithm.warmup_steps,
+                schedule=training.algorithm.lr_schedule,
             ),
         )
         started = time.perf_counter()
@@ -203,7 +205,7 @@ def train_dapo(
         rollout_rows = [
             {
                 "step": step,
-                "gen_batch": o.group // training.prompts_per_step,
+                "gen_batch": o.group // training.rollout.prompts_per_step,
                 "group": o.group,
                 "task_id": o.task_id,
                 "scenario": o.scenario,
@@ -227,7 +229,7 @@ def train_dapo(
         result.steps = step
         if checkpoints is not None:
             checkpoints.after_step(
-                step, training.total_steps, policy, optimizer, {"sampler": sampler}
+                step, training.algorithm.total_steps, policy, optimizer, {"sampler": sampler}
             )
         log.info(
             "step %d reward %.3f success %.2f groups %d/%d",
@@ -238,7 +240,7 @@ def train_dapo(
             len(rollouts.groups),
         )
         if progress:
-            progress("dapo", step / max(training.total_steps, 1))
+            progress("dapo", step / max(training.algorithm.total_steps, 1))
     return result
 
 
@@ -266,8 +268,10 @@ def _rollouts(
     """Step 1: play groups until `prompts_per_step` informative ones are kept (or the
     generation budget is spent). Every rank draws the same tasks and plays its share."""
     training, agent = cfg.training, cfg.agent
-    prompts = training.prompts_per_step
-    max_gen_batches = training.max_num_gen_batches if training.dynamic_sampling else 1
+    prompts = training.rollout.prompts_per_step
+    max_gen_batches = (
+        training.algorithm.max_num_gen_batches if training.algorithm.dynamic_sampling else 1
+    )
     out = _Rollouts([], {}, [], {}, 0, 0)
     # HF generate on a sharded policy: gather its weights once so ranks never wait on each other
     shares_policy = getattr(engine, "model", None) is policy
@@ -286,7 +290,7 @@ def _rollouts(
                     catalog,
                     env_config=cfg.env,
                     agent=agent,
-                    samples_per_task=training.group_size,
+                    samples_per_task=training.rollout.group_size,
                     seed=rollout_seed(training.seed, step, offset),
                     group_seeds=[rollout_seed(training.seed, step, offset + g) for g in mine],
                 )
@@ -307,8 +311,8 @@ def _rollouts(
             groups.setdefault(o.group, []).append(o)
         out.groups.update(groups)
         keep = [True] * len(groups)
-        if training.dynamic_sampling:
-            success = training.dynamic_sampling_metric == "success"
+        if training.algorithm.dynamic_sampling:
+            success = training.algorithm.dynamic_sampling_metric == "success"
             values = torch.tensor([float(o.success) if success else o.reward for o in batch])
             local_index = {g: i for i, g in enumerate(groups)}
             group_index = torch.tensor([local_index[o.group] for o in batch])  # (n,)
@@ -330,9 +334,12 @@ def _outcomes(episodes: list[Episode], cfg: EcomConfig) -> list[Outcome]:
         [agent.max_episode_tokens - e.sequence.prompt_length for e in episodes]
     )  # (n,)
     penalty = torch.zeros(len(episodes))  # (n,)
-    if training.overlong_shaping:
+    if training.algorithm.overlong_shaping:
         penalty = dapo.overlong_penalty(
-            lengths, budgets, training.overlong_buffer, training.overlong_penalty
+            lengths,
+            budgets,
+            training.algorithm.overlong_buffer,
+            training.algorithm.overlong_penalty,
         )  # (n,)
     return [
         Outcome(
@@ -382,7 +389,7 @@ def _update(
             strict=True,
         )
     )  # key -> A
-    per_mini = training.ppo_mini_batch_size or training.prompts_per_step
+    per_mini = training.algorithm.ppo_mini_batch_size or training.rollout.prompts_per_step
     minis = [rollouts.kept[i : i + per_mini] for i in range(0, len(rollouts.kept), per_mini)]
     plans = [_mini_batch(mini, rollouts, cfg, chat, ctx) for mini in minis]
 
@@ -407,7 +414,7 @@ def _update(
     losses, grad_norms = [], []
     totals = torch.zeros(6, dtype=torch.float64)  # tokens, clipped, low, high, kl, entropy
     skip_reason = None
-    for epoch in range(training.ppo_epochs):
+    for epoch in range(training.algorithm.ppo_epochs):
         for plan in plans:
             optimizer.zero_grad(set_to_none=True)
             step_loss = 0.0
@@ -422,11 +429,11 @@ def _update(
                     micro.old,
                     adv.to(logprobs.device),
                     batch.loss_mask,
-                    clip_ratio_low=training.clip_ratio_low,
-                    clip_ratio_high=training.clip_ratio_high,
-                    clip_ratio_c=training.clip_ratio_c,
-                    loss_agg_mode=training.loss_agg_mode,
-                    kl_coef=training.kl_coef,
+                    clip_ratio_low=training.algorithm.clip_ratio_low,
+                    clip_ratio_high=training.algorithm.clip_ratio_high,
+                    clip_ratio_c=training.algorithm.clip_ratio_c,
+                    loss_agg_mode=training.algorithm.loss_agg_mode,
+                    kl_coef=training.algorithm.kl_coef,
                     ref_logprobs=micro.ref,
                     total_tokens=plan.tokens,
                     total_sequences=plan.sequences,
@@ -446,7 +453,9 @@ def _update(
                     dtype=torch.float64,
                 )
             step_loss = all_reduce_sum(step_loss, ctx)
-            grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), training.max_grad_norm)
+            grad_norm = torch.nn.utils.clip_grad_norm_(
+                policy.parameters(), training.algorithm.max_grad_norm
+            )
             if hasattr(grad_norm, "full_tensor"):  # FSDP2: a DTensor over the ranks
                 grad_norm = grad_norm.full_tensor()
             if not (math.isfinite(step_loss) and math.isfinite(float(grad_norm))):
@@ -518,7 +527,7 @@ def _mini_batch(
         list(range(len(keys))),
         [len(s) for s in sequences],
         micro_batch_tokens(training),
-        training.mini_batch_size,
+        training.scale.mini_batch_size,
     )
     count = max(all_gather_objects(len(cuts), ctx))
     device = ctx.device

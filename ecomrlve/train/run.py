@@ -190,8 +190,9 @@ def train_from_config(
             budgets, `env` the reward.
         data: the data directory (catalog, tasks, curricula, ecomrlve.duckdb).
         output: the run folder (created; files of an earlier run there are replaced).
-        curriculum: name of a curriculum under DATA/curricula; default `training.curriculum`,
-            and without either, the store's `tasks` view read easy to hard.
+        curriculum: name of a curriculum under DATA/curricula; default
+            `training.rollout.curriculum`, and without either, the store's `tasks` view read easy
+            to hard.
         progress: optional `progress(stage, fraction_of_whole_run)` callback.
 
     Returns:
@@ -204,12 +205,12 @@ def train_from_config(
     """
     run = _setup(cfg, Path(data), Path(output), curriculum, progress)
     _evaluate_stage(run, "base")
-    sft_steps = cfg.training.sft_steps
-    if (cfg.training.sft_epochs if sft_steps is None else sft_steps) > 0:
+    sft_steps = cfg.training.sft.steps
+    if (cfg.training.sft.epochs if sft_steps is None else sft_steps) > 0:
         _sft_stage(run)
         _evaluate_stage(run, "sft")
     sampler = _sampler(run)
-    if cfg.training.total_steps > 0:
+    if cfg.training.algorithm.total_steps > 0:
         _dapo_stage(run, sampler)
         _evaluate_stage(run, "final")
     _write_outputs(run, sampler)
@@ -240,7 +241,7 @@ def _setup(
     output = output.expanduser().resolve()
     if agent.model != TINY_MODEL:
         resolve_model_path(agent.model)  # a missing model is the first thing to say
-    name = curriculum or training.curriculum
+    name = curriculum or training.rollout.curriculum
     frame = read_curriculum(paths.root, name) if name else read_store_tasks(paths.root)
     frame = frame.filter(pl.col("scenario").is_in(cfg.env.scenarios))
     if frame.is_empty():
@@ -248,7 +249,7 @@ def _setup(
     tools = offered_tools(agent.tools)
     if agent.tools is not None:
         _warn_unsolvable(frame, set(agent.tools))
-    train_frame, heldout_frame = split_heldout(frame, training.eval_tasks, training.seed)
+    train_frame, heldout_frame = split_heldout(frame, training.eval.tasks, training.seed)
     catalog = Catalog.load(paths.root)
     plan = plan_for_this_machine(cfg)  # vLLM + FSDP + bf16 with CUDA, HF + fp32 without
     ctx = init_distributed()
@@ -293,7 +294,7 @@ def _setup(
         output=output,
         model_dir=output / "model",
         model=agent.model,
-        algorithm=training.algorithm,
+        algorithm=training.algorithm.name,
         curriculum=name,
         train_tasks=train_frame.height,
         heldout_tasks=heldout_frame.height,
@@ -368,8 +369,8 @@ def _evaluate_stage(run: TrainRun, stage: str) -> None:
             run.chat,
             run.catalog,
             run.cfg,
-            samples=training.eval_samples,
-            k=training.eval_samples,
+            samples=training.eval.samples,
+            k=training.eval.samples,
             seed=training.seed + 1,
             stage=stage,
             progress=run.stage_progress({"base": "base", "sft": "sft-eval"}.get(stage, "final")),
@@ -432,12 +433,12 @@ def _sft_stage(run: TrainRun) -> None:
 def _sampler(run: TrainRun) -> CurriculumSampler:
     training = run.cfg.training
     adaptive = None
-    if training.adaptive_difficulty:
+    if training.rollout.adaptive_difficulty:
         adaptive = AdaptiveDifficulty(
             CurriculumSampler.levels_of(run.train_frame),
-            width=training.adaptive_window,
-            threshold=training.adaptive_threshold,
-            episodes=training.adaptive_episodes,
+            width=training.rollout.adaptive_window,
+            threshold=training.rollout.adaptive_threshold,
+            episodes=training.rollout.adaptive_episodes,
         )
     return CurriculumSampler(run.train_frame, seed=training.seed, adaptive=adaptive)
 
@@ -457,9 +458,9 @@ def _dapo_stage(run: TrainRun, sampler: CurriculumSampler) -> None:
         progress=run.stage_progress("dapo"),
         checkpoints=Checkpointer(
             run.output / "checkpoints",
-            every=training.save_every,
-            keep_last=training.keep_checkpoints,
-            resume=training.resume,
+            every=training.checkpoint.save_every,
+            keep_last=training.checkpoint.keep,
+            resume=training.checkpoint.resume,
         ),
         ctx=run.ctx,
     )
@@ -498,7 +499,7 @@ def _write_outputs(run: TrainRun, sampler: CurriculumSampler) -> None:
                 "run_id": summary.run_id,
                 "output": str(run.output),
                 "model": cfg.agent.model,
-                "algorithm": cfg.training.algorithm,
+                "algorithm": cfg.training.algorithm.name,
                 "curriculum": run.curriculum,
                 "config": json.dumps(cfg.model_dump(mode="json"), sort_keys=True),
                 "steps": summary.rl_steps,
@@ -522,7 +523,7 @@ def train_with_torchrun(
     cfg: EcomConfig, data: Path, output: Path, curriculum: str | None, gpus: int
 ) -> dict[str, Any]:
     """Run `ecomrlve train` as `gpus` torchrun ranks (what the pipeline's train stage does when
-    `training.gpus` > 1) and return the run's summary.json. Raises RuntimeError with the tail
+    `training.scale.gpus` > 1) and return the run's summary.json. Raises RuntimeError with the tail
     of the ranks' output when they fail."""
     output = Path(output).expanduser().resolve()
     output.mkdir(parents=True, exist_ok=True)

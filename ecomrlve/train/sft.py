@@ -63,9 +63,9 @@ def sft_total_steps(config: TrainingConfig, sequences: int) -> int:
     """Optimizer steps SFT takes: `sft_steps` when set, else `sft_epochs` passes."""
     if sequences == 0:
         return 0
-    if config.sft_steps is not None:
-        return config.sft_steps
-    return -(-sequences // config.sft_batch_size) * config.sft_epochs
+    if config.sft.steps is not None:
+        return config.sft.steps
+    return -(-sequences // config.sft.batch_size) * config.sft.epochs
 
 
 def reference_data(
@@ -110,13 +110,13 @@ def train_sft(
         return result
     ctx = ctx or DistContext(device=next(model.parameters()).device)
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=config.sft_learning_rate, weight_decay=config.weight_decay
+        model.parameters(), lr=config.sft.learning_rate, weight_decay=config.algorithm.weight_decay
     )
     started = time.perf_counter()
     model.train()
     for step, batch_ids in enumerate(sft_batches(len(sequences), total, config), start=1):
-        lr = config.sft_learning_rate * lr_factor(
-            step, total, warmup=config.sft_warmup_steps, schedule=config.sft_lr_schedule
+        lr = config.sft.learning_rate * lr_factor(
+            step, total, warmup=config.sft.warmup_steps, schedule=config.sft.lr_schedule
         )
         set_lr(optimizer, lr)
         total_tokens = float(sum(sequences[i].generated_tokens for i in batch_ids))
@@ -130,7 +130,7 @@ def train_sft(
             loss = sft_loss(logprobs, batch.loss_mask, total_tokens=total_tokens)
             (loss * weight).backward()
             loss_sum += float(loss.detach()) * weight
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.algorithm.max_grad_norm)
         optimizer.step()
         loss_total = all_reduce_sum(loss_sum, ctx)
         result.steps += 1
@@ -160,11 +160,11 @@ def sft_batches(count: int, total: int, config: TrainingConfig) -> Iterator[list
     made = 0
     while True:
         order = rng.permutation(count)
-        for start in range(0, count, config.sft_batch_size):
+        for start in range(0, count, config.sft.batch_size):
             if made == total:
                 return
             made += 1
-            yield order[start : start + config.sft_batch_size].tolist()
+            yield order[start : start + config.sft.batch_size].tolist()
 
 
 def rank_micro_batches(
@@ -177,7 +177,7 @@ def rank_micro_batches(
         indices,
         {i: len(sequences[i]) for i in indices},
         micro_batch_tokens(config),
-        config.mini_batch_size,
+        config.scale.mini_batch_size,
     )
     out = [([sequences[i] for i in cut], 1.0) for cut in cuts]
     count = max(all_gather_objects(len(out), ctx))
