@@ -259,7 +259,10 @@ class RolloutConfig(StrictModel):
         False, description="offer each task only its scenario's tools until success holds"
     )
     tool_curriculum_threshold: float = Field(
-        0.5, gt=0.0, le=1.0, description="mean success that widens to the full tool set"
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="mean success that widens to the full tool set (0: after `window` steps)",
     )
     tool_curriculum_window: int = Field(
         2, ge=1, description="RL steps whose mean success must reach the threshold"

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import logging
 import math
 import time
@@ -60,6 +61,7 @@ from ecomrlve.train.engine import RolloutEngine
 from ecomrlve.train.memory import micro_batch_tokens
 from ecomrlve.train.rollout import Episode, run_episodes
 from ecomrlve.train.schedule import lr_factor, set_lr
+from ecomrlve.train.tool_curriculum import FULL_WIDTH, ToolCurriculum
 
 log = logging.getLogger(__name__)
 
@@ -121,16 +123,20 @@ def train_dapo(
     checkpoints: Checkpointer | None = None,
     ctx: DistContext | None = None,
     play: PlayFn | None = None,
+    tools: ToolCurriculum | None = None,
 ) -> LoopResult:
     """Run `training.algorithm.total_steps` DAPO steps on `policy`; `record(step_row, scenario_rows,
     rollout_rows)` receives each step's results (on rank 0). With `checkpoints`, a resumed run
     continues after the newest checkpoint's step, exactly where the stopped run was. Under
     torchrun every rank calls this with the same sampler and config (`ctx` says which rank).
     `play` plays the episodes (`rollout.run_episodes` against `EcomEnv`; a test swaps in a
-    tiny rewardable task)."""
+    tiny rewardable task). `tools`, the tool curriculum, says which tools each prompt offers
+    and widens to the full set when the steps' success holds."""
     training = cfg.training
     ctx = ctx or DistContext(device=next(policy.parameters()).device)
     play = play or run_episodes
+    if tools is not None:  # each prompt offers the tools of the width in force at its step
+        play = functools.partial(play, tools_for=tools.schemas_for)
     optimizer = torch.optim.AdamW(
         policy.parameters(),
         lr=training.algorithm.learning_rate,
@@ -141,8 +147,9 @@ def train_dapo(
         reference = copy.deepcopy(policy).eval().requires_grad_(False)
     result = LoopResult()
     start = 0
+    stateful: dict[str, Any] = {"sampler": sampler, **({"tools": tools} if tools else {})}
     if checkpoints is not None:  # weights, optimizer, sampler + adaptive windows, RNGs
-        start = checkpoints.restore(policy, optimizer, {"sampler": sampler})
+        start = checkpoints.restore(policy, optimizer, stateful)
         if start:
             engine.sync_weights(policy)
 
@@ -161,6 +168,7 @@ def train_dapo(
             ),
         )
         started = time.perf_counter()
+        tools_offered = tools.width if tools is not None else FULL_WIDTH
         rollouts = _rollouts(policy, engine, chat, catalog, sampler, cfg, step, ctx, play)
         rollout_s = time.perf_counter() - started
         if hasattr(engine, "sleep"):  # vLLM frees its GPU memory for the update; sync wakes it
@@ -177,8 +185,11 @@ def train_dapo(
             "rollout_s": rollout_s,
             "lr": optimizer.param_groups[0]["lr"],
             "overlong_penalty_mean": float(np.mean([o.penalty for o in rollouts.sampled])),
+            "tools_offered": tools_offered,
         }
         metrics.update(_rollout_metrics(rollouts.sampled, rollout_s))
+        if tools is not None:  # widens from the next step when success at this width holds
+            tools.record(step, metrics["success_rate"])
         skip_reason = _unusable_batch(trained)
         metrics.update(skipped=skip_reason is not None, skip_reason=skip_reason)
 
@@ -229,7 +240,7 @@ def train_dapo(
         result.steps = step
         if checkpoints is not None:
             checkpoints.after_step(
-                step, training.algorithm.total_steps, policy, optimizer, {"sampler": sampler}
+                step, training.algorithm.total_steps, policy, optimizer, stateful
             )
         log.info(
             "step %d reward %.3f success %.2f groups %d/%d",

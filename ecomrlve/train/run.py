@@ -85,6 +85,7 @@ from ecomrlve.train.plan import (
 )
 from ecomrlve.train.results import RUN_SCHEMA, RunLog, append
 from ecomrlve.train.sft import reference_data, train_sft
+from ecomrlve.train.tool_curriculum import FULL_WIDTH, ToolCurriculum, scenario_tools
 from ecomrlve.train.tracking import Tracking, check_loggers, open_tracking
 
 log = logging.getLogger(__name__)
@@ -136,6 +137,8 @@ class TrainSummary:
     plots: list[Path] = field(default_factory=list)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    # the tools each held-out stage's prompts offered (tool curriculum width: scenario or all)
+    held_out_tools: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -167,6 +170,15 @@ class TrainRun:
     progress: ProgressFn | None
     started: float
     held_out_tasks: dict[str, pl.DataFrame] = field(default_factory=dict)  # stage -> per task
+    tools: ToolCurriculum | None = None  # training.rollout.tool_curriculum
+
+    def tools_for(self) -> Callable[[Task], list[dict[str, Any]] | None] | None:
+        """The tool schemas each prompt offers now (None: the chat's full set)."""
+        return self.tools.schemas_for if self.tools is not None else None
+
+    @property
+    def tools_offered(self) -> str:
+        return self.tools.width if self.tools is not None else FULL_WIDTH
 
     def stage_progress(self, stage: str) -> ProgressFn | None:
         if self.progress is None or not self.ctx.is_main:
@@ -265,6 +277,14 @@ def _setup(
         )
     policy, tokenizer = _load_policy(cfg, plan, ctx, paths.root, corpus)
     chat = ChatFormat(tokenizer, tools, enable_thinking=agent.enable_thinking)
+    tool_curriculum = None
+    if training.rollout.tool_curriculum:  # each scenario's own tools (its references') first
+        tool_curriculum = ToolCurriculum(
+            scenario_tools(frame, [t["function"]["name"] for t in tools]),
+            tools,
+            threshold=training.rollout.tool_curriculum_threshold,
+            window=training.rollout.tool_curriculum_window,
+        )
     engine = build_rollout_engine(
         plan,
         policy,
@@ -321,6 +341,7 @@ def _setup(
         summary=summary,
         progress=progress,
         started=started,
+        tools=tool_curriculum,
     )
 
 
@@ -374,6 +395,8 @@ def _evaluate_stage(run: TrainRun, stage: str) -> None:
             seed=training.seed + 1,
             stage=stage,
             progress=run.stage_progress({"base": "base", "sft": "sft-eval"}.get(stage, "final")),
+            tools_for=run.tools_for(),
+            tools_offered=run.tools_offered,
         )
     if hasattr(run.engine, "sleep"):
         run.engine.sleep()
@@ -384,6 +407,7 @@ def _evaluate_stage(run: TrainRun, stage: str) -> None:
     seconds = time.perf_counter() - started
     run.summary.stage_seconds[f"eval_{stage}"] = seconds
     run.summary.held_out[stage] = dict(report.overall)
+    run.summary.held_out_tools[stage] = run.tools_offered
     run.held_out_tasks[stage] = metrics.per_task(report.episodes, report.k)
     cis, gains = metrics.stage_intervals(run.held_out_tasks, seed=training.seed)
     for name, interval in cis.items():
@@ -399,7 +423,7 @@ def _sft_stage(run: TrainRun) -> None:
     cfg, summary = run.cfg, run.summary
     started = time.perf_counter()
     tasks = [row_to_task(r) for r in run.train_frame.iter_rows(named=True)]
-    data = reference_data(tasks, run.chat, run.catalog, cfg.env, cfg.agent)
+    data = reference_data(tasks, run.chat, run.catalog, cfg.env, cfg.agent, run.tools_for())
     sft = train_sft(
         run.policy,
         data.sequences,
@@ -463,6 +487,7 @@ def _dapo_stage(run: TrainRun, sampler: CurriculumSampler) -> None:
             resume=training.checkpoint.resume,
         ),
         ctx=run.ctx,
+        tools=run.tools,
     )
     run.summary.rl_steps = loop.steps
     run.summary.stage_seconds["rl"] = time.perf_counter() - started

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -74,11 +75,14 @@ def reference_data(
     catalog: Catalog,
     env_config: EnvConfig,
     agent: AgentConfig,
+    tools_for: Callable[[Task], list[dict[str, Any]] | None] | None = None,
 ) -> SFTData:
-    """Token sequences of the reference solutions that verify and fit the episode budget."""
+    """Token sequences of the reference solutions that verify and fit the episode budget;
+    `tools_for(task)` is the tool schemas each prompt offers (None: the chat's own)."""
     data = SFTData([])
     for task in tasks:
-        episode = reference_episode(task, chat, catalog, env_config)
+        tools = tools_for(task) if tools_for is not None else None
+        episode = reference_episode(task, chat, catalog, env_config, tools)
         if not episode.success:
             data.skipped_failed += 1
             log.warning("reference of %s does not verify; not used for SFT", task.task_id)
