@@ -266,17 +266,6 @@ def _setup(
     plan = plan_for_this_machine(cfg)  # vLLM + FSDP + bf16 with CUDA, HF + fp32 without
     ctx = init_distributed()
     torch.manual_seed(training.seed)
-    corpus = None
-    if agent.model == TINY_MODEL:
-        corpus = tiny_corpus(
-            paths.root,
-            _sample_tasks(train_frame, TINY_CORPUS_EPISODES),
-            catalog,
-            cfg.env,
-            enable_thinking=agent.enable_thinking,
-        )
-    policy, tokenizer = _load_policy(cfg, plan, ctx, paths.root, corpus)
-    chat = ChatFormat(tokenizer, tools, enable_thinking=agent.enable_thinking)
     tool_curriculum = None
     if training.rollout.tool_curriculum:  # each scenario's own tools (its references') first
         tool_curriculum = ToolCurriculum(
@@ -285,6 +274,18 @@ def _setup(
             threshold=training.rollout.tool_curriculum_threshold,
             window=training.rollout.tool_curriculum_window,
         )
+    corpus = None
+    if agent.model == TINY_MODEL:
+        corpus = tiny_corpus(
+            paths.root,
+            _sample_tasks(train_frame, TINY_CORPUS_EPISODES),
+            catalog,
+            cfg.env,
+            enable_thinking=agent.enable_thinking,
+            tools_for=tool_curriculum.schemas_for if tool_curriculum else None,
+        )
+    policy, tokenizer = _load_policy(cfg, plan, ctx, paths.root, corpus)
+    chat = ChatFormat(tokenizer, tools, enable_thinking=agent.enable_thinking)
     engine = build_rollout_engine(
         plan,
         policy,
@@ -636,9 +637,13 @@ def tiny_corpus(
     env_config: EnvConfig,
     *,
     enable_thinking: bool,
+    tools_for: Callable[[Task], list[dict[str, Any]] | None] | None = None,
 ) -> list[str]:
     """The texts the tiny tokenizer learns from: reference episodes through the chat template
-    (prompts, tool schemas, tool calls, real tool responses), catalog titles, policy texts."""
+    (prompts, tool schemas, tool calls, real tool responses), catalog titles, policy texts.
+    With `tools_for` (the tool curriculum) each episode is also rendered with its narrow tool
+    set: BPE merges the repeated full tool block into a few tokens, and a narrow block it never
+    saw would come out longer than the full one."""
     texts: list[str] = []
     for task in tasks:
         env = EcomEnv(task, catalog, env_config)
@@ -646,9 +651,9 @@ def tiny_corpus(
         for turn in reference_turns(task):
             if env.step(turn).done:
                 break
-        texts.append(
-            render_chat_text(env.messages, tool_schemas(), enable_thinking=enable_thinking)
-        )
+        narrow = tools_for(task) if tools_for is not None else None
+        for tools in (tool_schemas(), *([narrow] if narrow is not None else [])):
+            texts.append(render_chat_text(env.messages, tools, enable_thinking=enable_thinking))
     products = pl.read_parquet(DataPaths.of(data).products, columns=["title"])
     step = max(1, products.height // TINY_CORPUS_TITLES)
     texts.extend(products["title"].gather_every(step).head(TINY_CORPUS_TITLES).to_list())
