@@ -133,17 +133,18 @@ def train_dapo(
     tiny rewardable task). `tools`, the tool curriculum, says which tools each prompt offers
     and widens to the full set when the steps' success holds."""
     training = cfg.training
+    algorithm = training.algorithm
     ctx = ctx or DistContext(device=next(policy.parameters()).device)
     play = play or run_episodes
     if tools is not None:  # each prompt offers the tools of the width in force at its step
         play = functools.partial(play, tools_for=tools.schemas_for)
     optimizer = torch.optim.AdamW(
         policy.parameters(),
-        lr=training.algorithm.learning_rate,
-        weight_decay=training.algorithm.weight_decay,
+        lr=algorithm.learning_rate,
+        weight_decay=algorithm.weight_decay,
     )
     reference = None
-    if training.algorithm.kl_coef > 0:  # DAPO drops the KL term; kept as a switch for ablations
+    if algorithm.kl_coef > 0:  # DAPO drops the KL term; kept as a switch for ablations
         reference = copy.deepcopy(policy).eval().requires_grad_(False)
     result = LoopResult()
     start = 0
@@ -153,18 +154,18 @@ def train_dapo(
         if start:
             engine.sync_weights(policy)
 
-    for step in range(start + 1, training.algorithm.total_steps + 1):
+    for step in range(start + 1, algorithm.total_steps + 1):
         # ======================================================================================
         # 1. Rollouts, with dynamic sampling
         # ======================================================================================
         set_lr(
             optimizer,
-            training.algorithm.learning_rate
+            algorithm.learning_rate
             * lr_factor(
                 step,
-                training.algorithm.total_steps,
-                warmup=training.algorithm.warmup_steps,
-                schedule=training.algorithm.lr_schedule,
+                algorithm.total_steps,
+                warmup=algorithm.warmup_steps,
+                schedule=algorithm.lr_schedule,
             ),
         )
         started = time.perf_counter()
@@ -239,9 +240,7 @@ def train_dapo(
         result.history.append(metrics)
         result.steps = step
         if checkpoints is not None:
-            checkpoints.after_step(
-                step, training.algorithm.total_steps, policy, optimizer, stateful
-            )
+            checkpoints.after_step(step, algorithm.total_steps, policy, optimizer, stateful)
         log.info(
             "step %d reward %.3f success %.2f groups %d/%d",
             step,
@@ -251,7 +250,7 @@ def train_dapo(
             len(rollouts.groups),
         )
         if progress:
-            progress("dapo", step / max(training.algorithm.total_steps, 1))
+            progress("dapo", step / max(algorithm.total_steps, 1))
     return result
 
 
@@ -279,10 +278,9 @@ def _rollouts(
     """Step 1: play groups until `prompts_per_step` informative ones are kept (or the
     generation budget is spent). Every rank draws the same tasks and plays its share."""
     training, agent = cfg.training, cfg.agent
+    algorithm = training.algorithm
     prompts = training.rollout.prompts_per_step
-    max_gen_batches = (
-        training.algorithm.max_num_gen_batches if training.algorithm.dynamic_sampling else 1
-    )
+    max_gen_batches = algorithm.max_num_gen_batches if algorithm.dynamic_sampling else 1
     out = _Rollouts([], {}, [], {}, 0, 0)
     # HF generate on a sharded policy: gather its weights once so ranks never wait on each other
     shares_policy = getattr(engine, "model", None) is policy
@@ -322,8 +320,8 @@ def _rollouts(
             groups.setdefault(o.group, []).append(o)
         out.groups.update(groups)
         keep = [True] * len(groups)
-        if training.algorithm.dynamic_sampling:
-            success = training.algorithm.dynamic_sampling_metric == "success"
+        if algorithm.dynamic_sampling:
+            success = algorithm.dynamic_sampling_metric == "success"
             values = torch.tensor([float(o.success) if success else o.reward for o in batch])
             local_index = {g: i for i, g in enumerate(groups)}
             group_index = torch.tensor([local_index[o.group] for o in batch])  # (n,)
@@ -340,17 +338,18 @@ def _outcomes(episodes: list[Episode], cfg: EcomConfig) -> list[Outcome]:
     if not episodes:
         return []
     training, agent = cfg.training, cfg.agent
+    algorithm = training.algorithm
     lengths = torch.tensor([e.sequence.response_length for e in episodes])  # (n,)
     budgets = torch.tensor(
         [agent.max_episode_tokens - e.sequence.prompt_length for e in episodes]
     )  # (n,)
     penalty = torch.zeros(len(episodes))  # (n,)
-    if training.algorithm.overlong_shaping:
+    if algorithm.overlong_shaping:
         penalty = dapo.overlong_penalty(
             lengths,
             budgets,
-            training.algorithm.overlong_buffer,
-            training.algorithm.overlong_penalty,
+            algorithm.overlong_buffer,
+            algorithm.overlong_penalty,
         )  # (n,)
     return [
         Outcome(
@@ -387,6 +386,7 @@ def _update(
 ) -> dict[str, Any]:
     """Steps 2-4 on the kept groups; returns the update's metrics (and `optimizer_steps`)."""
     training, agent = cfg.training, cfg.agent
+    algorithm = training.algorithm
     started = time.perf_counter()
     # ---- 2. advantages: group-normalised shaped rewards (identical on every rank)
     trained = [o for g in rollouts.kept for o in rollouts.groups[g]]
@@ -400,7 +400,7 @@ def _update(
             strict=True,
         )
     )  # key -> A
-    per_mini = training.algorithm.ppo_mini_batch_size or training.rollout.prompts_per_step
+    per_mini = algorithm.ppo_mini_batch_size or training.rollout.prompts_per_step
     minis = [rollouts.kept[i : i + per_mini] for i in range(0, len(rollouts.kept), per_mini)]
     plans = [_mini_batch(mini, rollouts, cfg, chat, ctx) for mini in minis]
 
@@ -425,7 +425,7 @@ def _update(
     losses, grad_norms = [], []
     totals = torch.zeros(6, dtype=torch.float64)  # tokens, clipped, low, high, kl, entropy
     skip_reason = None
-    for epoch in range(training.algorithm.ppo_epochs):
+    for epoch in range(algorithm.ppo_epochs):
         for plan in plans:
             optimizer.zero_grad(set_to_none=True)
             step_loss = 0.0
@@ -440,11 +440,11 @@ def _update(
                     micro.old,
                     adv.to(logprobs.device),
                     batch.loss_mask,
-                    clip_ratio_low=training.algorithm.clip_ratio_low,
-                    clip_ratio_high=training.algorithm.clip_ratio_high,
-                    clip_ratio_c=training.algorithm.clip_ratio_c,
-                    loss_agg_mode=training.algorithm.loss_agg_mode,
-                    kl_coef=training.algorithm.kl_coef,
+                    clip_ratio_low=algorithm.clip_ratio_low,
+                    clip_ratio_high=algorithm.clip_ratio_high,
+                    clip_ratio_c=algorithm.clip_ratio_c,
+                    loss_agg_mode=algorithm.loss_agg_mode,
+                    kl_coef=algorithm.kl_coef,
                     ref_logprobs=micro.ref,
                     total_tokens=plan.tokens,
                     total_sequences=plan.sequences,
@@ -464,9 +464,7 @@ def _update(
                     dtype=torch.float64,
                 )
             step_loss = all_reduce_sum(step_loss, ctx)
-            grad_norm = torch.nn.utils.clip_grad_norm_(
-                policy.parameters(), training.algorithm.max_grad_norm
-            )
+            grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), algorithm.max_grad_norm)
             if hasattr(grad_norm, "full_tensor"):  # FSDP2: a DTensor over the ranks
                 grad_norm = grad_norm.full_tensor()
             if not (math.isfinite(step_loss) and math.isfinite(float(grad_norm))):
