@@ -176,7 +176,7 @@ def _check_cron(expr: str) -> None:
 DEFAULT_MICRO_BATCH_TOKENS = 16_384
 
 # `algorithm: grpo` switches DAPO's techniques off; keys the config sets itself still win (so an
-# ablation such as GRPO + clip-higher is one extra line).
+# ablation such as GRPO + clip-higher is one extra line). Fields of the `algorithm` block.
 GRPO_PRESETS: dict[str, Any] = {
     "clip_ratio_low": 0.2,
     "clip_ratio_high": 0.2,
@@ -192,6 +192,244 @@ ARTICLE_TRAINING_KEYS: dict[str, str] = {
     "epochs_per_iteration": "ppo_epochs",
     "clip_epsilon": "clip_ratio_low",
 }
+
+
+class AlgorithmConfig(StrictModel):
+    """What the policy update does: DAPO (arXiv 2503.14476) or GRPO, its optimizer and length.
+    Each DAPO technique is one field; turning all four off gives GRPO (`name: grpo` does)."""
+
+    name: Literal["dapo", "grpo"] = "dapo"
+    learning_rate: float = Field(1e-6, gt=0.0)
+    warmup_steps: int = Field(0, ge=0, description="RL optimizer steps of linear warmup")
+    lr_schedule: Literal["constant", "cosine"] = Field(
+        "constant", description="RL learning rate after warmup: constant or cosine to 10%"
+    )
+    weight_decay: float = Field(0.1, ge=0.0, description="AdamW's, for SFT and RL")
+    max_grad_norm: float = Field(1.0, gt=0.0)
+    total_steps: int = Field(200, ge=0, description="RL steps (one rollout batch each)")
+    ppo_mini_batch_size: int | None = Field(
+        None, ge=1, description="prompts per optimizer step (verl); None: the whole rollout batch"
+    )
+    ppo_epochs: int = Field(1, ge=1, description="passes over each rollout batch")
+    clip_ratio_c: float | None = Field(
+        None, gt=1.0, description="dual-clip bound for negative advantages (None: off)"
+    )
+    # --- DAPO technique 1: clip-higher (decoupled asymmetric clip range)
+    clip_ratio_low: float = Field(0.2, gt=0.0, lt=1.0)
+    clip_ratio_high: float = Field(0.28, gt=0.0)
+    # --- DAPO technique 2: dynamic sampling (drop zero-variance groups, regenerate)
+    dynamic_sampling: bool = True
+    dynamic_sampling_metric: Literal["success", "reward"] = Field(
+        "success", description="groups all equal on this are dropped (DAPO/verl: accuracy)"
+    )
+    max_num_gen_batches: int = Field(4, ge=1)
+    # --- DAPO technique 3: token-level policy-gradient loss
+    loss_agg_mode: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"] = "token-mean"
+    # --- DAPO technique 4: overlong reward shaping (soft linear penalty near the budget)
+    overlong_shaping: bool = True
+    overlong_buffer: int = Field(1024, ge=0, description="tokens before the budget where it starts")
+    overlong_penalty: float = Field(1.0, ge=0.0, description="penalty at the budget")
+    kl_coef: float = Field(0.0, ge=0.0, description="DAPO uses no KL term")
+
+    @model_validator(mode="after")
+    def _check(self) -> AlgorithmConfig:
+        if self.clip_ratio_high < self.clip_ratio_low:
+            raise ValueError(
+                f"clip_ratio_high ({self.clip_ratio_high}) must be >= clip_ratio_low "
+                f"({self.clip_ratio_low}): clip-higher widens the upper bound"
+            )
+        return self
+
+
+class RolloutConfig(StrictModel):
+    """Which episodes each step plays and what plays them: prompts x group size, the task
+    curriculum and adaptive difficulty (which tasks), the tool curriculum (which tools each
+    prompt offers), and the rollout engine (hf, vllm, or a pool of OpenAI-compatible servers)."""
+
+    prompts_per_step: int = Field(32, ge=1, description="groups per rollout batch")
+    group_size: int = Field(16, ge=1, description="samples per prompt")
+    # --- task curriculum (ecomrlve/train/curriculum.py)
+    curriculum: str | None = Field(None, description="name of a curriculum under DIR/curricula")
+    adaptive_difficulty: bool = True
+    adaptive_window: int = Field(4, ge=1, le=4)
+    adaptive_threshold: float = Field(0.9, gt=0.0, le=1.0)
+    adaptive_episodes: int = Field(32, ge=1)
+    # --- tool curriculum (AReaL): each scenario's own tools first, all of them once success holds
+    tool_curriculum: bool = Field(
+        False, description="offer each task only its scenario's tools until success holds"
+    )
+    tool_curriculum_threshold: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="mean success that widens to the full tool set (0: after `window` steps)",
+    )
+    tool_curriculum_window: int = Field(
+        2, ge=1, description="RL steps whose mean success must reach the threshold"
+    )
+    # --- engine (ecomrlve/train/plan.py turns "auto" into an engine for this machine)
+    engine: Literal["auto", "hf", "vllm", "endpoint"] = Field(
+        "auto", description="auto: vllm on CUDA; endpoint: a pool of OpenAI-compatible servers"
+    )
+    vllm_gpu_memory_utilization: float = Field(0.35, gt=0.0, le=1.0)
+    # --- engine: endpoint (ecomrlve/train/engines/endpoint.py)
+    endpoints: list[str] = Field(
+        default_factory=list, description="server URLs, e.g. http://10.0.0.5:8000/v1"
+    )
+    endpoint_model: str | None = Field(None, description="served name (default agent.model)")
+    weights_dir: str | None = Field(
+        None, description="a folder every server reads; weights go through it after each update"
+    )
+    api_key_env: str | None = Field(None, description="env variable holding the API key")
+    concurrency: int = Field(64, ge=1, description="requests in flight over the pool")
+
+    @model_validator(mode="after")
+    def _check(self) -> RolloutConfig:
+        if self.engine == "endpoint" and not (self.endpoints and self.weights_dir):
+            raise ValueError(
+                "rollout engine endpoint needs endpoints (server URLs) and weights_dir "
+                "(a folder the servers read new weights from)"
+            )
+        return self
+
+
+class SftConfig(StrictModel):
+    """The supervised warm-start on reference trajectories, before RL."""
+
+    epochs: int = Field(1, ge=0, description="passes over the references (see steps)")
+    steps: int | None = Field(
+        None, ge=0, description="optimizer steps in all (reshuffled passes); None: epochs"
+    )
+    learning_rate: float = Field(1e-5, gt=0.0)
+    warmup_steps: int = Field(0, ge=0, description="SFT steps of linear warmup")
+    lr_schedule: Literal["constant", "cosine"] = Field(
+        "constant", description="SFT learning rate after warmup: constant or cosine to 10%"
+    )
+    batch_size: int = Field(32, ge=1, description="reference episodes per SFT step")
+
+
+class EvalConfig(StrictModel):
+    """Held-out evaluation before SFT, after SFT and after RL, on tasks never trained on."""
+
+    tasks: int = Field(64, ge=0, description="held-out tasks, never trained on")
+    samples: int = Field(4, ge=1, description="samples per held-out task (pass@1, pass^k)")
+    temperature: float | None = Field(
+        None, ge=0.0, description="held-out sampling temperature; 0: greedy; None: agent's"
+    )
+
+
+class CheckpointConfig(StrictModel):
+    """Checkpoints under OUT/checkpoints and resuming from them."""
+
+    save_every: int = Field(50, ge=1)
+    keep: int = Field(3, ge=1, description="newest kept under OUT/checkpoints")
+    resume: bool = Field(False, description="continue from the newest checkpoint in the run folder")
+
+
+class ScaleConfig(StrictModel):
+    """How the update runs on this hardware: ranks, sharding, precision, memory (LoRA, gradient
+    checkpointing, micro-batches). None lets the planner (ecomrlve/train/memory.py) choose."""
+
+    gpus: int = Field(
+        1, ge=1, description="ranks the pipeline's train stage starts with torchrun (> 1: FSDP2)"
+    )
+    distributed: Literal["auto", "none", "fsdp"] = Field("auto", description="auto: fsdp, >1 rank")
+    dtype: Literal["auto", "bf16", "fp32"] = Field("auto", description="auto: bf16 on CUDA")
+    gradient_checkpointing: bool | None = Field(None, description="None: the planner picks")
+    lora_rank: int = Field(0, ge=0, description="0: full fine-tune; > 0: LoRA adapters (1 GPU)")
+    lora_alpha: float | None = Field(None, gt=0.0, description="default 2 * lora_rank")
+    mini_batch_size: int = Field(8, ge=1, description="sequences per gradient micro-step (cap)")
+    max_tokens_per_micro_batch: int | None = Field(
+        None, ge=1, description="padded tokens per gradient micro-step; None: the planner picks"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> ScaleConfig:
+        if self.lora_rank > 0 and self.distributed == "fsdp":
+            raise ValueError(
+                "lora_rank > 0 is the one-GPU mode; it does not combine with distributed: fsdp"
+            )
+        return self
+
+
+# Flat training keys (how every config before the blocks spelled them) -> (block, field). A
+# before-validator moves them into their block, so a flat YAML and a nested one load the same.
+FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
+    **{
+        key: ("algorithm", key)
+        for key in (
+            "learning_rate",
+            "lr_schedule",
+            "weight_decay",
+            "max_grad_norm",
+            "total_steps",
+            "ppo_mini_batch_size",
+            "ppo_epochs",
+            "clip_ratio_c",
+            "clip_ratio_low",
+            "clip_ratio_high",
+            "dynamic_sampling",
+            "dynamic_sampling_metric",
+            "max_num_gen_batches",
+            "loss_agg_mode",
+            "overlong_shaping",
+            "overlong_buffer",
+            "overlong_penalty",
+            "kl_coef",
+        )
+    },
+    "algorithm": ("algorithm", "name"),
+    "lr_warmup_steps": ("algorithm", "warmup_steps"),
+    **{
+        key: ("rollout", key)
+        for key in (
+            "prompts_per_step",
+            "group_size",
+            "vllm_gpu_memory_utilization",
+            "curriculum",
+            "adaptive_difficulty",
+            "adaptive_window",
+            "adaptive_threshold",
+            "adaptive_episodes",
+            "tool_curriculum",
+            "tool_curriculum_threshold",
+            "tool_curriculum_window",
+        )
+    },
+    **{
+        f"rollout_{key}": ("rollout", key)
+        for key in (
+            "engine",
+            "endpoints",
+            "endpoint_model",
+            "weights_dir",
+            "api_key_env",
+            "concurrency",
+        )
+    },
+    **{
+        f"sft_{key}": ("sft", key)
+        for key in ("epochs", "steps", "learning_rate", "warmup_steps", "lr_schedule", "batch_size")
+    },
+    **{f"eval_{key}": ("eval", key) for key in ("tasks", "samples", "temperature")},
+    "save_every": ("checkpoint", "save_every"),
+    "keep_checkpoints": ("checkpoint", "keep"),
+    "resume": ("checkpoint", "resume"),
+    **{
+        key: ("scale", key)
+        for key in (
+            "gpus",
+            "distributed",
+            "dtype",
+            "gradient_checkpointing",
+            "lora_rank",
+            "lora_alpha",
+            "mini_batch_size",
+            "max_tokens_per_micro_batch",
+        )
+    },
+}
+TRAINING_BLOCKS: tuple[str, ...] = ("algorithm", "rollout", "sft", "eval", "checkpoint", "scale")
 
 
 def _article_training_keys(raw: dict[str, Any]) -> dict[str, Any]:
@@ -219,7 +457,11 @@ def _article_training_keys(raw: dict[str, Any]) -> dict[str, Any]:
             )
     if "num_rollout_steps" in raw:
         episodes = raw.pop("num_rollout_steps")
-        prompts = raw.get("prompts_per_step", 32)
+        rollout = raw.get("rollout") if isinstance(raw.get("rollout"), dict) else {}
+        prompts = raw.get(
+            "prompts_per_step",
+            rollout.get("prompts_per_step", RolloutConfig.model_fields["prompts_per_step"].default),
+        )
         if not isinstance(episodes, int) or not isinstance(prompts, int) or prompts < 1:
             raise ValueError("training.num_rollout_steps and batch_size must be integers")
         if episodes % prompts:
@@ -237,145 +479,93 @@ def _article_training_keys(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
-class TrainingConfig(StrictModel):
-    """DAPO (arXiv 2503.14476). Each technique is one field; turning all four off gives GRPO."""
+def _nest_flat_keys(raw: dict[str, Any]) -> dict[str, Any]:
+    """Move flat training keys (`sft_steps`) into their block (`sft: {steps: ...}`). The same
+    setting given both ways must agree."""
+    out = {k: v for k, v in raw.items() if k not in FLAT_TRAINING_KEYS}
+    if isinstance(raw.get("algorithm"), dict):  # `algorithm` is a block here, not the flat name
+        out["algorithm"] = raw["algorithm"]
+    for block in TRAINING_BLOCKS:
+        if isinstance(out.get(block), dict):
+            out[block] = dict(out[block])
+    for flat, (block, field) in FLAT_TRAINING_KEYS.items():
+        if flat not in raw or (flat == "algorithm" and isinstance(raw[flat], dict)):
+            continue
+        nested = out.setdefault(block, {})
+        if not isinstance(nested, dict):
+            continue  # pydantic names the block that is not a mapping
+        value = raw[flat]
+        if field in nested and nested[field] != value:
+            raise ValueError(
+                f"training.{flat} ({value!r}) and training.{block}.{field} ({nested[field]!r}) "
+                "are the same setting with different values; keep one"
+            )
+        nested[field] = value
+    return out
 
-    algorithm: Literal["dapo", "grpo"] = "dapo"
+
+def nest_training_keys(raw: dict[str, Any]) -> dict[str, Any]:
+    """A `training` mapping in block form: the article's keys mapped onto ours, then every flat
+    key moved into its block (`{"sft_steps": 5}` -> `{"sft": {"steps": 5}}`). Raises ValueError
+    where the same setting is given twice with different values."""
+    return _nest_flat_keys(_article_training_keys(dict(raw)))
+
+
+class TrainingConfig(StrictModel):
+    """How a run trains, in blocks: `algorithm` (the update: DAPO/GRPO, optimizer, length),
+    `rollout` (what each step plays: prompts, group size, task and tool curricula, engine), `sft`
+    (the warm-start), `eval` (held-out evaluation), `checkpoint`, `scale` (ranks, precision,
+    memory). Three run-wide fields stay at the top: `engine` (whose trainer runs all of it),
+    `seed` (every stage's randomness) and `loggers` (where every stage reports).
+
+    Every flat key the blocks replaced (`sft_steps`, `rollout_engine`, `eval_temperature`, and
+    the article's `batch_size`/`num_rollout_steps`/...) still loads into its block."""
+
     engine: Literal["ecomrlve", "verl"] = Field(
         "ecomrlve", description="trainer: ecomrlve's own DAPO loop, or verl's (GPU; see README)"
     )
-    learning_rate: float = Field(1e-6, gt=0.0)
-    lr_warmup_steps: int = Field(0, ge=0, description="RL optimizer steps of linear warmup")
-    lr_schedule: Literal["constant", "cosine"] = Field(
-        "constant", description="RL learning rate after warmup: constant or cosine to 10%"
-    )
-    weight_decay: float = Field(0.1, ge=0.0)
-    max_grad_norm: float = Field(1.0, gt=0.0)
-    total_steps: int = Field(200, ge=0)
-    prompts_per_step: int = Field(32, ge=1, description="groups per optimizer step")
-    group_size: int = Field(16, ge=1, description="samples per prompt")
-    mini_batch_size: int = Field(8, ge=1, description="sequences per gradient micro-step (cap)")
-    max_tokens_per_micro_batch: int | None = Field(
-        None, ge=1, description="padded tokens per gradient micro-step; None: the planner picks"
-    )
-    ppo_mini_batch_size: int | None = Field(
-        None, ge=1, description="prompts per optimizer step (verl); None: the whole rollout batch"
-    )
-    ppo_epochs: int = Field(1, ge=1, description="passes over each rollout batch")
-    clip_ratio_c: float | None = Field(
-        None, gt=1.0, description="dual-clip bound for negative advantages (None: off)"
-    )
-    # --- DAPO technique 1: clip-higher (decoupled asymmetric clip range)
-    clip_ratio_low: float = Field(0.2, gt=0.0, lt=1.0)
-    clip_ratio_high: float = Field(0.28, gt=0.0)
-    # --- DAPO technique 2: dynamic sampling (drop zero-variance groups, regenerate)
-    dynamic_sampling: bool = True
-    dynamic_sampling_metric: Literal["success", "reward"] = Field(
-        "success", description="groups all equal on this are dropped (DAPO/verl: accuracy)"
-    )
-    max_num_gen_batches: int = Field(4, ge=1)
-    # --- DAPO technique 3: token-level policy-gradient loss
-    loss_agg_mode: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"] = "token-mean"
-    # --- DAPO technique 4: overlong reward shaping (soft linear penalty near the budget)
-    overlong_shaping: bool = True
-    overlong_buffer: int = Field(1024, ge=0, description="tokens before the budget where it starts")
-    overlong_penalty: float = Field(1.0, ge=0.0, description="penalty at the budget")
-    kl_coef: float = Field(0.0, ge=0.0, description="DAPO uses no KL term")
-    # --- curriculum
-    curriculum: str | None = Field(None, description="name of a curriculum under DIR/curricula")
-    adaptive_difficulty: bool = True
-    adaptive_window: int = Field(4, ge=1, le=4)
-    adaptive_threshold: float = Field(0.9, gt=0.0, le=1.0)
-    adaptive_episodes: int = Field(32, ge=1)
-    # --- SFT warm-start
-    sft_epochs: int = Field(1, ge=0, description="passes over the references (see sft_steps)")
-    sft_steps: int | None = Field(
-        None, ge=0, description="optimizer steps in all (reshuffled passes); None: sft_epochs"
-    )
-    sft_learning_rate: float = Field(1e-5, gt=0.0)
-    sft_warmup_steps: int = Field(0, ge=0, description="SFT steps of linear warmup")
-    sft_lr_schedule: Literal["constant", "cosine"] = Field(
-        "constant", description="SFT learning rate after warmup: constant or cosine to 10%"
-    )
-    sft_batch_size: int = Field(32, ge=1, description="reference episodes per SFT step")
-    # --- held-out evaluation before SFT, after SFT and after RL
-    eval_tasks: int = Field(64, ge=0, description="held-out tasks, never trained on")
-    eval_samples: int = Field(4, ge=1, description="samples per held-out task (pass@1, pass^k)")
-    eval_temperature: float | None = Field(
-        None, ge=0.0, description="held-out sampling temperature; 0: greedy; None: agent's"
-    )
     seed: int = Field(0, ge=0)
-    save_every: int = Field(50, ge=1)
-    # --- scale (ecomrlve/train/plan.py turns "auto" into engines for this machine)
-    gpus: int = Field(
-        1, ge=1, description="ranks the pipeline's train stage starts with torchrun (> 1: FSDP2)"
-    )
-    rollout_engine: Literal["auto", "hf", "vllm", "endpoint"] = Field(
-        "auto", description="auto: vllm on CUDA; endpoint: a pool of OpenAI-compatible servers"
-    )
-    # --- rollout_engine: endpoint (ecomrlve/train/engines/endpoint.py)
-    rollout_endpoints: list[str] = Field(
-        default_factory=list, description="server URLs, e.g. http://10.0.0.5:8000/v1"
-    )
-    rollout_endpoint_model: str | None = Field(
-        None, description="served name (default agent.model)"
-    )
-    rollout_weights_dir: str | None = Field(
-        None, description="a folder every server reads; weights go through it after each update"
-    )
-    rollout_api_key_env: str | None = Field(None, description="env variable holding the API key")
-    rollout_concurrency: int = Field(64, ge=1, description="requests in flight over the pool")
-    distributed: Literal["auto", "none", "fsdp"] = Field("auto", description="auto: fsdp, >1 rank")
-    dtype: Literal["auto", "bf16", "fp32"] = Field("auto", description="auto: bf16 on CUDA")
-    gradient_checkpointing: bool | None = Field(None, description="None: the planner picks")
-    lora_rank: int = Field(0, ge=0, description="0: full fine-tune; > 0: LoRA adapters (1 GPU)")
-    lora_alpha: float | None = Field(None, gt=0.0, description="default 2 * lora_rank")
-    vllm_gpu_memory_utilization: float = Field(0.35, gt=0.0, le=1.0)
-    keep_checkpoints: int = Field(3, ge=1, description="newest kept under OUT/checkpoints")
-    resume: bool = Field(False, description="continue from the newest checkpoint in the run folder")
     # --- experiment tracking (ecomrlve/train/tracking.py; verl's trainer.logger)
     loggers: list[Literal["console", "duckdb", "tensorboard", "wandb"]] = Field(
         default_factory=lambda: ["console", "duckdb"],
         description="where metrics also go; DuckDB tables are always written",
     )
+    algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    sft: SftConfig = Field(default_factory=SftConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    scale: ScaleConfig = Field(default_factory=ScaleConfig)
 
     @model_validator(mode="before")
     @classmethod
-    def _algorithm_presets(cls, raw: Any) -> Any:
+    def _flat_keys_and_presets(cls, raw: Any) -> Any:
         if not isinstance(raw, dict):
             return raw
-        raw = _article_training_keys(dict(raw))
-        if raw.get("algorithm") == "grpo":
-            return {**GRPO_PRESETS, **raw}
+        raw = nest_training_keys(raw)
+        algorithm = raw.get("algorithm")
+        if isinstance(algorithm, dict) and isinstance(algorithm.get("name"), str):
+            algorithm["name"] = algorithm["name"].lower()
+            if algorithm["name"] == "grpo":
+                raw["algorithm"] = {**GRPO_PRESETS, **algorithm}
         return raw
 
     @model_validator(mode="after")
     def _check(self) -> TrainingConfig:
-        if self.clip_ratio_high < self.clip_ratio_low:
+        algorithm, rollout = self.algorithm, self.rollout
+        if algorithm.dynamic_sampling and rollout.group_size < 2:
             raise ValueError(
-                f"clip_ratio_high ({self.clip_ratio_high}) must be >= clip_ratio_low "
-                f"({self.clip_ratio_low}): clip-higher widens the upper bound"
-            )
-        if self.dynamic_sampling and self.group_size < 2:
-            raise ValueError("dynamic_sampling needs group_size >= 2 to measure reward variance")
-        if self.lora_rank > 0 and self.distributed == "fsdp":
-            raise ValueError(
-                "lora_rank > 0 is the one-GPU mode; it does not combine with distributed: fsdp"
-            )
-        if self.rollout_engine == "endpoint" and not (
-            self.rollout_endpoints and self.rollout_weights_dir
-        ):
-            raise ValueError(
-                "rollout_engine endpoint needs rollout_endpoints (server URLs) and "
-                "rollout_weights_dir (a folder the servers read new weights from)"
+                "algorithm.dynamic_sampling needs rollout.group_size >= 2 to measure reward "
+                "variance"
             )
         if (
-            self.ppo_mini_batch_size is not None
-            and self.ppo_mini_batch_size > self.prompts_per_step
+            algorithm.ppo_mini_batch_size is not None
+            and algorithm.ppo_mini_batch_size > rollout.prompts_per_step
         ):
             raise ValueError(
-                f"ppo_mini_batch_size ({self.ppo_mini_batch_size} prompts) must be at most "
-                f"prompts_per_step ({self.prompts_per_step}): it splits each rollout batch"
+                f"algorithm.ppo_mini_batch_size ({algorithm.ppo_mini_batch_size} prompts) must be "
+                f"at most rollout.prompts_per_step ({rollout.prompts_per_step}): it splits each "
+                "rollout batch"
             )
         return self
 
@@ -391,14 +581,22 @@ class EcomConfig(StrictModel):
 
     @model_validator(mode="after")
     def _check(self) -> EcomConfig:
-        training, agent = self.training, self.agent
-        if training.overlong_shaping and training.overlong_buffer >= agent.max_episode_tokens:
+        algorithm, agent = self.training.algorithm, self.agent
+        if algorithm.overlong_shaping and algorithm.overlong_buffer >= agent.max_episode_tokens:
             raise ValueError(
-                f"training.overlong_buffer ({training.overlong_buffer}) must be smaller than "
-                f"agent.max_episode_tokens ({agent.max_episode_tokens}): the penalty ramps up "
-                "over the last overlong_buffer tokens of the episode budget"
+                f"training.algorithm.overlong_buffer ({algorithm.overlong_buffer}) must be smaller "
+                f"than agent.max_episode_tokens ({agent.max_episode_tokens}): the penalty ramps "
+                "up over the last overlong_buffer tokens of the episode budget"
             )
         return self
+
+
+def with_training_block(cfg: EcomConfig, block: str, **fields: Any) -> EcomConfig:
+    """`cfg` with some fields of one training block replaced, e.g. `with_training_block(cfg,
+    "scale", gradient_checkpointing=True)`; every other block is shared, not copied."""
+    training = cfg.training
+    updated = getattr(training, block).model_copy(update=fields)
+    return cfg.model_copy(update={"training": training.model_copy(update={block: updated})})
 
 
 def _pop_ignored(raw: dict[str, Any]) -> list[str]:

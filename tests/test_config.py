@@ -22,10 +22,11 @@ def test_article_config_loads_with_warning_naming_ignored_keys() -> None:
     assert cfg.env.max_steps == 10
     w = cfg.env.reward_weights
     assert (w.success, w.step_bonus, w.efficiency) == (1.0, 0.1, 0.2)
-    t = cfg.training
-    assert (t.clip_ratio_low, t.clip_ratio_high, t.group_size) == (0.2, 0.28, 32)
-    assert t.loss_agg_mode == "token-mean" and t.dynamic_sampling and t.overlong_shaping
-    assert t.kl_coef == 0.0
+    algorithm = cfg.training.algorithm
+    assert (algorithm.clip_ratio_low, algorithm.clip_ratio_high) == (0.2, 0.28)
+    assert cfg.training.rollout.group_size == 32
+    assert algorithm.loss_agg_mode == "token-mean" and algorithm.dynamic_sampling
+    assert algorithm.overlong_shaping and algorithm.kl_coef == 0.0
 
 
 def test_every_shipped_config_loads() -> None:

@@ -360,7 +360,7 @@ def test_token_rollouts_match_hf_and_follow_weight_pushes(world, loopback, tmp_p
 
 
 def test_training_rollouts_from_a_server_pool(world, loopback, tmp_path, monkeypatch):
-    """`training.rollout_engine: endpoint`: the plan builds the pool, pushes the policy's
+    """`training.rollout.engine: endpoint`: the plan builds the pool, pushes the policy's
     weights, and rollouts through it are the local rollouts, stamped with their version."""
     from ecomrlve.train.plan import PlanError, build_rollout_engine, resolve_engines
     from ecomrlve.train.rollout import run_episodes

@@ -47,7 +47,7 @@ def test_default_config_pairs_data_defaults_with_the_tiny_trainer() -> None:
     # the demo trains on the short tasks (<= 3 steps) of every difficulty, in its four scenarios
     assert cfg.data.train_where == "difficulty BETWEEN 0 AND 10 AND min_steps <= 3"
     assert cfg.env.scenarios == ["order_status", "cancel", "return", "cart"]
-    assert cfg.training.dynamic_sampling_metric == "success"
+    assert cfg.training.algorithm.dynamic_sampling_metric == "success"
 
 
 def test_flags_override_the_config_file() -> None:

@@ -216,14 +216,14 @@ def test_verls_config_loader_accepts_our_config(verl_config, launch) -> None:
     defaults = EcomConfig().training
     c = verl_config
     assert c.algorithm.adv_estimator == "grpo"
-    assert c.actor_rollout_ref.actor.clip_ratio_low == defaults.clip_ratio_low
-    assert c.actor_rollout_ref.actor.clip_ratio_high == defaults.clip_ratio_high
+    assert c.actor_rollout_ref.actor.clip_ratio_low == defaults.algorithm.clip_ratio_low
+    assert c.actor_rollout_ref.actor.clip_ratio_high == defaults.algorithm.clip_ratio_high
     assert c.actor_rollout_ref.actor.loss_agg_mode == "token-mean"
     assert (
         c.algorithm.filter_groups.enable is True and c.algorithm.filter_groups.metric == "success"
     )
     assert c.reward.reward_kwargs.overlong_buffer_cfg.enable is True
-    assert c.reward.reward_kwargs.overlong_buffer_cfg.len == defaults.overlong_buffer
+    assert c.reward.reward_kwargs.overlong_buffer_cfg.len == defaults.algorithm.overlong_buffer
     assert c.data.shuffle is False and c.actor_rollout_ref.actor.shuffle is False
     assert c.actor_rollout_ref.rollout.agent.default_agent_loop == cur.AGENT_NAME
     assert c.reward.custom_reward_function.name == "compute_score"
@@ -233,7 +233,9 @@ def test_verls_config_loader_accepts_our_config(verl_config, launch) -> None:
     assert isinstance(algo, AlgoConfig) and algo.filter_groups.enable
     loops = Path(c.actor_rollout_ref.rollout.agent.agent_loop_config_path).read_text()
     assert "ecomrlve.integrations.verl.EcomAgentLoop" in loops
-    assert cfg.clip_ratio_high > cfg.clip_ratio_low  # the article config also maps
+    assert (
+        cfg.algorithm.clip_ratio_high > cfg.algorithm.clip_ratio_low
+    )  # the article config also maps
 
 
 def test_the_config_names_the_hooks_verl_imports(verl_config) -> None:

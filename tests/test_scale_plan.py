@@ -79,12 +79,12 @@ def test_lora_on_one_gpu_plans_adapters() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "match"),
     [
-        ("rollout_engine", "sglang", "rollout_engine"),
-        ("distributed", "ddp", "distributed"),
-        ("dtype", "fp16", "dtype"),
-        ("lora_rank", -1, "lora_rank"),
-        ("keep_checkpoints", 0, "keep_checkpoints"),
-        ("vllm_gpu_memory_utilization", 1.5, "vllm_gpu_memory_utilization"),
+        ("rollout_engine", "sglang", "training.rollout.engine"),
+        ("distributed", "ddp", "training.scale.distributed"),
+        ("dtype", "fp16", "training.scale.dtype"),
+        ("lora_rank", -1, "training.scale.lora_rank"),
+        ("keep_checkpoints", 0, "training.checkpoint.keep"),
+        ("vllm_gpu_memory_utilization", 1.5, "training.rollout.vllm_gpu_memory_utilization"),
     ],
 )
 def test_scale_fields_are_validated(key: str, value, match: str) -> None:

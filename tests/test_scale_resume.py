@@ -37,7 +37,7 @@ def _run(world, *, total_steps: int, checkpoints=None):
 
     catalog, frame, model_dir, cfg = world
     cfg = cfg.model_copy(deep=True)
-    cfg.training.total_steps = total_steps
+    cfg.training.algorithm.total_steps = total_steps
     policy, tokenizer = load_model_and_tokenizer(str(model_dir), device="cpu", dtype="float32")
     chat = ChatFormat(tokenizer, tool_schemas(), enable_thinking=False)
     adaptive = AdaptiveDifficulty(

@@ -1,7 +1,7 @@
 """`torchrun --nproc_per_node 2 -m ecomrlve train` on gloo against one process.
 
 The two ranks are started as the pipeline's train stage starts them (`train_with_torchrun`, for
-`training.gpus: 2`), which runs that very command.
+`training.scale.gpus: 2`), which runs that very command.
 
 The same tiny run (SFT, then two DAPO steps with PPO mini-batches), written with the article's
 training keys, once as a plain `ecomrlve train` and once as two FSDP2 ranks: each rank plays
@@ -94,7 +94,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory):
     config.write_text(yaml.safe_dump(_config(data)))
     single, ranks = root / "single", root / "ranks"
     _train([sys.executable], config, single)  # also builds the tiny model cache
-    # two ranks the way the pipeline's train stage starts them (training.gpus: 2)
+    # two ranks the way the pipeline's train stage starts them (training.scale.gpus: 2)
     cfg = config_from_dict(_config(data))
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("OMP_NUM_THREADS", "1")

@@ -34,10 +34,10 @@ def test_the_article_yaml_loads_verbatim_with_its_meaning(caplog) -> None:
     warned = " ".join(str(w.message) for w in record)
     assert "critic_lr is ignored" in warned and "gamma is ignored" in warned
     t = cfg.training
-    assert t.algorithm == "dapo" and t.learning_rate == pytest.approx(1e-5)
-    assert (t.prompts_per_step, t.group_size) == (32, 32)  # 1024 episodes per step
-    assert t.ppo_epochs == 4
-    assert (t.clip_ratio_low, t.clip_ratio_high) == (0.2, 0.28)
+    assert t.algorithm.name == "dapo" and t.algorithm.learning_rate == pytest.approx(1e-5)
+    assert (t.rollout.prompts_per_step, t.rollout.group_size) == (32, 32)  # 1024 episodes per step
+    assert t.algorithm.ppo_epochs == 4
+    assert (t.algorithm.clip_ratio_low, t.algorithm.clip_ratio_high) == (0.2, 0.28)
     assert cfg.env.name == "EcomEnv" and cfg.agent.tokenizer == "Qwen/Qwen3-8B"
     assert [s["function"]["name"] for s in offered_tools(cfg.agent.tools)] == ARTICLE_TOOLS
     assert data_dir_for(cfg, None) == Path("data")  # ./data/catalog.json selects ./data
@@ -73,7 +73,7 @@ def test_the_shipped_article_config_keeps_the_articles_keys() -> None:
     ("gpus", "memory", "code", "expected"),
     [
         (8, 80, 0, "fits: peak"),
-        (1, 80, 2, "would fit: training.lora_rank: 64 on 1 GPU"),
+        (1, 80, 2, "would fit: training.scale.lora_rank: 64 on 1 GPU"),
     ],
 )
 def test_dry_run_plans_memory_before_loading(gpus, memory, code, expected) -> None:
@@ -173,7 +173,7 @@ def test_an_explicit_setting_that_cannot_fit_is_refused_naming_what_would(tmp_pa
     assert code == 2
     last = " ".join(output.split()).split("error: ")[-1]
     assert last.startswith("does not fit: peak 104.8 GiB of 74.5 GiB per GPU; would fit: ")
-    assert "training.gradient_checkpointing: true" in last
+    assert "training.scale.gradient_checkpointing: true" in last
     assert "planner chose gradient_checkpointing" not in output
     # an explicit micro-batch budget stays too: the planner only adds checkpointing
     raw["training"].pop("gradient_checkpointing")

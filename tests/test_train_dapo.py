@@ -234,14 +234,17 @@ def test_bandit_one_step_moves_probability_to_the_rewarded_completion(tiny_lm):
 
 def test_grpo_is_dapo_with_the_switches_off():
     grpo = config_from_dict({"training": {"algorithm": "grpo"}}).training
-    assert (grpo.clip_ratio_low, grpo.clip_ratio_high) == (0.2, 0.2)
-    assert not grpo.dynamic_sampling and not grpo.overlong_shaping
-    assert grpo.loss_agg_mode == "seq-mean-token-mean"
+    assert (grpo.algorithm.clip_ratio_low, grpo.algorithm.clip_ratio_high) == (0.2, 0.2)
+    assert not grpo.algorithm.dynamic_sampling and not grpo.algorithm.overlong_shaping
+    assert grpo.algorithm.loss_agg_mode == "seq-mean-token-mean"
     ablation = config_from_dict({"training": {"algorithm": "grpo", "clip_ratio_high": 0.28}})
-    assert ablation.training.clip_ratio_high == 0.28
+    assert ablation.training.algorithm.clip_ratio_high == 0.28
     dapo_cfg = config_from_dict({}).training
-    assert dapo_cfg.dynamic_sampling and dapo_cfg.overlong_shaping
-    assert dapo_cfg.loss_agg_mode == "token-mean" and dapo_cfg.clip_ratio_high == 0.28
+    assert dapo_cfg.algorithm.dynamic_sampling and dapo_cfg.algorithm.overlong_shaping
+    assert (
+        dapo_cfg.algorithm.loss_agg_mode == "token-mean"
+        and dapo_cfg.algorithm.clip_ratio_high == 0.28
+    )
 
 
 def test_overlong_buffer_must_fit_the_episode_budget():
@@ -252,4 +255,4 @@ def test_overlong_buffer_must_fit_the_episode_budget():
     ok = config_from_dict(
         {"agent": {"max_episode_tokens": 512}, "training": {"overlong_shaping": False}}
     )
-    assert ok.training.overlong_buffer == 1024
+    assert ok.training.algorithm.overlong_buffer == 1024

@@ -30,16 +30,19 @@ def _config(**training):
 
 def test_unset_settings_are_planned_and_read_by_training() -> None:
     cfg = _config()
-    assert cfg.training.gradient_checkpointing is None
-    assert cfg.training.max_tokens_per_micro_batch is None
+    assert cfg.training.scale.gradient_checkpointing is None
+    assert cfg.training.scale.max_tokens_per_micro_batch is None
     settled = settle_memory_settings(cfg, cuda_available=True, gpus=8, gpu_memory_gb=80)
     t = settled.training
-    assert (t.gradient_checkpointing, t.max_tokens_per_micro_batch) == (False, 8192)
+    assert (t.scale.gradient_checkpointing, t.scale.max_tokens_per_micro_batch) == (False, 8192)
     assert micro_batch_tokens(t) == 8192
     assert resolve_engines(settled, True, 8).gradient_checkpointing is False
     # a smaller card: recomputation comes on before the budget drops below one episode
     small = settle_memory_settings(cfg, cuda_available=True, gpus=8, gpu_memory_gb=40).training
-    assert (small.gradient_checkpointing, small.max_tokens_per_micro_batch) == (True, 16384)
+    assert (small.scale.gradient_checkpointing, small.scale.max_tokens_per_micro_batch) == (
+        True,
+        16384,
+    )
     assert resolve_engines(small.model_copy(), True, 8).gradient_checkpointing is True
 
 
@@ -66,7 +69,7 @@ def test_explicit_settings_are_kept_even_when_they_do_not_fit() -> None:
 
 def test_without_cuda_the_cpu_defaults_are_used() -> None:
     t = settle_memory_settings(_config(), cuda_available=False, gpus=1, gpu_memory_gb=0).training
-    assert (t.gradient_checkpointing, t.max_tokens_per_micro_batch) == (
+    assert (t.scale.gradient_checkpointing, t.scale.max_tokens_per_micro_batch) == (
         False,
         DEFAULT_MICRO_BATCH_TOKENS,
     )
@@ -85,8 +88,8 @@ def test_the_shipped_configs_settings_stand(path) -> None:
         warnings.simplefilter("ignore")
         cfg = load_config(ROOT / path)
     settled = settle_memory_settings(cfg, cuda_available=True, gpus=8, gpu_memory_gb=80)
-    assert settled.training.gradient_checkpointing is True
-    assert settled.training.max_tokens_per_micro_batch == 16384
+    assert settled.training.scale.gradient_checkpointing is True
+    assert settled.training.scale.max_tokens_per_micro_batch == 16384
 
 
 def test_a_cuda_run_plans_for_its_own_cards_and_ranks(monkeypatch) -> None:
@@ -103,7 +106,7 @@ def test_a_cuda_run_plans_for_its_own_cards_and_ranks(monkeypatch) -> None:
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda _device: Card())
     monkeypatch.setenv("WORLD_SIZE", "8")
     t = memory_settings_for_this_machine(_config()).training
-    assert (t.gradient_checkpointing, t.max_tokens_per_micro_batch) == (False, 8192)
+    assert (t.scale.gradient_checkpointing, t.scale.max_tokens_per_micro_batch) == (False, 8192)
     monkeypatch.setenv("WORLD_SIZE", "2")  # fewer ranks, bigger shards: recomputation comes on
     t = memory_settings_for_this_machine(_config()).training
-    assert t.gradient_checkpointing is True
+    assert t.scale.gradient_checkpointing is True

@@ -142,8 +142,13 @@ def test_article_training_keys_map_onto_dapo_settings():
         }
     )
     t = cfg.training
-    assert (t.algorithm, t.prompts_per_step, t.group_size, t.ppo_epochs) == ("dapo", 4, 8, 3)
-    assert (t.clip_ratio_low, t.clip_ratio_high) == (0.1, 0.28)
+    assert (
+        t.algorithm.name,
+        t.rollout.prompts_per_step,
+        t.rollout.group_size,
+        t.algorithm.ppo_epochs,
+    ) == ("dapo", 4, 8, 3)
+    assert (t.algorithm.clip_ratio_low, t.algorithm.clip_ratio_high) == (0.1, 0.28)
     with pytest.raises(ValueError, match="multiple of batch_size"):
         config_from_dict({"training": {"batch_size": 3, "num_rollout_steps": 32}})
 

@@ -11,7 +11,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ecomrlve.config import SCENARIOS, EcomConfig
+from ecomrlve.config import SCENARIOS, EcomConfig, nest_training_keys
 from ecomrlve.store import validate_identifier
 
 TaskRunnerKind = Literal["threads", "processes", "dask"]
@@ -121,6 +121,11 @@ def with_overrides(params: P, overrides: dict[str, Any] | None) -> P:
     """
     if not overrides:
         return params
+    config = overrides.get("config")
+    if isinstance(config, dict) and isinstance(config.get("training"), dict):
+        # flat training keys into their blocks first: the dump they merge into is in block form
+        config = {**config, "training": nest_training_keys(config["training"])}
+        overrides = {**overrides, "config": config}
     merged = _deep_merge(params.model_dump(mode="json"), overrides)
     return type(params).model_validate(merged)
 

@@ -435,9 +435,9 @@ def train_stage(
     def on_progress(stage: str, fraction: float) -> None:
         report("train", min(fraction, 1.0))
 
-    if config.training.gpus > 1:  # FSDP2 over that many ranks, one torchrun per stage run
+    if config.training.scale.gpus > 1:  # FSDP2 over that many ranks, one torchrun per stage run
         result = train_with_torchrun(
-            config, Path(data_dir), Path(output), curriculum, config.training.gpus
+            config, Path(data_dir), Path(output), curriculum, config.training.scale.gpus
         )
     else:
         summary = train_from_config(

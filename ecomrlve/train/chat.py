@@ -41,10 +41,17 @@ class ChatFormat:
         )
         self._after_stop = self._text_after_stop()
 
-    def render(self, messages: list[dict[str, Any]], *, generation_prompt: bool) -> str:
+    def render(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        generation_prompt: bool,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> str:
+        """`messages` as text, with `tools` (default: the chat's own) in the system turn."""
         return self.tokenizer.apply_chat_template(
             messages,
-            tools=self.tools or None,
+            tools=(self.tools if tools is None else tools) or None,
             tokenize=False,
             add_generation_prompt=generation_prompt,
             enable_thinking=self.enable_thinking,
@@ -53,9 +60,12 @@ class ChatFormat:
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
-    def prompt_ids(self, messages: list[dict[str, Any]]) -> list[int]:
-        """The opening messages (system, user) up to the assistant's generation prompt."""
-        return self.encode(self.render(messages, generation_prompt=True))
+    def prompt_ids(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> list[int]:
+        """The opening messages (system, user) up to the assistant's generation prompt, offering
+        `tools` (default: the chat's own; the tool curriculum offers fewer)."""
+        return self.encode(self.render(messages, generation_prompt=True, tools=tools))
 
     def observation_ids(self, messages: list[dict[str, Any]]) -> list[int]:
         """What follows the assistant's stop token: the new tool/user messages, then the next

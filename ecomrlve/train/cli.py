@@ -46,7 +46,9 @@ def train(
         None, "--data", help="data directory (default: env.catalog_path's folder, else ./data)"
     ),
     curriculum: str | None = typer.Option(
-        None, "--curriculum", help="curriculum under DATA/curricula (default: training.curriculum)"
+        None,
+        "--curriculum",
+        help="curriculum under DATA/curricula (default: training.rollout.curriculum)",
     ),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="print the per-GPU memory plan and exit (0: fits, 2: does not)"
@@ -105,7 +107,7 @@ def _print_summary(cfg, summary) -> None:
             "tasks": int(v["tasks"]),
             "pass@1": v["pass_at_1"],
             "95% CI": f"[{v['ci_low']:.2f}, {v['ci_high']:.2f}]" if "ci_low" in v else "",
-            f"pass^{cfg.training.eval_samples}": v["pass_hat_k"],
+            f"pass^{cfg.training.eval.samples}": v["pass_hat_k"],
             "reward": v["reward_mean"],
         }
         for stage, v in summary.held_out.items()
@@ -133,8 +135,8 @@ def _print_memory_plan(cfg, gpus: int, gpu_memory: float) -> None:
 
     if gpus < 1 or gpu_memory <= 0:
         fail(f"--gpus must be >= 1 and --gpu-memory > 0, got {gpus} and {gpu_memory}")
-    if cfg.training.lora_rank > 0 and gpus > 1:
-        fail("training.lora_rank > 0 is the one-GPU mode: use --gpus 1 or lora_rank: 0")
+    if cfg.training.scale.lora_rank > 0 and gpus > 1:
+        fail("training.scale.lora_rank > 0 is the one-GPU mode: use --gpus 1 or lora_rank: 0")
     shape = model_shape(cfg.agent.model, cfg.agent.tiny)
     choice = choose_memory_settings(cfg, gpus=gpus, gpu_memory_gb=gpu_memory, shape=shape)
     plan = choice.plan
@@ -302,7 +304,7 @@ def _train_with_verl(
     """
     from ecomrlve.train import verl as launcher
 
-    name = curriculum or cfg.training.curriculum or cfg.data.curriculum
+    name = curriculum or cfg.training.rollout.curriculum or cfg.data.curriculum
     out = output if output is not None else Path(data) / "runs" / f"{name}-verl"
     if gpus < 1:
         fail(f"--gpus must be >= 1, got {gpus}")

@@ -143,7 +143,7 @@ def split_heldout(
         return tasks, tasks.head(0)
     if n_heldout >= tasks.height:
         raise CurriculumError(
-            f"training.eval_tasks ({n_heldout}) must be smaller than the task pool "
+            f"training.eval.tasks ({n_heldout}) must be smaller than the task pool "
             f"({tasks.height} tasks)"
         )
     keyed = tasks.with_columns(

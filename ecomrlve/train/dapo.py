@@ -78,8 +78,8 @@ def informative_groups(
 ) -> torch.Tensor:
     """Dynamic sampling's filter: True for groups whose values are not all equal.
 
-    DAPO and verl filter on accuracy (`training.dynamic_sampling_metric: success`): a group
-    that is all correct or all wrong teaches nothing about success. With `reward`, groups of
+    DAPO and verl filter on accuracy (`training.algorithm.dynamic_sampling_metric: success`): a
+    group that is all correct or all wrong teaches nothing about success. With `reward`, groups of
     equal shaped reward (zero advantage everywhere) are dropped instead.
     """
     _, std, count = _group_stats(rewards, group_index)  # (G,)

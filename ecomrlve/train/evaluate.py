@@ -65,9 +65,13 @@ def evaluate_episodes(
     seed: int,
     stage: str,
     progress: ProgressFn | None = None,
+    tools_for: Callable[[Task], list[dict[str, Any]] | None] | None = None,
+    tools_offered: str | None = None,
 ) -> EvalReport:
-    """Play `samples` episodes of every task at `training.eval_temperature` (default: the
-    agent's sampling temperature; 0 is greedy) and score them."""
+    """Play `samples` episodes of every task at `training.eval.temperature` (default: the
+    agent's sampling temperature; 0 is greedy) and score them. `tools_for(task)` is the tool
+    schemas each prompt offers (the tool curriculum's width in force, named by
+    `tools_offered`, which each episode row records)."""
     if not tasks:
         raise ValueError("no tasks to evaluate")
     if not 1 <= k <= samples:
@@ -81,10 +85,13 @@ def evaluate_episodes(
         agent=cfg.agent,
         samples_per_task=samples,
         seed=seed,
-        temperature=cfg.training.eval_temperature,
+        temperature=cfg.training.eval.temperature,
         progress=progress,
+        **({"tools_for": tools_for} if tools_for is not None else {}),
     )
-    rows = [episode_row(e, sample=e.sample, stage=stage) for e in episodes]
+    rows = [
+        episode_row(e, sample=e.sample, stage=stage, tools_offered=tools_offered) for e in episodes
+    ]
     frame = pl.DataFrame(rows, schema_overrides={"difficulty": pl.Int64, "min_steps": pl.Int64})
     return EvalReport(
         stage=stage,

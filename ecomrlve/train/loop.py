@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import logging
 import math
 import time
@@ -60,6 +61,7 @@ from ecomrlve.train.engine import RolloutEngine
 from ecomrlve.train.memory import micro_batch_tokens
 from ecomrlve.train.rollout import Episode, run_episodes
 from ecomrlve.train.schedule import lr_factor, set_lr
+from ecomrlve.train.tool_curriculum import FULL_WIDTH, ToolCurriculum
 
 log = logging.getLogger(__name__)
 
@@ -120,44 +122,53 @@ def train_dapo(
     checkpoints: Checkpointer | None = None,
     ctx: DistContext | None = None,
     play: PlayFn | None = None,
+    tools: ToolCurriculum | None = None,
 ) -> LoopResult:
-    """Run `training.total_steps` DAPO steps on `policy`; `record(step_row, scenario_rows,
+    """Run `training.algorithm.total_steps` DAPO steps on `policy`; `record(step_row, scenario_rows,
     rollout_rows)` receives each step's results (on rank 0). With `checkpoints`, a resumed run
     continues after the newest checkpoint's step, exactly where the stopped run was. Under
     torchrun every rank calls this with the same sampler and config (`ctx` says which rank).
     `play` plays the episodes (`rollout.run_episodes` against `EcomEnv`; a test swaps in a
-    tiny rewardable task)."""
+    tiny rewardable task). `tools`, the tool curriculum, says which tools each prompt offers
+    and widens to the full set when the steps' success holds."""
     training = cfg.training
+    algorithm = training.algorithm
     ctx = ctx or DistContext(device=next(policy.parameters()).device)
     play = play or run_episodes
+    if tools is not None:  # each prompt offers the tools of the width in force at its step
+        play = functools.partial(play, tools_for=tools.schemas_for)
     optimizer = torch.optim.AdamW(
-        policy.parameters(), lr=training.learning_rate, weight_decay=training.weight_decay
+        policy.parameters(),
+        lr=algorithm.learning_rate,
+        weight_decay=algorithm.weight_decay,
     )
     reference = None
-    if training.kl_coef > 0:  # DAPO drops the KL term; kept as a switch for ablations
+    if algorithm.kl_coef > 0:  # DAPO drops the KL term; kept as a switch for ablations
         reference = copy.deepcopy(policy).eval().requires_grad_(False)
     result = LoopResult()
     start = 0
+    stateful: dict[str, Any] = {"sampler": sampler, **({"tools": tools} if tools else {})}
     if checkpoints is not None:  # weights, optimizer, sampler + adaptive windows, RNGs
-        start = checkpoints.restore(policy, optimizer, {"sampler": sampler})
+        start = checkpoints.restore(policy, optimizer, stateful)
         if start:
             engine.sync_weights(policy)
 
-    for step in range(start + 1, training.total_steps + 1):
+    for step in range(start + 1, algorithm.total_steps + 1):
         # ======================================================================================
         # 1. Rollouts, with dynamic sampling
         # ======================================================================================
         set_lr(
             optimizer,
-            training.learning_rate
+            algorithm.learning_rate
             * lr_factor(
                 step,
-                training.total_steps,
-                warmup=training.lr_warmup_steps,
-                schedule=training.lr_schedule,
+                algorithm.total_steps,
+                warmup=algorithm.warmup_steps,
+                schedule=algorithm.lr_schedule,
             ),
         )
         started = time.perf_counter()
+        tools_offered = tools.width if tools is not None else FULL_WIDTH
         rollouts = _rollouts(policy, engine, chat, catalog, sampler, cfg, step, ctx, play)
         rollout_s = time.perf_counter() - started
         if hasattr(engine, "sleep"):  # vLLM frees its GPU memory for the update; sync wakes it
@@ -174,8 +185,11 @@ def train_dapo(
             "rollout_s": rollout_s,
             "lr": optimizer.param_groups[0]["lr"],
             "overlong_penalty_mean": float(np.mean([o.penalty for o in rollouts.sampled])),
+            "tools_offered": tools_offered,
         }
         metrics.update(_rollout_metrics(rollouts.sampled, rollout_s))
+        if tools is not None:  # widens from the next step when success at this width holds
+            tools.record(step, metrics["success_rate"])
         skip_reason = _unusable_batch(trained)
         metrics.update(skipped=skip_reason is not None, skip_reason=skip_reason)
 
@@ -202,7 +216,7 @@ def train_dapo(
         rollout_rows = [
             {
                 "step": step,
-                "gen_batch": o.group // training.prompts_per_step,
+                "gen_batch": o.group // training.rollout.prompts_per_step,
                 "group": o.group,
                 "task_id": o.task_id,
                 "scenario": o.scenario,
@@ -225,9 +239,7 @@ def train_dapo(
         result.history.append(metrics)
         result.steps = step
         if checkpoints is not None:
-            checkpoints.after_step(
-                step, training.total_steps, policy, optimizer, {"sampler": sampler}
-            )
+            checkpoints.after_step(step, algorithm.total_steps, policy, optimizer, stateful)
         log.info(
             "step %d reward %.3f success %.2f groups %d/%d",
             step,
@@ -237,7 +249,7 @@ def train_dapo(
             len(rollouts.groups),
         )
         if progress:
-            progress("dapo", step / max(training.total_steps, 1))
+            progress("dapo", step / max(algorithm.total_steps, 1))
     return result
 
 
@@ -265,8 +277,9 @@ def _rollouts(
     """Step 1: play groups until `prompts_per_step` informative ones are kept (or the
     generation budget is spent). Every rank draws the same tasks and plays its share."""
     training, agent = cfg.training, cfg.agent
-    prompts = training.prompts_per_step
-    max_gen_batches = training.max_num_gen_batches if training.dynamic_sampling else 1
+    algorithm = training.algorithm
+    prompts = training.rollout.prompts_per_step
+    max_gen_batches = algorithm.max_num_gen_batches if algorithm.dynamic_sampling else 1
     out = _Rollouts([], {}, [], {}, 0, 0)
     # HF generate on a sharded policy: gather its weights once so ranks never wait on each other
     shares_policy = getattr(engine, "model", None) is policy
@@ -285,7 +298,7 @@ def _rollouts(
                     catalog,
                     env_config=cfg.env,
                     agent=agent,
-                    samples_per_task=training.group_size,
+                    samples_per_task=training.rollout.group_size,
                     seed=rollout_seed(training.seed, step, offset),
                     group_seeds=[rollout_seed(training.seed, step, offset + g) for g in mine],
                 )
@@ -306,8 +319,8 @@ def _rollouts(
             groups.setdefault(o.group, []).append(o)
         out.groups.update(groups)
         keep = [True] * len(groups)
-        if training.dynamic_sampling:
-            success = training.dynamic_sampling_metric == "success"
+        if algorithm.dynamic_sampling:
+            success = algorithm.dynamic_sampling_metric == "success"
             values = torch.tensor([float(o.success) if success else o.reward for o in batch])
             local_index = {g: i for i, g in enumerate(groups)}
             group_index = torch.tensor([local_index[o.group] for o in batch])  # (n,)
@@ -324,14 +337,18 @@ def _outcomes(episodes: list[Episode], cfg: EcomConfig) -> list[Outcome]:
     if not episodes:
         return []
     training, agent = cfg.training, cfg.agent
+    algorithm = training.algorithm
     lengths = torch.tensor([e.sequence.response_length for e in episodes])  # (n,)
     budgets = torch.tensor(
         [agent.max_episode_tokens - e.sequence.prompt_length for e in episodes]
     )  # (n,)
     penalty = torch.zeros(len(episodes))  # (n,)
-    if training.overlong_shaping:
+    if algorithm.overlong_shaping:
         penalty = dapo.overlong_penalty(
-            lengths, budgets, training.overlong_buffer, training.overlong_penalty
+            lengths,
+            budgets,
+            algorithm.overlong_buffer,
+            algorithm.overlong_penalty,
         )  # (n,)
     return [
         Outcome(
@@ -368,6 +385,7 @@ def _update(
 ) -> dict[str, Any]:
     """Steps 2-4 on the kept groups; returns the update's metrics (and `optimizer_steps`)."""
     training, agent = cfg.training, cfg.agent
+    algorithm = training.algorithm
     started = time.perf_counter()
     # ---- 2. advantages: group-normalised shaped rewards (identical on every rank)
     trained = [o for g in rollouts.kept for o in rollouts.groups[g]]
@@ -381,7 +399,7 @@ def _update(
             strict=True,
         )
     )  # key -> A
-    per_mini = training.ppo_mini_batch_size or training.prompts_per_step
+    per_mini = algorithm.ppo_mini_batch_size or training.rollout.prompts_per_step
     minis = [rollouts.kept[i : i + per_mini] for i in range(0, len(rollouts.kept), per_mini)]
     plans = [_mini_batch(mini, rollouts, cfg, chat, ctx) for mini in minis]
 
@@ -406,7 +424,7 @@ def _update(
     losses, grad_norms = [], []
     totals = torch.zeros(6, dtype=torch.float64)  # tokens, clipped, low, high, kl, entropy
     skip_reason = None
-    for epoch in range(training.ppo_epochs):
+    for epoch in range(algorithm.ppo_epochs):
         for plan in plans:
             optimizer.zero_grad(set_to_none=True)
             step_loss = 0.0
@@ -421,11 +439,11 @@ def _update(
                     micro.old,
                     adv.to(logprobs.device),
                     batch.loss_mask,
-                    clip_ratio_low=training.clip_ratio_low,
-                    clip_ratio_high=training.clip_ratio_high,
-                    clip_ratio_c=training.clip_ratio_c,
-                    loss_agg_mode=training.loss_agg_mode,
-                    kl_coef=training.kl_coef,
+                    clip_ratio_low=algorithm.clip_ratio_low,
+                    clip_ratio_high=algorithm.clip_ratio_high,
+                    clip_ratio_c=algorithm.clip_ratio_c,
+                    loss_agg_mode=algorithm.loss_agg_mode,
+                    kl_coef=algorithm.kl_coef,
                     ref_logprobs=micro.ref,
                     total_tokens=plan.tokens,
                     total_sequences=plan.sequences,
@@ -445,7 +463,7 @@ def _update(
                     dtype=torch.float64,
                 )
             step_loss = all_reduce_sum(step_loss, ctx)
-            grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), training.max_grad_norm)
+            grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), algorithm.max_grad_norm)
             if hasattr(grad_norm, "full_tensor"):  # FSDP2: a DTensor over the ranks
                 grad_norm = grad_norm.full_tensor()
             if not (math.isfinite(step_loss) and math.isfinite(float(grad_norm))):
@@ -517,7 +535,7 @@ def _mini_batch(
         list(range(len(keys))),
         [len(s) for s in sequences],
         micro_batch_tokens(training),
-        training.mini_batch_size,
+        training.scale.mini_batch_size,
     )
     count = max(all_gather_objects(len(cuts), ctx))
     device = ctx.device

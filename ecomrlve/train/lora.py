@@ -2,7 +2,7 @@
 
 An 8B full fine-tune needs several GPUs for its optimizer state; with LoRA at rank 16-64 the
 trainable parameters are ~0.5% of the model, so the policy, its adapters' AdamW state and
-(colocated) vLLM fit on one card. `training.lora_rank > 0` switches it on.
+(colocated) vLLM fit on one card. `training.scale.lora_rank > 0` switches it on.
 
 The rollout engine serves a plain model, so `merged_weights` yields W + (alpha/r)·B·A under the
 base model's own parameter names, computed on the side: merging into the module and unmerging

@@ -9,7 +9,7 @@ does (`plan.py`, `loop.py`, `batching.py`):
 * optimizer: AdamW's two fp32 moments, sharded;
 * gathered: FSDP2's bf16 all-gathered copies (the root's embeddings/head plus two decoder layers,
   the one computing and the one prefetched) and one layer's unsharded fp32 gradient;
-* activations at `training.max_tokens_per_micro_batch` tokens: with gradient checkpointing one
+* activations at `training.scale.max_tokens_per_micro_batch` tokens: with gradient checkpointing one
   bf16 hidden state per layer plus one layer recomputed; without it every layer's
   activations; plus the chunked LM head's fp32 logits (`batching.LOGIT_CHUNK_ELEMENTS`);
 * vLLM: `vllm_gpu_memory_utilization` of the card while it generates; asleep (level 1, weights
@@ -26,7 +26,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ecomrlve.config import DEFAULT_MICRO_BATCH_TOKENS, EcomConfig, TinyModelConfig, TrainingConfig
+from ecomrlve.config import (
+    DEFAULT_MICRO_BATCH_TOKENS,
+    EcomConfig,
+    TinyModelConfig,
+    TrainingConfig,
+    with_training_block,
+)
 from ecomrlve.train.batching import LOGIT_CHUNK_ELEMENTS
 
 GIB = 1 << 30
@@ -202,7 +208,7 @@ def plan_memory(
     """The per-GPU plan for `cfg` on `gpus` cards of `gpu_memory_gb` GB (10^9 bytes)."""
     training = cfg.training
     shape = shape or model_shape(cfg.agent.model, cfg.agent.tiny)
-    rank = training.lora_rank if lora_rank is None else lora_rank
+    rank = training.scale.lora_rank if lora_rank is None else lora_rank
     tokens = tokens or micro_batch_tokens(training)
     if checkpointing is None:
         checkpointing = uses_checkpointing(training)
@@ -220,7 +226,7 @@ def plan_memory(
         else:  # autocast's bf16 copies of the weights, cached during the forward
             gathered = 2.0 * p
     activations = activation_bytes(shape, tokens, checkpointing)
-    vllm = training.vllm_gpu_memory_utilization * card
+    vllm = training.rollout.vllm_gpu_memory_utilization * card
     return MemoryPlan(
         gpus,
         card,
@@ -248,11 +254,11 @@ def what_would_fit(cfg: EcomConfig, plan: MemoryPlan, shape: ModelShape) -> list
         )
         if recompute.fits:
             peak = recompute.peak / GIB
-            options.append(f"training.gradient_checkpointing: true ({peak:.1f} GiB)")
+            options.append(f"training.scale.gradient_checkpointing: true ({peak:.1f} GiB)")
     if plan.lora_rank == 0:
         lora = plan_memory(cfg, gpus=1, gpu_memory_gb=gb, lora_rank=64, **same)
         if lora.fits:
-            options.append(f"training.lora_rank: 64 on 1 GPU ({lora.peak / GIB:.1f} GiB)")
+            options.append(f"training.scale.lora_rank: 64 on 1 GPU ({lora.peak / GIB:.1f} GiB)")
         for gpus in (2, 4, 8, 16, 32, 64):
             if gpus <= plan.gpus:
                 continue
@@ -272,7 +278,8 @@ def what_would_fit(cfg: EcomConfig, plan: MemoryPlan, shape: ModelShape) -> list
         )
         if smaller.fits:
             options.append(
-                f"training.max_tokens_per_micro_batch: {tokens} ({smaller.peak / GIB:.1f} GiB)"
+                f"training.scale.max_tokens_per_micro_batch: {tokens} "
+                f"({smaller.peak / GIB:.1f} GiB)"
             )
             break
         tokens //= 2
@@ -286,14 +293,14 @@ def what_would_fit(cfg: EcomConfig, plan: MemoryPlan, shape: ModelShape) -> list
 
 def micro_batch_tokens(training: TrainingConfig) -> int:
     """`max_tokens_per_micro_batch`, or the default where a run has not planned it."""
-    return training.max_tokens_per_micro_batch or DEFAULT_MICRO_BATCH_TOKENS
+    return training.scale.max_tokens_per_micro_batch or DEFAULT_MICRO_BATCH_TOKENS
 
 
 def uses_checkpointing(training: TrainingConfig) -> bool:
     """`gradient_checkpointing`, or the default where a run has not planned it."""
-    if training.gradient_checkpointing is None:
+    if training.scale.gradient_checkpointing is None:
         return DEFAULT_GRADIENT_CHECKPOINTING
-    return training.gradient_checkpointing
+    return training.scale.gradient_checkpointing
 
 
 @dataclass(frozen=True)
@@ -308,13 +315,12 @@ class MemoryChoice:
 
     def apply(self, cfg: EcomConfig) -> EcomConfig:
         """`cfg` with both settings made concrete (what training then reads)."""
-        training = cfg.training.model_copy(
-            update={
-                "gradient_checkpointing": self.gradient_checkpointing,
-                "max_tokens_per_micro_batch": self.max_tokens_per_micro_batch,
-            }
+        return with_training_block(
+            cfg,
+            "scale",
+            gradient_checkpointing=self.gradient_checkpointing,
+            max_tokens_per_micro_batch=self.max_tokens_per_micro_batch,
         )
-        return cfg.model_copy(update={"training": training})
 
     def describe(self) -> str:
         """One line for the dry-run and the run's log; empty when the config set both."""
@@ -346,13 +352,13 @@ def choose_memory_settings(
     shape = shape or model_shape(cfg.agent.model, cfg.agent.tiny)
     checkpointing = (
         [False, True]
-        if training.gradient_checkpointing is None
-        else [training.gradient_checkpointing]
+        if training.scale.gradient_checkpointing is None
+        else [training.scale.gradient_checkpointing]
     )
     tokens = (
         token_budgets(cfg)
-        if training.max_tokens_per_micro_batch is None
-        else [training.max_tokens_per_micro_batch]
+        if training.scale.max_tokens_per_micro_batch is None
+        else [training.scale.max_tokens_per_micro_batch]
     )
     plans = [
         plan_memory(
@@ -368,8 +374,8 @@ def choose_memory_settings(
     ]
     plan = next((p for p in plans if p.fits), plans[-1])
     chosen = []
-    if training.gradient_checkpointing is None:
+    if training.scale.gradient_checkpointing is None:
         chosen.append(f"gradient_checkpointing: {str(plan.checkpointing).lower()}")
-    if training.max_tokens_per_micro_batch is None:
+    if training.scale.max_tokens_per_micro_batch is None:
         chosen.append(f"max_tokens_per_micro_batch: {plan.tokens}")
     return MemoryChoice(plan.checkpointing, plan.tokens, plan, tuple(chosen))

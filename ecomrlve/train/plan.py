@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ecomrlve.config import EcomConfig, TrainingConfig
+from ecomrlve.config import EcomConfig, TrainingConfig, with_training_block
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ def resolve_engines(
     gpu_count: int | None = None,
     vllm_installed: bool = True,
 ) -> EnginePlan:
-    """Turn `training.rollout_engine / distributed / dtype` into an `EnginePlan`.
+    """Turn `training.rollout.engine` and `training.scale.distributed / dtype` into an `EnginePlan`.
 
     Args:
         cfg: the whole config or its training block.
@@ -92,7 +92,7 @@ def resolve_engines(
     reasons: list[str] = []
 
     # ---- rollout engine
-    if t.rollout_engine == "auto":
+    if t.rollout.engine == "auto":
         if cuda_available and vllm_installed:
             engine = "vllm"
             reasons.append("rollout_engine auto -> vllm (CUDA present)")
@@ -106,15 +106,15 @@ def resolve_engines(
             engine = "hf"
             reasons.append("rollout_engine auto -> hf: no CUDA, falling back to HF generate")
     else:
-        engine = t.rollout_engine
+        engine = t.rollout.engine
         if engine == "vllm" and not vllm_installed:
             raise PlanError(
-                "training.rollout_engine is vllm but vllm is not installed: "
+                "training.rollout.engine is vllm but vllm is not installed: "
                 "pip install 'ecomrlve[gpu]' (on CPU: scripts/vllm_cpu_env.sh)"
             )
 
     # ---- data parallelism
-    if t.distributed == "auto":
+    if t.scale.distributed == "auto":
         distributed = "fsdp" if world_size > 1 else "none"
         reasons.append(
             f"distributed auto -> fsdp over {world_size} ranks"
@@ -122,10 +122,10 @@ def resolve_engines(
             else "distributed auto -> none (one process)"
         )
     else:
-        distributed = t.distributed
+        distributed = t.scale.distributed
         if distributed == "none" and world_size > 1:
             raise PlanError(
-                f"launched with {world_size} ranks but training.distributed is none: "
+                f"launched with {world_size} ranks but training.scale.distributed is none: "
                 "use fsdp (or auto), or launch one process"
             )
     visible = gpu_count if gpu_count is not None else world_size
@@ -136,42 +136,42 @@ def resolve_engines(
         )
 
     # ---- precision
-    if t.dtype == "auto":
+    if t.scale.dtype == "auto":
         dtype = "bf16" if cuda_available else "fp32"
         reasons.append(
             "dtype auto -> bf16 (CUDA)" if cuda_available else "dtype auto -> fp32 (no CUDA)"
         )
     else:
-        dtype = t.dtype
+        dtype = t.scale.dtype
         if dtype == "bf16" and not cuda_available:
             reasons.append("dtype bf16 without CUDA: runs, but CPU bf16 matmuls are slow")
 
     # ---- LoRA is the one-GPU mode
-    if t.lora_rank > 0 and distributed == "fsdp":
+    if t.scale.lora_rank > 0 and distributed == "fsdp":
         raise PlanError(
-            f"training.lora_rank {t.lora_rank} with FSDP over {world_size} ranks: LoRA is the "
-            "one-GPU mode; set lora_rank: 0 or launch one process"
+            f"training.scale.lora_rank {t.scale.lora_rank} with FSDP over {world_size} ranks: LoRA "
+            "is the one-GPU mode; set lora_rank: 0 or launch one process"
         )
-    if t.lora_rank > 0:
-        reasons.append(f"LoRA rank {t.lora_rank}: only adapters train")
+    if t.scale.lora_rank > 0:
+        reasons.append(f"LoRA rank {t.scale.lora_rank}: only adapters train")
 
     # ---- rollouts from a server pool (ecomrlve/train/engines/endpoint.py)
     endpoint = None
     if engine == "endpoint":
-        if distributed == "fsdp" or t.lora_rank > 0:
+        if distributed == "fsdp" or t.scale.lora_rank > 0:
             raise PlanError(
                 "rollout_engine endpoint pushes whole saved models to the servers: it runs with "
                 "one trainer process and full fine-tuning (distributed: none, lora_rank: 0)"
             )
-        model = t.rollout_endpoint_model or (cfg.agent.model if isinstance(cfg, EcomConfig) else "")
+        model = t.rollout.endpoint_model or (cfg.agent.model if isinstance(cfg, EcomConfig) else "")
         if not model:
-            raise PlanError("rollout_engine endpoint needs training.rollout_endpoint_model")
+            raise PlanError("rollout engine endpoint needs training.rollout.endpoint_model")
         endpoint = EndpointPool(
-            urls=tuple(t.rollout_endpoints),
+            urls=tuple(t.rollout.endpoints),
             model=model,
-            weights_dir=str(t.rollout_weights_dir),
-            api_key_env=t.rollout_api_key_env,
-            concurrency=t.rollout_concurrency,
+            weights_dir=str(t.rollout.weights_dir),
+            api_key_env=t.rollout.api_key_env,
+            concurrency=t.rollout.concurrency,
         )
         reasons.append(
             f"rollout_engine endpoint -> {len(endpoint.urls)} server(s) serving {model!r}; "
@@ -183,10 +183,10 @@ def resolve_engines(
         distributed=distributed,
         dtype=dtype,
         world_size=world_size,
-        gradient_checkpointing=bool(t.gradient_checkpointing),  # None: unplanned, off
-        lora_rank=t.lora_rank,
-        lora_alpha=t.lora_alpha,
-        vllm_gpu_memory_utilization=t.vllm_gpu_memory_utilization,
+        gradient_checkpointing=bool(t.scale.gradient_checkpointing),  # None: unplanned, off
+        lora_rank=t.scale.lora_rank,
+        lora_alpha=t.scale.lora_alpha,
+        vllm_gpu_memory_utilization=t.rollout.vllm_gpu_memory_utilization,
         endpoint=endpoint,
         reasons=tuple(reasons),
     )
@@ -227,24 +227,28 @@ def settle_memory_settings(
     )
 
     t = cfg.training
-    if t.gradient_checkpointing is not None and t.max_tokens_per_micro_batch is not None:
+    if (
+        t.scale.gradient_checkpointing is not None
+        and t.scale.max_tokens_per_micro_batch is not None
+    ):
         return cfg
     defaults = {
         "gradient_checkpointing": (
             DEFAULT_GRADIENT_CHECKPOINTING
-            if t.gradient_checkpointing is None
-            else t.gradient_checkpointing
+            if t.scale.gradient_checkpointing is None
+            else t.scale.gradient_checkpointing
         ),
-        "max_tokens_per_micro_batch": t.max_tokens_per_micro_batch or DEFAULT_MICRO_BATCH_TOKENS,
+        "max_tokens_per_micro_batch": t.scale.max_tokens_per_micro_batch
+        or DEFAULT_MICRO_BATCH_TOKENS,
     }
     if not cuda_available:
         log.info("memory settings without CUDA: %s", defaults)
-        return cfg.model_copy(update={"training": t.model_copy(update=defaults)})
+        return with_training_block(cfg, "scale", **defaults)
     try:
         shape = model_shape(cfg.agent.model, cfg.agent.tiny)
     except ValueError as err:
         log.warning("%s; memory settings: %s", err, defaults)
-        return cfg.model_copy(update={"training": t.model_copy(update=defaults)})
+        return with_training_block(cfg, "scale", **defaults)
     choice = choose_memory_settings(cfg, gpus=gpus, gpu_memory_gb=gpu_memory_gb, shape=shape)
     verdict = f"peak {choice.plan.peak / 2**30:.1f} GiB of {choice.plan.gpu_memory / 2**30:.1f}"
     if choice.plan.fits:
@@ -268,7 +272,7 @@ def memory_settings_for_this_machine(cfg: EcomConfig) -> EcomConfig:
     from ecomrlve.train.distributed import launched_world_size
 
     cuda = torch.cuda.is_available()
-    gpus = 1 if cfg.training.lora_rank > 0 else launched_world_size()
+    gpus = 1 if cfg.training.scale.lora_rank > 0 else launched_world_size()
     card = torch.cuda.get_device_properties(0).total_memory / 1e9 if cuda else 0.0
     return settle_memory_settings(cfg, cuda_available=cuda, gpus=gpus, gpu_memory_gb=card)
 

@@ -64,6 +64,7 @@ STEP_SCHEMA: dict[str, pl.DataType] = {
     "lr": pl.Float64,
     "skipped": pl.Boolean,  # the update was skipped (non-finite reward/loss, no tokens)
     "skip_reason": pl.String,
+    "tools_offered": pl.String,  # the tool curriculum's width: scenario (own tools) or all
 }
 SFT_STEP_SCHEMA: dict[str, pl.DataType] = {
     "run_id": pl.String,
@@ -138,6 +139,7 @@ EPISODE_SCHEMA: dict[str, pl.DataType] = {
     "latency_s": pl.Float64,  # summed request time (the successful attempts)
     "retries": pl.Int64,
     "error": pl.String,  # the endpoint failed for good; the episode counts as a failure
+    "tools_offered": pl.String,  # in a training run: the tool curriculum's width then
 }
 RUN_SCHEMA: dict[str, pl.DataType] = {
     "run_id": pl.String,
@@ -167,7 +169,37 @@ def frame(rows: list[dict[str, Any]], schema: dict[str, pl.DataType]) -> pl.Data
 
 def append(data: str | os.PathLike, table: str, rows: list[dict[str, Any]], schema) -> None:
     if rows:
+        _add_new_columns(data, table, schema)
         store.write_table(data, table, frame(rows, schema), append=True)
+
+
+_DUCKDB_TYPES = {
+    pl.String: "VARCHAR",
+    pl.Int64: "BIGINT",
+    pl.Float64: "DOUBLE",
+    pl.Boolean: "BOOLEAN",
+}
+_GROWN: set[tuple[str, str]] = set()  # (data folder, table) checked in this process
+
+
+def _add_new_columns(data: str | os.PathLike, table: str, schema: dict[str, pl.DataType]) -> None:
+    """Result tables gain columns over releases (`tools_offered`): a data folder written before
+    one gets it, NULL in its older rows, instead of refusing the run's rows. Once per table."""
+    key = (str(Path(data).resolve()), table)
+    if key in _GROWN:
+        return
+    with store.writer(data) as con:
+        have = {
+            r[0]
+            for r in con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]
+            ).fetchall()
+        }
+        for name, dtype in schema.items():
+            if have and name not in have:
+                log.info("table %s: adding column %s (older rows: NULL)", table, name)
+                con.execute(f'ALTER TABLE {table} ADD COLUMN "{name}" {_DUCKDB_TYPES[dtype]}')
+    _GROWN.add(key)
 
 
 # ---------------------------------------------------------------------------------------------

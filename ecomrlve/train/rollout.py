@@ -79,22 +79,25 @@ def run_episodes(
     temperature: float | None = None,
     progress: ProgressFn | None = None,
     group_seeds: list[int] | None = None,
+    tools_for: Callable[[Task], list[dict[str, Any]] | None] | None = None,
 ) -> list[Episode]:
     """Play `samples_per_task` episodes of every task in lockstep; return them grouped by task
     (episode `group` = index of its task in `tasks`).
 
     With `group_seeds` (one per task) every episode samples from its own seed, derived from its
     group's seed and its sample index, so an episode does not depend on the other tasks in the
-    call: ranks that split a batch of tasks play what one process would."""
+    call: ranks that split a batch of tasks play what one process would. `tools_for(task)` is
+    the tool schemas the task's prompt offers (None: the chat's own; see tool_curriculum)."""
     if group_seeds is not None and len(group_seeds) != len(tasks):
         raise ValueError(f"{len(group_seeds)} group seeds for {len(tasks)} tasks")
     live: list[_Live] = []
     seeds: dict[int, int] = {}
     for group, task in enumerate(tasks):
+        tools = tools_for(task) if tools_for is not None else None
         for sample in range(samples_per_task):
             env = EcomEnv(task, catalog, env_config)
             sequence = TokenSequence()
-            sequence.add_prompt(chat.prompt_ids(env.reset(include_tools=False)))
+            sequence.add_prompt(chat.prompt_ids(env.reset(include_tools=False), tools))
             item = _Live(Episode(task, group, sample, sequence), env)
             live.append(item)
             if group_seeds is not None:
@@ -188,12 +191,16 @@ def _judge_cut(item: _Live) -> Verdict:
 
 
 def reference_episode(
-    task: Task, chat: ChatFormat, catalog: Catalog, env_config: EnvConfig
+    task: Task,
+    chat: ChatFormat,
+    catalog: Catalog,
+    env_config: EnvConfig,
+    tools: list[dict[str, Any]] | None = None,
 ) -> Episode:
     """The reference solution played in the env, in the rollout's token layout (for SFT)."""
     env = EcomEnv(task, catalog, env_config)
     sequence = TokenSequence()
-    sequence.add_prompt(chat.prompt_ids(env.reset(include_tools=False)))
+    sequence.add_prompt(chat.prompt_ids(env.reset(include_tools=False), tools))
     episode = Episode(task, 0, 0, sequence)
     for text in reference_turns(task):
         sequence.add_generated(chat.assistant_ids(text))

@@ -85,6 +85,7 @@ from ecomrlve.train.plan import (
 )
 from ecomrlve.train.results import RUN_SCHEMA, RunLog, append
 from ecomrlve.train.sft import reference_data, train_sft
+from ecomrlve.train.tool_curriculum import FULL_WIDTH, ToolCurriculum, scenario_tools
 from ecomrlve.train.tracking import Tracking, check_loggers, open_tracking
 
 log = logging.getLogger(__name__)
@@ -136,6 +137,8 @@ class TrainSummary:
     plots: list[Path] = field(default_factory=list)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    # the tools each held-out stage's prompts offered (tool curriculum width: scenario or all)
+    held_out_tools: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -167,6 +170,15 @@ class TrainRun:
     progress: ProgressFn | None
     started: float
     held_out_tasks: dict[str, pl.DataFrame] = field(default_factory=dict)  # stage -> per task
+    tools: ToolCurriculum | None = None  # training.rollout.tool_curriculum
+
+    def tools_for(self) -> Callable[[Task], list[dict[str, Any]] | None] | None:
+        """The tool schemas each prompt offers now (None: the chat's full set)."""
+        return self.tools.schemas_for if self.tools is not None else None
+
+    @property
+    def tools_offered(self) -> str:
+        return self.tools.width if self.tools is not None else FULL_WIDTH
 
     def stage_progress(self, stage: str) -> ProgressFn | None:
         if self.progress is None or not self.ctx.is_main:
@@ -190,8 +202,9 @@ def train_from_config(
             budgets, `env` the reward.
         data: the data directory (catalog, tasks, curricula, ecomrlve.duckdb).
         output: the run folder (created; files of an earlier run there are replaced).
-        curriculum: name of a curriculum under DATA/curricula; default `training.curriculum`,
-            and without either, the store's `tasks` view read easy to hard.
+        curriculum: name of a curriculum under DATA/curricula; default
+            `training.rollout.curriculum`, and without either, the store's `tasks` view read easy
+            to hard.
         progress: optional `progress(stage, fraction_of_whole_run)` callback.
 
     Returns:
@@ -204,12 +217,12 @@ def train_from_config(
     """
     run = _setup(cfg, Path(data), Path(output), curriculum, progress)
     _evaluate_stage(run, "base")
-    sft_steps = cfg.training.sft_steps
-    if (cfg.training.sft_epochs if sft_steps is None else sft_steps) > 0:
+    sft_steps = cfg.training.sft.steps
+    if (cfg.training.sft.epochs if sft_steps is None else sft_steps) > 0:
         _sft_stage(run)
         _evaluate_stage(run, "sft")
     sampler = _sampler(run)
-    if cfg.training.total_steps > 0:
+    if cfg.training.algorithm.total_steps > 0:
         _dapo_stage(run, sampler)
         _evaluate_stage(run, "final")
     _write_outputs(run, sampler)
@@ -240,7 +253,7 @@ def _setup(
     output = output.expanduser().resolve()
     if agent.model != TINY_MODEL:
         resolve_model_path(agent.model)  # a missing model is the first thing to say
-    name = curriculum or training.curriculum
+    name = curriculum or training.rollout.curriculum
     frame = read_curriculum(paths.root, name) if name else read_store_tasks(paths.root)
     frame = frame.filter(pl.col("scenario").is_in(cfg.env.scenarios))
     if frame.is_empty():
@@ -248,11 +261,19 @@ def _setup(
     tools = offered_tools(agent.tools)
     if agent.tools is not None:
         _warn_unsolvable(frame, set(agent.tools))
-    train_frame, heldout_frame = split_heldout(frame, training.eval_tasks, training.seed)
+    train_frame, heldout_frame = split_heldout(frame, training.eval.tasks, training.seed)
     catalog = Catalog.load(paths.root)
     plan = plan_for_this_machine(cfg)  # vLLM + FSDP + bf16 with CUDA, HF + fp32 without
     ctx = init_distributed()
     torch.manual_seed(training.seed)
+    tool_curriculum = None
+    if training.rollout.tool_curriculum:  # each scenario's own tools (its references') first
+        tool_curriculum = ToolCurriculum(
+            scenario_tools(frame, [t["function"]["name"] for t in tools]),
+            tools,
+            threshold=training.rollout.tool_curriculum_threshold,
+            window=training.rollout.tool_curriculum_window,
+        )
     corpus = None
     if agent.model == TINY_MODEL:
         corpus = tiny_corpus(
@@ -261,6 +282,7 @@ def _setup(
             catalog,
             cfg.env,
             enable_thinking=agent.enable_thinking,
+            tools_for=tool_curriculum.schemas_for if tool_curriculum else None,
         )
     policy, tokenizer = _load_policy(cfg, plan, ctx, paths.root, corpus)
     chat = ChatFormat(tokenizer, tools, enable_thinking=agent.enable_thinking)
@@ -293,7 +315,7 @@ def _setup(
         output=output,
         model_dir=output / "model",
         model=agent.model,
-        algorithm=training.algorithm,
+        algorithm=training.algorithm.name,
         curriculum=name,
         train_tasks=train_frame.height,
         heldout_tasks=heldout_frame.height,
@@ -320,6 +342,7 @@ def _setup(
         summary=summary,
         progress=progress,
         started=started,
+        tools=tool_curriculum,
     )
 
 
@@ -368,11 +391,13 @@ def _evaluate_stage(run: TrainRun, stage: str) -> None:
             run.chat,
             run.catalog,
             run.cfg,
-            samples=training.eval_samples,
-            k=training.eval_samples,
+            samples=training.eval.samples,
+            k=training.eval.samples,
             seed=training.seed + 1,
             stage=stage,
             progress=run.stage_progress({"base": "base", "sft": "sft-eval"}.get(stage, "final")),
+            tools_for=run.tools_for(),
+            tools_offered=run.tools_offered,
         )
     if hasattr(run.engine, "sleep"):
         run.engine.sleep()
@@ -383,6 +408,7 @@ def _evaluate_stage(run: TrainRun, stage: str) -> None:
     seconds = time.perf_counter() - started
     run.summary.stage_seconds[f"eval_{stage}"] = seconds
     run.summary.held_out[stage] = dict(report.overall)
+    run.summary.held_out_tools[stage] = run.tools_offered
     run.held_out_tasks[stage] = metrics.per_task(report.episodes, report.k)
     cis, gains = metrics.stage_intervals(run.held_out_tasks, seed=training.seed)
     for name, interval in cis.items():
@@ -398,7 +424,7 @@ def _sft_stage(run: TrainRun) -> None:
     cfg, summary = run.cfg, run.summary
     started = time.perf_counter()
     tasks = [row_to_task(r) for r in run.train_frame.iter_rows(named=True)]
-    data = reference_data(tasks, run.chat, run.catalog, cfg.env, cfg.agent)
+    data = reference_data(tasks, run.chat, run.catalog, cfg.env, cfg.agent, run.tools_for())
     sft = train_sft(
         run.policy,
         data.sequences,
@@ -432,12 +458,12 @@ def _sft_stage(run: TrainRun) -> None:
 def _sampler(run: TrainRun) -> CurriculumSampler:
     training = run.cfg.training
     adaptive = None
-    if training.adaptive_difficulty:
+    if training.rollout.adaptive_difficulty:
         adaptive = AdaptiveDifficulty(
             CurriculumSampler.levels_of(run.train_frame),
-            width=training.adaptive_window,
-            threshold=training.adaptive_threshold,
-            episodes=training.adaptive_episodes,
+            width=training.rollout.adaptive_window,
+            threshold=training.rollout.adaptive_threshold,
+            episodes=training.rollout.adaptive_episodes,
         )
     return CurriculumSampler(run.train_frame, seed=training.seed, adaptive=adaptive)
 
@@ -457,11 +483,12 @@ def _dapo_stage(run: TrainRun, sampler: CurriculumSampler) -> None:
         progress=run.stage_progress("dapo"),
         checkpoints=Checkpointer(
             run.output / "checkpoints",
-            every=training.save_every,
-            keep_last=training.keep_checkpoints,
-            resume=training.resume,
+            every=training.checkpoint.save_every,
+            keep_last=training.checkpoint.keep,
+            resume=training.checkpoint.resume,
         ),
         ctx=run.ctx,
+        tools=run.tools,
     )
     run.summary.rl_steps = loop.steps
     run.summary.stage_seconds["rl"] = time.perf_counter() - started
@@ -498,7 +525,7 @@ def _write_outputs(run: TrainRun, sampler: CurriculumSampler) -> None:
                 "run_id": summary.run_id,
                 "output": str(run.output),
                 "model": cfg.agent.model,
-                "algorithm": cfg.training.algorithm,
+                "algorithm": cfg.training.algorithm.name,
                 "curriculum": run.curriculum,
                 "config": json.dumps(cfg.model_dump(mode="json"), sort_keys=True),
                 "steps": summary.rl_steps,
@@ -522,7 +549,7 @@ def train_with_torchrun(
     cfg: EcomConfig, data: Path, output: Path, curriculum: str | None, gpus: int
 ) -> dict[str, Any]:
     """Run `ecomrlve train` as `gpus` torchrun ranks (what the pipeline's train stage does when
-    `training.gpus` > 1) and return the run's summary.json. Raises RuntimeError with the tail
+    `training.scale.gpus` > 1) and return the run's summary.json. Raises RuntimeError with the tail
     of the ranks' output when they fail."""
     output = Path(output).expanduser().resolve()
     output.mkdir(parents=True, exist_ok=True)
@@ -610,9 +637,13 @@ def tiny_corpus(
     env_config: EnvConfig,
     *,
     enable_thinking: bool,
+    tools_for: Callable[[Task], list[dict[str, Any]] | None] | None = None,
 ) -> list[str]:
     """The texts the tiny tokenizer learns from: reference episodes through the chat template
-    (prompts, tool schemas, tool calls, real tool responses), catalog titles, policy texts."""
+    (prompts, tool schemas, tool calls, real tool responses), catalog titles, policy texts.
+    With `tools_for` (the tool curriculum) each episode is also rendered with its narrow tool
+    set: BPE merges the repeated full tool block into a few tokens, and a narrow block it never
+    saw would come out longer than the full one."""
     texts: list[str] = []
     for task in tasks:
         env = EcomEnv(task, catalog, env_config)
@@ -620,9 +651,9 @@ def tiny_corpus(
         for turn in reference_turns(task):
             if env.step(turn).done:
                 break
-        texts.append(
-            render_chat_text(env.messages, tool_schemas(), enable_thinking=enable_thinking)
-        )
+        narrow = tools_for(task) if tools_for is not None else None
+        for tools in (tool_schemas(), *([narrow] if narrow is not None else [])):
+            texts.append(render_chat_text(env.messages, tools, enable_thinking=enable_thinking))
     products = pl.read_parquet(DataPaths.of(data).products, columns=["title"])
     step = max(1, products.height // TINY_CORPUS_TITLES)
     texts.extend(products["title"].gather_every(step).head(TINY_CORPUS_TITLES).to_list())

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -63,9 +64,9 @@ def sft_total_steps(config: TrainingConfig, sequences: int) -> int:
     """Optimizer steps SFT takes: `sft_steps` when set, else `sft_epochs` passes."""
     if sequences == 0:
         return 0
-    if config.sft_steps is not None:
-        return config.sft_steps
-    return -(-sequences // config.sft_batch_size) * config.sft_epochs
+    if config.sft.steps is not None:
+        return config.sft.steps
+    return -(-sequences // config.sft.batch_size) * config.sft.epochs
 
 
 def reference_data(
@@ -74,11 +75,14 @@ def reference_data(
     catalog: Catalog,
     env_config: EnvConfig,
     agent: AgentConfig,
+    tools_for: Callable[[Task], list[dict[str, Any]] | None] | None = None,
 ) -> SFTData:
-    """Token sequences of the reference solutions that verify and fit the episode budget."""
+    """Token sequences of the reference solutions that verify and fit the episode budget;
+    `tools_for(task)` is the tool schemas each prompt offers (None: the chat's own)."""
     data = SFTData([])
     for task in tasks:
-        episode = reference_episode(task, chat, catalog, env_config)
+        tools = tools_for(task) if tools_for is not None else None
+        episode = reference_episode(task, chat, catalog, env_config, tools)
         if not episode.success:
             data.skipped_failed += 1
             log.warning("reference of %s does not verify; not used for SFT", task.task_id)
@@ -110,13 +114,13 @@ def train_sft(
         return result
     ctx = ctx or DistContext(device=next(model.parameters()).device)
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=config.sft_learning_rate, weight_decay=config.weight_decay
+        model.parameters(), lr=config.sft.learning_rate, weight_decay=config.algorithm.weight_decay
     )
     started = time.perf_counter()
     model.train()
     for step, batch_ids in enumerate(sft_batches(len(sequences), total, config), start=1):
-        lr = config.sft_learning_rate * lr_factor(
-            step, total, warmup=config.sft_warmup_steps, schedule=config.sft_lr_schedule
+        lr = config.sft.learning_rate * lr_factor(
+            step, total, warmup=config.sft.warmup_steps, schedule=config.sft.lr_schedule
         )
         set_lr(optimizer, lr)
         total_tokens = float(sum(sequences[i].generated_tokens for i in batch_ids))
@@ -130,7 +134,7 @@ def train_sft(
             loss = sft_loss(logprobs, batch.loss_mask, total_tokens=total_tokens)
             (loss * weight).backward()
             loss_sum += float(loss.detach()) * weight
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.algorithm.max_grad_norm)
         optimizer.step()
         loss_total = all_reduce_sum(loss_sum, ctx)
         result.steps += 1
@@ -160,11 +164,11 @@ def sft_batches(count: int, total: int, config: TrainingConfig) -> Iterator[list
     made = 0
     while True:
         order = rng.permutation(count)
-        for start in range(0, count, config.sft_batch_size):
+        for start in range(0, count, config.sft.batch_size):
             if made == total:
                 return
             made += 1
-            yield order[start : start + config.sft_batch_size].tolist()
+            yield order[start : start + config.sft.batch_size].tolist()
 
 
 def rank_micro_batches(
@@ -177,7 +181,7 @@ def rank_micro_batches(
         indices,
         {i: len(sequences[i]) for i in indices},
         micro_batch_tokens(config),
-        config.mini_batch_size,
+        config.scale.mini_batch_size,
     )
     out = [([sequences[i] for i in cut], 1.0) for cut in cuts]
     count = max(all_gather_objects(len(out), ctx))
