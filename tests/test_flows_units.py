@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ecomrlve.config import ConfigError
+from ecomrlve.config import ConfigError, load_config
 from ecomrlve.flows import QUIET_DEFAULTS, prefect_env
-from ecomrlve.flows.cli import band_predicate, resolve_config
+from ecomrlve.flows.cli import TINY_TRAINING_CONFIG, band_predicate, resolve_config
 from ecomrlve.flows.params import CurriculumParams, PipelineParams, RegenerateParams
 from ecomrlve.flows.regenerate import (
     allocate,
@@ -44,9 +44,13 @@ def test_default_config_pairs_data_defaults_with_the_tiny_trainer() -> None:
     cfg, source = resolve_config(None, {})
     assert (cfg.data.products, cfg.data.tasks) == (20_000, 2_700)
     assert cfg.agent.model == "tiny-qwen3" and "tiny_cpu.yaml" in source
-    # the demo trains on the short tasks (<= 3 steps) of every difficulty, in its four scenarios
-    assert cfg.data.train_where == "difficulty BETWEEN 0 AND 10 AND min_steps <= 3"
-    assert cfg.env.scenarios == ["order_status", "cancel", "return", "cart"]
+    # the demo trains on the tasks its own data block describes, in its scenarios
+    tiny = load_config(TINY_TRAINING_CONFIG)
+    lo, hi = tiny.data.difficulty
+    assert cfg.data.train_where == (
+        f"difficulty BETWEEN {lo} AND {hi} AND min_steps <= {tiny.data.max_steps}"
+    )
+    assert cfg.env.scenarios == tiny.env.scenarios
     assert cfg.training.algorithm.dynamic_sampling_metric == "success"
 
 

@@ -17,6 +17,7 @@ from the reference solution, for SFT.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
