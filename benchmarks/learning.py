@@ -131,20 +131,26 @@ def study_config(path: Path, *, budget: float, quick: bool) -> dict[str, Any]:
             prompts = QUICK_TRAINING["prompts_per_step"]
             set_training(training, "ppo_mini_batch_size", min(ppo, prompts))
     now = config_from_dict(copy.deepcopy(raw), source=f"{path} with the study's changes")
-    steps_key = "sft_steps" if training_value(now, "sft_steps") is not None else "sft_epochs"
-    for key in (steps_key, "total_steps"):
+    for key in (steps_key(now), "total_steps"):
         current = int(training_value(now, key))
         set_training(training, key, max(1, round(current * budget)) if current else 0)
     config_from_dict(copy.deepcopy(raw), source=f"{path} with the study's changes")
     return raw
 
 
-def run_config(raw: dict[str, Any], algorithm: str, seed: int, path: Path) -> bool:
-    """Write the run's config to `path`; False when the file already held exactly this."""
+def steps_key(cfg: EcomConfig) -> str:
+    """The key that sets SFT's length: `sft_steps`, or `sft_epochs` when the recipe uses passes."""
+    return "sft_steps" if training_value(cfg, "sft_steps") is not None else "sft_epochs"
+
+
+def run_config(raw: dict[str, Any], path: Path, model: Path | None = None, **training: Any) -> bool:
+    """Write the recipe with flat `training` overrides (and `agent.model`) to `path`; False
+    when the file already held exactly this."""
     raw = copy.deepcopy(raw)
-    training = raw.setdefault("training", {})
-    set_training(training, "algorithm", algorithm)
-    set_training(training, "seed", seed)
+    for key, value in training.items():
+        set_training(raw.setdefault("training", {}), key, value)
+    if model is not None:
+        raw.setdefault("agent", {})["model"] = str(model)
     config_from_dict(copy.deepcopy(raw), source=str(path))
     text = yaml.safe_dump(raw, sort_keys=False)
     if path.exists() and path.read_text() == text:
@@ -249,6 +255,18 @@ def held_out_table(stages: dict[str, pl.DataFrame], by: str) -> list[list[str]]:
     return rows
 
 
+def timing_table(runs: list[Run]) -> list[list[str]]:
+    """Each run's wall and CPU seconds and its stages' wall seconds (`summary.json`)."""
+    stages = ["setup", "eval_base", "sft", "eval_sft", "rl", "eval_final"]
+    rows = [["run", "wall s", "CPU s", *stages]]
+    for run in runs:
+        seconds = json.loads((run.output / "summary.json").read_text())["stage_seconds"]
+        wall = f"{run.seconds:.0f}" if run.seconds else "reused"
+        cells = [f"{seconds[s]:.0f}" if s in seconds else "-" for s in stages]
+        rows.append([run.name, wall, f"{run.cpu_s:.0f}" if run.seconds else "-", *cells])
+    return rows
+
+
 def comparison_table(dapo: pl.DataFrame, grpo: pl.DataFrame, seeds: list[int]) -> list[list[str]]:
     rows = [["seed", "tasks", "DAPO", "GRPO", "DAPO - GRPO (paired)"]]
     for seed in [*seeds, "all"]:
@@ -272,7 +290,7 @@ def comparison_table(dapo: pl.DataFrame, grpo: pl.DataFrame, seeds: list[int]) -
 
 
 def plot_study(steps: pl.DataFrame, sft: pl.DataFrame, runs: list[Run], path: Path) -> Path:
-    """Success and reward per RL step of every run (DAPO solid, GRPO dashed; colour = seed),
+    """Success and reward per RL step of every RL run (DAPO solid, GRPO dashed; colour = seed),
     and the SFT loss of each seed."""
     import matplotlib
 
@@ -282,19 +300,15 @@ def plot_study(steps: pl.DataFrame, sft: pl.DataFrame, runs: list[Run], path: Pa
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for run in runs:
-        part = steps.filter(pl.col("run_id") == run.run_id).sort("step")
-        style = {
-            "color": colours[run.seed % len(colours)],
-            "ls": "-" if run.algorithm == "dapo" else "--",
-            "marker": "o",
-            "ms": 3,
-            "label": run.name,
-        }
-        axes[0].plot(part["step"], part["success_rate"], **style)
-        axes[1].plot(part["step"], part["reward_mean"], **style)
-        if run.algorithm == "dapo":
+        colour = colours[run.seed % len(colours)]
+        if run.algorithm == "sft":
             loss = sft.filter(pl.col("run_id") == run.run_id).sort("step")
-            axes[2].plot(loss["step"], loss["loss"], color=style["color"], lw=1, label=run.name)
+            axes[2].plot(loss["step"], loss["loss"], color=colour, lw=1, label=run.name)
+            continue
+        part = steps.filter(pl.col("run_id") == run.run_id).sort("step")
+        style = {"color": colour, "ls": "-" if run.algorithm == "dapo" else "--"}
+        for ax, column in zip(axes[:2], ("success_rate", "reward_mean"), strict=True):
+            ax.plot(part["step"], part[column], marker="o", ms=3, label=run.name, **style)
     titles = ("training success rate", "training reward (mean)", "SFT loss")
     for ax, title in zip(axes, titles, strict=True):
         ax.set_title(title)
@@ -326,13 +340,16 @@ def reference_sequences(cfg: EcomConfig, data: Path, tokenizer: Any) -> list[Any
     return reference_data(tasks, chat, Catalog.load(data), cfg.env, cfg.agent).sequences, chat
 
 
-def our_sft_rate(cfg: EcomConfig, model: Any, sequences: list[Any], pad: int, steps: int):
+def our_sft_rate(raw: dict[str, Any], model: Any, sequences: list[Any], pad: int, steps: int):
+    """Our `train_sft` for `steps` steps with the recipe's settings (no warmup)."""
     from ecomrlve.train.plan import memory_settings_for_this_machine
     from ecomrlve.train.sft import train_sft
 
-    cfg = memory_settings_for_this_machine(cfg)
-    training = cfg.training.model_copy(update={"sft_steps": steps, "sft_warmup_steps": 0})
-    result = train_sft(model, sequences, training, pad_token_id=pad)
+    raw = copy.deepcopy(raw)
+    set_training(raw["training"], "sft_steps", steps)
+    set_training(raw["training"], "sft_warmup_steps", 0)
+    cfg = memory_settings_for_this_machine(config_from_dict(raw))  # as a run plans it
+    result = train_sft(model, sequences, cfg.training, pad_token_id=pad)
     return result.tokens, result.seconds
 
 
@@ -461,13 +478,14 @@ def our_update_rate(data: Path, runs: list[Run], ppo_epochs: int) -> tuple[int, 
     return int(tokens) * ppo_epochs, float(seconds)
 
 
-def throughput_table(cfg: EcomConfig, data: Path, runs: list[Run], steps: int, work: Path):
+def throughput_table(raw: dict[str, Any], data: Path, runs: list[Run], steps: int, work: Path):
     from ecomrlve.train.model import load_model_and_tokenizer
 
-    model_dir = next(r for r in runs if r.algorithm == "dapo").output / "model"
+    cfg = config_from_dict(copy.deepcopy(raw))
+    model_dir = next(r for r in runs if r.algorithm == "sft").output / "model"  # after SFT
     model, tokenizer = load_model_and_tokenizer(str(model_dir), device="cpu")
     sequences, chat = reference_sequences(cfg, data, tokenizer)
-    ours_sft = our_sft_rate(cfg, copy.deepcopy(model), sequences, chat.pad_token_id, steps)
+    ours_sft = our_sft_rate(raw, copy.deepcopy(model), sequences, chat.pad_token_id, steps)
     trl_sft = trl_sft_rate(cfg, copy.deepcopy(model), tokenizer, sequences, steps, work)
     ours_upd = our_update_rate(data, runs, training_value(cfg, "ppo_epochs"))
     trl_upd = trl_grpo_rate(cfg, copy.deepcopy(model), tokenizer, data, max(1, steps // 10), work)
@@ -529,6 +547,11 @@ def main() -> None:
     except ConfigError as err:
         print(err, file=sys.stderr)
         sys.exit(2)
+    except KeyError as err:
+        print(
+            f"{args.config}: the study needs {err.args[0]}, which it does not have", file=sys.stderr
+        )
+        sys.exit(2)
     cfg = config_from_dict(copy.deepcopy(raw))
     throughput_steps = args.throughput_steps or (4 if args.quick else 20)
     out = args.out.resolve()
@@ -536,7 +559,7 @@ def main() -> None:
     (out / "runs").mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     study_yaml = out / "study.yaml"
-    run_config(raw, training_value(cfg, "algorithm"), training_value(cfg, "seed"), study_yaml)
+    run_config(raw, study_yaml)
     store_s, _ = cli(
         ["pipeline", "--config", str(study_yaml), "--data", str(data), "--skip-train"],
         out / "pipeline.log",
@@ -545,10 +568,27 @@ def main() -> None:
 
     runs = []
     for seed in range(args.seeds):
-        for algorithm in ("dapo", "grpo"):
-            run = Run(algorithm, seed, out / "runs" / f"{algorithm}-seed{seed}")
-            config = out / "runs" / f"{run.name}.yaml"
-            train(run, config, run_config(raw, algorithm, seed, config), data)
+        # SFT once per seed (base eval, SFT, SFT eval; RL steps 0); DAPO and GRPO then start from
+        # that model with SFT steps 0, so they differ in nothing but the algorithm
+        sft = Run("sft", seed, out / "runs" / f"sft-seed{seed}")
+        for run in (
+            sft,
+            Run("dapo", seed, sft.output.parent / f"dapo-seed{seed}"),
+            Run("grpo", seed, sft.output.parent / f"grpo-seed{seed}"),
+        ):
+            config = run.output.with_suffix(".yaml")
+            if run is sft:
+                changed = run_config(raw, config, seed=seed, total_steps=0)
+            else:
+                changed = run_config(
+                    raw,
+                    config,
+                    sft.output / "model",
+                    seed=seed,
+                    algorithm=run.algorithm,
+                    **{steps_key(cfg): 0},
+                )
+            train(run, config, changed or (run is not sft and sft.seconds > 0), data)
             print(f"{run.name}: {run.run_id} ({run.seconds:.0f} s wall, {run.cpu_s:.0f} s CPU)")
             runs.append(run)
 
@@ -560,19 +600,26 @@ def main() -> None:
         f"FROM eval_episodes WHERE run_id IN ({marks})",
         ids,
     )
+    sft = [r for r in runs if r.algorithm == "sft"]
     dapo = [r for r in runs if r.algorithm == "dapo"]
     grpo = [r for r in runs if r.algorithm == "grpo"]
     stages = {
-        "base": per_task(episodes, dapo, "base"),
-        "SFT": per_task(episodes, dapo, "sft"),
+        "base": per_task(episodes, sft, "base"),
+        "SFT": per_task(episodes, sft, "sft"),
         "DAPO": per_task(episodes, dapo, "final"),
         "GRPO": per_task(episodes, grpo, "final"),
     }
+    # the RL runs evaluate their starting point first: the SFT model, on the same tasks and seeds
+    start = paired(per_task(episodes, dapo + grpo, "base"), stages["SFT"])
+    reproduced = (
+        f"the RL runs' opening evaluation of the SFT model matches the SFT run's on "
+        f"{int((start == 0).sum())} of {start.size} (seed, task) pairs"
+    )
     steps = read(data, f"SELECT * FROM train_steps WHERE run_id IN ({marks})", ids)
     sft = read(data, f"SELECT * FROM sft_steps WHERE run_id IN ({marks})", ids)
     curves = plot_study(steps, sft, runs, out / "curves.png")
     own_cpu = time.process_time()
-    throughput = throughput_table(cfg, data, runs, throughput_steps, out)
+    throughput = throughput_table(raw, data, runs, throughput_steps, out)
     minutes = (time.perf_counter() - started) / 60
     cpu_minutes = (sum(r.cpu_s for r in runs) + time.process_time() - own_cpu) / 60
 
@@ -598,9 +645,11 @@ def main() -> None:
             f"Throughput, same tiny model and references ({throughput_steps} SFT steps timed)",
             throughput,
         ),
+        ("Time per run (stages: wall seconds)", timing_table(runs)),
     ]
     print(recipe)
-    markdown = [f"_{recipe}_", ""]
+    print(reproduced)
+    markdown = [f"_{recipe}_", "", f"_{reproduced}_", ""]
     for title, rows in sections:
         print(f"\n{title}\n{text_table(rows)}")
         markdown += [f"**{title}**", "", markdown_table(rows), ""]

@@ -25,9 +25,9 @@ def test_quick_study_writes_tables_and_curves(tmp_path: Path) -> None:
     config.write_text(yaml.safe_dump(recipe))
     out = tmp_path / "study"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    flags = ["--quick", "--seeds", "1", "--throughput-steps", "1", "--config", str(config)]
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "learning.py"), "--quick", "--seeds", "1"]
-        + ["--throughput-steps", "1", "--config", str(config), "--out", str(out)],
+        [sys.executable, str(ROOT / "benchmarks" / "learning.py"), *flags, "--out", str(out)],
         capture_output=True,
         text=True,
         env=env,
