@@ -223,11 +223,14 @@ def per_task(episodes: pl.DataFrame, runs: list[Run], stage: str) -> pl.DataFram
     return pl.concat(frames) if frames else pl.DataFrame()
 
 
-def interval(values: np.ndarray) -> str:
+def interval(values: np.ndarray, *, signed: bool = False) -> str:
+    """Mean of per-task values with its task-bootstrap 95% interval (at 0 or 1 success in every
+    episode the interval is a point: the bootstrap sees no variation to resample)."""
     if values.size == 0:
         return "-"
     low, high = metrics.task_bootstrap(values, seed=0)
-    return f"{values.mean():.3f} [{low:.3f}, {high:.3f}]"
+    f = "+.3f" if signed else ".3f"
+    return f"{values.mean():{f}} [{low:{f}}, {high:{f}}]"
 
 
 def paired(after: pl.DataFrame, before: pl.DataFrame) -> np.ndarray:
@@ -251,7 +254,7 @@ def held_out_table(stages: dict[str, pl.DataFrame], by: str) -> list[list[str]]:
         first = next(iter(chosen.values()))
         cells = [interval(f["pass_at_1"].to_numpy()) if f.height else "-" for f in chosen.values()]
         gain = paired(chosen["DAPO"], chosen["SFT"])
-        rows.append([key, str(first.height), *cells, interval(gain)])
+        rows.append([key, str(first.height), *cells, interval(gain, signed=True)])
     return rows
 
 
@@ -278,7 +281,7 @@ def comparison_table(dapo: pl.DataFrame, grpo: pl.DataFrame, seeds: list[int]) -
                 str(d.height),
                 interval(d["pass_at_1"].to_numpy()),
                 interval(g["pass_at_1"].to_numpy()),
-                interval(paired(d, g)),
+                interval(paired(d, g), signed=True),
             ]
         )
     return rows
