@@ -170,6 +170,8 @@ def cli(args: list[str], log_path: Path) -> tuple[float, float]:
     seconds (CPU time is what a busy machine does not inflate: on 2 idle cores the wall time
     of a run lies between half its CPU time and all of it)."""
     env = {
+        # the pipeline's temporary Prefect server can take minutes to start on a busy machine
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "600",
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
@@ -536,12 +538,13 @@ def markdown_table(rows: list[list[str]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "tiny_cpu.yaml")
-    parser.add_argument("--seeds", type=int, default=3, help="seeds per algorithm (default 3)")
+    parser.add_argument("--seeds", type=int, default=None, help="default 3 (--quick: 2)")
     parser.add_argument("--budget", type=float, default=1.0, help="x the recipe's SFT/RL steps")
     parser.add_argument("--quick", action="store_true", help="smoke version: a few minutes")
     parser.add_argument("--throughput-steps", type=int, default=None, help="SFT steps timed")
     parser.add_argument("--out", type=Path, default=ROOT / "experiments" / "learning")
     args = parser.parse_args()
+    args.seeds = args.seeds or (2 if args.quick else 3)
     if args.seeds < 1 or args.budget <= 0:
         print("--seeds must be >= 1 and --budget > 0", file=sys.stderr)
         sys.exit(2)
