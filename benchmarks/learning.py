@@ -7,10 +7,14 @@
 The demo recipe is read at run time from `--config` (default configs/tiny_cpu.yaml) through the
 project's config loader; the study changes only what it studies: all nine scenarios
 (`env.scenarios`), room for bundle's five-call references in the store (`data.max_steps`),
-`algorithm` and `seed` per run, and SFT/RL steps times `--budget`. One store is built once
-(`ecomrlve pipeline --skip-train` into OUT/data); every training is the real entry point
-(`python -m ecomrlve train` in a subprocess), DAPO and the `algorithm: grpo` preset with the same
-seeds, data and budget.
+`algorithm` and `seed` per run, and SFT/RL steps times `--budget` (flat training keys, set where
+the file keeps them). One store is built once (`ecomrlve pipeline --skip-train` into OUT/data);
+every training is the real entry point (`python -m ecomrlve train` in a subprocess). Per seed:
+one SFT run (base eval, SFT, SFT eval; 0 RL steps), then DAPO and the `algorithm: grpo` preset
+each from that run's model with 0 SFT steps, so the two start from the same weights, play the
+same held-out tasks and spend the same RL budget; their first evaluation re-measures the SFT
+model (printed: how many (seed, task) pairs match the SFT run's). A rerun with the same
+settings reuses the finished runs under OUT/runs.
 
 Reported (printed, and written to OUT/learning.md):
 
@@ -332,7 +336,9 @@ def plot_study(steps: pl.DataFrame, sft: pl.DataFrame, runs: list[Run], path: Pa
 # ---------------------------------------------------------------------------------------------
 
 
-def reference_sequences(cfg: EcomConfig, data: Path, tokenizer: Any) -> list[Any]:
+def reference_sequences(cfg: EcomConfig, data: Path, tokenizer: Any) -> tuple[list[Any], Any]:
+    """The verified reference episodes of every task in the store (token sequences), and the
+    chat format that rendered them."""
     from ecomrlve.env import Catalog
     from ecomrlve.train.chat import ChatFormat
     from ecomrlve.train.curriculum import read_store_tasks, row_to_task
@@ -340,7 +346,8 @@ def reference_sequences(cfg: EcomConfig, data: Path, tokenizer: Any) -> list[Any
     from ecomrlve.train.sft import reference_data
 
     frame = read_store_tasks(data).filter(pl.col("scenario").is_in(cfg.env.scenarios))
-    chat = ChatFormat(tokenizer, offered_tools(cfg.agent.tools), enable_thinking=False)
+    agent = cfg.agent
+    chat = ChatFormat(tokenizer, offered_tools(agent.tools), enable_thinking=agent.enable_thinking)
     tasks = [row_to_task(r) for r in frame.iter_rows(named=True)]
     return reference_data(tasks, chat, Catalog.load(data), cfg.env, cfg.agent).sequences, chat
 
