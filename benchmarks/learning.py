@@ -49,7 +49,13 @@ import polars as pl
 import yaml
 
 from ecomrlve import store
-from ecomrlve.config import ConfigError, EcomConfig, config_from_dict, load_config
+from ecomrlve.config import (
+    GRPO_PRESETS,
+    ConfigError,
+    EcomConfig,
+    config_from_dict,
+    load_config,
+)
 from ecomrlve.generators.registry import SCENARIOS
 from ecomrlve.train import metrics
 
@@ -147,15 +153,36 @@ def steps_key(cfg: EcomConfig) -> str:
     return "sft_steps" if training_value(cfg, "sft_steps") is not None else "sft_epochs"
 
 
+def drop_training(training: dict[str, Any], key: str) -> None:
+    """Remove a flat training key wherever the file keeps it (see `set_training`)."""
+    training.pop(key, None)
+    for block, inner in training.items():
+        if isinstance(inner, dict):
+            for name in (key, key.removeprefix(f"{block}_")):
+                inner.pop(name, None)
+
+
 def run_config(raw: dict[str, Any], path: Path, model: Path | None = None, **training: Any) -> bool:
     """Write the recipe with flat `training` overrides (and `agent.model`) to `path`; False
-    when the file already held exactly this."""
+    when the file already held exactly this.
+
+    `algorithm="grpo"` also removes the recipe's own settings of the DAPO techniques, which
+    would otherwise win over the preset (`{**GRPO_PRESETS, **file}`) and make the "GRPO" run
+    DAPO under another name; the loaded config is checked to hold the preset."""
     raw = copy.deepcopy(raw)
+    if training.get("algorithm") == "grpo":
+        for key in GRPO_PRESETS:
+            drop_training(raw.setdefault("training", {}), key)
     for key, value in training.items():
         set_training(raw.setdefault("training", {}), key, value)
     if model is not None:
         raw.setdefault("agent", {})["model"] = str(model)
-    config_from_dict(copy.deepcopy(raw), source=str(path))
+    loaded = config_from_dict(copy.deepcopy(raw), source=str(path))
+    if training.get("algorithm") == "grpo":
+        wrong = {k: training_value(loaded, k) for k in GRPO_PRESETS}
+        wrong = {k: v for k, v in wrong.items() if v != GRPO_PRESETS[k]}
+        if wrong:
+            raise ConfigError(f"{path}: the GRPO run would keep DAPO settings {wrong}")
     text = yaml.safe_dump(raw, sort_keys=False)
     if path.exists() and path.read_text() == text:
         return False
