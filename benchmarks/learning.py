@@ -12,9 +12,12 @@ the file keeps them). One store is built once (`ecomrlve pipeline --skip-train` 
 every training is the real entry point (`python -m ecomrlve train` in a subprocess). Per seed:
 one SFT run (base eval, SFT, SFT eval; 0 RL steps), then DAPO and the `algorithm: grpo` preset
 each from that run's model with 0 SFT steps, so the two start from the same weights, play the
-same held-out tasks and spend the same RL budget; their first evaluation re-measures the SFT
-model (printed: how many (seed, task) pairs match the SFT run's). A rerun with the same
-settings reuses the finished runs under OUT/runs.
+same held-out tasks and spend the same RL budget (the GRPO run drops the recipe's own
+clip-higher, dynamic-sampling, token-mean and overlong settings so that the preset holds:
+symmetric clip 0.2, no group filter, seq-mean-token-mean, no overlong shaping; every other
+setting is the recipe's). Their first evaluation re-measures the SFT model (printed: how many
+(seed, task) pairs match the SFT run's). A rerun with the same settings reuses the finished runs
+under OUT/runs.
 
 Reported (printed, and written to OUT/learning.md):
 
