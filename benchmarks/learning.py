@@ -395,22 +395,36 @@ def our_sft_rate(raw: dict[str, Any], model: Any, sequences: list[Any], pad: int
     return result.tokens, result.seconds
 
 
+def loop_clock() -> Any:
+    """A `TrainerCallback` timing the training loop (not the trainer's setup): `.seconds`."""
+    from transformers import TrainerCallback
+
+    class LoopClock(TrainerCallback):
+        started = seconds = 0.0
+
+        def on_train_begin(self, *args: Any, **kwargs: Any) -> None:
+            self.started = time.perf_counter()
+
+        def on_train_end(self, *args: Any, **kwargs: Any) -> None:
+            self.seconds = time.perf_counter() - self.started
+
+    return LoopClock()
+
+
 def trl_sft_rate(
     cfg: EcomConfig, model: Any, tokenizer: Any, sequences: list[Any], steps: int, work: Path
 ):
+    """Supervised tokens per second of `SFTTrainer`'s training loop (batches, forward, backward,
+    optimizer: what `train_sft`'s own clock covers)."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
     class Timed(SFTTrainer):
         tokens = 0
-        seconds = 0.0
 
         def training_step(self, model, inputs, num_items_in_batch=None):
-            started = time.perf_counter()
-            out = super().training_step(model, inputs, num_items_in_batch)
-            Timed.seconds += time.perf_counter() - started
             Timed.tokens += int((inputs["labels"][:, 1:] != -100).sum())
-            return out
+            return super().training_step(model, inputs, num_items_in_batch)
 
     rows = [{"input_ids": s.token_ids, "assistant_masks": s.loss_mask} for s in sequences]
     args = SFTConfig(
@@ -427,16 +441,22 @@ def trl_sft_rate(
         seed=0,
         dataloader_num_workers=0,
     )
+    clock = loop_clock()
     trainer = Timed(
-        model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        callbacks=[clock],
     )
     trainer.train()
-    return Timed.tokens, Timed.seconds
+    return Timed.tokens, clock.seconds
 
 
 def trl_grpo_rate(cfg: EcomConfig, model: Any, tokenizer: Any, data: Path, steps: int, work: Path):
     """Trained completion tokens (tool results masked) per second of GRPOTrainer's update phase:
-    each training step's time minus its generation-and-scoring time."""
+    its training loop's time minus its generation-and-scoring time (which also holds the old
+    log-probs when TRL needs them; our `update_s` includes them)."""
     import trl
     from trl import GRPOConfig, GRPOTrainer
 
@@ -444,7 +464,6 @@ def trl_grpo_rate(cfg: EcomConfig, model: Any, tokenizer: Any, data: Path, steps
 
     class Timed(GRPOTrainer):
         tokens = 0
-        step_s = 0.0
         generate_s = 0.0
 
         def _generate_and_score_completions(self, inputs):
@@ -455,12 +474,6 @@ def trl_grpo_rate(cfg: EcomConfig, model: Any, tokenizer: Any, data: Path, steps
             Timed.tokens += int(
                 (mask * out["tool_mask"]).sum() if "tool_mask" in out else mask.sum()
             )
-            return out
-
-        def training_step(self, model, inputs, num_items_in_batch):
-            started = time.perf_counter()
-            out = super().training_step(model, inputs, num_items_in_batch)
-            Timed.step_s += time.perf_counter() - started
             return out
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -489,17 +502,18 @@ def trl_grpo_rate(cfg: EcomConfig, model: Any, tokenizer: Any, data: Path, steps
         logging_steps=steps,
         seed=0,
     )
-    dataset = load_curriculum_dataset(data, cfg.data.curriculum)
+    clock = loop_clock()
     trainer = Timed(
         model=model,
         args=args,
         processing_class=tokenizer,
-        train_dataset=dataset,
+        train_dataset=load_curriculum_dataset(data, cfg.data.curriculum),
         environment_factory=EcomToolEnv.factory(data, cfg.env),
         reward_funcs=[ecom_reward],
+        callbacks=[clock],
     )
     trainer.train()
-    return Timed.tokens, Timed.step_s - Timed.generate_s
+    return Timed.tokens, clock.seconds - Timed.generate_s
 
 
 def our_update_rate(data: Path, runs: list[Run], ppo_epochs: int) -> tuple[int, float]:
