@@ -241,7 +241,9 @@ def train(run: Run, config: Path, changed: bool, data: Path) -> None:
 
 def read(data: Path, query: str, params: list[Any]) -> pl.DataFrame:
     with store.connect(data) as con:
-        return con.execute(query, params).pl()
+        result = con.execute(query, params)
+        columns = [d[0] for d in result.description]
+        return pl.DataFrame(result.fetchall(), schema=columns, orient="row")
 
 
 # ---------------------------------------------------------------------------------------------
