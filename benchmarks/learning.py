@@ -618,11 +618,12 @@ def main() -> None:
     (out / "runs").mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     study_yaml = out / "study.yaml"
-    run_config(raw, study_yaml)
-    store_s, _ = cli(
-        ["pipeline", "--config", str(study_yaml), "--data", str(data), "--skip-train"],
-        out / "pipeline.log",
-    )
+    store_s = 0.0  # 0: the store of an earlier invocation with the same config
+    if run_config(raw, study_yaml) or not store.DataPaths.of(data).db.exists():
+        store_s, _ = cli(
+            ["pipeline", "--config", str(study_yaml), "--data", str(data), "--skip-train"],
+            out / "pipeline.log",
+        )
     print(f"store: {data} ({store_s:.0f} s)")
 
     runs = []
