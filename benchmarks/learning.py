@@ -559,9 +559,9 @@ def throughput_table(raw: dict[str, Any], data: Path, runs: list[Run], steps: in
         rows.append(
             [
                 phase,
-                f"{ours:,.0f}",
-                f"{theirs:,.0f}",
-                f"{ours / theirs:.2f}" if theirs > 0 else "-",
+                f"{ours:,.0f}" if osec > 0 else "- (no update ran)",
+                f"{theirs:,.0f}" if tsec > 0 else "-",
+                f"{ours / theirs:.2f}" if osec > 0 and theirs > 0 else "-",
                 f"{ot:,}, {osec:.1f}",
                 f"{tt:,}, {tsec:.1f}",
             ]
