@@ -51,6 +51,6 @@ def test_quick_study_writes_tables_and_curves(tmp_path: Path) -> None:
             shares = [tuple(map(float, m)) for m in CELL.findall(line)][:4]  # base/SFT/DAPO/GRPO
             assert all(0.0 <= v <= 1.0 for cell in shares for v in cell), line
     assert (out / "curves.png").stat().st_size > 0
+    assert (out / "runs" / "sft-seed0" / "plots" / "sft_loss.png").exists()
     for run in ("dapo-seed0", "grpo-seed0"):
         assert (out / "runs" / run / "plots" / "reward.png").exists()
-        assert (out / "runs" / run / "plots" / "sft_loss.png").exists()
