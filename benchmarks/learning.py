@@ -1,141 +1,722 @@
-"""Does training move held-out success? pass@1 base -> SFT -> DAPO with 95% confidence intervals.
+"""The learning study: does training on this environment make the tiny agent better at shopping?
 
-    python benchmarks/learning.py --data data                 # the newest run in DATA's store
-    python benchmarks/learning.py --data data --run-id RUN    # one run
-    python benchmarks/learning.py --data data --train --config configs/tiny_cpu.yaml
-                                  --output experiments/learning   # train first, then report
+    python benchmarks/learning.py                      # the study (3 seeds; budget in RESULTS.md)
+    python benchmarks/learning.py --quick              # smoke version: a few minutes
+    python benchmarks/learning.py --seeds 5 --budget 2 --out experiments/learning
 
-Reads `eval_episodes` (every held-out episode of a training run: `training.eval_tasks` tasks x
-`training.eval_samples` samples per stage). pass@1 is the share of successful episodes; its 95%
-interval is a percentile bootstrap that resamples held-out *tasks* (2,000 resamples, seed 0),
-because the samples of one task are not independent, widened where needed to Wilson's interval
-on the episodes (which stays honest at 0 or 100% success). The change from base is bootstrapped the
-same way, with each resample using the same tasks for both stages. At least 100 episodes per
-stage are needed for an interval worth quoting; fewer are flagged.
+The demo recipe is read at run time from `--config` (default configs/tiny_cpu.yaml) through the
+project's config loader; the study changes only what it studies: all nine scenarios
+(`env.scenarios`), room for bundle's five-call references in the store (`data.max_steps`),
+`algorithm` and `seed` per run, and SFT/RL steps times `--budget` (flat training keys, set where
+the file keeps them). One store is built once (`ecomrlve pipeline --skip-train` into OUT/data);
+every training is the real entry point (`python -m ecomrlve train` in a subprocess). Per seed:
+one SFT run (base eval, SFT, SFT eval; 0 RL steps), then DAPO and the `algorithm: grpo` preset
+each from that run's model with 0 SFT steps, so the two start from the same weights, play the
+same held-out tasks and spend the same RL budget (the GRPO run drops the recipe's own
+clip-higher, dynamic-sampling, token-mean and overlong settings so that the preset holds:
+symmetric clip 0.2, no group filter, seq-mean-token-mean, no overlong shaping; every other
+setting is the recipe's). Their first evaluation re-measures the SFT model (printed: how many
+(seed, task) pairs match the SFT run's). A rerun with the same settings reuses the finished runs
+under OUT/runs.
+
+Reported (printed, and written to OUT/learning.md):
+
+* held-out pass@1 of base / SFT / DAPO (and GRPO) per scenario and per step band, pooled over the
+  seeds, with task-bootstrap 95% intervals (`ecomrlve.train.metrics`: the unit is a held-out task
+  of one seed; a paired difference keeps a task's two outcomes together);
+* DAPO - GRPO on held-out pass@1, per seed and pooled, with its paired interval;
+* curves: OUT/curves.png (success and reward per RL step of every run, SFT loss per seed), and
+  each run's own plots (OUT/runs/*/plots/: reward, success by scenario, SFT loss);
+* throughput on the same tiny model and the same reference episodes: our SFT beside TRL's
+  `SFTTrainer`, and our DAPO update beside the update phase of TRL's `GRPOTrainer` (its step
+  minus its generation), in tokens/s of trained (assistant) tokens.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import json
+import math
+import os
+import resource
+import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
-from rich.console import Console
-from rich.table import Table
+import yaml
 
-from ecomrlve.store import connect
+from ecomrlve import store
+from ecomrlve.config import (
+    GRPO_PRESETS,
+    ConfigError,
+    EcomConfig,
+    config_from_dict,
+    load_config,
+)
+from ecomrlve.generators.registry import SCENARIOS
+from ecomrlve.train import metrics
 
-RESAMPLES = 2000
-MIN_EPISODES = 100
-
-
-def task_success(episodes: pl.DataFrame, stage: str) -> pl.DataFrame:
-    """Per held-out task: successes and episodes at `stage`."""
-    return (
-        episodes.filter(pl.col("stage") == stage)
-        .group_by("task_id")
-        .agg(pl.col("success").cast(pl.Int64).sum().alias("wins"), pl.len().alias("n"))
-        .sort("task_id")
-    )
-
-
-def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson's 95% score interval for a binomial share."""
-    if trials == 0:
-        return 0.0, 1.0
-    p = successes / trials
-    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
-    half = z * np.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def bootstrap(wins: np.ndarray, n: np.ndarray, base_wins: np.ndarray | None, seed: int):
-    """pass@1, its 95% interval, and (with base) the interval of the change from base."""
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(n), size=(RESAMPLES, len(n)))  # resampled task indices
-    rates = wins[picks].sum(1) / n[picks].sum(1)
-    low, high = np.percentile(rates, [2.5, 97.5])
-    # never narrower than Wilson's interval on the episodes (the bootstrap collapses to a point
-    # when no episode, or every one, succeeds)
-    w_low, w_high = wilson(int(wins.sum()), int(n.sum()))
-    low, high = min(low, w_low), max(high, w_high)
-    delta = None
-    if base_wins is not None:
-        diffs = rates - base_wins[picks].sum(1) / n[picks].sum(1)
-        delta = tuple(np.percentile(diffs, [2.5, 97.5]))
-    return wins.sum() / n.sum(), (low, high), delta
+ROOT = Path(__file__).resolve().parent.parent
+# bundle's shortest reference is five tool calls; a recipe whose store stops below that
+# (tiny_cpu: data.max_steps 3) would leave one of the nine scenarios out
+BUNDLE_MIN_STEPS = 5
+STAGES = {"base": "base", "sft": "SFT", "final": "RL"}
+# --quick: a smoke version of the same study (the recipe's model and settings, smaller budgets)
+QUICK_DATA = {"products": 1000, "tasks": 180}
+QUICK_TRAINING = {
+    "sft_steps": 30,
+    "total_steps": 2,
+    "prompts_per_step": 4,
+    "group_size": 4,
+    "eval_tasks": 18,
+    "eval_samples": 2,
+}
 
 
-def report(episodes: pl.DataFrame, run_id: str, console: Console) -> dict[str, dict]:
-    stages = [s for s in ("base", "sft", "final") if s in set(episodes["stage"])]
-    if not stages:
-        raise SystemExit(f"run {run_id} has no held-out episodes (training.eval_tasks: 0?)")
-    base = task_success(episodes, "base") if "base" in stages else None
-    table = Table(title=f"held-out pass@1, run {run_id} (95% CI: bootstrap over tasks)")
-    for col in ("stage", "tasks", "episodes", "pass@1", "95% CI", "vs base", "95% CI of change"):
-        table.add_column(col, justify="left" if col == "stage" else "right")
-    out = {}
-    for stage in stages:
-        frame = task_success(episodes, stage)
-        wins, n = frame["wins"].to_numpy(), frame["n"].to_numpy()
-        base_wins = None
-        if base is not None and stage != "base" and base["task_id"].equals(frame["task_id"]):
-            base_wins = base["wins"].to_numpy()
-        rate, (low, high), delta = bootstrap(wins, n, base_wins, seed=0)
-        few = " (< 100 episodes)" if n.sum() < MIN_EPISODES else ""
-        change = "-" if base_wins is None else f"{rate - base_wins.sum() / n.sum():+.3f}"
-        table.add_row(
-            stage,
-            str(len(n)),
-            f"{int(n.sum())}{few}",
-            f"{rate:.3f}",
-            f"[{low:.3f}, {high:.3f}]",
-            change,
-            "-" if delta is None else f"[{delta[0]:+.3f}, {delta[1]:+.3f}]",
+@dataclass
+class Run:
+    algorithm: str
+    seed: int
+    output: Path
+    run_id: str = ""
+    seconds: float = 0.0  # 0: reused from an earlier invocation
+    cpu_s: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return f"{self.algorithm}-seed{self.seed}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The recipe, read at run time
+# ---------------------------------------------------------------------------------------------
+
+
+def training_value(cfg: EcomConfig, key: str) -> Any:
+    """A training setting by its flat name (`sft_steps`), wherever the config model keeps it."""
+    dumped = cfg.training.model_dump()
+    if key in dumped:
+        return dumped[key]
+    for block, inner in dumped.items():
+        if isinstance(inner, dict):
+            for name in (key, key.removeprefix(f"{block}_")):
+                if name in inner:
+                    return inner[name]
+    raise KeyError(f"training.{key}")
+
+
+def set_training(training: dict[str, Any], key: str, value: Any) -> None:
+    """Set a flat training key where the file keeps it (flat, or inside a block such as
+    `sft: {steps: ...}`), so an override never contradicts the file's own spelling."""
+    if key in training:
+        training[key] = value
+        return
+    for block, inner in training.items():
+        if isinstance(inner, dict):
+            for name in (key, key.removeprefix(f"{block}_")):
+                if name in inner:
+                    inner[name] = value
+                    return
+    training[key] = value
+
+
+def study_config(path: Path, *, budget: float, quick: bool) -> dict[str, Any]:
+    """The recipe at `path` as a raw mapping, with the study's changes; validated."""
+    recipe = load_config(path)  # the recipe itself must load first (ConfigError: exit 2)
+    raw = yaml.safe_load(path.read_text()) or {}
+    raw.setdefault("env", {})["scenarios"] = list(SCENARIOS)
+    data = raw.setdefault("data", {})
+    if recipe.data.max_steps is not None and recipe.data.max_steps < BUNDLE_MIN_STEPS:
+        data["max_steps"] = BUNDLE_MIN_STEPS
+    training = raw.setdefault("training", {})
+    if quick:
+        data.update(QUICK_DATA)
+        for key, value in QUICK_TRAINING.items():
+            set_training(training, key, min(value, training_value(recipe, key) or value))
+        ppo = training_value(recipe, "ppo_mini_batch_size")
+        if ppo is not None:
+            prompts = QUICK_TRAINING["prompts_per_step"]
+            set_training(training, "ppo_mini_batch_size", min(ppo, prompts))
+    now = config_from_dict(copy.deepcopy(raw), source=f"{path} with the study's changes")
+    for key in (steps_key(now), "total_steps"):
+        current = int(training_value(now, key))
+        set_training(training, key, max(1, round(current * budget)) if current else 0)
+    config_from_dict(copy.deepcopy(raw), source=f"{path} with the study's changes")
+    return raw
+
+
+def steps_key(cfg: EcomConfig) -> str:
+    """The key that sets SFT's length: `sft_steps`, or `sft_epochs` when the recipe uses passes."""
+    return "sft_steps" if training_value(cfg, "sft_steps") is not None else "sft_epochs"
+
+
+def drop_training(training: dict[str, Any], key: str) -> None:
+    """Remove a flat training key wherever the file keeps it (see `set_training`)."""
+    training.pop(key, None)
+    for block, inner in training.items():
+        if isinstance(inner, dict):
+            for name in (key, key.removeprefix(f"{block}_")):
+                inner.pop(name, None)
+
+
+def run_config(raw: dict[str, Any], path: Path, model: Path | None = None, **training: Any) -> bool:
+    """Write the recipe with flat `training` overrides (and `agent.model`) to `path`; False
+    when the file already held exactly this.
+
+    `algorithm="grpo"` also removes the recipe's own settings of the DAPO techniques, which
+    would otherwise win over the preset (`{**GRPO_PRESETS, **file}`) and make the "GRPO" run
+    DAPO under another name; the loaded config is checked to hold the preset."""
+    raw = copy.deepcopy(raw)
+    if training.get("algorithm") == "grpo":
+        for key in GRPO_PRESETS:
+            drop_training(raw.setdefault("training", {}), key)
+    for key, value in training.items():
+        set_training(raw.setdefault("training", {}), key, value)
+    if model is not None:
+        raw.setdefault("agent", {})["model"] = str(model)
+    loaded = config_from_dict(copy.deepcopy(raw), source=str(path))
+    if training.get("algorithm") == "grpo":
+        wrong = {k: training_value(loaded, k) for k in GRPO_PRESETS}
+        wrong = {k: v for k, v in wrong.items() if v != GRPO_PRESETS[k]}
+        if wrong:
+            raise ConfigError(f"{path}: the GRPO run would keep DAPO settings {wrong}")
+    text = yaml.safe_dump(raw, sort_keys=False)
+    if path.exists() and path.read_text() == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the entry points
+# ---------------------------------------------------------------------------------------------
+
+
+def cli(args: list[str], log_path: Path) -> tuple[float, float]:
+    """`python -m ecomrlve ARGS` in a subprocess (output to `log_path`); its wall and CPU
+    seconds (CPU time is what a busy machine does not inflate: on 2 idle cores the wall time
+    of a run lies between half its CPU time and all of it)."""
+    env = {
+        # the pipeline's temporary Prefect server can take minutes to start on a busy machine
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "600",
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    started, cpu = time.perf_counter(), _children_cpu()
+    with log_path.open("w") as log:
+        done = subprocess.run(
+            [sys.executable, "-m", "ecomrlve", *args], stdout=log, stderr=subprocess.STDOUT, env=env
         )
-        out[stage] = {"pass_at_1": rate, "ci": (low, high), "episodes": int(n.sum())}
-    console.print(table)
-    return out
+    if done.returncode != 0:
+        tail = log_path.read_text().splitlines()[-15:]
+        raise SystemExit(
+            f"`ecomrlve {' '.join(args)}` failed ({done.returncode}):\n" + "\n".join(tail)
+        )
+    return time.perf_counter() - started, _children_cpu() - cpu
 
 
-def read_frame(data: Path, query: str, params: list | None = None) -> pl.DataFrame:
-    with connect(data) as con:
-        result = con.execute(query, params or [])
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def train(run: Run, config: Path, changed: bool, data: Path) -> None:
+    """Train `run` with `config`, unless its folder holds a finished run of that same config
+    (a rerun of the study after an interruption picks up where it stopped)."""
+    summary = run.output / "summary.json"
+    if changed or not summary.exists():
+        run.seconds, run.cpu_s = cli(
+            ["train", "--config", str(config), "--data", str(data), "--output", str(run.output)],
+            run.output.with_suffix(".log"),
+        )
+    run.run_id = json.loads(summary.read_text())["run_id"]
+
+
+def read(data: Path, query: str, params: list[Any]) -> pl.DataFrame:
+    with store.connect(data) as con:
+        result = con.execute(query, params)
         columns = [d[0] for d in result.description]
         return pl.DataFrame(result.fetchall(), schema=columns, orient="row")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=Path("data"))
-    parser.add_argument("--run-id", default=None, help="default: the newest training run")
-    parser.add_argument("--train", action="store_true", help="train with --config first")
-    parser.add_argument("--config", type=Path, default=Path("configs/tiny_cpu.yaml"))
-    parser.add_argument("--output", type=Path, default=Path("experiments/learning"))
-    args = parser.parse_args()
-    console = Console(width=120)
-    run_id = args.run_id
-    if args.train:
-        from ecomrlve.config import load_config
-        from ecomrlve.train.run import train_from_config
+# ---------------------------------------------------------------------------------------------
+# Held-out pass@1 with task-bootstrap intervals
+# ---------------------------------------------------------------------------------------------
 
-        summary = train_from_config(load_config(args.config), args.data, args.output)
-        run_id = summary.run_id
-        console.print(f"trained {run_id} in {summary.seconds:.0f} s: {summary.stage_seconds}")
-    if run_id is None:
-        runs = read_frame(args.data, "SELECT run_id FROM train_runs ORDER BY finished_at DESC")
-        if runs.is_empty():
-            console.print("no training run in the store: make run, or pass --train")
-            sys.exit(2)
-        run_id = runs["run_id"][0]
-    episodes = read_frame(
-        args.data,
-        "SELECT stage, task_id, success FROM eval_episodes WHERE run_id = ?",
-        [run_id],
+
+def per_task(episodes: pl.DataFrame, runs: list[Run], stage: str) -> pl.DataFrame:
+    """One row per (seed, held-out task) of `runs` at `stage`: pass@1, scenario, step band."""
+    frames = []
+    for run in runs:
+        part = episodes.filter((pl.col("run_id") == run.run_id) & (pl.col("stage") == stage))
+        if part.height:
+            frames.append(metrics.per_task(part, 1).with_columns(pl.lit(run.seed).alias("seed")))
+    return pl.concat(frames) if frames else pl.DataFrame()
+
+
+def interval(values: np.ndarray, *, signed: bool = False) -> str:
+    """Mean of per-task values with its task-bootstrap 95% interval (at 0 or 1 success in every
+    episode the interval is a point: the bootstrap sees no variation to resample)."""
+    if values.size == 0:
+        return "-"
+    low, high = metrics.task_bootstrap(values, seed=0)
+    f = "+.3f" if signed else ".3f"
+    return f"{values.mean():{f}} [{low:{f}}, {high:{f}}]"
+
+
+def paired(after: pl.DataFrame, before: pl.DataFrame) -> np.ndarray:
+    """after - before per (seed, task), the tasks both hold."""
+    if after.is_empty() or before.is_empty():
+        return np.array([])
+    joined = after.join(before.select("seed", "task_id", "pass_at_1"), on=["seed", "task_id"])
+    return (joined["pass_at_1"] - joined["pass_at_1_right"]).to_numpy()
+
+
+def held_out_table(stages: dict[str, pl.DataFrame], by: str) -> list[list[str]]:
+    """pass@1 [95% CI] per stage for all tasks and for each value of `by`, plus RL - SFT."""
+    header = [by, "tasks", *stages, "DAPO - SFT"]
+    keys = sorted(set().union(*(f[by].unique().to_list() for f in stages.values() if f.height)))
+    rows = [header]
+    for key in ["all", *keys]:
+        chosen = {
+            name: frame if key == "all" else frame.filter(pl.col(by) == key)
+            for name, frame in stages.items()
+        }
+        first = next(iter(chosen.values()))
+        cells = [interval(f["pass_at_1"].to_numpy()) if f.height else "-" for f in chosen.values()]
+        gain = paired(chosen["DAPO"], chosen["SFT"])
+        rows.append([key, str(first.height), *cells, interval(gain, signed=True)])
+    return rows
+
+
+def timing_table(runs: list[Run]) -> list[list[str]]:
+    """Each run's wall and CPU seconds and its stages' wall seconds (`summary.json`)."""
+    stages = ["setup", "eval_base", "sft", "eval_sft", "rl", "eval_final"]
+    rows = [["run", "wall s", "CPU s", *stages]]
+    for run in runs:
+        seconds = json.loads((run.output / "summary.json").read_text())["stage_seconds"]
+        wall = f"{run.seconds:.0f}" if run.seconds else "reused"
+        cells = [f"{seconds[s]:.0f}" if s in seconds else "-" for s in stages]
+        rows.append([run.name, wall, f"{run.cpu_s:.0f}" if run.seconds else "-", *cells])
+    return rows
+
+
+def comparison_table(dapo: pl.DataFrame, grpo: pl.DataFrame, seeds: list[int]) -> list[list[str]]:
+    rows = [["seed", "tasks", "DAPO", "GRPO", "DAPO - GRPO (paired)"]]
+    for seed in [*seeds, "all"]:
+        d = dapo if seed == "all" else dapo.filter(pl.col("seed") == seed)
+        g = grpo if seed == "all" else grpo.filter(pl.col("seed") == seed)
+        rows.append(
+            [
+                str(seed),
+                str(d.height),
+                interval(d["pass_at_1"].to_numpy()),
+                interval(g["pass_at_1"].to_numpy()),
+                interval(paired(d, g), signed=True),
+            ]
+        )
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Curves
+# ---------------------------------------------------------------------------------------------
+
+
+def plot_study(steps: pl.DataFrame, sft: pl.DataFrame, runs: list[Run], path: Path) -> Path:
+    """Success and reward per RL step of every RL run (DAPO solid, GRPO dashed; colour = seed),
+    and the SFT loss of each seed."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for run in runs:
+        colour = colours[run.seed % len(colours)]
+        if run.algorithm == "sft":
+            loss = sft.filter(pl.col("run_id") == run.run_id).sort("step")
+            axes[2].plot(loss["step"], loss["loss"], color=colour, lw=1, label=run.name)
+            continue
+        part = steps.filter(pl.col("run_id") == run.run_id).sort("step")
+        style = {"color": colour, "ls": "-" if run.algorithm == "dapo" else "--"}
+        for ax, column in zip(axes[:2], ("success_rate", "reward_mean"), strict=True):
+            ax.plot(part["step"], part[column], marker="o", ms=3, label=run.name, **style)
+    titles = ("training success rate", "training reward (mean)", "SFT loss")
+    for ax, title in zip(axes, titles, strict=True):
+        ax.set_title(title)
+        ax.set_xlabel("SFT step" if title == "SFT loss" else "RL step")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[2].set_yscale("log")
+    try:
+        return store.write_png(fig, path)
+    finally:
+        plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------
+# Throughput: ours beside TRL on the same tiny model and reference episodes
+# ---------------------------------------------------------------------------------------------
+
+
+def reference_sequences(cfg: EcomConfig, data: Path, tokenizer: Any) -> tuple[list[Any], Any]:
+    """The verified reference episodes of every task in the store (token sequences), and the
+    chat format that rendered them."""
+    from ecomrlve.env import Catalog
+    from ecomrlve.train.chat import ChatFormat
+    from ecomrlve.train.curriculum import read_store_tasks, row_to_task
+    from ecomrlve.train.run import offered_tools
+    from ecomrlve.train.sft import reference_data
+
+    frame = read_store_tasks(data).filter(pl.col("scenario").is_in(cfg.env.scenarios))
+    agent = cfg.agent
+    chat = ChatFormat(tokenizer, offered_tools(agent.tools), enable_thinking=agent.enable_thinking)
+    tasks = [row_to_task(r) for r in frame.iter_rows(named=True)]
+    return reference_data(tasks, chat, Catalog.load(data), cfg.env, cfg.agent).sequences, chat
+
+
+def our_sft_rate(raw: dict[str, Any], model: Any, sequences: list[Any], pad: int, steps: int):
+    """Our `train_sft` for `steps` steps with the recipe's settings (no warmup)."""
+    from ecomrlve.train.plan import memory_settings_for_this_machine
+    from ecomrlve.train.sft import train_sft
+
+    raw = copy.deepcopy(raw)
+    set_training(raw["training"], "sft_steps", steps)
+    set_training(raw["training"], "sft_warmup_steps", 0)
+    cfg = memory_settings_for_this_machine(config_from_dict(raw))  # as a run plans it
+    result = train_sft(model, sequences, cfg.training, pad_token_id=pad)
+    return result.tokens, result.seconds
+
+
+def loop_clock() -> Any:
+    """A `TrainerCallback` timing the training loop (not the trainer's setup): `.seconds`."""
+    from transformers import TrainerCallback
+
+    class LoopClock(TrainerCallback):
+        started = seconds = 0.0
+
+        def on_train_begin(self, *args: Any, **kwargs: Any) -> None:
+            self.started = time.perf_counter()
+
+        def on_train_end(self, *args: Any, **kwargs: Any) -> None:
+            self.seconds = time.perf_counter() - self.started
+
+    return LoopClock()
+
+
+def trl_sft_rate(
+    cfg: EcomConfig, model: Any, tokenizer: Any, sequences: list[Any], steps: int, work: Path
+):
+    """Supervised tokens per second of `SFTTrainer`'s training loop (batches, forward, backward,
+    optimizer: what `train_sft`'s own clock covers)."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    class Timed(SFTTrainer):
+        tokens = 0
+
+        def training_step(self, model, inputs, num_items_in_batch=None):
+            Timed.tokens += int((inputs["labels"][:, 1:] != -100).sum())
+            return super().training_step(model, inputs, num_items_in_batch)
+
+    rows = [{"input_ids": s.token_ids, "assistant_masks": s.loss_mask} for s in sequences]
+    args = SFTConfig(
+        output_dir=str(work / "trl-sft"),
+        per_device_train_batch_size=training_value(cfg, "sft_batch_size"),
+        max_steps=steps,
+        learning_rate=training_value(cfg, "sft_learning_rate"),
+        lr_scheduler_type="constant",
+        max_length=None,
+        use_cpu=True,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=steps,
+        seed=0,
+        dataloader_num_workers=0,
     )
-    report(episodes, run_id, console)
+    clock = loop_clock()
+    trainer = Timed(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        callbacks=[clock],
+    )
+    trainer.train()
+    return Timed.tokens, clock.seconds
+
+
+def trl_grpo_rate(cfg: EcomConfig, model: Any, tokenizer: Any, data: Path, steps: int, work: Path):
+    """Trained completion tokens (tool results masked) per second of GRPOTrainer's update phase:
+    its training loop's time minus its generation-and-scoring time (which also holds the old
+    log-probs when TRL needs them; our `update_s` includes them)."""
+    import trl
+    from trl import GRPOConfig, GRPOTrainer
+
+    from ecomrlve.integrations.trl import EcomToolEnv, ecom_reward, load_curriculum_dataset
+
+    class Timed(GRPOTrainer):
+        tokens = 0
+        generate_s = 0.0
+
+        def _generate_and_score_completions(self, inputs):
+            started = time.perf_counter()
+            out = super()._generate_and_score_completions(inputs)
+            Timed.generate_s += time.perf_counter() - started
+            mask = out["completion_mask"]
+            Timed.tokens += int(
+                (mask * out["tool_mask"]).sum() if "tool_mask" in out else mask.sum()
+            )
+            return out
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    tokenizer = copy.deepcopy(tokenizer)
+    # TRL refuses the tiny model's own template; its bundled Qwen3 one renders the same turns
+    tokenizer.chat_template = (
+        Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja"
+    ).read_text()
+    group = training_value(cfg, "group_size")
+    args = GRPOConfig(
+        output_dir=str(work / "trl-grpo"),
+        per_device_train_batch_size=group,
+        num_generations=group,
+        max_completion_length=cfg.agent.max_new_tokens,
+        max_tool_calling_iterations=cfg.env.max_steps,
+        chat_template_kwargs={"enable_thinking": False},
+        learning_rate=training_value(cfg, "learning_rate"),
+        epsilon=training_value(cfg, "clip_ratio_low"),
+        epsilon_high=training_value(cfg, "clip_ratio_high"),
+        loss_type="dapo",
+        beta=0.0,
+        max_steps=steps,
+        use_cpu=True,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=steps,
+        seed=0,
+    )
+    clock = loop_clock()
+    trainer = Timed(
+        model=model,
+        args=args,
+        processing_class=tokenizer,
+        train_dataset=load_curriculum_dataset(data, cfg.data.curriculum),
+        environment_factory=EcomToolEnv.factory(data, cfg.env),
+        reward_funcs=[ecom_reward],
+        callbacks=[clock],
+    )
+    trainer.train()
+    return Timed.tokens, clock.seconds - Timed.generate_s
+
+
+def our_update_rate(data: Path, runs: list[Run], ppo_epochs: int) -> tuple[int, float]:
+    """Trained response tokens (x PPO epochs) per second of our update phase, over the DAPO runs."""
+    ids = [r.run_id for r in runs if r.algorithm == "dapo"]
+    marks = ",".join("?" * len(ids))
+    tokens = read(
+        data,
+        f"SELECT coalesce(sum(response_tokens), 0) AS t FROM train_rollouts "
+        f"WHERE trained AND run_id IN ({marks})",
+        ids,
+    )["t"][0]
+    seconds = read(
+        data,
+        f"SELECT coalesce(sum(update_s), 0) AS s FROM train_steps WHERE run_id IN ({marks})",
+        ids,
+    )["s"][0]
+    return int(tokens) * ppo_epochs, float(seconds)
+
+
+def throughput_table(raw: dict[str, Any], data: Path, runs: list[Run], steps: int, work: Path):
+    from ecomrlve.train.model import load_model_and_tokenizer
+
+    cfg = config_from_dict(copy.deepcopy(raw))
+    model_dir = next(r for r in runs if r.algorithm == "sft").output / "model"  # after SFT
+    model, tokenizer = load_model_and_tokenizer(str(model_dir), device="cpu")
+    sequences, chat = reference_sequences(cfg, data, tokenizer)
+    ours_sft = our_sft_rate(raw, copy.deepcopy(model), sequences, chat.pad_token_id, steps)
+    trl_sft = trl_sft_rate(cfg, copy.deepcopy(model), tokenizer, sequences, steps, work)
+    ours_upd = our_update_rate(data, runs, training_value(cfg, "ppo_epochs"))
+    trl_upd = trl_grpo_rate(cfg, copy.deepcopy(model), tokenizer, data, max(1, steps // 10), work)
+    rows = [
+        ["phase", "ours tok/s", "TRL tok/s", "ours / TRL", "ours (tokens, s)", "TRL (tokens, s)"]
+    ]
+    for phase, (ot, osec), (tt, tsec) in (
+        ("SFT (SFTTrainer)", ours_sft, trl_sft),
+        ("RL update (GRPOTrainer)", ours_upd, trl_upd),
+    ):
+        ours = ot / osec if osec > 0 else math.nan
+        theirs = tt / tsec if tsec > 0 else math.nan
+        rows.append(
+            [
+                phase,
+                f"{ours:,.0f}" if osec > 0 else "- (no update ran)",
+                f"{theirs:,.0f}" if tsec > 0 else "-",
+                f"{ours / theirs:.2f}" if osec > 0 and theirs > 0 else "-",
+                f"{ot:,}, {osec:.1f}",
+                f"{tt:,}, {tsec:.1f}",
+            ]
+        )
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables
+# ---------------------------------------------------------------------------------------------
+
+
+def text_table(rows: list[list[str]]) -> str:
+    """Rows of strings as aligned columns; the first row is the header, ruled below."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def markdown_table(rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    lines += ["| " + " | ".join(row) + " |" for row in rows[1:]]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, default=ROOT / "configs" / "tiny_cpu.yaml")
+    parser.add_argument("--seeds", type=int, default=None, help="default 3 (--quick: 2)")
+    parser.add_argument("--budget", type=float, default=1.0, help="x the recipe's SFT/RL steps")
+    parser.add_argument("--quick", action="store_true", help="smoke version: a few minutes")
+    parser.add_argument("--throughput-steps", type=int, default=None, help="SFT steps timed")
+    parser.add_argument("--out", type=Path, default=ROOT / "experiments" / "learning")
+    args = parser.parse_args()
+    args.seeds = args.seeds or (2 if args.quick else 3)
+    if args.seeds < 1 or args.budget <= 0:
+        print("--seeds must be >= 1 and --budget > 0", file=sys.stderr)
+        sys.exit(2)
+    try:
+        raw = study_config(args.config, budget=args.budget, quick=args.quick)
+    except ConfigError as err:
+        print(err, file=sys.stderr)
+        sys.exit(2)
+    except KeyError as err:
+        print(
+            f"{args.config}: the study needs {err.args[0]}, which it does not have", file=sys.stderr
+        )
+        sys.exit(2)
+    cfg = config_from_dict(copy.deepcopy(raw))
+    throughput_steps = args.throughput_steps or (4 if args.quick else 20)
+    out = args.out.resolve()
+    data = out / "data"
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    study_yaml = out / "study.yaml"
+    store_s = 0.0  # 0: the store of an earlier invocation with the same config
+    if run_config(raw, study_yaml) or not store.DataPaths.of(data).db.exists():
+        store_s, _ = cli(
+            ["pipeline", "--config", str(study_yaml), "--data", str(data), "--skip-train"],
+            out / "pipeline.log",
+        )
+    print(f"store: {data} ({store_s:.0f} s)")
+
+    runs = []
+    for seed in range(args.seeds):
+        # SFT once per seed (base eval, SFT, SFT eval; RL steps 0); DAPO and GRPO then start from
+        # that model with SFT steps 0, so they differ in nothing but the algorithm
+        sft = Run("sft", seed, out / "runs" / f"sft-seed{seed}")
+        for run in (
+            sft,
+            Run("dapo", seed, sft.output.parent / f"dapo-seed{seed}"),
+            Run("grpo", seed, sft.output.parent / f"grpo-seed{seed}"),
+        ):
+            config = run.output.with_suffix(".yaml")
+            if run is sft:
+                changed = run_config(raw, config, seed=seed, total_steps=0)
+            else:
+                changed = run_config(
+                    raw,
+                    config,
+                    sft.output / "model",
+                    seed=seed,
+                    algorithm=run.algorithm,
+                    **{steps_key(cfg): 0},
+                )
+            train(run, config, changed or (run is not sft and sft.seconds > 0), data)
+            print(f"{run.name}: {run.run_id} ({run.seconds:.0f} s wall, {run.cpu_s:.0f} s CPU)")
+            runs.append(run)
+
+    ids = [r.run_id for r in runs]
+    marks = ",".join("?" * len(ids))
+    episodes = read(
+        data,
+        "SELECT run_id, stage, task_id, scenario, difficulty, min_steps, sample, success, reward "
+        f"FROM eval_episodes WHERE run_id IN ({marks})",
+        ids,
+    )
+    sft = [r for r in runs if r.algorithm == "sft"]
+    dapo = [r for r in runs if r.algorithm == "dapo"]
+    grpo = [r for r in runs if r.algorithm == "grpo"]
+    stages = {
+        "base": per_task(episodes, sft, "base"),
+        "SFT": per_task(episodes, sft, "sft"),
+        "DAPO": per_task(episodes, dapo, "final"),
+        "GRPO": per_task(episodes, grpo, "final"),
+    }
+    # the RL runs evaluate their starting point first: the SFT model, on the same tasks and seeds
+    start = paired(per_task(episodes, dapo + grpo, "base"), stages["SFT"])
+    reproduced = (
+        f"the RL runs' opening evaluation of the SFT model matches the SFT run's on "
+        f"{int((start == 0).sum())} of {start.size} (seed, task) pairs"
+    )
+    steps = read(data, f"SELECT * FROM train_steps WHERE run_id IN ({marks})", ids)
+    sft = read(data, f"SELECT * FROM sft_steps WHERE run_id IN ({marks})", ids)
+    curves = plot_study(steps, sft, runs, out / "curves.png")
+    own_cpu = time.process_time()
+    throughput = throughput_table(raw, data, runs, throughput_steps, out)
+    minutes = (time.perf_counter() - started) / 60
+    cpu_minutes = (sum(r.cpu_s for r in runs) + time.process_time() - own_cpu) / 60
+
+    recipe = (
+        f"recipe {args.config.name} x budget {args.budget:g}{' (--quick)' if args.quick else ''}: "
+        f"{len(SCENARIOS)} scenarios, {training_value(cfg, 'sft_steps')} SFT steps, "
+        f"{training_value(cfg, 'total_steps')} RL steps, {training_value(cfg, 'eval_tasks')} "
+        f"held-out tasks x {training_value(cfg, 'eval_samples')} samples per seed, "
+        f"{args.seeds} seeds; {minutes:.1f} min wall; trainings + throughput "
+        f"{cpu_minutes:.1f} CPU-min (on 2 idle cores: between half of that and all of it)"
+    )
+    sections = [
+        (
+            "Held-out pass@1 by scenario (pooled over seeds; 95% task-bootstrap CI)",
+            held_out_table(stages, "scenario"),
+        ),
+        ("Held-out pass@1 by step band", held_out_table(stages, "step_band")),
+        (
+            "DAPO vs GRPO, same seeds and budget: held-out pass@1 after RL",
+            comparison_table(stages["DAPO"], stages["GRPO"], list(range(args.seeds))),
+        ),
+        (
+            f"Throughput, same tiny model and references ({throughput_steps} SFT steps timed)",
+            throughput,
+        ),
+        ("Time per run (stages: wall seconds)", timing_table(runs)),
+    ]
+    print(recipe)
+    print(reproduced)
+    markdown = [f"_{recipe}_", "", f"_{reproduced}_", ""]
+    for title, rows in sections:
+        print(f"\n{title}\n{text_table(rows)}")
+        markdown += [f"**{title}**", "", markdown_table(rows), ""]
+    plots = [curves, *sorted((out / "runs").glob("*/plots/*.png"))]
+    markdown.append("Curves: " + ", ".join(str(p.relative_to(out)) for p in plots))
+    (out / "learning.md").write_text("\n".join(markdown) + "\n")
+    print(f"\ncurves: {curves}; tables: {out / 'learning.md'}")
 
 
 if __name__ == "__main__":
