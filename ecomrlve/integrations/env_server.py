@@ -8,7 +8,7 @@ carries `done=True`, the reward and the verifier's verdict.
 
     client = EcomEnvClient("http://127.0.0.1:8000", token=token).sync()
     with client:
-        opening = client.reset(task_id="cart-0003-00001")      # messages [system, user] + tools
+        opening = client.reset(task_id="cart-s0-d3-i0-a0")     # messages [system, user] + tools
         result = client.step(EcomAction(turn='<tool_call>\\n{"name": "view_cart", ...'))
         result.observation.messages                            # tool results (and user turns)
 
