@@ -40,7 +40,7 @@ def test_cli_names_the_flow_run_and_links_it(eight_task_run) -> None:
     name = line.split()[2]
     assert name and name != "None"
     # the harness's server is a configured API (PREFECT_API_URL): the run has a UI page
-    assert "/runs/flow-run/" in line and line.split()[-1].startswith("http")
+    assert "/flow-runs/flow-run/" in line and line.split()[-1].startswith("http")
 
 
 def test_a_scenario_without_tasks_is_named_not_silent(eight_task_run) -> None:

@@ -401,7 +401,7 @@ def pipeline(params: PipelineParams, overrides: dict[str, Any] | None = None) ->
     return PipelineSummary(
         missing_scenarios=missing,
         flow_run=prefect_flow_run.name,
-        flow_run_url=prefect_flow_run.ui_url,
+        flow_run_url=_flow_run_ui_url(),
         data_dir=data_dir,
         db=str(store.DataPaths.of(data_dir).db),
         tasks=published.tasks,
@@ -412,6 +412,18 @@ def pipeline(params: PipelineParams, overrides: dict[str, Any] | None = None) ->
         generation=stats,
         train=train,
     )
+
+
+def _flow_run_ui_url() -> str | None:
+    """This flow run's UI page when a Prefect server is configured (`PREFECT_API_URL`); None
+    under the temporary server a plain run starts (it ends with the command, and Prefect's
+    own `ui_url` then reads "None/flow-runs/...")."""
+    from prefect.settings import get_current_settings
+
+    url = prefect_flow_run.ui_url
+    if not get_current_settings().api.url or not url or not url.startswith("http"):
+        return None
+    return url
 
 
 def missing_scenarios(
