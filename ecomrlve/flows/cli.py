@@ -197,7 +197,11 @@ def pipeline_command(
 
         summary = _run_with_progress("pipeline", PIPELINE_STAGES, lambda: pipeline(params))
     console.print(_stage_table(summary.stages, f"pipeline ({source})"))
-    console.print(f"flow run   {_flow_run_text(summary.flow_run, summary.flow_run_url)}")
+    console.print(
+        f"flow run   {_flow_run_text(summary.flow_run, summary.flow_run_url)}",
+        soft_wrap=True,  # a link stays on one line, whole
+        highlight=False,
+    )
     for scenario, why in summary.missing_scenarios.items():
         console.print(f"[yellow]scenario   {scenario} has no tasks: {why}[/yellow]")
     console.print(f"tasks      {summary.tasks:,} in the store")
