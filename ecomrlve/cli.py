@@ -9,6 +9,7 @@ from enum import StrEnum
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import typer
 
 from ecomrlve import __version__, store
@@ -98,6 +99,30 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
+def csv_ready(df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with every column CSV cannot hold (lists, arrays, structs, objects) as one JSON
+    text cell per row, so `sql --format csv` never fails on a nested column.
+
+    >>> csv_ready(pl.DataFrame({"ids": [["I1", "I2"]], "n": [1]})).row(0)
+    ('["I1", "I2"]', 1)
+    """
+    nested = [
+        name
+        for name, dtype in df.schema.items()
+        if isinstance(dtype, pl.List | pl.Array | pl.Struct | pl.Object)
+    ]
+    if not nested:
+        return df
+    return df.with_columns(
+        pl.Series(
+            name,
+            [None if v is None else json.dumps(v, default=str) for v in df[name].to_list()],
+            dtype=pl.String,
+        )
+        for name in nested
+    )
+
+
 @app.command()
 def sql(
     query: str = typer.Argument(..., help="a SQL query over products, policies, tasks, …"),
@@ -119,8 +144,9 @@ def sql(
         con.close()
     if df is None:
         fail("the statement returned no result set")
+    store.freshen_init_script(data)  # DIR/ecomrlve.sql names this folder (it may have moved)
     if fmt is OutputFormat.csv:
-        sys.stdout.write(df.write_csv())
+        sys.stdout.write(csv_ready(df).write_csv())
     elif fmt is OutputFormat.json:
         sys.stdout.write(json.dumps(df.to_dicts(), default=str) + "\n")
     else:

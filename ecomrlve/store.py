@@ -35,6 +35,7 @@ import polars as pl
 log = logging.getLogger(__name__)
 
 DB_NAME = "ecomrlve.duckdb"
+INIT_SCRIPT_NAME = "ecomrlve.sql"  # any DuckDB client, any folder: `.read DIR/ecomrlve.sql`
 LOCK_NAME = ".ecomrlve.lock"
 GATE_NAME = ".ecomrlve.gate"
 JOURNAL_NAME = ".publish-journal.json"
@@ -78,6 +79,10 @@ class DataPaths:
     @property
     def db(self) -> Path:
         return self.root / DB_NAME
+
+    @property
+    def init_script(self) -> Path:
+        return self.root / INIT_SCRIPT_NAME
 
     @property
     def curricula(self) -> Path:
@@ -217,15 +222,67 @@ def _create_views(con: duckdb.DuckDBPyConnection, paths: DataPaths) -> list[str]
     views = _view_sources(paths)
     for name, select in views.items():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {select}")
+    write_init_script(paths.root)
     return sorted(views)
 
 
 def refresh_views(data: str | os.PathLike) -> list[str]:
-    """(Re)create the views over whatever Parquet exists; return the view names."""
+    """(Re)create the views over whatever Parquet exists, and the init script that opens
+    them from anywhere (`init_script`); return the view names."""
     paths = DataPaths.of(data)
     ensure_writable(paths.root)
     with writer(paths.root) as con:  # waits while a reader has the file open
         return _create_views(con, paths)
+
+
+def init_script(data: str | os.PathLike) -> str:
+    """The SQL that opens the store's views in any DuckDB client started in any folder.
+
+    The views name their Parquet files relative to the data folder; a client started
+    elsewhere resolves those against its own folder and fails. The script sets DuckDB's
+    `file_search_path` to the data folder, attaches the store read-only and makes it the
+    default catalog. Paths in it are absolute: ecomrlve rewrites it whenever it refreshes the
+    views, so a moved folder gets its own on its next write or `ecomrlve sql`.
+    """
+    root = DataPaths.of(data).root
+    db = root / DB_NAME
+    return (
+        f"-- ecomrlve store {root}: its views from any folder, in any DuckDB client\n"
+        f"--   duckdb -init {root / INIT_SCRIPT_NAME}    (or .read it in a session)\n"
+        f"--   Python: con = duckdb.connect(); con.execute(open(PATH).read())\n"
+        f"SET file_search_path = {_sql_literal(str(root))};\n"
+        f"ATTACH IF NOT EXISTS {_sql_literal(str(db))} AS ecomrlve (READ_ONLY);\n"
+        "USE ecomrlve;\n"
+    )
+
+
+def write_init_script(data: str | os.PathLike) -> Path:
+    """Write `DIR/ecomrlve.sql` (see `init_script`) unless it already says the same."""
+    paths = DataPaths.of(data)
+    text = init_script(paths.root).encode()
+    with contextlib.suppress(OSError):
+        if paths.init_script.read_bytes() == text:
+            return paths.init_script
+    atomic_write_bytes(text, paths.init_script)
+    return paths.init_script
+
+
+def freshen_init_script(data: str | os.PathLike) -> None:
+    """`write_init_script` for readers: a folder that was moved gets a script naming its
+    new place; a folder this process cannot write keeps its old one (nothing fails)."""
+    with contextlib.suppress(OSError):
+        write_init_script(data)
+
+
+def data_relative(data: str | os.PathLike, path: str | os.PathLike) -> str:
+    """`path` relative to the data folder (POSIX slashes, `..` when outside it), as tables
+    store paths: a moved or copied folder, with its run folders beside it, still finds them.
+
+    >>> data_relative("/srv/data", "/srv/data/runs/a"), data_relative("/srv/data", "/srv/runs/a")
+    ('runs/a', '../runs/a')
+    """
+    root = DataPaths.of(data).root
+    return Path(os.path.relpath(Path(path).expanduser().resolve(), root)).as_posix()
 
 
 @contextlib.contextmanager

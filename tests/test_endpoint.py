@@ -5,25 +5,20 @@ schema; scripted FastAPI apps play broken servers (500s, timeouts, malformed too
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
 import socket
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
 from typer.testing import CliRunner
 
 from ecomrlve.cli import app
 from ecomrlve.config import config_from_dict
 from ecomrlve.env import tool_schemas
-from ecomrlve.testing.endpoint import ENABLE_THINKING, endpoint_world
+from ecomrlve.testing.endpoint import ENABLE_THINKING, endpoint_world, scripted_server
 from ecomrlve.testing.env_tasks import sql_rows
 from ecomrlve.train.chat import ChatFormat
 from ecomrlve.train.engine import SamplingParams
@@ -220,37 +215,6 @@ def test_wrong_key_is_refused_without_echoing_it(loopback):
 # ---------------------------------------------------------------------------------------------
 # broken servers
 # ---------------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def scripted_server(reply: Callable[[dict[str, Any], int], Any]):
-    """A chat server whose answer to the n-th request of an episode is `reply(body, n)`:
-    a message dict, an int (that HTTP status) or a float (sleep that long, then answer)."""
-    api = FastAPI()
-    seen: dict[str, int] = {}
-
-    @api.get("/v1/models")
-    async def models() -> dict:
-        return {"data": [{"id": "scripted"}]}
-
-    @api.post("/v1/chat/completions")
-    async def chat(request: Request):
-        body = await request.json()
-        key = body["messages"][1]["content"]  # the task's prompt names the episode
-        seen[key] = seen.get(key, 0) + 1
-        answer = reply(body, seen[key])
-        if isinstance(answer, float):
-            await asyncio.sleep(answer)
-            answer = {"content": "Sorry, I was slow."}
-        if isinstance(answer, int):
-            return JSONResponse({"error": {"message": "scripted failure"}}, status_code=answer)
-        return {
-            "choices": [{"message": {"role": "assistant", **answer}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 3},
-        }
-
-    with serve(api, max_seconds=120) as url:
-        yield url
 
 
 def test_500s_and_timeouts_are_retried_and_a_dead_episode_does_not_sink_the_others(world):

@@ -213,3 +213,29 @@ def test_stage_cache_keys_follow_the_code_each_stage_imports(tmp_path) -> None:
     plots.write_text(plots.read_text() + "\nPLOT_NOTE = 1\n")
     after_plots = keys()
     assert {k for k in stages if after_plots[k] != edited[k]} == {"plot"}
+
+
+def test_missing_scenarios_are_named_with_their_reason() -> None:
+    """`missing_scenarios` (issue 31): a scenario the store has no task of, for this catalog,
+    is named: no share of data.tasks, no difficulty in the step band, or all rejected."""
+    from ecomrlve.flows.pipeline import missing_scenarios
+    from ecomrlve.generators.generate import Chunk
+    from ecomrlve.testing.env_tasks import sql_rows
+    from ecomrlve.testing.training import train_store_dir
+
+    data = train_store_dir()
+    [(catalog_hash,)] = sql_rows(data, "SELECT DISTINCT catalog_hash FROM tasks")
+    present = sorted(s for (s,) in sql_rows(data, "SELECT DISTINCT scenario FROM tasks"))
+    asked = [*present, "no_share", "off_band", "rejected"]
+    chunks = [Chunk(s, 0, 0, 4) for s in [*present, "rejected"]]
+    missing = missing_scenarios(
+        str(data), catalog_hash, asked, chunks, ["off_band/d0", "off_band/d1"], 8
+    )
+    assert missing == {
+        "no_share": "no share of data.tasks=8 (fewer tasks than scenarios x difficulties)",
+        "off_band": "no difficulty of the range reaches the step band",
+        "rejected": "all 4 generated tasks were rejected",
+    }
+    assert missing_scenarios(str(data), "another-catalog", present[:1], [], [], 8) == {
+        present[0]: "no share of data.tasks=8 (fewer tasks than scenarios x difficulties)"
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -207,3 +208,102 @@ def test_the_served_world_is_frozen_out_of_the_collector(catalog, tasks, monkeyp
         assert not any(t is world.tasks for t in gc.get_objects())  # no longer tracked
     finally:
         gc.unfreeze()
+
+
+# ---- any OpenEnv client, bad requests, dropped connections (issue 31) ---------------------------
+
+
+def test_generic_openenv_client_sends_the_token_in_the_url(url, catalog, tasks) -> None:
+    """`GenericEnvClient` has no header hook: the token rides in the URL's user info (the
+    websockets library sends it as Basic credentials), and a whole episode plays with dicts."""
+    from openenv.core.generic_client import GenericEnvClient
+
+    task = tasks[0]
+    authed = url.replace("http://", f"http://ecomrlve:{TOKEN}@")
+    with GenericEnvClient(base_url=authed, message_timeout_s=60).sync() as env:
+        opening = env.reset(task_id=task.task_id)
+        assert opening.observation["task_id"] == task.task_id
+        for turn in fx.reference(task):
+            result = env.step({"turn": turn})
+        assert result.done and result.observation["verdict"]["success"]
+    wrong = url.replace("http://", "http://ecomrlve:nope@")
+    with (
+        pytest.raises(ConnectionError, match="403"),
+        GenericEnvClient(base_url=wrong).sync() as env,
+    ):
+        env.reset()
+    # HTTP routes take the same Basic credentials
+    assert httpx.get(f"{url}/schema", auth=("anyone", TOKEN)).status_code == 200
+    assert httpx.get(f"{url}/schema", auth=(TOKEN, "nope")).status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "says"),
+    [
+        ({"task_id": "cart-s0-d3-i0-a9"}, 400, "unknown task_id 'cart-s0-d3-i0-a9'"),
+        ({"task_id": 5}, 400, "task_id must be a string, got 5"),
+        ({"seed": "abc"}, 422, "seed: Input should be a valid integer"),
+        ({"seed": -1}, 422, "seed: Input should be greater than or equal to 0"),
+        ({"episode_id": 3}, 422, "episode_id: Input should be a valid string"),
+        (b"{not json", 422, "valid dictionary"),
+    ],
+)
+def test_bad_http_requests_answer_4xx_with_one_line(url, caplog, body, status, says) -> None:
+    content = body if isinstance(body, bytes) else None
+    payload = None if content is not None else body
+    response = httpx.post(f"{url}/reset", json=payload, content=content, headers=AUTH)
+    assert response.status_code == status
+    error = response.json()["error"]
+    assert says in error and "\n" not in error
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]  # no traceback logged
+
+
+def test_bad_websocket_messages_get_one_line_errors(url) -> None:
+    with _client(url) as client:
+        for data, says in [
+            ({"seed": "abc"}, "seed must be a non-negative integer, got 'abc'"),
+            ({"seed": True}, "seed must be a non-negative integer, got True"),
+            ({"task_id": ["x"]}, "task_id must be a string"),
+        ]:
+            with pytest.raises(RuntimeError, match=re.escape(says)):
+                client.reset(**data)
+        assert client.reset(seed=0).observation.task_id  # the session goes on
+
+
+def test_a_dropped_connection_logs_one_line(url, caplog) -> None:
+    """A raw client that resets and vanishes (no close message, no close frame) costs the
+    server log one warning line, no traceback; a client that says `close` costs nothing."""
+    import asyncio
+    import json
+    import logging
+
+    from websockets.asyncio.client import connect
+
+    ended = threading.Event()
+
+    class Watch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "without close" in record.getMessage():
+                ended.set()
+
+    watch = Watch()
+    logging.getLogger("ecomrlve.integrations.env_server").addHandler(watch)
+    caplog.set_level(logging.INFO)
+    with _client(url) as polite:
+        polite.reset(seed=0)
+
+    async def vanish() -> None:
+        ws = await connect(url.replace("http", "ws") + "/ws", additional_headers=AUTH)
+        await ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+        await ws.recv()
+        ws.transport.abort()  # gone: no close message, no close frame
+
+    try:
+        asyncio.run(vanish())
+        assert ended.wait(timeout=60)  # the server's one line is the state waited for
+    finally:
+        logging.getLogger("ecomrlve.integrations.env_server").removeHandler(watch)
+    lines = [r for r in caplog.records if "without close" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].levelname == "WARNING"
+    assert "dropped without close" in lines[0].getMessage()
+    assert not [r for r in caplog.records if r.levelname == "ERROR" or r.exc_info]

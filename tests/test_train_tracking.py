@@ -52,7 +52,9 @@ def tracked_run(tmp_path_factory):
     con = store.connect(data, read_only=True)
     try:
         run_id = con.execute(
-            "SELECT run_id FROM train_runs WHERE output = ?", [str(output.resolve())]
+            # stored relative to the data folder (issue 31): "../run" here
+            "SELECT run_id FROM train_runs WHERE output = ?",
+            [store.data_relative(data, output)],
         ).fetchone()[0]
         steps = con.execute(
             "SELECT step, reward_mean, loss FROM train_steps WHERE run_id = ? ORDER BY step",

@@ -2,7 +2,8 @@
 curriculum manifest and the held-out evaluation table, as Prefect artifacts.
 
 Artifact keys (stable, so the UI keeps their history across runs): `ecomrlve-plots`,
-`ecomrlve-manifest`, `ecomrlve-eval`.
+`ecomrlve-manifest`, `ecomrlve-eval`, and after a training run `ecomrlve-training-plots` (its
+curves) and `ecomrlve-eval-scenarios` (held-out pass@1 per stage x scenario).
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 PLOTS_KEY = "ecomrlve-plots"
 MANIFEST_KEY = "ecomrlve-manifest"
 EVAL_KEY = "ecomrlve-eval"
+TRAINING_PLOTS_KEY = "ecomrlve-training-plots"
+EVAL_SCENARIOS_KEY = "ecomrlve-eval-scenarios"
 MAX_INLINE_PLOT_BYTES = 2 << 20  # larger plots are linked by path instead of embedded
 
 
-def plots_markdown(plots: list[str]) -> str:
+def plots_markdown(plots: list[str], title: str = "Dataset plots") -> str:
     """The plots as markdown: each PNG embedded (data URI), so the UI shows it offline."""
-    lines = ["# Dataset plots", ""]
+    lines = [f"# {title}", ""]
     for plot in plots:
         path = Path(plot)
         lines.append(f"## {path.stem.replace('_', ' ')}")
@@ -87,9 +90,55 @@ def eval_rows(train: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def eval_scenario_rows(data_dir: str, run_id: str) -> list[dict[str, Any]]:
+    """Held-out pass@1 of a training run per stage x scenario, from `eval_results`."""
+    from ecomrlve import store
+
+    con = store.connect(data_dir, read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT stage, scenario, sum(tasks) AS tasks, "
+            "round(sum(pass_at_1 * tasks) / sum(tasks), 4) AS pass_at_1, "
+            "round(sum(reward_mean * tasks) / sum(tasks), 4) AS reward "
+            "FROM eval_results WHERE run_id = ? GROUP BY ALL ORDER BY scenario, stage",
+            [run_id],
+        ).fetchall()
+    except Exception:  # no eval_results table yet (a run that evaluated nothing)
+        return []
+    finally:
+        con.close()
+    names = ("stage", "scenario", "tasks", "pass@1", "reward")
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def publish_training_artifacts(data_dir: str, train: dict[str, Any]) -> list[str]:
+    """The training run's curves (embedded PNGs) and its per-scenario held-out table."""
+    keys = []
+    plots = [p for p in train.get("plots", []) if Path(p).exists()]
+    if plots:
+        create_markdown_artifact(
+            plots_markdown(plots, title=f"Training run {train.get('run_id')}"),
+            key=TRAINING_PLOTS_KEY,
+            description="training curves: reward, success by scenario, difficulty, SFT loss",
+        )
+        keys.append(TRAINING_PLOTS_KEY)
+    rows = eval_scenario_rows(data_dir, str(train.get("run_id")))
+    if rows:
+        create_table_artifact(
+            rows,
+            key=EVAL_SCENARIOS_KEY,
+            description=f"held-out pass@1 by stage and scenario, run {train.get('run_id')}",
+        )
+        keys.append(EVAL_SCENARIOS_KEY)
+    return keys
+
+
 @task(name="publish_artifacts")
 def publish_artifacts_stage(
-    curriculum_path: str, plots: list[str], train: dict[str, Any] | None
+    curriculum_path: str,
+    plots: list[str],
+    train: dict[str, Any] | None,
+    data_dir: str | None = None,
 ) -> list[str]:
     """Create the run's artifacts; returns their keys."""
     keys = []
@@ -111,4 +160,6 @@ def publish_artifacts_stage(
             description=f"held-out success of run {train.get('run_id')} (base → SFT → DAPO)",
         )
         keys.append(EVAL_KEY)
+    if train and data_dir is not None:
+        keys += publish_training_artifacts(data_dir, train)
     return keys

@@ -123,6 +123,14 @@ def _run_with_progress(title: str, stages: tuple[str, ...], run: Any) -> Any:
             return run()
 
 
+def _flow_run_text(name: str | None, url: str | None) -> str:
+    """The flow run's name, and its UI page when a Prefect server is configured
+    (`PREFECT_API_URL`); the temporary server of a plain run ends with the command."""
+    if url:
+        return f"{name}  {url}"
+    return f"{name} (temporary Prefect server; set PREFECT_API_URL to keep runs in a UI)"
+
+
 def _stage_table(records: list[Any], title: str) -> Any:
     import polars as pl
 
@@ -189,6 +197,13 @@ def pipeline_command(
 
         summary = _run_with_progress("pipeline", PIPELINE_STAGES, lambda: pipeline(params))
     console.print(_stage_table(summary.stages, f"pipeline ({source})"))
+    console.print(
+        f"flow run   {_flow_run_text(summary.flow_run, summary.flow_run_url)}",
+        soft_wrap=True,  # a link stays on one line, whole
+        highlight=False,
+    )
+    for scenario, why in summary.missing_scenarios.items():
+        console.print(f"[yellow]scenario   {scenario} has no tasks: {why}[/yellow]")
     console.print(f"tasks      {summary.tasks:,} in the store")
     console.print(f"DuckDB     {summary.db}   (try: ecomrlve sql --data {data} 'FROM tasks')")
     console.print(f"shards     {summary.curriculum} ({summary.shards} shards, verl/ for verl/TRL)")

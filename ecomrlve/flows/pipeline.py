@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 from prefect import flow, get_run_logger
 from prefect.futures import as_completed
+from prefect.runtime import flow_run as prefect_flow_run
 from pydantic import BaseModel, Field
 
 from ecomrlve import store
@@ -106,6 +107,10 @@ class PipelineSummary(BaseModel):
     stages: list[StageRecord]
     generation: GenerationStats
     train: dict[str, Any] | None = None
+    # scenarios asked for that the store has no task of, with why (never silent)
+    missing_scenarios: dict[str, str] = Field(default_factory=dict)
+    flow_run: str | None = None  # the Prefect flow run's name
+    flow_run_url: str | None = None  # its page in the UI, when a Prefect server is configured
 
 
 class RegenerateSummary(BaseModel):
@@ -269,7 +274,7 @@ def pipeline(params: PipelineParams, overrides: dict[str, Any] | None = None) ->
 
     with clock.stage("generate") as rec:
         band = check_band(cfg.data.min_steps, cfg.data.max_steps)
-        chunks, _ = plan_run(
+        chunks, skipped = plan_run(
             cfg.data.tasks, params.scenarios, cfg.data.difficulty, band, cfg.data.chunk_size
         )
         validated, stats = _generation(
@@ -306,6 +311,13 @@ def pipeline(params: PipelineParams, overrides: dict[str, Any] | None = None) ->
         rec.status = _status(cached)
         rec.detail = f"{published.tasks:,} tasks in {len(published.files)} files"
         version = tasks_version(data_dir)
+        missing = missing_scenarios(
+            data_dir, catalog.catalog_hash, params.scenarios, chunks, skipped, cfg.data.tasks
+        )
+        for scenario, why in missing.items():
+            logger.warning("scenario %s has no tasks: %s", scenario, why)
+        if missing:
+            rec.detail += "; no tasks for " + ", ".join(f"{s} ({w})" for s, w in missing.items())
 
     with clock.stage("curriculum") as rec:
         current = catalog_predicate(catalog.catalog_hash)
@@ -382,9 +394,14 @@ def pipeline(params: PipelineParams, overrides: dict[str, Any] | None = None) ->
             rec.status = _status(cached)
             rec.detail = f"run {train['run_id']}: " + held_out_text(train)
 
-    publish_artifacts_stage(curriculum.path, plots, train, wait_for=[curriculum, plots, train])
+    publish_artifacts_stage(
+        curriculum.path, plots, train, data_dir, wait_for=[curriculum, plots, train]
+    )
     logger.info("pipeline finished: %s", {r.stage: r.status for r in clock.records})
     return PipelineSummary(
+        missing_scenarios=missing,
+        flow_run=prefect_flow_run.name,
+        flow_run_url=_flow_run_ui_url(),
         data_dir=data_dir,
         db=str(store.DataPaths.of(data_dir).db),
         tasks=published.tasks,
@@ -395,6 +412,57 @@ def pipeline(params: PipelineParams, overrides: dict[str, Any] | None = None) ->
         generation=stats,
         train=train,
     )
+
+
+def _flow_run_ui_url() -> str | None:
+    """This flow run's UI page when a Prefect server is configured (`PREFECT_API_URL`); None
+    under the temporary server a plain run starts (it ends with the command, and Prefect's
+    own `ui_url` then reads "None/flow-runs/...")."""
+    from prefect.settings import get_current_settings
+
+    url = prefect_flow_run.ui_url
+    if not get_current_settings().api.url or not url or not url.startswith("http"):
+        return None
+    return url
+
+
+def missing_scenarios(
+    data_dir: str,
+    catalog_hash: str,
+    scenarios: list[str],
+    chunks: list[Any],
+    skipped: list[str],
+    tasks: int,
+) -> dict[str, str]:
+    """The scenarios asked for that the store holds no task of (for this catalog), each with
+    the reason: no difficulty reaches the step band, no share of `data.tasks`, or every task
+    generated for it was rejected."""
+    con = store.connect(data_dir, read_only=True)
+    try:
+        present = {
+            row[0]
+            for row in con.execute(
+                "SELECT DISTINCT scenario FROM tasks WHERE catalog_hash = ?", [catalog_hash]
+            ).fetchall()
+        }
+    finally:
+        con.close()
+    planned: dict[str, int] = {}
+    for chunk in chunks:
+        planned[chunk.scenario] = planned.get(chunk.scenario, 0) + chunk.count
+    missing = {}
+    for scenario in scenarios:
+        if scenario in present:
+            continue
+        if scenario not in planned and any(c.startswith(f"{scenario}/") for c in skipped):
+            missing[scenario] = "no difficulty of the range reaches the step band"
+        elif not planned.get(scenario):
+            missing[scenario] = (
+                f"no share of data.tasks={tasks} (fewer tasks than scenarios x difficulties)"
+            )
+        else:
+            missing[scenario] = f"all {planned[scenario]} generated tasks were rejected"
+    return missing
 
 
 # ---- curriculum -------------------------------------------------------------------------------

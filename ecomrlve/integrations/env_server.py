@@ -8,7 +8,7 @@ carries `done=True`, the reward and the verifier's verdict.
 
     client = EcomEnvClient("http://127.0.0.1:8000", token=token).sync()
     with client:
-        opening = client.reset(task_id="cart-0003-00001")      # messages [system, user] + tools
+        opening = client.reset(task_id="cart-s0-d3-i0-a0")     # messages [system, user] + tools
         result = client.step(EcomAction(turn='<tool_call>\\n{"name": "view_cart", ...'))
         result.observation.messages                            # tool results (and user turns)
 
@@ -23,6 +23,8 @@ to `/ws`, where multi-turn episodes run.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import gc
 import hmac
@@ -128,14 +130,31 @@ class TaskPool:
     def from_tasks(cls, tasks: list[Task]) -> TaskPool:
         return cls({t.task_id: t.to_row() for t in tasks})
 
-    def pick(self, task_id: str | None, seed: int | None) -> Task:
+    def pick(self, task_id: Any, seed: Any) -> Task:
+        """The task named `task_id`, else the `seed`-th (mod the pool). Raises ValueError with
+        one line for an unknown id or a value of the wrong type (a client's bad request)."""
         if task_id is not None:
+            if not isinstance(task_id, str):
+                raise ValueError(f"task_id must be a string, got {_short(task_id)}")
             row = self.rows.get(task_id)
             if row is None:
-                raise ValueError(f"unknown task_id {task_id[:80]!r}")
+                raise ValueError(
+                    f"unknown task_id {task_id[:80]!r} (this server has {len(self.ids)} tasks, "
+                    f"e.g. {self.ids[0]!r})"
+                )
         else:
+            if seed is not None and (
+                isinstance(seed, bool) or not isinstance(seed, int) or seed < 0
+            ):
+                raise ValueError(f"seed must be a non-negative integer, got {_short(seed)}")
             row = self.rows[self.ids[(seed or 0) % len(self.ids)]]
         return Task.from_row(row)
+
+
+def _short(value: Any) -> str:
+    """A client's value in an error line: its repr, cut to 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @dataclass
@@ -252,12 +271,32 @@ class EcomServerEnv(Environment[EcomAction, EcomObservation, EcomState]):
 
 
 class _Guard:
-    """ASGI middleware: bearer token on every HTTP request and WebSocket, bounded HTTP bodies."""
+    """ASGI middleware: the token on every HTTP request and WebSocket, bounded HTTP bodies,
+    and a WebSocket client that goes away without `close` logged as one line.
+
+    The token is accepted as `Authorization: Bearer TOKEN`, or as HTTP Basic credentials whose
+    password is the token (any user name). The second is what a URL with user info sends:
+    `GenericEnvClient("http://ecomrlve:TOKEN@host:8000")` (the websockets library turns the
+    URL's user info into Basic credentials), so generic OpenEnv clients need no code of ours.
+    """
 
     def __init__(self, app: Any, token: str, max_body_bytes: int):
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.token = token.encode()
         self.max_body_bytes = max_body_bytes
+
+    def _authorized(self, header: bytes) -> bool:
+        scheme, _, credentials = header.partition(b" ")
+        scheme = scheme.lower()
+        if scheme == b"bearer":
+            return hmac.compare_digest(credentials.strip(), self.token)
+        if scheme == b"basic":
+            try:
+                decoded = base64.b64decode(credentials.strip(), validate=True)
+            except (binascii.Error, ValueError):
+                return False
+            return hmac.compare_digest(decoded.partition(b":")[2], self.token)
+        return False
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         kind = scope["type"]
@@ -265,14 +304,14 @@ class _Guard:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        if not hmac.compare_digest(headers.get(b"authorization", b""), self.expected):
+        if not self._authorized(headers.get(b"authorization", b"")):
             if kind == "websocket":  # closing before accept refuses the handshake (HTTP 403)
                 await send({"type": "websocket.close", "code": 1008})
                 return
             await _json_error(send, 401, "missing or wrong bearer token")
             return
         if kind == "websocket":
-            await self.app(scope, receive, send)
+            await _watched_session(self.app, scope, receive, send)
             return
         declared = headers.get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
@@ -302,6 +341,51 @@ class _Guard:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+async def _watched_session(app: Any, scope: dict, receive: Any, send: Any) -> None:
+    """Run one WebSocket session; a client that leaves without `close` costs one log line.
+
+    OpenEnv's handler closes the socket when a session ends; when the client has already
+    gone, that send raised inside uvicorn and logged a ~50-line traceback per dropped
+    connection. Here a send to a client that has gone is dropped (nobody can read it), and
+    the session's end is logged once, with the client's address and close code."""
+    said_close = False
+    gone_code: int | None = None
+
+    async def watched_receive() -> dict:
+        nonlocal said_close, gone_code
+        message = await receive()
+        if message["type"] == "websocket.disconnect":
+            gone_code = message.get("code", 1006)
+        elif message["type"] == "websocket.receive" and not said_close:
+            text = message.get("text") or ""
+            if '"close"' in text and len(text) < 256:
+                with contextlib.suppress(ValueError, AttributeError):
+                    said_close = json.loads(text).get("type") == "close"
+        return message
+
+    async def watched_send(message: dict) -> None:
+        nonlocal gone_code
+        if gone_code is not None:
+            return
+        try:
+            await send(message)
+        except OSError:  # uvicorn's ClientDisconnected: the client is gone
+            gone_code = 1006
+
+    await app(scope, watched_receive, watched_send)
+    if gone_code is not None and not said_close:
+        client = scope.get("client") or ("?", 0)
+        polite = gone_code in (1000, 1001)  # the socket was closed, only OpenEnv's close unsaid
+        log.log(
+            logging.INFO if polite else logging.WARNING,
+            "session from %s:%s %s without close (code %s)",
+            client[0],
+            client[1],
+            "ended" if polite else "dropped",
+            gone_code,
+        )
 
 
 async def _json_error(send: Any, status: int, message: str) -> None:
@@ -336,9 +420,31 @@ def build_app(world: ServedWorld, token: str) -> Any:
         ),
     )
     app = FastAPI(title="ecomrlve env server", docs_url=None, redoc_url=None)
+    _answer_bad_requests_with_one_line(app)
     server.register_routes(app)
     app.state.env_server = server
     return _Guard(app, token, limits.max_body_bytes)
+
+
+def _answer_bad_requests_with_one_line(app: Any) -> None:
+    """A request the env refuses (unknown task, bad seed) answers 400, and one that does not
+    fit the route's schema 422, each as `{"error": "one line"}`; never a 500 with a traceback.
+    (OpenEnv's HTTP `/reset` lets the env's ValueError escape as a 500.)"""
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+
+    async def refused(_request: Any, err: Exception) -> JSONResponse:
+        line = (str(err).splitlines() or [type(err).__name__])[0]
+        return JSONResponse({"error": line}, status_code=400)
+
+    async def malformed(_request: Any, err: RequestValidationError) -> JSONResponse:
+        first = err.errors()[0] if err.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        line = first.get("msg", "invalid request")
+        return JSONResponse({"error": f"{where}: {line}" if where else line}, status_code=422)
+
+    app.add_exception_handler(ValueError, refused)
+    app.add_exception_handler(RequestValidationError, malformed)
 
 
 def load_world(

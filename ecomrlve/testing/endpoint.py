@@ -10,8 +10,12 @@ on (see README, "Evaluate your model")."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 SFT_TASKS = 24
 # one token per digit makes the references longer: after 12 epochs the greedy model opened
@@ -69,3 +73,39 @@ def endpoint_world():
     model.save_pretrained(warmed)
     tokenizer.save_pretrained(warmed)
     return data, catalog, tasks, warmed
+
+
+@contextlib.contextmanager
+def scripted_server(reply: Callable[[dict[str, Any], int], Any]) -> Iterator[str]:
+    """A chat server whose answer to the n-th request of an episode is `reply(body, n)`:
+    a message dict, an int (that HTTP status) or a float (sleep that long, then answer).
+    Yields its base URL (`http://127.0.0.1:PORT/v1`)."""
+    from fastapi import Body, FastAPI
+    from fastapi.responses import JSONResponse
+
+    from ecomrlve.train.loopback import serve
+
+    api = FastAPI()
+    seen: dict[str, int] = {}
+
+    @api.get("/v1/models")
+    async def models() -> dict:
+        return {"data": [{"id": "scripted"}]}
+
+    @api.post("/v1/chat/completions")
+    async def chat(body: dict[str, Any] = Body(...)):
+        key = body["messages"][1]["content"]  # the task's prompt names the episode
+        seen[key] = seen.get(key, 0) + 1
+        answer = reply(body, seen[key])
+        if isinstance(answer, float):
+            await asyncio.sleep(answer)
+            answer = {"content": "Sorry, I was slow."}
+        if isinstance(answer, int):
+            return JSONResponse({"error": {"message": "scripted failure"}}, status_code=answer)
+        return {
+            "choices": [{"message": {"role": "assistant", **answer}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 3},
+        }
+
+    with serve(api, max_seconds=120) as url:
+        yield url

@@ -169,8 +169,8 @@ def _print_memory_plan(cfg, gpus: int, gpu_memory: float) -> None:
 
 
 def evaluate(
-    model: str = typer.Option(
-        ...,
+    model: str | None = typer.Option(
+        None,
         "--model",
         "-m",
         help="model folder, cached hub id, tiny-qwen3; with --endpoint: the served name",
@@ -178,8 +178,12 @@ def evaluate(
     where: str | None = typer.Option(None, "--where", help="SQL predicate over the tasks view"),
     k: int = typer.Option(4, "--k", help="k of pass^k"),
     samples: int | None = typer.Option(None, "--samples", "-n", help="samples per task (>= k)"),
-    limit: int | None = typer.Option(None, "--limit", help="evaluate at most this many tasks"),
-    seed: int = typer.Option(0, "--seed", help="sampling seed"),
+    limit: int | None = typer.Option(
+        None,
+        "--limit",
+        help="evaluate at most this many tasks, spread evenly over scenario x difficulty (seeded)",
+    ),
+    seed: int = typer.Option(0, "--seed", help="sampling seed (and the --limit draw)"),
     config: Path | None = typer.Option(None, "--config", "-c", help="env/agent settings"),
     data: Path = typer.Option(Path("data"), "--data", help="data directory"),
     endpoint: str | None = typer.Option(
@@ -197,18 +201,39 @@ def evaluate(
         help="send chat_template_kwargs (enable_thinking) to vLLM/SGLang; off for strict APIs",
     ),
     output: Path | None = typer.Option(
-        None, "--output", "-o", help="with --endpoint: folder for trajectories + PNG"
+        None, "--output", "-o", help="with --endpoint: the run folder (default DATA/evals/RUN_ID)"
+    ),
+    resume: str | None = typer.Option(
+        None,
+        "--resume",
+        help="continue a stopped endpoint run (its settings come from its run.json)",
     ),
 ) -> None:
     """pass@1 and pass^k by scenario x difficulty x step band; stored in eval_results.
 
     With --endpoint, the model is played through an OpenAI-compatible server (vLLM, SGLang, a
-    hosted API); every transcript is written as a trajectory file for `ecomrlve verify`.
+    hosted API); every transcript is written as a trajectory file for `ecomrlve verify`. Each
+    episode is kept in the run folder as it finishes: a stopped run continues with
+    `ecomrlve eval --resume RUN_ID` and plays only the episodes it lacks.
     """
     from ecomrlve.config import load_config
 
     if k < 1:
         fail(f"--k must be >= 1, got {k}")
+    if resume is not None:
+        run_settings = {
+            "--where": where,
+            "--samples": samples,
+            "--limit": limit,
+            "--config": config,
+        }
+        given = [name for name, value in run_settings.items() if value is not None]
+        if given:
+            fail(f"--resume takes its settings from the run; drop {', '.join(given)}")
+        _evaluate_endpoint(endpoint, model, data, config=None, resume=resume, output=output)
+        return
+    if model is None:
+        fail("--model is required (or --resume RUN_ID)")
     if endpoint is None and (api_key_env or output):
         fail("--api-key-env and --output go with --endpoint")
     if endpoint is not None:
@@ -256,17 +281,59 @@ def evaluate(
     )
 
 
-def _evaluate_endpoint(endpoint: str, model: str, data: Path, *, config: Path | None, **kw) -> None:
-    """`ecomrlve eval --endpoint`: evaluate, then print the table, latency and files."""
+def _evaluate_endpoint(
+    endpoint: str | None, model: str | None, data: Path, *, config: Path | None, **kw
+) -> None:
+    """`ecomrlve eval --endpoint` / `--resume`: evaluate, then print the table, latency and
+    files. Ctrl-C keeps the finished episodes and prints how to continue (exit 130)."""
+    import time
+
     from ecomrlve.config import load_config
 
-    with user_errors():
-        cfg = load_config(config)
-        from ecomrlve.train.evaluate import evaluate_endpoint
+    started = {"run": None, "at": time.monotonic()}
+    where = f" --output {kw['output']}" if kw.get("output") is not None else ""
 
-        with progress_bar("eval") as update:
-            result = evaluate_endpoint(endpoint, model, data, cfg=cfg, progress=update, **kw)
-    report, k = result.report, kw["k"]
+    def announce(run_id: str, folder: Path, done: int, total: int) -> None:
+        started["run"] = (run_id, folder, total)
+        found = f", {done} found done" if done else ""
+        console.print(
+            f"run {run_id}: {total} episodes{found}; each is kept in {folder} as it finishes "
+            f"(continue a stopped run with: ecomrlve eval --resume {run_id} --data {data}{where})",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    with user_errors():
+        cfg = None if kw.get("resume") else load_config(config)
+        from ecomrlve.train.evaluate import EpisodeJournal, evaluate_endpoint
+
+        try:
+            with progress_bar("eval") as update:
+                result = evaluate_endpoint(
+                    endpoint, model, data, cfg=cfg, progress=update, announce=announce, **kw
+                )
+        except KeyboardInterrupt:
+            if started["run"] is None:
+                raise
+            run_id, folder, total = started["run"]
+            kept = len(EpisodeJournal(folder).read())
+            console.print(
+                f"interrupted: run {run_id} keeps {kept} of {total} episodes in {folder}; "
+                f"continue with: ecomrlve eval --resume {run_id} --data {data}{where}",
+                highlight=False,
+                soft_wrap=True,
+            )
+            raise typer.Exit(130) from None
+    report, k = result.report, result.report.k
+    played = report.episodes.height - result.resumed
+    seconds = time.monotonic() - started["at"]
+    console.print(
+        f"played {played} episodes in {seconds:.0f} s ({played / max(seconds, 1e-9):.2f} "
+        f"episodes/s)"
+        + (f"; {result.resumed} were done before the resume" if result.resumed else ""),
+        highlight=False,
+    )
+    endpoint, model = result.url, result.model
     table = report.table.rename({"pass_at_1": "pass@1", "pass_hat_k": f"pass^{k}"})
     console.print(
         frame_table(table, title=f"{model} @ {endpoint}: {report.samples} samples per task")

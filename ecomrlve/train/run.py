@@ -523,7 +523,7 @@ def _write_outputs(run: TrainRun, sampler: CurriculumSampler) -> None:
         [
             {
                 "run_id": summary.run_id,
-                "output": str(run.output),
+                "output": store.data_relative(run.data, run.output),  # moves with the folder
                 "model": cfg.agent.model,
                 "algorithm": cfg.training.algorithm.name,
                 "curriculum": run.curriculum,

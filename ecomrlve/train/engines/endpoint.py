@@ -37,7 +37,7 @@ import random
 import shutil
 import threading
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -495,12 +495,28 @@ def run_chat_episodes(
     samples_per_task: int = 1,
     seed: int = 0,
     progress: ProgressFn | None = None,
+    skip: Collection[tuple[str, int]] = (),
+    on_episode: Callable[[ChatEpisode], None] | None = None,
 ) -> list[ChatEpisode]:
     """Play `samples_per_task` episodes of every task against the endpoint, many at once.
 
-    The order of the result is task-major, sample-minor, whatever order they finish in."""
+    The order of the result is task-major, sample-minor, whatever order they finish in.
+    `skip` names (task_id, sample) pairs already played (a resumed evaluation): they are not
+    played and not returned, and the others keep the seeds they have in a full run.
+    `on_episode` is called with each episode as it finishes (in finishing order)."""
     return _run(
-        _chat_episodes(tasks, engine, catalog, env_config, agent, samples_per_task, seed, progress)
+        _chat_episodes(
+            tasks,
+            engine,
+            catalog,
+            env_config,
+            agent,
+            samples_per_task,
+            seed,
+            progress,
+            frozenset(skip),
+            on_episode,
+        )
     )
 
 
@@ -513,10 +529,19 @@ async def _chat_episodes(
     samples: int,
     seed: int,
     progress: ProgressFn | None,
+    skip: frozenset[tuple[str, int]],
+    on_episode: Callable[[ChatEpisode], None] | None,
 ) -> list[ChatEpisode]:
     gate = asyncio.Semaphore(engine.concurrency)
     tools = tool_schemas()
-    jobs = [(task, sample) for task in tasks for sample in range(samples)]
+    # numbered over the whole run, so a resumed episode keeps its seed
+    jobs = [
+        (number, task, sample)
+        for number, (task, sample) in enumerate(
+            (task, sample) for task in tasks for sample in range(samples)
+        )
+        if (task.task_id, sample) not in skip
+    ]
     finished = 0
     async with engine.client() as http:
 
@@ -526,11 +551,13 @@ async def _chat_episodes(
                 http, gate, engine, tools, task, sample, number, catalog, env_config, agent, seed
             )
             finished += 1
+            if on_episode:
+                on_episode(episode)
             if progress:
                 progress("episodes", finished / len(jobs))
             return episode
 
-        return list(await asyncio.gather(*(one(n, t, s) for n, (t, s) in enumerate(jobs))))
+        return list(await asyncio.gather(*(one(n, t, s) for n, t, s in jobs)))
 
 
 async def _chat_episode(
