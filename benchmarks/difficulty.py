@@ -24,22 +24,14 @@ import statistics
 import time
 from pathlib import Path
 
-from ecomrlve.catalogs import build_catalog
 from ecomrlve.config import SCENARIOS
-from ecomrlve.env import Catalog, reference_turns, verify
-from ecomrlve.generators import generate_tasks
+from ecomrlve.env import reference_turns, verify
 from ecomrlve.generators.difficulty import MAX_DIFFICULTY, MIN_DIFFICULTY
 from ecomrlve.tasks import Task
 from ecomrlve.testing.baseline import play_baseline
+from ecomrlve.testing.bench import generated_store, print_table
 
 DIFFICULTIES = range(MIN_DIFFICULTY, MAX_DIFFICULTY + 1)
-
-
-def print_table(table: list[tuple[str, ...]]) -> None:
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    for row in table:
-        print("  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in
-                        enumerate(zip(row, widths, strict=True))))  # fmt: skip
 
 
 def success_table(title: str, wins: dict[tuple[str, int], list[bool]]) -> None:
@@ -57,7 +49,7 @@ def success_table(title: str, wins: dict[tuple[str, int], list[bool]]) -> None:
             cells.append(f"{100 * sum(got) / len(got):.0f}" if got else "-")
         total = f"{100 * sum(every) / len(every):.0f}" if every else "-"
         table.append((scenario, *cells, total))
-    print_table(table)
+    print_table(table, numeric=True)
 
 
 def main() -> None:
@@ -67,12 +59,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--data", type=Path, default=None)
     args = parser.parse_args()
-    data = args.data or Path(f"/tmp/ecomrlve-difficulty-{args.products}-{args.seed}")
-    if not (data / "catalog" / "products.parquet").exists():
-        build_catalog(data, args.products, seed=args.seed)
-    catalog = Catalog.load(data)
     started = time.perf_counter()
-    frame, report = generate_tasks(data, args.tasks, seed=args.seed)
+    _, catalog, frame, report = generated_store(
+        "difficulty", products=args.products, tasks=args.tasks, seed=args.seed, data=args.data
+    )
     tasks = [Task.from_row(row) for row in frame.iter_rows(named=True)]
     print(f"{len(tasks)} tasks generated (seed {args.seed}, {args.products:,} products, "
           f"{report.invalid} invalid, {report.gave_up} given up) in "
@@ -107,7 +97,7 @@ def main() -> None:
         share = f"{100 * statistics.fmean(stats['with events']):.0f}%"
         table.append((str(d), str(len(stats["calls"])), means["calls"], means["kinds"], share,
                       means["events"], means["reasoning"]))  # fmt: skip
-    print_table(table)
+    print_table(table, numeric=True)
 
 
 if __name__ == "__main__":

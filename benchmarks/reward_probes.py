@@ -40,12 +40,12 @@ import argparse
 import collections
 from pathlib import Path
 
-from ecomrlve.catalogs import Shop, build_catalog, build_policies
+from ecomrlve.catalogs import Shop, build_policies
 from ecomrlve.catalogs.policies import PolicyBook
 from ecomrlve.env import Catalog, format_call, reference_turns, verify
-from ecomrlve.generators import generate_tasks
 from ecomrlve.tasks import Task
 from ecomrlve.testing import reward_probes as probes
+from ecomrlve.testing.bench import generated_store, print_table
 from ecomrlve.testing.reward_probes import (
     CHEAT_SHEET,
     HEDGE_LIST,
@@ -84,15 +84,6 @@ RED_TEAM_CLASSES = {
 }
 
 
-def print_table(table: list) -> None:
-    """Rows of strings as aligned columns; the first row is the header, ruled below."""
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    for k, row in enumerate(table):
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
-        if k == 0:
-            print("  ".join("-" * w for w in widths))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--products", type=int, default=20_000)
@@ -100,11 +91,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--data", type=Path, default=None)
     args = parser.parse_args()
-    data = args.data or Path(f"/tmp/ecomrlve-probes-{args.products}-{args.seed}")
-    if not (data / "catalog" / "products.parquet").exists():
-        build_catalog(data, args.products, seed=args.seed)
-    catalog = Catalog.load(data)
-    frame, _ = generate_tasks(data, args.tasks, seed=args.seed)
+    _, catalog, frame, _ = generated_store(
+        "probes", products=args.products, tasks=args.tasks, seed=args.seed, data=args.data
+    )
     tasks = [Task.from_row(row) for row in frame.iter_rows(named=True)]
 
     rows: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)

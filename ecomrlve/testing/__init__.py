@@ -10,5 +10,6 @@
 * `training`: tiny Qwen3 models/tokenizers built offline and a small training store;
 * `endpoint`: the endpoint tests' and benchmark's world (a tiny Qwen3 warmed up by SFT);
 * `baseline`: a shallow scripted agent (first search hit, no questions, no retries, no
-  arithmetic) that `benchmarks/difficulty.py` plays against the references.
+  arithmetic) that `benchmarks/difficulty.py` plays against the references;
+* `bench`: the benchmark scripts' generated store (built once, reused) and aligned table.
 """

@@ -1,0 +1,36 @@
+"""What the benchmark scripts share: a generated store they reuse between runs, and the plain
+aligned table they print."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from ecomrlve.catalogs import build_catalog
+from ecomrlve.env import Catalog
+from ecomrlve.generators import GenerationReport, generate_tasks
+
+
+def generated_store(
+    name: str, *, products: int, tasks: int, seed: int, data: Path | None = None
+) -> tuple[Path, Catalog, pl.DataFrame, GenerationReport]:
+    """A catalog of `products` (built once under `data`, default /tmp/ecomrlve-NAME-PRODUCTS-SEED,
+    then reused) and `tasks` freshly generated tasks of every scenario, all from `seed`."""
+    data = data or Path(f"/tmp/ecomrlve-{name}-{products}-{seed}")
+    if not (data / "catalog" / "products.parquet").exists():
+        build_catalog(data, products, seed=seed)
+    frame, report = generate_tasks(data, tasks, seed=seed)
+    return data, Catalog.load(data), frame, report
+
+
+def print_table(rows: Sequence[Sequence[str]], *, numeric: bool = False) -> None:
+    """Rows of strings as aligned columns; the first row is the header, ruled below. With
+    `numeric`, every column but the first is right-aligned."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for k, row in enumerate(rows):
+        cells = enumerate(zip(row, widths, strict=True))
+        print("  ".join(c.rjust(w) if numeric and i else c.ljust(w) for i, (c, w) in cells))
+        if k == 0:
+            print("  ".join("-" * w for w in widths))
