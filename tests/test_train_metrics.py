@@ -132,3 +132,11 @@ def test_paired_gain_keeps_each_tasks_two_outcomes_together():
     )
     assert text.startswith("held-out pass@1 SFT 0.25 [") and "→ DAPO 0.50 [" in text
     assert text.endswith("DAPO − SFT +0.25 [+0.25, +0.25]")
+
+
+def test_the_statistics_read_only_columns_the_episode_tables_store() -> None:
+    from ecomrlve.train.metrics import EPISODE_COLUMNS
+    from ecomrlve.train.results import EPISODE_SCHEMA, ROLLOUT_SCHEMA
+
+    assert set(EPISODE_COLUMNS) <= set(EPISODE_SCHEMA)
+    assert set(EPISODE_COLUMNS) <= set(ROLLOUT_SCHEMA)

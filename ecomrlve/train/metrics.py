@@ -23,6 +23,8 @@ import polars as pl
 
 from ecomrlve.tasks import step_band
 
+# the columns of an episode table (`results.EPISODE_SCHEMA`, `train_rollouts`) that the
+# per-task statistics read; a test keeps them a subset of the stored schema
 EPISODE_COLUMNS = ("task_id", "scenario", "difficulty", "min_steps", "success", "reward")
 
 
