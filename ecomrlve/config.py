@@ -287,8 +287,9 @@ class RolloutConfig(StrictModel):
     def _check(self) -> RolloutConfig:
         if self.engine == "endpoint" and not (self.endpoints and self.weights_dir):
             raise ValueError(
-                "rollout engine endpoint needs endpoints (server URLs) and weights_dir "
-                "(a folder the servers read new weights from)"
+                "engine endpoint needs endpoints (server URLs; flat: rollout_endpoints) and "
+                "weights_dir (a folder the servers read new weights from; flat: "
+                "rollout_weights_dir)"
             )
         return self
 

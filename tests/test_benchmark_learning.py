@@ -12,14 +12,20 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ecomrlve.config import load_config
+
 ROOT = Path(__file__).resolve().parent.parent
 CELL = re.compile(r"([-+]?\d+\.\d+) \[([-+]?\d+\.\d+), ([-+]?\d+\.\d+)\]")
 
 
 @pytest.mark.slow  # two tiny trainings, TRL's SFTTrainer and GRPOTrainer
 def test_quick_study_writes_tables_and_curves(tmp_path: Path) -> None:
-    recipe = yaml.safe_load((ROOT / "configs" / "tiny_cpu.yaml").read_text())
-    recipe["training"].update(eval_tasks=9, eval_samples=1, sft_steps=3, total_steps=1)
+    # the recipe through the config loader, so the file may keep its keys flat or in blocks
+    recipe = load_config(ROOT / "configs" / "tiny_cpu.yaml").model_dump(mode="json")
+    training = recipe["training"]
+    training["eval"].update(tasks=9, samples=1)
+    training["sft"]["steps"] = 3
+    training["algorithm"]["total_steps"] = 1
     recipe["agent"]["max_new_tokens"] = 48
     config = tmp_path / "recipe.yaml"
     config.write_text(yaml.safe_dump(recipe))
