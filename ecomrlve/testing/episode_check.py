@@ -113,7 +113,8 @@ def play_checked(
 
     Invariants: `step` never raises; observations are tool/user messages whose tool content is
     a JSON object; a turn whose calls were all refused (or were all reads) leaves
-    `state_hash()` unchanged, and so does each refused call on its own; the state stays
+    `state_hash()` unchanged unless a world event fired in it, and so does each refused call on
+    its own; the state stays
     well-formed; the reward is 0 until the end and then within `config.reward_range` (0/1 when
     binary) and equal to the verdict's; the episode is over after at most `env.max_turns`
     turns; replaying the same turns with `verify` gives the same verdict; and, with a
@@ -140,6 +141,7 @@ def play_checked(
         turns.append(turn)
         before = env.state_hash()
         calls_before = len(env.record.calls)
+        events_before = len(env.record.events_fired)
         try:
             result = env.step(turn)
         except Exception as err:
@@ -165,7 +167,10 @@ def play_checked(
             for name, content in results
             if isinstance(content, dict)
         )
-        if not wrote and env.state_hash() != before:
+        # a world event (stock, price, an order shipping) that fired this turn changes the
+        # state by itself
+        changed_by_world = len(env.record.events_fired) > events_before
+        if not wrote and not changed_by_world and env.state_hash() != before:
             check.add("state corruptions", f"turn {check.turns}: no successful write, new hash")
         try:
             _check_state(env, check)
