@@ -117,5 +117,5 @@ def test_heldout_split_is_disjoint_deterministic_and_spread(store):
     assert sorted(heldout_again["task_id"]) == sorted(heldout["task_id"])
     per_scenario = heldout.group_by("scenario").len()["len"]
     assert per_scenario.max() - per_scenario.min() <= 1  # round-robin over scenarios
-    with pytest.raises(CurriculumError, match="eval_tasks"):
+    with pytest.raises(CurriculumError, match=r"eval\.tasks"):
         split_heldout(tasks, tasks.height, seed=0)

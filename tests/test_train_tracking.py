@@ -130,7 +130,7 @@ def test_the_run_records_the_memory_settings_it_used(tracked_run) -> None:
     """Left unset, the memory settings are made concrete before training (on CPU: the
     defaults) and the run folder's config says which were used."""
     output = tracked_run[0]
-    used = yaml.safe_load((output / "config.yaml").read_text())["training"]
+    used = yaml.safe_load((output / "config.yaml").read_text())["training"]["scale"]
     assert used["gradient_checkpointing"] is False
     assert used["max_tokens_per_micro_batch"] == 16384
 
