@@ -160,9 +160,10 @@ def _train_to_call_a_tool(folder: Path, prompts: list[list[dict]]) -> None:
     target = trl_tok(CALL, add_special_tokens=False)["input_ids"]
     batch = []
     for prompt in prompts:
-        ids = trl_tok.apply_chat_template(prompt, tools=tools, add_generation_prompt=True)
-        ids = list(ids["input_ids"] if isinstance(ids, dict) else ids)
-        batch.append((torch.tensor([ids + target]), len(ids)))
+        ids = trl_tok.apply_chat_template(
+            prompt, tools=tools, add_generation_prompt=True, tokenize=True, return_dict=True
+        )["input_ids"]
+        batch.append((torch.tensor([list(ids) + target]), len(ids)))
     optim = torch.optim.AdamW(model.parameters(), lr=3e-3)
     model.train()
     for _ in range(40):
