@@ -12,7 +12,12 @@ import pytest
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.environment import EcomEnv
 from ecomrlve.env.tools import tool_schemas
-from ecomrlve.integrations.trl import EcomToolEnv, ecom_reward, load_curriculum_dataset
+from ecomrlve.integrations.trl import (
+    EcomToolEnv,
+    ecom_reward,
+    load_curriculum_dataset,
+    trl_tokenizer,
+)
 from ecomrlve.testing import env_tasks as fx
 
 pytestmark = pytest.mark.slow  # TRL's trainer
@@ -116,3 +121,144 @@ def test_grpo_trainer_runs_one_step_with_the_environment(curriculum_store, tmp_p
     assert logged["rewards/ecom_reward/mean"] == pytest.approx(
         sum(e.verdict.reward for e in envs) / len(envs), abs=1e-6
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# TRL out of the box (issue 31.1): `trl_tokenizer` and the README snippet as written
+# ---------------------------------------------------------------------------------------------
+
+CALL = '<tool_call>\n{"name": "view_cart", "arguments": {}}\n</tool_call><|im_end|>'
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _tool_methods(env: EcomToolEnv) -> list:
+    """The tools TRL hands the chat template: the env's public methods, as TRL lists them."""
+    import inspect
+
+    return [
+        getattr(env, name)
+        for name, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
+        if name != "reset" and not name.startswith("_")
+    ]
+
+
+def _train_to_call_a_tool(folder: Path, prompts: list[list[dict]]) -> None:
+    """Save a tiny Qwen3 (the demo's template) that answers these prompts with `CALL`: a few
+    dozen steps of next-token loss on the call after TRL's rendering of each prompt."""
+    import torch
+
+    from ecomrlve.testing.training import one_layer_spec
+    from ecomrlve.train.model import build_tiny_qwen3, build_tiny_tokenizer, render_chat_text
+
+    corpus = [render_chat_text(p, tool_schemas(), enable_thinking=False) for p in prompts]
+    tokenizer = build_tiny_tokenizer([*corpus, CALL], 1024)
+    tokenizer.save_pretrained(folder)  # the project's own template, as `ecomrlve train` saves it
+    torch.manual_seed(0)
+    model = build_tiny_qwen3(tokenizer, one_layer_spec(4096))
+    trl_tok = trl_tokenizer(folder)
+    tools = tool_schemas()
+    target = trl_tok(CALL, add_special_tokens=False)["input_ids"]
+    batch = []
+    for prompt in prompts:
+        ids = trl_tok.apply_chat_template(
+            prompt, tools=tools, add_generation_prompt=True, tokenize=True, return_dict=True
+        )["input_ids"]
+        batch.append((torch.tensor([list(ids) + target]), len(ids)))
+    optim = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(40):
+        for ids, start in batch:
+            logits = model(ids).logits[0, start - 1 : -1]
+            loss = torch.nn.functional.cross_entropy(logits, ids[0, start:])
+            loss.backward()
+            optim.step()
+            optim.zero_grad()
+    model.save_pretrained(folder)
+
+
+@pytest.fixture(scope="module")
+def demo_folder(curriculum_store, tmp_path_factory) -> Path:
+    """A folder laid out like the demo's: `data/` with curriculum `default` and the tiny model
+    under `data/runs/default/model`, trained to call `view_cart`."""
+    from ecomrlve import store
+    from ecomrlve.flows import curriculum as cur
+
+    root = tmp_path_factory.mktemp("trl-demo")
+    data = root / "data"
+    os.symlink(curriculum_store, data)
+    with store.exclusive_lock(data):
+        cur.build_curriculum(data, "default")
+    rows = load_curriculum_dataset(data, "default")
+    model_dir = tmp_path_factory.mktemp("trl-model")
+    _train_to_call_a_tool(model_dir, [r["prompt"] for r in rows])
+    return root, model_dir
+
+
+def test_trl_tokenizer_is_what_grpo_needs(curriculum_store) -> None:
+    from trl.chat_template_utils import is_chat_template_prefix_preserving
+
+    from ecomrlve.train.model import build_tiny_tokenizer
+
+    tokenizer = trl_tokenizer(build_tiny_tokenizer(["<|im_start|> search view_cart"], 300))
+    assert is_chat_template_prefix_preserving(tokenizer)  # else TRL swaps in its own template
+    parsed = tokenizer.parse_response(CALL, prefix="")
+    assert parsed["tool_calls"][0]["function"] == {"name": "view_cart", "arguments": {}}
+    env = EcomToolEnv.factory(curriculum_store)()
+    prompt = [{"role": "system", "content": "shop"}, {"role": "user", "content": "hi"}]
+    methods = _tool_methods(env)
+    by_name = {s["function"]["name"]: s for s in tool_schemas()}
+
+    def render(tools, **kwargs) -> str:
+        return tokenizer.apply_chat_template(
+            prompt, tools=tools, tokenize=False, add_generation_prompt=True, **kwargs
+        )
+
+    # TRL passes the methods; the text is our schemas' text, in TRL's order
+    assert render(methods) == render([by_name[m.__name__] for m in methods])
+    # a tool that is not ours is written as derived
+    assert '"name": "lookup"' in render([{"type": "function", "function": {"name": "lookup"}}])
+    assert render(methods).endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    thinking = render(methods, enable_thinking=True)
+    assert thinking.endswith("<|im_start|>assistant\n")
+    with pytest.raises(ValueError, match="not a Qwen3-template tokenizer"):
+        trl_tokenizer(_no_qwen_tokenizer())
+    with pytest.raises(ValueError, match="local model folder"):
+        trl_tokenizer("no/such/model")
+
+
+def _no_qwen_tokenizer():
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"a": 0}, "a")))
+
+
+def test_readme_trl_snippet_runs_as_written_and_calls_tools(demo_folder, monkeypatch) -> None:
+    """The README's TRL block, verbatim, from a folder laid out like the demo's: 2 GRPO steps,
+    and the model's `<tool_call>` blocks reach the env as tool calls."""
+    import re
+    import shutil
+
+    root, model_dir = demo_folder
+    target = root / "data" / "runs" / "default" / "model"
+    if not target.exists():
+        shutil.copytree(model_dir, target)
+    text = README.read_text(encoding="utf-8")
+    start = text.index("**TRL** (`ecomrlve/integrations/trl.py`)")
+    (block,) = re.findall(
+        r"```python\n(.*?)```", text[start : text.index("**OpenEnv", start)], re.S
+    )
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    scope: dict = {}
+    exec(compile(block, "README.md", "exec"), scope)
+    trainer = scope["trainer"]
+    assert trainer.state.global_step == 2
+    frequencies = [
+        row["tools/call_frequency"]
+        for row in trainer.state.log_history
+        if "tools/call_frequency" in row
+    ]
+    assert frequencies and max(frequencies) > 0
+    called = [e for e in trainer.environments if e.env.record.calls]
+    assert called and all(c.name == "view_cart" for e in called for c in e.env.record.calls)

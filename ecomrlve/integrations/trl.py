@@ -4,9 +4,10 @@ reward function that reads the env's verdict after the final answer.
     from trl import GRPOConfig, GRPOTrainer
     from ecomrlve.integrations.trl import EcomToolEnv, ecom_reward, load_curriculum_dataset
 
-    train = load_curriculum_dataset("data", "default")               # verl rows of a curriculum
+    model = "data/runs/default/model"                                # or any Qwen3 model folder
     trainer = GRPOTrainer(
-        model=..., args=GRPOConfig(...), train_dataset=train,
+        model=model, processing_class=trl_tokenizer(model), args=GRPOConfig(...),
+        train_dataset=load_curriculum_dataset("data", "default"),    # verl rows of a curriculum
         environment_factory=EcomToolEnv.factory("data"), reward_funcs=[ecom_reward],
     )
 
@@ -20,6 +21,16 @@ without a tool call) and returns the verifier's reward (a completion cut off mid
 judged as truncated). `get_json_schema` derives every method's schema; `search`'s `filters` is
 an object whose keys are listed in its description (the JSON-Schema nesting that
 `tool_schemas()` has cannot be spelled in a Python type hint `get_json_schema` reads).
+
+What TRL needs from the tokenizer, `trl_tokenizer` sets: TRL parses tool calls only for chat
+templates it knows by their exact text, so the project's tiny model (whose template has Qwen3's
+structure but not its text) is given TRL's Qwen3 response template; multi-turn GRPO needs a
+prefix-preserving template, so every assistant turn keeps its think block (what TRL's own
+`qwen3_training.jinja` does); thinking is off unless `chat_template_kwargs={"enable_thinking":
+True}` (TRL passes `GRPOConfig.chat_template_kwargs` to the template); and a tool whose name is
+one of ours is written in the system turn as `tool_schemas()` writes it (TRL hands the template
+the schemas `get_json_schema` derives from the methods; ours are the ones the model was trained
+on, with `search`'s nested filters, and the tiny tokenizer's BPE was learnt on their text).
 """
 
 from __future__ import annotations
@@ -34,7 +45,7 @@ from typing import Any
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.environment import EcomEnv
-from ecomrlve.env.tools import TOOL_SPECS, ToolSpec
+from ecomrlve.env.tools import TOOL_SPECS, ToolSpec, tool_schemas
 from ecomrlve.flows.curriculum import task_from_verl_row
 from ecomrlve.train.verl import VERL_DIR, VERL_VAL_FILE
 
@@ -215,9 +226,94 @@ def load_curriculum_dataset(data: str | os.PathLike, name: str, split: str = "tr
     return load_dataset("parquet", data_files=files, split="train")
 
 
+# ---------------------------------------------------------------------------------------------
+# The tokenizer TRL needs
+# ---------------------------------------------------------------------------------------------
+
+# (what QWEN3_STYLE_CHAT_TEMPLATE says, what the TRL template says instead)
+_TOOL_LINE = "        {{- tool | tojson }}\n"
+_OUR_TOOL_LINE = """\
+        {%- set fn = tool.function if tool.function is defined else tool %}
+        {%- if fn.name in ecom_tool_text %}
+            {{- ecom_tool_text[fn.name] }}
+        {%- else %}
+            {{- tool | tojson }}
+        {%- endif %}
+"""
+_HISTORY_THINK = """\
+        {%- if loop.index0 > ns.last_query_index %}
+            {%- if loop.last or (not loop.last and reasoning_content) %}
+                {{- '<|im_start|>' + message.role + '\\n<think>\\n' \
++ reasoning_content.strip('\\n') + '\\n</think>\\n\\n' + content.lstrip('\\n') }}
+            {%- else %}
+                {{- '<|im_start|>' + message.role + '\\n' + content }}
+            {%- endif %}
+        {%- else %}
+            {{- '<|im_start|>' + message.role + '\\n' + content }}
+        {%- endif %}
+"""
+_ALWAYS_THINK = """\
+        {{- '<|im_start|>' + message.role + '\\n<think>\\n' \
++ reasoning_content.strip('\\n') + '\\n</think>\\n\\n' + content.lstrip('\\n') }}
+"""
+_THINK_OFF_IF_FALSE = "{%- if enable_thinking is defined and enable_thinking is false %}"
+_THINK_OFF_UNLESS_TRUE = "{%- if not (enable_thinking is defined and enable_thinking) %}"
+
+
+def trl_chat_template() -> str:
+    """The project's Qwen3-style chat template as TRL's GRPO needs it (see the module doc)."""
+    from ecomrlve.train.model import QWEN3_STYLE_CHAT_TEMPLATE
+
+    text = json.dumps(
+        {s["function"]["name"]: json.dumps(s, ensure_ascii=False) for s in tool_schemas()},
+        ensure_ascii=False,
+    )
+    template = "{%- set ecom_tool_text = " + text + " %}\n" + QWEN3_STYLE_CHAT_TEMPLATE
+    for old, new in (
+        (_TOOL_LINE, _OUR_TOOL_LINE),
+        (_HISTORY_THINK, _ALWAYS_THINK),
+        (_THINK_OFF_IF_FALSE, _THINK_OFF_UNLESS_TRUE),
+    ):
+        if template.count(old) != 1:
+            raise ValueError(f"the Qwen3-style chat template changed; cannot find {old.strip()!r}")
+        template = template.replace(old, new)
+    return template
+
+
+def trl_tokenizer(model: str | os.PathLike | Any) -> Any:
+    """The tokenizer to give `GRPOTrainer(processing_class=...)` for a Qwen3-template model (a
+    local model folder, or a tokenizer already loaded): `trl_chat_template()` and TRL's Qwen3
+    response template, so TRL parses `<tool_call>` blocks into tool calls."""
+    from transformers import AutoTokenizer, PreTrainedTokenizerBase
+    from trl import chat_template_utils as trl_templates
+
+    if isinstance(model, PreTrainedTokenizerBase):
+        tokenizer = model
+    else:
+        if not os.path.isdir(model):
+            raise ValueError(f"trl_tokenizer needs a local model folder, {str(model)!r} is not one")
+        tokenizer = AutoTokenizer.from_pretrained(os.fspath(model), local_files_only=True)
+    vocab = tokenizer.get_vocab()
+    missing = [
+        t for t in ("<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>") if t not in vocab
+    ]
+    if missing:
+        raise ValueError(f"not a Qwen3-template tokenizer: no {', '.join(missing)} token")
+    tokenizer.chat_template = trl_chat_template()
+    if getattr(trl_templates, "_SUPPORTS_RESPONSE_TEMPLATE", False):
+        tokenizer.response_template = trl_templates.qwen3_template
+    else:
+        tokenizer.response_schema = trl_templates.qwen3_schema
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
 __all__ = [
     "EcomToolEnv",
     "TRLWorld",
     "ecom_reward",
     "load_curriculum_dataset",
+    "trl_chat_template",
+    "trl_tokenizer",
 ]
