@@ -270,7 +270,7 @@ def test_bad_websocket_messages_get_one_line_errors(url) -> None:
         assert client.reset(seed=0).observation.task_id  # the session goes on
 
 
-def test_a_dropped_connection_logs_one_line(url, caplog) -> None:
+def test_a_dropped_connection_logs_one_line(url) -> None:
     """A raw client that resets and vanishes (no close message, no close frame) costs the
     server log one warning line, no traceback; a client that says `close` costs nothing."""
     import asyncio
@@ -280,30 +280,38 @@ def test_a_dropped_connection_logs_one_line(url, caplog) -> None:
     from websockets.asyncio.client import connect
 
     ended = threading.Event()
+    records: list[logging.LogRecord] = []
 
     class Watch(logging.Handler):
+        # its own handler on the server's logger: what other tests did to logging (a quiet
+        # CLI run, propagation) does not hide the records
         def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
             if "without close" in record.getMessage():
                 ended.set()
 
-    watch = Watch()
-    logging.getLogger("ecomrlve.integrations.env_server").addHandler(watch)
-    caplog.set_level(logging.INFO)
-    with _client(url) as polite:
-        polite.reset(seed=0)
-
-    async def vanish() -> None:
-        ws = await connect(url.replace("http", "ws") + "/ws", additional_headers=AUTH)
-        await ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
-        await ws.recv()
-        ws.transport.abort()  # gone: no close message, no close frame
-
+    logger = logging.getLogger("ecomrlve.integrations.env_server")
+    watch, level, disabled = Watch(level=logging.INFO), logger.level, logger.disabled
+    logger.addHandler(watch)
+    logger.setLevel(logging.INFO)
+    logger.disabled = False  # a dictConfig elsewhere in the session may have disabled it
     try:
+        with _client(url) as polite:
+            polite.reset(seed=0)
+
+        async def vanish() -> None:
+            ws = await connect(url.replace("http", "ws") + "/ws", additional_headers=AUTH)
+            await ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+            await ws.recv()
+            ws.transport.abort()  # gone: no close message, no close frame
+
         asyncio.run(vanish())
         assert ended.wait(timeout=60)  # the server's one line is the state waited for
     finally:
-        logging.getLogger("ecomrlve.integrations.env_server").removeHandler(watch)
-    lines = [r for r in caplog.records if "without close" in r.getMessage()]
+        logger.removeHandler(watch)
+        logger.setLevel(level)
+        logger.disabled = disabled
+    lines = [r for r in records if "without close" in r.getMessage()]
     assert len(lines) == 1 and lines[0].levelname == "WARNING"
     assert "dropped without close" in lines[0].getMessage()
-    assert not [r for r in caplog.records if r.levelname == "ERROR" or r.exc_info]
+    assert not [r for r in records if r.levelname == "ERROR" or r.exc_info]
