@@ -355,10 +355,15 @@ class ScaleConfig(StrictModel):
 
 # Flat training keys (how every config before the blocks spelled them) -> (block, field). A
 # before-validator moves them into their block, so a flat YAML and a nested one load the same.
+def _in_block(block: str, fields: tuple[str, ...], prefix: str = "") -> dict[str, tuple[str, str]]:
+    """`{prefix + field: (block, field)}` for each of `fields`, in order."""
+    return {f"{prefix}{name}": (block, name) for name in fields}
+
+
 FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
-    **{
-        key: ("algorithm", key)
-        for key in (
+    **_in_block(
+        "algorithm",
+        (
             "learning_rate",
             "lr_schedule",
             "weight_decay",
@@ -377,13 +382,13 @@ FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
             "overlong_buffer",
             "overlong_penalty",
             "kl_coef",
-        )
-    },
+        ),
+    ),
     "algorithm": ("algorithm", "name"),
     "lr_warmup_steps": ("algorithm", "warmup_steps"),
-    **{
-        key: ("rollout", key)
-        for key in (
+    **_in_block(
+        "rollout",
+        (
             "prompts_per_step",
             "group_size",
             "vllm_gpu_memory_utilization",
@@ -395,30 +400,32 @@ FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
             "tool_curriculum",
             "tool_curriculum_threshold",
             "tool_curriculum_window",
-        )
-    },
-    **{
-        f"rollout_{key}": ("rollout", key)
-        for key in (
+        ),
+    ),
+    **_in_block(
+        "rollout",
+        (
             "engine",
             "endpoints",
             "endpoint_model",
             "weights_dir",
             "api_key_env",
             "concurrency",
-        )
-    },
-    **{
-        f"sft_{key}": ("sft", key)
-        for key in ("epochs", "steps", "learning_rate", "warmup_steps", "lr_schedule", "batch_size")
-    },
-    **{f"eval_{key}": ("eval", key) for key in ("tasks", "samples", "temperature")},
+        ),
+        prefix="rollout_",
+    ),
+    **_in_block(
+        "sft",
+        ("epochs", "steps", "learning_rate", "warmup_steps", "lr_schedule", "batch_size"),
+        prefix="sft_",
+    ),
+    **_in_block("eval", ("tasks", "samples", "temperature"), prefix="eval_"),
     "save_every": ("checkpoint", "save_every"),
     "keep_checkpoints": ("checkpoint", "keep"),
     "resume": ("checkpoint", "resume"),
-    **{
-        key: ("scale", key)
-        for key in (
+    **_in_block(
+        "scale",
+        (
             "gpus",
             "distributed",
             "dtype",
@@ -427,10 +434,19 @@ FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
             "lora_alpha",
             "mini_batch_size",
             "max_tokens_per_micro_batch",
-        )
-    },
+        ),
+    ),
 }
 TRAINING_BLOCKS: tuple[str, ...] = ("algorithm", "rollout", "sft", "eval", "checkpoint", "scale")
+
+
+def _agree(given: str, value: Any, key: str, held: dict[str, Any], block: str = "") -> None:
+    """Raise when `held` already sets `key` (the same setting as `given`) to another value."""
+    if key in held and held[key] != value:
+        raise ValueError(
+            f"training.{given} ({value!r}) and training.{block}{key} ({held[key]!r}) are the "
+            "same setting with different values; keep one"
+        )
 
 
 def _article_training_keys(raw: dict[str, Any]) -> dict[str, Any]:
@@ -444,11 +460,7 @@ def _article_training_keys(raw: dict[str, Any]) -> dict[str, Any]:
         if article not in raw:
             continue
         value = raw.pop(article)
-        if ours in raw and raw[ours] != value:
-            raise ValueError(
-                f"training.{article} ({value}) and training.{ours} ({raw[ours]}) are the same "
-                "setting with different values; keep one"
-            )
+        _agree(article, value, ours, raw)
         raw[ours] = value
         if article == "clip_epsilon" and "clip_ratio_high" not in raw:
             log.info(
@@ -496,11 +508,7 @@ def _nest_flat_keys(raw: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(nested, dict):
             continue  # pydantic names the block that is not a mapping
         value = raw[flat]
-        if field in nested and nested[field] != value:
-            raise ValueError(
-                f"training.{flat} ({value!r}) and training.{block}.{field} ({nested[field]!r}) "
-                "are the same setting with different values; keep one"
-            )
+        _agree(flat, value, field, nested, block=f"{block}.")
         nested[field] = value
     return out
 
