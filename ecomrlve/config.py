@@ -355,33 +355,19 @@ class ScaleConfig(StrictModel):
 
 # Flat training keys (how every config before the blocks spelled them) -> (block, field). A
 # before-validator moves them into their block, so a flat YAML and a nested one load the same.
-def _in_block(block: str, fields: tuple[str, ...], prefix: str = "") -> dict[str, tuple[str, str]]:
-    """`{prefix + field: (block, field)}` for each of `fields`, in order."""
-    return {f"{prefix}{name}": (block, name) for name in fields}
+def _in_block(block: str, fields: str, prefix: str = "") -> dict[str, tuple[str, str]]:
+    """`{prefix + field: (block, field)}` for each of the space-separated `fields`, in order."""
+    return {f"{prefix}{name}": (block, name) for name in fields.split()}
 
 
 FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
     **_in_block(
         "algorithm",
         (
-            "learning_rate",
-            "lr_schedule",
-            "weight_decay",
-            "max_grad_norm",
-            "total_steps",
-            "ppo_mini_batch_size",
-            "ppo_epochs",
-            "clip_ratio_c",
-            "clip_ratio_low",
-            "clip_ratio_high",
-            "dynamic_sampling",
-            "dynamic_sampling_metric",
-            "max_num_gen_batches",
-            "loss_agg_mode",
-            "overlong_shaping",
-            "overlong_buffer",
-            "overlong_penalty",
-            "kl_coef",
+            "learning_rate lr_schedule weight_decay max_grad_norm total_steps ppo_mini_batch_size "
+            "ppo_epochs clip_ratio_c clip_ratio_low clip_ratio_high dynamic_sampling "
+            "dynamic_sampling_metric max_num_gen_batches loss_agg_mode overlong_shaping "
+            "overlong_buffer overlong_penalty kl_coef"
         ),
     ),
     "algorithm": ("algorithm", "name"),
@@ -389,51 +375,28 @@ FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
     **_in_block(
         "rollout",
         (
-            "prompts_per_step",
-            "group_size",
-            "vllm_gpu_memory_utilization",
-            "curriculum",
-            "adaptive_difficulty",
-            "adaptive_window",
-            "adaptive_threshold",
-            "adaptive_episodes",
-            "tool_curriculum",
-            "tool_curriculum_threshold",
-            "tool_curriculum_window",
+            "prompts_per_step group_size vllm_gpu_memory_utilization curriculum "
+            "adaptive_difficulty adaptive_window adaptive_threshold adaptive_episodes "
+            "tool_curriculum tool_curriculum_threshold tool_curriculum_window"
         ),
     ),
     **_in_block(
         "rollout",
-        (
-            "engine",
-            "endpoints",
-            "endpoint_model",
-            "weights_dir",
-            "api_key_env",
-            "concurrency",
-        ),
+        "engine endpoints endpoint_model weights_dir api_key_env concurrency",
         prefix="rollout_",
     ),
     **_in_block(
-        "sft",
-        ("epochs", "steps", "learning_rate", "warmup_steps", "lr_schedule", "batch_size"),
-        prefix="sft_",
+        "sft", "epochs steps learning_rate warmup_steps lr_schedule batch_size", prefix="sft_"
     ),
-    **_in_block("eval", ("tasks", "samples", "temperature"), prefix="eval_"),
+    **_in_block("eval", "tasks samples temperature", prefix="eval_"),
     "save_every": ("checkpoint", "save_every"),
     "keep_checkpoints": ("checkpoint", "keep"),
     "resume": ("checkpoint", "resume"),
     **_in_block(
         "scale",
         (
-            "gpus",
-            "distributed",
-            "dtype",
-            "gradient_checkpointing",
-            "lora_rank",
-            "lora_alpha",
-            "mini_batch_size",
-            "max_tokens_per_micro_batch",
+            "gpus distributed dtype gradient_checkpointing lora_rank lora_alpha mini_batch_size "
+            "max_tokens_per_micro_batch"
         ),
     ),
 }
