@@ -30,6 +30,10 @@ Reported (printed, and written to OUT/learning.md):
 * throughput on the same tiny model and the same reference episodes: our SFT beside TRL's
   `SFTTrainer`, and our DAPO update beside the update phase of TRL's `GRPOTrainer` (its step
   minus its generation), in tokens/s of trained (assistant) tokens.
+
+Why one script over 700 lines: a benchmark is one runnable file (DEVELOPERS: `benchmarks/` are
+scripts printing a table); its parts (config, runs, tables, plots, throughput) serve only this
+study, and the reusable pieces already live in `ecomrlve` (metrics, plots, config loader).
 """
 
 from __future__ import annotations

@@ -34,7 +34,6 @@ from ecomrlve.generators.context import GenContext
 from ecomrlve.procs import exit_with_parent
 from ecomrlve.store import DataPaths
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 ExecutorKind = Literal["threads", "processes", "dask"]
