@@ -30,6 +30,10 @@ Reported (printed, and written to OUT/learning.md):
 * throughput on the same tiny model and the same reference episodes: our SFT beside TRL's
   `SFTTrainer`, and our DAPO update beside the update phase of TRL's `GRPOTrainer` (its step
   minus its generation), in tokens/s of trained (assistant) tokens.
+
+Why one script over 700 lines: a benchmark is one runnable file (DEVELOPERS: `benchmarks/` are
+scripts printing a table); its parts (config, runs, tables, plots, throughput) serve only this
+study, and the reusable pieces already live in `ecomrlve` (metrics, plots, config loader).
 """
 
 from __future__ import annotations
@@ -413,6 +417,19 @@ def loop_clock() -> Any:
     return LoopClock()
 
 
+def trl_cpu_run(steps: int) -> dict[str, Any]:
+    """The TRL trainer arguments both timed runs share: `steps` updates on the CPU, one log line,
+    no checkpoints, no reporting, seed 0."""
+    return {
+        "max_steps": steps,
+        "use_cpu": True,
+        "report_to": "none",
+        "save_strategy": "no",
+        "logging_steps": steps,
+        "seed": 0,
+    }
+
+
 def trl_sft_rate(
     cfg: EcomConfig, model: Any, tokenizer: Any, sequences: list[Any], steps: int, work: Path
 ):
@@ -432,16 +449,11 @@ def trl_sft_rate(
     args = SFTConfig(
         output_dir=str(work / "trl-sft"),
         per_device_train_batch_size=training_value(cfg, "sft_batch_size"),
-        max_steps=steps,
         learning_rate=training_value(cfg, "sft_learning_rate"),
         lr_scheduler_type="constant",
         max_length=None,
-        use_cpu=True,
-        report_to="none",
-        save_strategy="no",
-        logging_steps=steps,
-        seed=0,
         dataloader_num_workers=0,
+        **trl_cpu_run(steps),
     )
     clock = loop_clock()
     trainer = Timed(
@@ -497,12 +509,7 @@ def trl_grpo_rate(cfg: EcomConfig, model: Any, tokenizer: Any, data: Path, steps
         epsilon_high=training_value(cfg, "clip_ratio_high"),
         loss_type="dapo",
         beta=0.0,
-        max_steps=steps,
-        use_cpu=True,
-        report_to="none",
-        save_strategy="no",
-        logging_steps=steps,
-        seed=0,
+        **trl_cpu_run(steps),
     )
     clock = loop_clock()
     trainer = Timed(

@@ -104,16 +104,17 @@ def generation_throughput(data: Path, tasks: int, workers: int, seed: int) -> tu
     from ecomrlve.flows.pipeline import _generation
 
     chunks, _ = plan_run(tasks, list(SCENARIOS), (0, 10), None, CHUNK_SIZE)
-    (_, stats), seconds = timed(
-        lambda: _generation("processes", workers, None)(
-            data_dir=str(data),
-            seed=seed,
-            chunks=chunks,
-            min_steps=None,
-            max_steps=None,
-            catalog_hash=catalog_hash(data),
+    with _generation("processes", workers, None, str(data)) as generation:
+        (_, stats), seconds = timed(
+            lambda: generation(
+                data_dir=str(data),
+                seed=seed,
+                chunks=chunks,
+                min_steps=None,
+                max_steps=None,
+                catalog_hash=catalog_hash(data),
+            )
         )
-    )
     return stats.valid, seconds
 
 

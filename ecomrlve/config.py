@@ -355,82 +355,61 @@ class ScaleConfig(StrictModel):
 
 # Flat training keys (how every config before the blocks spelled them) -> (block, field). A
 # before-validator moves them into their block, so a flat YAML and a nested one load the same.
+def _in_block(block: str, fields: str, prefix: str = "") -> dict[str, tuple[str, str]]:
+    """`{prefix + field: (block, field)}` for each of the space-separated `fields`, in order."""
+    return {f"{prefix}{name}": (block, name) for name in fields.split()}
+
+
 FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
-    **{
-        key: ("algorithm", key)
-        for key in (
-            "learning_rate",
-            "lr_schedule",
-            "weight_decay",
-            "max_grad_norm",
-            "total_steps",
-            "ppo_mini_batch_size",
-            "ppo_epochs",
-            "clip_ratio_c",
-            "clip_ratio_low",
-            "clip_ratio_high",
-            "dynamic_sampling",
-            "dynamic_sampling_metric",
-            "max_num_gen_batches",
-            "loss_agg_mode",
-            "overlong_shaping",
-            "overlong_buffer",
-            "overlong_penalty",
-            "kl_coef",
-        )
-    },
+    **_in_block(
+        "algorithm",
+        (
+            "learning_rate lr_schedule weight_decay max_grad_norm total_steps ppo_mini_batch_size "
+            "ppo_epochs clip_ratio_c clip_ratio_low clip_ratio_high dynamic_sampling "
+            "dynamic_sampling_metric max_num_gen_batches loss_agg_mode overlong_shaping "
+            "overlong_buffer overlong_penalty kl_coef"
+        ),
+    ),
     "algorithm": ("algorithm", "name"),
     "lr_warmup_steps": ("algorithm", "warmup_steps"),
-    **{
-        key: ("rollout", key)
-        for key in (
-            "prompts_per_step",
-            "group_size",
-            "vllm_gpu_memory_utilization",
-            "curriculum",
-            "adaptive_difficulty",
-            "adaptive_window",
-            "adaptive_threshold",
-            "adaptive_episodes",
-            "tool_curriculum",
-            "tool_curriculum_threshold",
-            "tool_curriculum_window",
-        )
-    },
-    **{
-        f"rollout_{key}": ("rollout", key)
-        for key in (
-            "engine",
-            "endpoints",
-            "endpoint_model",
-            "weights_dir",
-            "api_key_env",
-            "concurrency",
-        )
-    },
-    **{
-        f"sft_{key}": ("sft", key)
-        for key in ("epochs", "steps", "learning_rate", "warmup_steps", "lr_schedule", "batch_size")
-    },
-    **{f"eval_{key}": ("eval", key) for key in ("tasks", "samples", "temperature")},
+    **_in_block(
+        "rollout",
+        (
+            "prompts_per_step group_size vllm_gpu_memory_utilization curriculum "
+            "adaptive_difficulty adaptive_window adaptive_threshold adaptive_episodes "
+            "tool_curriculum tool_curriculum_threshold tool_curriculum_window"
+        ),
+    ),
+    **_in_block(
+        "rollout",
+        "engine endpoints endpoint_model weights_dir api_key_env concurrency",
+        prefix="rollout_",
+    ),
+    **_in_block(
+        "sft", "epochs steps learning_rate warmup_steps lr_schedule batch_size", prefix="sft_"
+    ),
+    **_in_block("eval", "tasks samples temperature", prefix="eval_"),
     "save_every": ("checkpoint", "save_every"),
     "keep_checkpoints": ("checkpoint", "keep"),
     "resume": ("checkpoint", "resume"),
-    **{
-        key: ("scale", key)
-        for key in (
-            "gpus",
-            "distributed",
-            "dtype",
-            "gradient_checkpointing",
-            "lora_rank",
-            "lora_alpha",
-            "mini_batch_size",
-            "max_tokens_per_micro_batch",
-        )
-    },
+    **_in_block(
+        "scale",
+        (
+            "gpus distributed dtype gradient_checkpointing lora_rank lora_alpha mini_batch_size "
+            "max_tokens_per_micro_batch"
+        ),
+    ),
 }
 TRAINING_BLOCKS: tuple[str, ...] = ("algorithm", "rollout", "sft", "eval", "checkpoint", "scale")
+
+
+def _agree(given: str, value: Any, key: str, held: dict[str, Any], block: str = "") -> None:
+    """Raise when `held` already sets `key` (the same setting as `given`) to another value."""
+    if key in held and held[key] != value:
+        raise ValueError(
+            f"training.{given} ({value!r}) and training.{block}{key} ({held[key]!r}) are the "
+            "same setting with different values; keep one"
+        )
 
 
 def _article_training_keys(raw: dict[str, Any]) -> dict[str, Any]:
@@ -444,11 +423,7 @@ def _article_training_keys(raw: dict[str, Any]) -> dict[str, Any]:
         if article not in raw:
             continue
         value = raw.pop(article)
-        if ours in raw and raw[ours] != value:
-            raise ValueError(
-                f"training.{article} ({value}) and training.{ours} ({raw[ours]}) are the same "
-                "setting with different values; keep one"
-            )
+        _agree(article, value, ours, raw)
         raw[ours] = value
         if article == "clip_epsilon" and "clip_ratio_high" not in raw:
             log.info(
@@ -496,11 +471,7 @@ def _nest_flat_keys(raw: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(nested, dict):
             continue  # pydantic names the block that is not a mapping
         value = raw[flat]
-        if field in nested and nested[field] != value:
-            raise ValueError(
-                f"training.{flat} ({value!r}) and training.{block}.{field} ({nested[field]!r}) "
-                "are the same setting with different values; keep one"
-            )
+        _agree(flat, value, field, nested, block=f"{block}.")
         nested[field] = value
     return out
 

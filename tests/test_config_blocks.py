@@ -27,7 +27,7 @@ FLAT_VALUES = {
     "lr_warmup_steps": st.integers(0, 50),
     "total_steps": st.integers(0, 500),
     "ppo_epochs": st.integers(1, 8),
-    "clip_ratio_low": st.floats(0.05, 0.25),
+    "clip_ratio_low": st.floats(0.05, 0.2),  # GRPO presets clip_ratio_high 0.2
     "dynamic_sampling_metric": st.sampled_from(["success", "reward"]),
     "loss_agg_mode": st.sampled_from(["token-mean", "seq-mean-token-mean"]),
     "group_size": st.integers(2, 64),

@@ -296,12 +296,16 @@ def test_dask_task_runner_gives_the_same_rows_as_threads(pipeline_run) -> None:
         "max_steps": None,
         "catalog_hash": catalog_hash(data),
     }
-    with LocalCluster(
-        n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None
-    ) as cluster:
-        on_dask, stats = _generation("dask", 2, cluster.scheduler_address)(**kwargs)
+    with (
+        LocalCluster(
+            n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None
+        ) as cluster,
+        _generation("dask", 2, cluster.scheduler_address, str(data)) as generation,
+    ):
+        on_dask, stats = generation(**kwargs)
     assert stats.chunks == 4 and stats.chunks_cached == 0 and stats.valid == 8
-    on_threads, cached = _generation("threads", 2, None)(**kwargs)
+    with _generation("threads", 2, None, str(data)) as generation:
+        on_threads, cached = generation(**kwargs)
     assert cached.chunks_cached == 4  # the Dask run's results are the cache
     for a, b in zip(on_dask, on_threads, strict=True):
         assert a.frame().equals(b.frame())

@@ -21,7 +21,6 @@ from ecomrlve.flows.regenerate import (
     fresh_seeds,
     weakest_axes,
 )
-from ecomrlve.flows.runners import TaskRunnerError, make_task_runner
 
 
 def test_prefect_env_is_private_quiet_and_respects_the_user(tmp_path, monkeypatch) -> None:
@@ -98,19 +97,6 @@ def test_params_pin_absolute_paths_and_validate_names(tmp_path, monkeypatch) -> 
         RegenerateParams(
             data_dir="d", name="h", min_steps=1, max_steps=2, tasks=1, scenarios=["nope"]
         )
-
-
-def test_task_runners() -> None:
-    from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
-    from prefect_dask import DaskTaskRunner
-
-    assert isinstance(make_task_runner("threads", 3), ThreadPoolTaskRunner)
-    assert isinstance(make_task_runner("processes", 2), ProcessPoolTaskRunner)
-    assert isinstance(make_task_runner("dask", 2, "tcp://127.0.0.1:8786"), DaskTaskRunner)
-    with pytest.raises(TaskRunnerError, match="unknown task runner"):
-        make_task_runner("rockets", 1)  # type: ignore[arg-type]
-    with pytest.raises(TaskRunnerError, match="workers"):
-        make_task_runner("threads", 0)
 
 
 # ---- regeneration planning ----------------------------------------------------------------------

@@ -32,6 +32,12 @@ from ecomrlve.generators import (
 )
 from ecomrlve.generators.base import seed_sequence
 from ecomrlve.generators.difficulty import DECREASING_AXES
+from ecomrlve.generators.fanout import (
+    ExecutorError,
+    chunk_executor,
+    open_executor,
+    run_on_executor,
+)
 from ecomrlve.generators.generate import task_row
 from ecomrlve.generators.phrasing import add_typos
 from ecomrlve.generators.registry import register
@@ -235,6 +241,40 @@ def test_process_pool_gives_the_same_rows(small_catalog_dir):
     pooled, report = generate_tasks(small_catalog_dir, 27, seed=4, workers=2, chunk_size=2)
     assert report.generated == 27
     assert_frame_equal(serial, pooled)
+
+
+@pytest.mark.parametrize("kind", ["threads", "processes"])
+def test_every_executor_kind_gives_the_same_chunk(small_catalog_dir, kind):
+    """The flows' generate stage sends chunks through `run_on_executor`: on an open executor
+    of any kind, and with none open, a chunk is the same rows."""
+    args = (str(small_catalog_dir), 4, "cart", 2, 0, 3, None, None)
+    here, _ = run_on_executor(small_catalog_dir, generate_chunk, *args)
+    with open_executor(kind, 2, small_catalog_dir):
+        there, report = run_on_executor(small_catalog_dir, generate_chunk, *args)
+        with (
+            pytest.raises(ExecutorError, match="already open"),
+            open_executor(kind, 1, small_catalog_dir),
+        ):
+            pass
+    assert report.generated == 3
+    assert_frame_equal(here, there)
+
+
+def test_executor_arguments_are_checked(small_catalog_dir):
+    with (
+        pytest.raises(ExecutorError, match="unknown task runner"),
+        chunk_executor(
+            "rockets",  # type: ignore[arg-type]
+            1,
+            small_catalog_dir,
+        ),
+    ):
+        pass
+    with (
+        pytest.raises(ExecutorError, match="workers"),
+        chunk_executor("threads", 0, small_catalog_dir),
+    ):
+        pass
 
 
 @pytest.mark.parametrize(

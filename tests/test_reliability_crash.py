@@ -419,9 +419,9 @@ def test_workers_die_with_their_parent(small_catalog_dir, tmp_path: Path) -> Non
 
 
 def test_pipeline_children_die_with_it(tmp_path: Path) -> None:
-    """The same for `ecomrlve pipeline --task-runner processes`: Prefect's pool workers, its
-    temporary API server (a uvicorn child Prefect stops only from an atexit hook) and the
-    reaper that ends it are all gone after a `kill -9` of the pipeline."""
+    """The same for `ecomrlve pipeline --task-runner processes`: the generation pool's workers,
+    Prefect's temporary API server (a uvicorn child Prefect stops only from an atexit hook) and
+    the reaper that ends it are all gone after a `kill -9` of the pipeline."""
     argv = [*ECOMRLVE, "pipeline", "--data", str(tmp_path / "data"), "--products", "3000"]
     argv += ["--tasks", "20000", "--skip-train", "--task-runner", "processes", "--workers", "2"]
     alive = _kill_parent_once_workers_run(argv, workers=2, log=tmp_path / "pipeline.log")

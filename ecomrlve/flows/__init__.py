@@ -11,7 +11,7 @@ Layout of the package:
 * `regenerate` seeds and per-scenario targets for fresh step-band tasks (no prefect);
 * `plots`      PNG plots of the dataset;
 * `stages`     the small typed Prefect tasks (cached on inputs + source, I/O retries);
-* `pipeline`   the thin flows that sequence them; `runners` picks the task runner;
+* `pipeline`   the thin flows that sequence them;
 * `serve`      deployments with a cron schedule; `cli` the `pipeline`/`curriculum`/`serve` commands.
 """
 

@@ -20,6 +20,7 @@ import polars as pl
 from prefect import flow, get_run_logger
 from prefect.futures import as_completed
 from prefect.runtime import flow_run as prefect_flow_run
+from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, Field
 
 from ecomrlve import store
@@ -30,6 +31,7 @@ from ecomrlve.flows.params import (
     CurriculumParams,
     PipelineParams,
     RegenerateParams,
+    TaskRunnerKind,
     with_overrides,
 )
 from ecomrlve.flows.progress import report
@@ -45,7 +47,6 @@ from ecomrlve.flows.regenerate import (
     run_success,
     weakest_axes,
 )
-from ecomrlve.flows.runners import make_task_runner
 from ecomrlve.flows.stages import (
     CurriculumSummary,
     PackedRows,
@@ -66,6 +67,7 @@ from ecomrlve.flows.stages import (
 )
 from ecomrlve.flows.verl_stage import verl_train_stage
 from ecomrlve.generators import feasible_cells
+from ecomrlve.generators.fanout import open_executor
 from ecomrlve.generators.generate import Chunk, check_band, plan_run
 
 PIPELINE_RUN = "pipeline"
@@ -76,6 +78,7 @@ VALIDATOR_CODE = ("ecomrlve.flows.validation",)
 CURRICULUM_CODE = ("ecomrlve.flows.curriculum",)
 PLOT_CODE = ("ecomrlve.flows.plots",)
 TRAIN_CODE = ("ecomrlve.train.run",)
+WAITING_PER_WORKER = 2  # Prefect threads per executor slot: one chunk running, one queued
 
 
 class StageRecord(BaseModel):
@@ -237,9 +240,17 @@ def generate_tasks(
     return results, stats
 
 
-def _generation(kind: str, workers: int, dask_address: str | None) -> Any:
-    """The `generate_tasks` subflow on the configured task runner."""
-    return generate_tasks.with_options(task_runner=make_task_runner(kind, workers, dask_address))
+@contextlib.contextmanager
+def _generation(
+    kind: TaskRunnerKind, workers: int, dask_address: str | None, data_dir: str
+) -> Iterator[Any]:
+    """The `generate_tasks` subflow, its chunks computed on one `chunk_executor` of `kind`
+    (`ecomrlve.generators.fanout`, the executor `ecomrlve generate` uses). Prefect's own
+    threads only wait on chunks, look up the cache and validate."""
+    with open_executor(kind, workers, data_dir, dask_address):
+        yield generate_tasks.with_options(
+            task_runner=ThreadPoolTaskRunner(max_workers=WAITING_PER_WORKER * workers)
+        )
 
 
 # ---- pipeline ---------------------------------------------------------------------------------
@@ -277,16 +288,17 @@ def pipeline(params: PipelineParams, overrides: dict[str, Any] | None = None) ->
         chunks, skipped = plan_run(
             cfg.data.tasks, params.scenarios, cfg.data.difficulty, band, cfg.data.chunk_size
         )
-        validated, stats = _generation(
-            cfg.data.task_runner, cfg.data.workers, cfg.data.dask_address
-        )(
-            data_dir=data_dir,
-            seed=cfg.data.seed,
-            chunks=chunks,
-            min_steps=cfg.data.min_steps,
-            max_steps=cfg.data.max_steps,
-            catalog_hash=catalog.catalog_hash,
-        )
+        with _generation(
+            cfg.data.task_runner, cfg.data.workers, cfg.data.dask_address, data_dir
+        ) as generation:
+            validated, stats = generation(
+                data_dir=data_dir,
+                seed=cfg.data.seed,
+                chunks=chunks,
+                min_steps=cfg.data.min_steps,
+                max_steps=cfg.data.max_steps,
+                catalog_hash=catalog.catalog_hash,
+            )
         if stats.chunks_cached == stats.chunks:
             rec.status = "cached"
         elif stats.chunks_cached:
@@ -541,8 +553,12 @@ def regenerate_curriculum(
 
     collected: list[ValidatedChunk] = []
     used_seeds: list[int] = []
-    generation = _generation(params.task_runner, params.workers, params.dask_address)
-    with clock.stage("generate") as rec:
+    with (
+        clock.stage("generate") as rec,
+        _generation(
+            params.task_runner, params.workers, params.dask_address, data_dir
+        ) as generation,
+    ):
         for round_seed in seeds:
             chunks = _chunks_for({c: n for c, n in need.items() if n > 0}, params.chunk_size)
             if not chunks:

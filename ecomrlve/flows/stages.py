@@ -274,9 +274,13 @@ def generate_chunk_stage(
     edited generator code makes these rows stale.
     """
     from ecomrlve.generators import generate_chunk
+    from ecomrlve.generators.fanout import run_on_executor
 
     started = time.perf_counter()
-    df, report = generate_chunk(
+    # computed on the flow's open `chunk_executor` (here when none is open)
+    df, report = run_on_executor(
+        data_dir,
+        generate_chunk,
         data_dir,
         seed,
         chunk.scenario,

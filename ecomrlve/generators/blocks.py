@@ -66,6 +66,16 @@ def ask_call(fact_keys: list[str], rng: np.random.Generator) -> ToolCall:
 
 # ---- the world ---------------------------------------------------------------------------------
 @dataclass
+class ReferenceParts:
+    """What a part of a task adds to its reference and its answer: tool calls in call order,
+    the facts the final answer must state, the policy rows it rests on."""
+
+    reference: list[ToolCall] = field(default_factory=list)
+    answer_facts: list[AnswerFact] = field(default_factory=list)
+    policies: list[str] = field(default_factory=list)
+
+
+@dataclass
 class World:
     """User, cart and orders of one task; `state()` is the env's `initial_state`."""
 

@@ -27,6 +27,7 @@ import numpy as np
 from ecomrlve.generators.base import GenerationError
 from ecomrlve.generators.blocks import (
     ProductNeed,
+    ReferenceParts,
     World,
     call,
     detail_fact,
@@ -93,12 +94,9 @@ def cost(followups: list[str]) -> int:
 
 
 @dataclass
-class FollowUps:
+class FollowUps(ReferenceParts):
     """What the follow-ups add to a task: reference calls, facts, goal parts, prompt text."""
 
-    reference: list[ToolCall] = field(default_factory=list)
-    facts: list[AnswerFact] = field(default_factory=list)
-    policies: list[str] = field(default_factory=list)
     relevant: list[str] = field(default_factory=list)
     slots: list[Slot] = field(default_factory=list)
     sentences: list[str] = field(default_factory=list)
@@ -121,7 +119,7 @@ class FollowUps:
         part the scenario keeps no list for must be empty (nothing is dropped silently)."""
         for mine, theirs, name in (
             (reference, self.reference, "calls"),
-            (facts, self.facts, "facts"),
+            (facts, self.answer_facts, "facts"),
             (policies, self.policies, "policy rows"),
         ):
             if mine is not None:
@@ -159,8 +157,8 @@ def add_followups(
         if kind == "order_detail":
             order, row = _described_order(ctx, rng, world, category)
             out.reference.append(call("get_order", order_id=order["order_id"]))
-            out.facts += status_facts(ctx, order, row)
-            out.facts.append(detail_fact(ctx, order, row, "payment"))
+            out.answer_facts += status_facts(ctx, order, row)
+            out.answer_facts.append(detail_fact(ctx, order, row, "payment"))
             out.relevant += [order["order_id"], ctx.item_ids[row]]
             say(DETAIL_SENTENCES, thing=line_phrase(ctx, row, rng), when=order_when(order, rng))
         elif kind == "refund":
@@ -172,7 +170,7 @@ def add_followups(
                 f"Refunds reach your original payment method within {low} to {high} business "
                 "days after the returned item is received."
             )
-            out.facts.append(fact("duration", f"{low}-{high}", told))
+            out.answer_facts.append(fact("duration", f"{low}-{high}", told))
             say(REFUND_SENTENCES)
         elif kind == "reorder":
             target = ctx.pick_in_stock(rng, category)

@@ -6,23 +6,20 @@
 * Every task's reference is replayed through the env's verifier (`reference_turns` + `verify`)
   before it is kept; a task that fails is counted in the report and never written.
 * `generate_chunk` is the unit a flow fans out (one scenario × difficulty, an index range);
-  `generate_tasks` spreads N tasks over the cells and runs chunks in a process pool (each worker
-  loads the catalog once); `write_tasks` publishes one Parquet file per partition and run,
-  all-or-nothing, and refreshes the DuckDB views.
+  `generate_tasks` spreads N tasks over the cells and runs chunks on `fanout.chunk_executor`
+  (the processes kind: each worker loads the catalog once), as the flows do; `write_tasks`
+  publishes one Parquet file per partition and run, all-or-nothing, and refreshes the views.
 """
 
 from __future__ import annotations
 
-import gc
 import logging
-import multiprocessing as mp
 import os
 import shutil
-import sys
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -38,8 +35,8 @@ from ecomrlve.generators.base import GenerationError, ScenarioConfig, TaskKey, s
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.difficulty import axes_for, check_difficulty
 from ecomrlve.generators.events import EVENTS_FROM, add_events, check_events_from
+from ecomrlve.generators.fanout import chunk_executor, spawn_can_import_main
 from ecomrlve.generators.registry import get_scenario
-from ecomrlve.procs import exit_with_parent
 from ecomrlve.store import DataPaths, StoreError
 from ecomrlve.tasks import TASK_SCHEMA, Task
 
@@ -352,32 +349,11 @@ def plan_run(
     return chunks, skipped
 
 
-def _spawn_can_import_main() -> bool:
-    """A spawned worker re-imports `__main__`; that fails for `python -` or a REPL."""
-    main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    return path is not None and os.path.exists(path)
-
-
-_WORKER_CTX: GenContext | None = None
-
-
-def _init_worker(data_dir: str, parent_pid: int) -> None:
-    global _WORKER_CTX
-    exit_with_parent(parent_pid)  # a kill -9 of the command must not leave workers behind
-    logging.getLogger("ecomrlve").setLevel(logging.WARNING)
-    _WORKER_CTX = GenContext.load(data_dir)
-    # the catalog (~10^5 strings and lists) lives as long as the worker: keep the cyclic GC
-    # from re-walking it on every full collection
-    gc.freeze()
-
-
 def _run_chunk(
-    seed: int, chunk: Chunk, band: tuple[int, int] | None, events_from: int
+    data_dir: str, seed: int, chunk: Chunk, band: tuple[int, int] | None, events_from: int
 ) -> tuple[list[dict[str, Any]], GenerationReport]:
-    if _WORKER_CTX is None:
-        raise RuntimeError("worker context not initialised")
-    return _chunk_rows(_WORKER_CTX, seed, chunk, band, events_from)
+    """One chunk in a pool worker (its catalog loaded once per process)."""
+    return _chunk_rows(GenContext.load(data_dir), seed, chunk, band, events_from)
 
 
 def _chunk_rows(
@@ -429,7 +405,7 @@ def _completed_chunks(
     `workers > 1`); the caller keeps or spills the rows, so memory is one chunk at a time."""
     if workers > 1 and isinstance(ctx_or_data, GenContext):
         raise ValueError("workers > 1 needs the data directory (each worker loads it)")
-    if workers > 1 and not _spawn_can_import_main():
+    if workers > 1 and not spawn_can_import_main():
         log.warning(
             "workers=%d needs a __main__ that a new process can import; running serially", workers
         )
@@ -446,19 +422,12 @@ def _completed_chunks(
     # catalog) and take chunks from the front, a few at a time.
     pending = deque(chunks)
     pool_size = workers - 1
-    # spawn, not fork: the parent holds tantivy and polars thread pools, and a child forked
-    # while one of their locks is held can hang for ever
-    with ProcessPoolExecutor(
-        max_workers=pool_size,
-        mp_context=mp.get_context("spawn"),
-        initializer=_init_worker,
-        initargs=(data_dir, os.getpid()),
-    ) as pool:
+    with chunk_executor("processes", pool_size, data_dir) as pool:
         running: dict[Future, Chunk] = {}
         while pending or running:
             while pending and len(running) < IN_FLIGHT_PER_WORKER * pool_size:
                 chunk = pending.popleft()
-                running[pool.submit(_run_chunk, seed, chunk, band, events_from)] = chunk
+                running[pool.submit(_run_chunk, data_dir, seed, chunk, band, events_from)] = chunk
             finished = [future for future in running if future.done()]
             for future in finished:
                 rows, part = future.result()

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ecomrlve.generators.blocks import call, cancelled_fact
+from ecomrlve.generators.blocks import ReferenceParts, call, cancelled_fact
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import below, between
-from ecomrlve.tasks import AnswerFact, ExchangeSpec, ReturnSpec, ToolCall
+from ecomrlve.tasks import ExchangeSpec, ReturnSpec
 
 
 @dataclass(frozen=True)
@@ -78,15 +78,12 @@ def delivered_order(
 
 
 @dataclass
-class OrderRequests:
+class OrderRequests(ReferenceParts):
     """The reference calls and goal parts that a task's requests add up to, in call order."""
 
-    reference: list[ToolCall] = field(default_factory=list)
     returns: list[ReturnSpec] = field(default_factory=list)
     exchanges: list[ExchangeSpec] = field(default_factory=list)
     cancel: list[str] = field(default_factory=list)
-    answer_facts: list[AnswerFact] = field(default_factory=list)
-    policies: list[str] = field(default_factory=list)
 
     def return_item(self, ctx: GenContext, order: dict[str, Any], row: int, reason: str) -> None:
         """`return_item` on line `row` of a delivered `order`."""

@@ -240,18 +240,6 @@ _OUR_TOOL_LINE = """\
             {{- tool | tojson }}
         {%- endif %}
 """
-_HISTORY_THINK = """\
-        {%- if loop.index0 > ns.last_query_index %}
-            {%- if loop.last or (not loop.last and reasoning_content) %}
-                {{- '<|im_start|>' + message.role + '\\n<think>\\n' \
-+ reasoning_content.strip('\\n') + '\\n</think>\\n\\n' + content.lstrip('\\n') }}
-            {%- else %}
-                {{- '<|im_start|>' + message.role + '\\n' + content }}
-            {%- endif %}
-        {%- else %}
-            {{- '<|im_start|>' + message.role + '\\n' + content }}
-        {%- endif %}
-"""
 _ALWAYS_THINK = """\
         {{- '<|im_start|>' + message.role + '\\n<think>\\n' \
 + reasoning_content.strip('\\n') + '\\n</think>\\n\\n' + content.lstrip('\\n') }}
@@ -262,7 +250,7 @@ _THINK_OFF_UNLESS_TRUE = "{%- if not (enable_thinking is defined and enable_thin
 
 def trl_chat_template() -> str:
     """The project's Qwen3-style chat template as TRL's GRPO needs it (see the module doc)."""
-    from ecomrlve.train.model import QWEN3_STYLE_CHAT_TEMPLATE
+    from ecomrlve.train.model import HISTORY_THINK_BLOCK, QWEN3_STYLE_CHAT_TEMPLATE
 
     text = json.dumps(
         {s["function"]["name"]: json.dumps(s, ensure_ascii=False) for s in tool_schemas()},
@@ -271,7 +259,7 @@ def trl_chat_template() -> str:
     template = "{%- set ecom_tool_text = " + text + " %}\n" + QWEN3_STYLE_CHAT_TEMPLATE
     for old, new in (
         (_TOOL_LINE, _OUR_TOOL_LINE),
-        (_HISTORY_THINK, _ALWAYS_THINK),
+        (HISTORY_THINK_BLOCK, _ALWAYS_THINK),
         (_THINK_OFF_IF_FALSE, _THINK_OFF_UNLESS_TRUE),
     ):
         if template.count(old) != 1:

@@ -9,9 +9,39 @@ weights into the engine after an update.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ecomrlve.env import Verdict
 
 FinishReason = Literal["stop", "length"]
+
+
+def has_prompts(prompts_token_ids: list[list[int]]) -> bool:
+    """Whether there is anything to generate; raises ValueError on an empty prompt."""
+    if any(len(p) == 0 for p in prompts_token_ids):
+        raise ValueError("every prompt needs at least one token")
+    return bool(prompts_token_ids)
+
+
+class Judged:
+    """An episode's outcome read off its verdict (none yet: no reward, no success, one step
+    per turn). Mixed into the dataclasses that hold `verdict` and `turns`."""
+
+    verdict: Verdict | None
+    turns: list[str]
+
+    @property
+    def reward(self) -> float:
+        return self.verdict.reward if self.verdict else 0.0
+
+    @property
+    def success(self) -> bool:
+        return bool(self.verdict and self.verdict.success)
+
+    @property
+    def steps(self) -> int:
+        return self.verdict.steps if self.verdict else len(self.turns)
 
 
 @dataclass(frozen=True)

@@ -46,11 +46,27 @@ MARKUP_TOKENS = (
     "</think>",
 )
 
+# How an assistant turn after the last user query renders: with its <think> block when it is the
+# last turn or has reasoning, without one otherwise (TRL's template swaps this block out).
+HISTORY_THINK_BLOCK = """\
+        {%- if loop.index0 > ns.last_query_index %}
+            {%- if loop.last or (not loop.last and reasoning_content) %}
+                {{- '<|im_start|>' + message.role + '\\n<think>\\n' \
++ reasoning_content.strip('\\n') + '\\n</think>\\n\\n' + content.lstrip('\\n') }}
+            {%- else %}
+                {{- '<|im_start|>' + message.role + '\\n' + content }}
+            {%- endif %}
+        {%- else %}
+            {{- '<|im_start|>' + message.role + '\\n' + content }}
+        {%- endif %}
+"""
+
 # The structure of Qwen3's chat template: tools in the system turn inside <tools></tools>,
 # assistant tool calls as <tool_call>{json}</tool_call>, consecutive tool results grouped in one
 # user turn as <tool_response> blocks, <think> handling for the last assistant turns, and the
 # empty think block in the generation prompt when enable_thinking is false.
-QWEN3_STYLE_CHAT_TEMPLATE = """\
+QWEN3_STYLE_CHAT_TEMPLATE = (
+    """\
 {%- if tools %}
     {{- '<|im_start|>system\\n' }}
     {%- if messages[0].role == 'system' %}
@@ -94,16 +110,9 @@ arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": 
                 {%- set content = content.split('</think>')[-1].lstrip('\\n') %}
             {%- endif %}
         {%- endif %}
-        {%- if loop.index0 > ns.last_query_index %}
-            {%- if loop.last or (not loop.last and reasoning_content) %}
-                {{- '<|im_start|>' + message.role + '\\n<think>\\n' \
-+ reasoning_content.strip('\\n') + '\\n</think>\\n\\n' + content.lstrip('\\n') }}
-            {%- else %}
-                {{- '<|im_start|>' + message.role + '\\n' + content }}
-            {%- endif %}
-        {%- else %}
-            {{- '<|im_start|>' + message.role + '\\n' + content }}
-        {%- endif %}
+"""
+    + HISTORY_THINK_BLOCK
+    + """\
         {%- if message.tool_calls %}
             {%- for tool_call in message.tool_calls %}
                 {%- if (loop.first and content) or (not loop.first) %}
@@ -142,6 +151,7 @@ arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": 
         {{- '<think>\\n\\n</think>\\n\\n' }}
     {%- endif %}
 {%- endif %}"""
+)
 
 
 class ModelNotFoundError(ValueError):

@@ -27,13 +27,13 @@ from ecomrlve.config import AgentConfig, EnvConfig, ProgressFn
 from ecomrlve.env import Catalog, EcomEnv, Verdict, reference_turns, verify
 from ecomrlve.tasks import Task
 from ecomrlve.train.chat import ChatFormat, TokenSequence
-from ecomrlve.train.engine import RolloutEngine, SamplingParams
+from ecomrlve.train.engine import Judged, RolloutEngine, SamplingParams
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class Episode:
+class Episode(Judged):
     """One played episode: its tokens (with loss mask and sampling log-probs) and its verdict."""
 
     task: Task
@@ -47,18 +47,6 @@ class Episode:
     # the oldest policy version its turns were sampled with (engines that report one in
     # `Completion.extra`, such as the endpoint engine; None otherwise): staleness = now - this
     policy_version: int | None = None
-
-    @property
-    def reward(self) -> float:
-        return self.verdict.reward if self.verdict else 0.0
-
-    @property
-    def success(self) -> bool:
-        return bool(self.verdict and self.verdict.success)
-
-    @property
-    def steps(self) -> int:
-        return self.verdict.steps if self.verdict else len(self.turns)
 
 
 @dataclass

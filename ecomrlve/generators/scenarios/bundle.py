@@ -25,7 +25,7 @@ from ecomrlve.generators.difficulty import SearchTopK
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import join_words, money
 from ecomrlve.generators.prompts import compose
-from ecomrlve.tasks import Goal, PurchaseSpec, Slot
+from ecomrlve.tasks import Goal, PurchaseSpec, Slot, ToolCall
 
 GROUPS: tuple[tuple[str, ...], ...] = (
     ("yoga mats", "t-shirts", "sneakers", "headphones"),
@@ -96,23 +96,17 @@ class Bundle(Scenario):
     def build(
         self, config: BundleConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
     ) -> Draft:
-        n: int = plan["n"]
-        group = [c for c in pick(rng, GROUPS) if c in ctx.categories]
-        others = [c for c in ctx.categories if c not in group]
-        categories = list(rng.permutation(group))[:n]
-        while len(categories) < n:
-            categories.append(others.pop(below(rng, len(others))))
+        """The categories, then per slot its need and the cheapest acceptable pick (search,
+        add), checkout; the budget is the picks' subtotal plus the slack."""
+        categories = _categories(ctx, rng, plan["n"])
         world = World.new(ctx, rng)
         reference = []
         if plan["hide_budget"]:
             reference.append(ask_call(["budget"], rng))
         needs, picks = [], []
         for category, keys in zip(categories, plan["keys"], strict=True):
-            row = ctx.pick_in_stock(rng, str(category))
-            need = ProductNeed.build(ctx, row, keys, rng)
-            search, good = need.search(ctx, query_for(ctx, row, rng), config.search_top_k)
-            cheapest = min(good, key=lambda r: (ctx.price[r], r))
-            reference += [search, call("add_to_cart", item_id=ctx.item_ids[cheapest], quantity=1)]
+            need, cheapest, calls = _cheapest_slot(ctx, rng, category, keys, config.search_top_k)
+            reference += calls
             needs.append(need)
             picks.append(cheapest)
         reference.append(call("checkout"))
@@ -140,3 +134,25 @@ class Bundle(Scenario):
             typo_rate=config.typo_rate,
         )
         return Draft(prompt, goal, world.state(), reference)
+
+
+def _categories(ctx: GenContext, rng: np.random.Generator, n: int) -> list[str]:
+    """`n` categories: a group that goes together, shuffled, topped up with others."""
+    group = [c for c in pick(rng, GROUPS) if c in ctx.categories]
+    others = [c for c in ctx.categories if c not in group]
+    categories = list(rng.permutation(group))[:n]
+    while len(categories) < n:
+        categories.append(others.pop(below(rng, len(others))))
+    return [str(c) for c in categories]
+
+
+def _cheapest_slot(
+    ctx: GenContext, rng: np.random.Generator, category: str, keys: list[str], top_k: int
+) -> tuple[ProductNeed, int, list[ToolCall]]:
+    """One slot: the need drawn from an in-stock product of `category`, the cheapest
+    acceptable row its search shows, and the search + `add_to_cart` calls."""
+    row = ctx.pick_in_stock(rng, category)
+    need = ProductNeed.build(ctx, row, keys, rng)
+    search, good = need.search(ctx, query_for(ctx, row, rng), top_k)
+    cheapest = min(good, key=lambda r: (ctx.price[r], r))
+    return need, cheapest, [search, call("add_to_cart", item_id=ctx.item_ids[cheapest], quantity=1)]

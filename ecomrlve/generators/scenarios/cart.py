@@ -25,7 +25,7 @@ from ecomrlve.generators.difficulty import SearchTopK
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import join_words, size_phrase
 from ecomrlve.generators.prompts import compose, counted
-from ecomrlve.tasks import Goal, PurchaseSpec, Slot
+from ecomrlve.tasks import Goal, PurchaseSpec, Slot, ToolCall
 
 MAX_STEPS = 9
 LINE_KEYS = ["brand", "color", "size"]
@@ -120,36 +120,21 @@ class Cart(Scenario):
     def build(
         self, config: CartConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
     ) -> Draft:
-        n_new, n_fixed, n_remove = plan["n_new"], plan["n_fixed"], plan["n_remove"]
-        n_wanted = n_new + n_fixed
-        categories = rng.permutation(len(ctx.categories))[:n_wanted]
-        needs: list[ProductNeed] = []
-        targets: list[int] = []
-        for c in categories:
-            quantity = int(rng.choice([1, 1, 2, 2, 3]))
-            row = ctx.pick_in_stock(rng, ctx.categories[int(c)], min_stock=quantity + 2)
-            needs.append(ProductNeed.build(ctx, row, LINE_KEYS, rng, quantity=quantity))
-            targets.append(row)
+        """The wanted lines, then one block per kind of change: quantities to fix and mistakes
+        to remove (both already in the cart, done after `view_cart` in a shuffled order), new
+        lines to search and add; then checkout."""
+        n_new = plan["n_new"]
+        needs, targets = _wanted_lines(ctx, rng, n_new + plan["n_fixed"])
         world = World.new(ctx, rng)
-        cart: list[dict] = []
         reference = []
         hide_quantity = plan["hide_quantity"]
-        hidden_need = below(rng, n_wanted) if hide_quantity else -1
+        hidden_need = below(rng, len(needs)) if hide_quantity else -1
         if hide_quantity:
             reference.append(ask_call(["quantity"], rng))
         # wanted lines already in the cart at a wrong quantity: the last n_fixed needs
-        fixes = []
-        for need, row in zip(needs[n_new:], targets[n_new:], strict=True):
-            wrong = int(rng.choice([q for q in (1, 2, 3, 4) if q != need.quantity]))
-            cart.append({"item_id": ctx.item_ids[row], "quantity": wrong})
-            fixes.append(call("set_quantity", item_id=ctx.item_ids[row], quantity=need.quantity))
-        removals = []
-        taken = {r for need in needs for r in need.acceptable.tolist()}
-        for k in range(n_remove):
-            row = self._mistake(ctx, rng, targets[k % len(targets)], taken)
-            taken.add(row)
-            cart.append({"item_id": ctx.item_ids[row], "quantity": between(rng, 1, 3)})
-            removals.append(call("remove_from_cart", item_id=ctx.item_ids[row]))
+        cart, fixes = _wrong_quantities(ctx, rng, needs[n_new:], targets[n_new:])
+        mistakes, removals = self._mistakes(ctx, rng, needs, targets, plan["n_remove"])
+        cart += mistakes
         order = rng.permutation(len(cart))
         world.cart = [cart[int(i)] for i in order]
         if world.cart:
@@ -158,14 +143,7 @@ class Cart(Scenario):
             reference += [changes[int(i)] for i in rng.permutation(len(changes))]
         relevant = [line["item_id"] for line in world.cart]
         for need, row in zip(needs[:n_new], targets[:n_new], strict=True):
-            search, good = need.search(
-                ctx, query_for(ctx, row, rng), config.search_top_k, min_stock=need.quantity
-            )
-            reference += [
-                search,
-                call("add_to_cart", item_id=ctx.item_ids[good[0]], quantity=need.quantity),
-            ]
-            relevant.append(ctx.item_ids[good[0]])
+            reference += _add_line(ctx, rng, need, row, config.search_top_k, relevant)
         reference.append(call("checkout"))
 
         lines = join_words(
@@ -190,6 +168,24 @@ class Cart(Scenario):
         )
         return Draft(prompt, goal, world.state(), reference)
 
+    def _mistakes(
+        self,
+        ctx: GenContext,
+        rng: np.random.Generator,
+        needs: list[ProductNeed],
+        targets: list[int],
+        n_remove: int,
+    ) -> tuple[list[dict], list[ToolCall]]:
+        """`n_remove` cart lines that must go, and the `remove_from_cart` call of each."""
+        cart, removals = [], []
+        taken = {r for need in needs for r in need.acceptable.tolist()}
+        for k in range(n_remove):
+            row = self._mistake(ctx, rng, targets[k % len(targets)], taken)
+            taken.add(row)
+            cart.append({"item_id": ctx.item_ids[row], "quantity": between(rng, 1, 3)})
+            removals.append(call("remove_from_cart", item_id=ctx.item_ids[row]))
+        return cart, removals
+
     @staticmethod
     def _mistake(ctx: GenContext, rng: np.random.Generator, target: int, taken: set[int]) -> int:
         """A line that must go: another variant of a wanted product, or something unrelated."""
@@ -203,3 +199,46 @@ class Cart(Scenario):
             if row not in taken:
                 return row
         raise GenerationError("no distinct line to put in the cart by mistake")
+
+
+def _wanted_lines(
+    ctx: GenContext, rng: np.random.Generator, n_wanted: int
+) -> tuple[list[ProductNeed], list[int]]:
+    """One product need (1-3 units, enough in stock) per wanted line, each of another category,
+    and the catalog row each was drawn from."""
+    categories = rng.permutation(len(ctx.categories))[:n_wanted]
+    needs: list[ProductNeed] = []
+    targets: list[int] = []
+    for c in categories:
+        quantity = int(rng.choice([1, 1, 2, 2, 3]))
+        row = ctx.pick_in_stock(rng, ctx.categories[int(c)], min_stock=quantity + 2)
+        needs.append(ProductNeed.build(ctx, row, LINE_KEYS, rng, quantity=quantity))
+        targets.append(row)
+    return needs, targets
+
+
+def _wrong_quantities(
+    ctx: GenContext, rng: np.random.Generator, needs: list[ProductNeed], targets: list[int]
+) -> tuple[list[dict], list[ToolCall]]:
+    """Wanted lines already in the cart at a wrong quantity, and the `set_quantity` fixes."""
+    cart, fixes = [], []
+    for need, row in zip(needs, targets, strict=True):
+        wrong = int(rng.choice([q for q in (1, 2, 3, 4) if q != need.quantity]))
+        cart.append({"item_id": ctx.item_ids[row], "quantity": wrong})
+        fixes.append(call("set_quantity", item_id=ctx.item_ids[row], quantity=need.quantity))
+    return cart, fixes
+
+
+def _add_line(
+    ctx: GenContext,
+    rng: np.random.Generator,
+    need: ProductNeed,
+    row: int,
+    top_k: int,
+    relevant: list[str],
+) -> list[ToolCall]:
+    """A new line: its search and the `add_to_cart` of the first acceptable result (its id
+    appended to `relevant`)."""
+    search, good = need.search(ctx, query_for(ctx, row, rng), top_k, min_stock=need.quantity)
+    relevant.append(ctx.item_ids[good[0]])
+    return [search, call("add_to_cart", item_id=ctx.item_ids[good[0]], quantity=need.quantity)]

@@ -42,7 +42,7 @@ from ecomrlve.generators.difficulty import HistoryLength, IntentCount
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.phrasing import join_words
 from ecomrlve.generators.prompts import compose
-from ecomrlve.tasks import AnswerFact, Goal
+from ecomrlve.tasks import AnswerFact, Goal, ToolCall
 
 STATUSES: tuple[str, ...] = ("pending", "processing", "shipped", "delivered", "cancelled")
 DETAILS: tuple[str, ...] = ("address", "payment", "price")
@@ -130,40 +130,21 @@ class OrderStatus(Scenario):
     def build(
         self, config: OrderStatusConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
     ) -> Draft:
+        """The orders asked about (each with its detail question), look-alikes and fillers;
+        then one status block per order and the cancellation question when there is one."""
         details: list[str | None] = plan["details"]
         statuses: list[str] = plan["statuses"]
         world = World.new(ctx, rng)
         n = len(statuses)
         categories = [ctx.categories[int(i)] for i in rng.permutation(len(ctx.categories))[:n]]
         ids = ctx.order_ids(rng, n + config.n_distractors + config.n_orders)
-        targets = []
-        for k, (status, category) in enumerate(zip(statuses, categories, strict=True)):
-            row = ctx.pick_any(rng, category)
-            quantity = 1 if details[k] == "price" else between(rng, 1, 3)
-            placed = placed_days_ago_for(status, rng)
-            order = ctx.order(ids[k], [row], [quantity], status, placed, user=world.user)
-            if details[k] == "address" and rng.random() < 0.7:
-                order["shipping_address"] = ctx.make_user(rng)["address"]  # a gift
-            if details[k] == "payment":
-                order["payment_method"] = paid_with(rng, world.user["payment_methods"])
-            targets.append((order, row))
-        # look-alikes: same kind of product in another colour, another status and date
-        distractors = []
-        for k in range(config.n_distractors):
-            other = look_alike(ctx, rng, targets[k % n][1])
-            if other is None:
-                continue
-            status = pick(rng, STATUSES)
-            distractors.append(
-                ctx.order(
-                    ids[n + k],
-                    [other],
-                    [1],
-                    status,
-                    placed_days_ago_for(status, rng),
-                    user=world.user,
-                )
+        targets = [
+            _target_order(ctx, rng, world, order_id, status, category, detail)
+            for order_id, status, category, detail in zip(
+                ids[:n], statuses, categories, details, strict=True
             )
+        ]
+        distractors = _look_alikes(ctx, rng, world, targets, ids[n:], config.n_distractors)
         fillers = filler_orders(ctx, rng, ids[n + config.n_distractors :], set(categories))
         world.orders = [o for o, _ in targets] + distractors + fillers
 
@@ -179,19 +160,13 @@ class OrderStatus(Scenario):
             phrase = f"my order with {line_phrase(ctx, row, rng)} (placed {order_when(order, rng)})"
             answer_facts += status_facts(ctx, order, row)
             if detail is not None:
-                reference.append(call("get_order", order_id=order["order_id"]))
                 phrase += f", and {DETAIL_QUESTIONS[detail]}"
                 detail_asks.append(DETAIL_QUESTIONS[detail])
-                answer_facts.append(detail_fact(ctx, order, row, detail))
+                _ask_detail(ctx, order, row, detail, reference, answer_facts)
             phrases.append(phrase)
         question = ""
         if plan["cancel_question"]:
-            policy_id = ctx.policy_ids[CANCELLATION_POLICY]
-            query = pick(rng, ("cancel shipped order", "cancellation policy shipped orders"))
-            reference.append(policy_call(ctx, query, policy_id, policies))
-            question = CANCEL_QUESTION.format(noun=ctx.noun(targets[0][1]))
-            # the first target's status fact already says "shipped"; add the verdict and the way out
-            answer_facts += shipped_no_cancel_facts(ctx, *targets[0])[1:]
+            question = _cancel_question(ctx, rng, targets[0], reference, answer_facts, policies)
         if len(phrases) > 1:
             orders_text = "; ".join(f"({k}) {p}" for k, p in enumerate(phrases, start=1))
         else:
@@ -224,3 +199,75 @@ class OrderStatus(Scenario):
             typo_rate=config.typo_rate,
         )
         return Draft(prompt, goal, world.state(), reference)
+
+
+def _target_order(
+    ctx: GenContext,
+    rng: np.random.Generator,
+    world: World,
+    order_id: str,
+    status: str,
+    category: str,
+    detail: str | None,
+) -> tuple[dict[str, Any], int]:
+    """An order asked about (one line of `category`) and its row; a price question buys one
+    unit, an address question is often a gift, a payment question names the card used."""
+    row = ctx.pick_any(rng, category)
+    quantity = 1 if detail == "price" else between(rng, 1, 3)
+    placed = placed_days_ago_for(status, rng)
+    order = ctx.order(order_id, [row], [quantity], status, placed, user=world.user)
+    if detail == "address" and rng.random() < 0.7:
+        order["shipping_address"] = ctx.make_user(rng)["address"]  # a gift
+    if detail == "payment":
+        order["payment_method"] = paid_with(rng, world.user["payment_methods"])
+    return order, row
+
+
+def _look_alikes(
+    ctx: GenContext,
+    rng: np.random.Generator,
+    world: World,
+    targets: list[tuple[dict[str, Any], int]],
+    ids: list[str],
+    n_distractors: int,
+) -> list[dict[str, Any]]:
+    """Look-alikes: the same kind of product in another colour, another status and date."""
+    distractors = []
+    for k in range(n_distractors):
+        other = look_alike(ctx, rng, targets[k % len(targets)][1])
+        if other is None:
+            continue
+        status = pick(rng, STATUSES)
+        placed = placed_days_ago_for(status, rng)
+        distractors.append(ctx.order(ids[k], [other], [1], status, placed, user=world.user))
+    return distractors
+
+
+def _ask_detail(
+    ctx: GenContext,
+    order: dict[str, Any],
+    row: int,
+    detail: str,
+    reference: list[ToolCall],
+    answer_facts: list[AnswerFact],
+) -> None:
+    """A detail question (price, address, payment, ...) is answered from `get_order`."""
+    reference.append(call("get_order", order_id=order["order_id"]))
+    answer_facts.append(detail_fact(ctx, order, row, detail))
+
+
+def _cancel_question(
+    ctx: GenContext,
+    rng: np.random.Generator,
+    target: tuple[dict[str, Any], int],
+    reference: list[ToolCall],
+    answer_facts: list[AnswerFact],
+    policies: list[str],
+) -> str:
+    """Can the (shipped) first order still be cancelled: the policy lookup, the question, and
+    the verdict with the way out (its status fact already says "shipped")."""
+    policy_id = ctx.policy_ids[CANCELLATION_POLICY]
+    query = pick(rng, ("cancel shipped order", "cancellation policy shipped orders"))
+    reference.append(policy_call(ctx, query, policy_id, policies))
+    answer_facts += shipped_no_cancel_facts(ctx, *target)[1:]
+    return CANCEL_QUESTION.format(noun=ctx.noun(target[1]))

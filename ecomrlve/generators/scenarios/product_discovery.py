@@ -16,6 +16,7 @@ over the whole catalog with `Catalog.filter_mask` (plus the stock floor for bulk
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,7 @@ from ecomrlve.generators.difficulty import HistoryLength, IntentCount, SearchTop
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import FACT_KEY, constraint_phrase
 from ecomrlve.generators.prompts import compose, hidden_signal
-from ecomrlve.tasks import Goal, RecommendSpec
+from ecomrlve.tasks import Goal, RecommendSpec, ToolCall
 
 TEMPLATES: tuple[str, ...] = (
     "I'm looking for {category}{constraints}.{extra} Can you recommend {count} that I can "
@@ -153,6 +154,9 @@ class ProductDiscovery(Scenario):
     def build(
         self, config: DiscoveryConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
     ) -> Draft:
+        """The need, then one block per twist it carries: a relaxed value (the first choice is
+        only out of stock), an anchor (a value read in a past order), bulk (stock checked per
+        pick), hidden constraints (asked for); then the search and the recommendation."""
         keys: list[str] = plan["keys"]
         anchor, relax, hidden = plan["anchor"], plan["relax"], plan["hidden"]
         n_recommend = plan["n_recommend"]
@@ -165,34 +169,11 @@ class ProductDiscovery(Scenario):
         extra: list[str] = []
         strict_call = None
         if relax is not None:
-            strict_value = self._unavailable_value(ctx, need, relax, target, rng)
-            strict_filters = {**need.filters, relax: strict_value}
-            if relax in need.values:
-                fallback = need.values[relax]
-                extra.append(
-                    RELAX_WITH_FALLBACK[relax].format(strict=strict_value, fallback=fallback)
-                )
-            else:
-                extra.append(RELAX_WITHOUT[relax].format(strict=strict_value))
-            strict_call = call(
-                "search",
-                query=query_for(ctx, target, rng),
-                filters=strict_filters,
-                top_k=config.search_top_k,
-            )
-        anchor_phrase = ""
-        anchor_order = None
+            sentence, strict_call = self._relaxed(ctx, rng, need, relax, target, config)
+            extra.append(sentence)
+        anchored = None
         if anchor is not None:
-            anchor_row = self._anchor_item(ctx, need, anchor, target, rng)
-            ids = ctx.order_ids(rng, config.n_orders)
-            anchor_order = ctx.order(
-                ids[0], [anchor_row], [1], "delivered", between(rng, 12, 90), user=world.user
-            )
-            avoid = {category, ctx.category.value(anchor_row)}
-            world.orders = [anchor_order, *filler_orders(ctx, rng, ids[1:], avoid)]
-            anchor_line = line_phrase(ctx, anchor_row, rng, omit=anchor)
-            anchor_when = order_when(anchor_order, rng)
-            anchor_phrase = ANCHOR_PHRASES[anchor].format(line=anchor_line, when=anchor_when)
+            anchored = self._anchored(ctx, rng, world, need, anchor, target, config.n_orders)
         elif config.n_orders > 0:
             world.orders = filler_orders(ctx, rng, ctx.order_ids(rng, config.n_orders), {category})
         stated_parts = [
@@ -200,8 +181,8 @@ class ProductDiscovery(Scenario):
             for k, v in need.values.items()
             if k not in hidden and k != anchor and k != relax
         ]
-        if anchor_phrase:
-            stated_parts.append(anchor_phrase)
+        if anchored is not None:
+            stated_parts.append(anchored.phrase)
         constraints = " " + ", ".join(stated_parts) if stated_parts else ""
         if quantity > 1:
             extra.append(f" I need {quantity} units, so it has to have enough stock.")
@@ -223,20 +204,11 @@ class ProductDiscovery(Scenario):
         reference = []
         if hidden:
             reference.append(ask_call([FACT_KEY[k] for k in hidden], rng))
-        if anchor_order is not None:
+        if anchored is not None:
             reference.append(call("list_orders"))
         if strict_call is not None:
             reference.append(strict_call)
-        search, good = need.search(
-            ctx, query_for(ctx, target, rng), config.search_top_k, min_stock=quantity
-        )
-        if len(good) < n_recommend:
-            raise GenerationError("the reference search shows too few acceptable items")
-        chosen = good[:n_recommend]
-        reference.append(search)
-        if quantity > 1:
-            reference.extend(call("get_product", item_id=ctx.item_ids[r]) for r in chosen)
-        reference.append(call("recommend", item_ids=ctx.ids(chosen)))
+        chosen = _search_and_recommend(ctx, rng, need, target, n_recommend, config, reference)
         more = followups.add_followups(
             plan["followups"], ctx, rng, world, {category}, typo_rate=config.typo_rate
         )
@@ -244,15 +216,12 @@ class ProductDiscovery(Scenario):
         prompt = more.prompt(prompt)
         acceptable = need.acceptable_ids(ctx)
         facts = need.facts()
-        if anchor is not None:
+        relevant = [*ctx.ids(chosen), *more.relevant]
+        if anchored is not None:
             # the anchored value is to be read in the order history: asked about it (or
             # "anything else?"), the customer points there again, never says the value
-            facts[FACT_KEY[anchor]] = ANCHOR_POINTERS[anchor].format(
-                line=anchor_line, when=anchor_when
-            )
-        relevant = [*ctx.ids(chosen), *more.relevant]
-        if anchor_order is not None:
-            relevant += [anchor_order["order_id"], anchor_order["items"][0]["item_id"]]
+            facts[FACT_KEY[anchor]] = anchored.pointer
+            relevant += [anchored.order["order_id"], anchored.order["items"][0]["item_id"]]
         goal = Goal(
             user_facts=facts,
             recommend=RecommendSpec(acceptable=acceptable, min_items=n_recommend, max_items=3),
@@ -261,6 +230,59 @@ class ProductDiscovery(Scenario):
             typo_rate=config.typo_rate,
         )
         return Draft(prompt, goal, world.state(), reference)
+
+    def _relaxed(
+        self,
+        ctx: GenContext,
+        rng: np.random.Generator,
+        need: ProductNeed,
+        relax: str,
+        target: int,
+        config: DiscoveryConfig,
+    ) -> tuple[str, ToolCall]:
+        """The first choice for `relax` that is only out of stock: the sentence that asks for it
+        (with the fallback when the need keeps that key) and the search that finds it empty."""
+        strict_value = self._unavailable_value(ctx, need, relax, target, rng)
+        strict_filters = {**need.filters, relax: strict_value}
+        if relax in need.values:
+            fallback = need.values[relax]
+            sentence = RELAX_WITH_FALLBACK[relax].format(strict=strict_value, fallback=fallback)
+        else:
+            sentence = RELAX_WITHOUT[relax].format(strict=strict_value)
+        strict_call = call(
+            "search",
+            query=query_for(ctx, target, rng),
+            filters=strict_filters,
+            top_k=config.search_top_k,
+        )
+        return sentence, strict_call
+
+    def _anchored(
+        self,
+        ctx: GenContext,
+        rng: np.random.Generator,
+        world: World,
+        need: ProductNeed,
+        anchor: str,
+        target: int,
+        n_orders: int,
+    ) -> _Anchor:
+        """A past order whose item shares the `anchor` value, put in the history with fillers,
+        and how the customer points at it."""
+        anchor_row = self._anchor_item(ctx, need, anchor, target, rng)
+        ids = ctx.order_ids(rng, n_orders)
+        order = ctx.order(
+            ids[0], [anchor_row], [1], "delivered", between(rng, 12, 90), user=world.user
+        )
+        avoid = {need.category, ctx.category.value(anchor_row)}
+        world.orders = [order, *filler_orders(ctx, rng, ids[1:], avoid)]
+        line = line_phrase(ctx, anchor_row, rng, omit=anchor)
+        when = order_when(order, rng)
+        return _Anchor(
+            order,
+            ANCHOR_PHRASES[anchor].format(line=line, when=when),
+            ANCHOR_POINTERS[anchor].format(line=line, when=when),
+        )
 
     @staticmethod
     def _unavailable_value(
@@ -297,3 +319,37 @@ class ProductDiscovery(Scenario):
         if len(rows) == 0:
             raise GenerationError(f"no past purchase shares the {key} {value!r}")
         return int(rows[below(rng, len(rows))])
+
+
+@dataclass(frozen=True)
+class _Anchor:
+    """The past order an anchored value is read in, how the request names it, and how the
+    customer points at it when asked."""
+
+    order: dict[str, Any]
+    phrase: str
+    pointer: str
+
+
+def _search_and_recommend(
+    ctx: GenContext,
+    rng: np.random.Generator,
+    need: ProductNeed,
+    target: int,
+    n_recommend: int,
+    config: DiscoveryConfig,
+    reference: list[ToolCall],
+) -> list[int]:
+    """The search, a product page per pick when stock matters (bulk), the recommendation;
+    returns the rows recommended."""
+    search, good = need.search(
+        ctx, query_for(ctx, target, rng), config.search_top_k, min_stock=need.quantity
+    )
+    if len(good) < n_recommend:
+        raise GenerationError("the reference search shows too few acceptable items")
+    chosen = good[:n_recommend]
+    reference.append(search)
+    if need.quantity > 1:
+        reference.extend(call("get_product", item_id=ctx.item_ids[r]) for r in chosen)
+    reference.append(call("recommend", item_ids=ctx.ids(chosen)))
+    return chosen

@@ -42,7 +42,7 @@ from ecomrlve.generators.difficulty import HistoryLength, SearchTopK
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import size_phrase, variant_phrase
 from ecomrlve.generators.prompts import compose, hidden_signal
-from ecomrlve.tasks import Goal, RecommendSpec
+from ecomrlve.tasks import Goal, RecommendSpec, ToolCall
 
 TEMPLATES: tuple[str, ...] = (
     "I wanted {item}, but it's out of stock.{rules} What's the closest alternative you can "
@@ -114,51 +114,19 @@ class Substitution(Scenario):
     def build(
         self, config: SubstitutionConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
     ) -> Draft:
+        """A sold-out item and its price band; the brands in order of preference (some with
+        nothing left); the item named through a past order or by its name; one search per
+        brand until the first with an acceptable item, recommended."""
         pct: int = max(5, plan["pct"])
-        empty_brands: int = plan["empty_brands"]
-        category = ctx.categories[below(rng, len(ctx.categories))]
-        sold_out = ctx.sold_out_by_category[category]
-        if len(sold_out) == 0:
-            raise GenerationError(f"nothing in {category} is out of stock")
-        wanted = int(sold_out[below(rng, len(sold_out))])
+        category, wanted = _sold_out_item(ctx, rng)
         product = ctx.product(wanted)
-        low = math.ceil(product["price"] * (1 - pct / 100) * 100) / 100
-        high = math.floor(product["price"] * (1 + pct / 100) * 100) / 100
-        base = {"category": category, "size": product["size"], "min_price": low, "max_price": high}
+        base = _price_band(category, product, pct)
         label = variant_label(category)
-        if label != "colour":  # the variant defines the product: keep it (any colour may change)
-            base["color"] = product["color"]
         candidates = ctx.rows_where({**base, "in_stock": True})
-        # brand codes as masks over the vocabulary (np.unique / setdiff1d cost ~0.1 ms each
-        # here); np.flatnonzero gives the same ascending codes
-        n_brands = len(ctx.brand.vocab)
-        has_items = np.bincount(ctx.brand.codes[candidates], minlength=n_brands) > 0
-        with_items = np.flatnonzero(has_items)
         noun = ctx.noun(wanted)
-        types = ctx.product_type
-        if types is not None:
-            same_type = types.codes[candidates] == types.codes[wanted]
-        else:  # a catalog written before product_type was a column
-            same_type = np.array([ctx.noun(r) == noun for r in candidates], dtype=bool)
-        with_type = np.flatnonzero(
-            np.bincount(ctx.brand.codes[candidates[same_type]], minlength=n_brands)
+        order, acceptable = _brand_preference(
+            ctx, rng, wanted, category, candidates, plan["empty_brands"]
         )
-        without = np.flatnonzero(ctx.brands_in(category) & ~has_items)
-        if len(with_items) == 0 or len(without) < empty_brands:
-            raise GenerationError("not enough brands with / without alternatives")
-        empty = [int(b) for b in rng.permutation(without)[:empty_brands]]
-        own = ctx.brand.codes[wanted]
-        if own in without and own not in empty and empty and rng.random() < 0.5:
-            empty[0] = int(own)  # "ideally the same brand again" — which has nothing left
-        pool = with_type if len(with_type) and rng.random() < SAME_TYPE_WINNER else with_items
-        winner = int(pool[below(rng, len(pool))])
-        if empty_brands == 0 and own in pool and rng.random() < 0.5:
-            winner = int(own)
-        order = [ctx.brand.vocab[b] for b in [*empty, winner]]
-        of_winner = ctx.brand.codes[candidates] == winner
-        if (of_winner & same_type).any():
-            of_winner &= same_type
-        acceptable = candidates[of_winner]
 
         world = World.new(ctx, rng)
         ids = ctx.order_ids(rng, config.n_orders)
@@ -166,38 +134,8 @@ class Substitution(Scenario):
         hidden: list[str] = plan["hidden"]
         if hidden:
             reference.append(ask_call(hidden, rng))
-        if plan["history"]:
-            past = ctx.order(
-                ids[0], [wanted], [1], "delivered", between(rng, 20, 150), user=world.user
-            )
-            world.orders = [past, *filler_orders(ctx, rng, ids[1:], {category})]
-            item = f"{line_phrase(ctx, wanted, rng)} {size_phrase(product['size'])}".rstrip()
-            template = pick(rng, HISTORY_TEMPLATES)
-            reference += [call("list_orders"), call("get_product", item_id=product["item_id"])]
-            when = order_when(past, rng)
-        else:
-            world.orders = filler_orders(ctx, rng, ids, {category})
-            variant = variant_phrase(category, product["color"], rng)
-            item = f"the {product['name']} {variant}, {size_words(product['size'])}"
-            lookup_filters = {
-                "category": category,
-                "brand": product["brand"],
-                "color": product["color"],
-                "size": product["size"],
-            }
-            found = ctx.search_rows(product["name"], lookup_filters, config.search_top_k)
-            if wanted not in found or not ctx.title_unique[wanted]:
-                raise GenerationError("the wanted item is not singled out by its name")
-            template = pick(rng, TEMPLATES)
-            reference.append(
-                call(
-                    "search",
-                    query=product["name"],
-                    filters=lookup_filters,
-                    top_k=config.search_top_k,
-                )
-            )
-            when = ""
+        name_item = _from_history if plan["history"] else _by_name
+        item, template, when = name_item(ctx, rng, world, ids, wanted, config, reference)
         for brand in order:
             filters = {**base, "brand": brand, "in_stock": True}
             reference.append(call("search", query=noun, filters=filters, top_k=config.search_top_k))
@@ -242,3 +180,118 @@ class Substitution(Scenario):
             typo_rate=config.typo_rate,
         )
         return Draft(prompt, goal, world.state(), reference)
+
+
+def _sold_out_item(ctx: GenContext, rng: np.random.Generator) -> tuple[str, int]:
+    """A category and a sold-out row of it."""
+    category = ctx.categories[below(rng, len(ctx.categories))]
+    sold_out = ctx.sold_out_by_category[category]
+    if len(sold_out) == 0:
+        raise GenerationError(f"nothing in {category} is out of stock")
+    return category, int(sold_out[below(rng, len(sold_out))])
+
+
+def _price_band(category: str, product: dict[str, Any], pct: int) -> dict[str, Any]:
+    """The filters every alternative meets: category, size, price within `pct`% and, where the
+    variant defines the product, its colour (any colour may change otherwise)."""
+    low = math.ceil(product["price"] * (1 - pct / 100) * 100) / 100
+    high = math.floor(product["price"] * (1 + pct / 100) * 100) / 100
+    base = {"category": category, "size": product["size"], "min_price": low, "max_price": high}
+    if variant_label(category) != "colour":
+        base["color"] = product["color"]
+    return base
+
+
+def _brand_preference(
+    ctx: GenContext,
+    rng: np.random.Generator,
+    wanted: int,
+    category: str,
+    candidates: np.ndarray,
+    empty_brands: int,
+) -> tuple[list[str], np.ndarray]:
+    """The brands in order of preference (`empty_brands` with nothing in the band, often the
+    item's own brand among them, then the winner) and the winner's acceptable rows (of the
+    same product type when it has any)."""
+    # brand codes as masks over the vocabulary (np.unique / setdiff1d cost ~0.1 ms each
+    # here); np.flatnonzero gives the same ascending codes
+    n_brands = len(ctx.brand.vocab)
+    has_items = np.bincount(ctx.brand.codes[candidates], minlength=n_brands) > 0
+    with_items = np.flatnonzero(has_items)
+    noun = ctx.noun(wanted)
+    types = ctx.product_type
+    if types is not None:
+        same_type = types.codes[candidates] == types.codes[wanted]
+    else:  # a catalog written before product_type was a column
+        same_type = np.array([ctx.noun(r) == noun for r in candidates], dtype=bool)
+    with_type = np.flatnonzero(
+        np.bincount(ctx.brand.codes[candidates[same_type]], minlength=n_brands)
+    )
+    without = np.flatnonzero(ctx.brands_in(category) & ~has_items)
+    if len(with_items) == 0 or len(without) < empty_brands:
+        raise GenerationError("not enough brands with / without alternatives")
+    empty = [int(b) for b in rng.permutation(without)[:empty_brands]]
+    own = ctx.brand.codes[wanted]
+    if own in without and own not in empty and empty and rng.random() < 0.5:
+        empty[0] = int(own)  # "ideally the same brand again" — which has nothing left
+    pool = with_type if len(with_type) and rng.random() < SAME_TYPE_WINNER else with_items
+    winner = int(pool[below(rng, len(pool))])
+    if empty_brands == 0 and own in pool and rng.random() < 0.5:
+        winner = int(own)
+    order = [ctx.brand.vocab[b] for b in [*empty, winner]]
+    of_winner = ctx.brand.codes[candidates] == winner
+    if (of_winner & same_type).any():
+        of_winner &= same_type
+    return order, candidates[of_winner]
+
+
+def _from_history(
+    ctx: GenContext,
+    rng: np.random.Generator,
+    world: World,
+    ids: list[str],
+    wanted: int,
+    config: SubstitutionConfig,
+    reference: list[ToolCall],
+) -> tuple[str, str, str]:
+    """The item named as a past purchase: read in the orders, then its product page. Returns
+    (item phrase, prompt template, when it was bought)."""
+    product = ctx.product(wanted)
+    category = product["category"]
+    past = ctx.order(ids[0], [wanted], [1], "delivered", between(rng, 20, 150), user=world.user)
+    world.orders = [past, *filler_orders(ctx, rng, ids[1:], {category})]
+    item = f"{line_phrase(ctx, wanted, rng)} {size_phrase(product['size'])}".rstrip()
+    template = pick(rng, HISTORY_TEMPLATES)
+    reference += [call("list_orders"), call("get_product", item_id=product["item_id"])]
+    return item, template, order_when(past, rng)
+
+
+def _by_name(
+    ctx: GenContext,
+    rng: np.random.Generator,
+    world: World,
+    ids: list[str],
+    wanted: int,
+    config: SubstitutionConfig,
+    reference: list[ToolCall],
+) -> tuple[str, str, str]:
+    """The item named by its name, variant and size: one search must single it out."""
+    product = ctx.product(wanted)
+    category = product["category"]
+    world.orders = filler_orders(ctx, rng, ids, {category})
+    variant = variant_phrase(category, product["color"], rng)
+    item = f"the {product['name']} {variant}, {size_words(product['size'])}"
+    lookup_filters = {
+        "category": category,
+        "brand": product["brand"],
+        "color": product["color"],
+        "size": product["size"],
+    }
+    found = ctx.search_rows(product["name"], lookup_filters, config.search_top_k)
+    if wanted not in found or not ctx.title_unique[wanted]:
+        raise GenerationError("the wanted item is not singled out by its name")
+    template = pick(rng, TEMPLATES)
+    reference.append(
+        call("search", query=product["name"], filters=lookup_filters, top_k=config.search_top_k)
+    )
+    return item, template, ""

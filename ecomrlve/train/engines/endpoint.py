@@ -48,7 +48,7 @@ import httpx
 from ecomrlve.config import AgentConfig, EnvConfig, ProgressFn
 from ecomrlve.env import Catalog, EcomEnv, Verdict, tool_schemas
 from ecomrlve.tasks import Task
-from ecomrlve.train.engine import Completion, FinishReason, SamplingParams
+from ecomrlve.train.engine import Completion, FinishReason, Judged, SamplingParams, has_prompts
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ class ChatReply:
 
 
 @dataclass
-class ChatEpisode:
+class ChatEpisode(Judged):
     """One episode played over chat completions: its turns (the trajectory), verdict and cost."""
 
     task: Task
@@ -119,18 +119,6 @@ class ChatEpisode:
     completion_tokens: int = 0
     turn_latencies: list[float] = field(default_factory=list)
     retries: int = 0
-
-    @property
-    def reward(self) -> float:
-        return self.verdict.reward if self.verdict else 0.0
-
-    @property
-    def success(self) -> bool:
-        return bool(self.verdict and self.verdict.success)
-
-    @property
-    def steps(self) -> int:
-        return self.verdict.steps if self.verdict else len(self.turns)
 
     def trajectory(self) -> dict[str, Any]:
         """The trajectory-file line that `ecomrlve verify` re-scores."""
@@ -353,9 +341,7 @@ class EndpointEngine:
         self, prompts_token_ids: list[list[int]], sampling: SamplingParams
     ) -> list[Completion]:
         """One completion per prompt, in order, from `/completions` over the server pool."""
-        if any(len(p) == 0 for p in prompts_token_ids):
-            raise ValueError("every prompt needs at least one token")
-        if not prompts_token_ids:
+        if not has_prompts(prompts_token_ids):
             return []
         return _run(self._generate_all(prompts_token_ids, sampling))
 

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ecomrlve.train.engine import Completion, SamplingParams
+from ecomrlve.train.engine import Completion, SamplingParams, has_prompts
 
 log = logging.getLogger(__name__)
 
@@ -189,9 +189,7 @@ class VLLMEngine:
         self, prompts_token_ids: list[list[int]], sampling: SamplingParams
     ) -> list[Completion]:
         """One completion per prompt, in order; `sampling.seed` + index seeds each request."""
-        if any(len(p) == 0 for p in prompts_token_ids):
-            raise ValueError("every prompt needs at least one token")
-        if not prompts_token_ids:
+        if not has_prompts(prompts_token_ids):
             return []
         self.wake_up()
         vllm = self._vllm
