@@ -27,7 +27,7 @@ import logging
 
 import numpy as np
 
-from ecomrlve.config import EnvConfig
+from ecomrlve.config import EVENTS_FROM, NO_EVENTS, EnvConfig
 from ecomrlve.env import reference_turns, verify
 from ecomrlve.generators.base import TaskKey, seed_sequence
 from ecomrlve.generators.context import GenContext
@@ -35,7 +35,6 @@ from ecomrlve.tasks import TRANSIENT_ERRORS, Task, ToolCall, WorldEvent
 
 log = logging.getLogger(__name__)
 
-EVENTS_FROM = 8  # the first difficulty whose tasks carry world events
 EVENTS_STREAM = 0xE7E27  # the last entropy word of a task's events stream
 WORLD_KINDS = ("price_change", "out_of_stock", "order_shipped")
 PRICE_FACTORS = (0.8, 0.85, 0.9, 1.1, 1.15, 1.2)
@@ -45,9 +44,10 @@ _CONFIG = EnvConfig()
 
 def check_events_from(value: int) -> int:
     """`value` if it is a difficulty events may start from (0..11; 11 = never), else ValueError."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 11:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= NO_EVENTS:
         raise ValueError(
-            f"events_from must be an integer from 0 to 11 (11: no events), got {value!r}"
+            f"events_from must be an integer from 0 to {NO_EVENTS} ({NO_EVENTS}: no events), "
+            f"got {value!r}"
         )
     return value
 
