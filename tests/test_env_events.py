@@ -237,6 +237,68 @@ def test_an_order_that_shipped_before_the_cancel_must_be_told(cancel_task, catal
     assert verdict.success, verdict.violations
 
 
+@pytest.fixture(scope="module")
+def status_task(ctx):
+    """A generated order_status task asking the status and date of one processing order."""
+    for index in range(40):
+        task = generate_task(ctx, "order_status", 5, 2, index, events_from=11)
+        kinds = sorted(f.kind for f in task.goal.answer_facts)
+        status = next((f for f in task.goal.answer_facts if f.kind == "status"), None)
+        if kinds == ["date", "status"] and status.value == "processing":
+            return task
+    raise LookupError("no order_status task about one processing order")
+
+
+def shipped_at(task: Task, after_calls: int) -> tuple[Task, str, str]:
+    """`task` whose order ships after `after_calls` calls; its id and its noun."""
+    status = next(f for f in task.goal.answer_facts if f.kind == "status")
+    event = WorldEvent(kind="order_shipped", after_calls=after_calls, order_id=status.subject)
+    return with_events(task, event), status.subject, status.cues[-1]
+
+
+def eta(task: Task) -> str:
+    return next(f.value for f in task.goal.answer_facts if f.kind == "date")
+
+
+def test_an_order_that_ships_before_the_agent_looks_is_told_shipped(status_task, catalog):
+    """The status the agent saw is the one to tell: the order had shipped when it looked."""
+    task, order_id, noun = shipped_at(status_task, after_calls=0)
+    looked = [call("list_orders")]
+    stale = f"Your order {order_id} ({noun}) is being processed; it should arrive on {eta(task)}."
+    verdict = verify(task, [*looked, stale], catalog)
+    assert not verdict.success
+    assert any("does not state status 'shipped'" in v for v in verdict.violations)
+    told = f"Good news: the {noun} ({order_id}) is on its way, it has shipped. ETA {eta(task)}."
+    verdict = verify(task, [*looked, told], catalog)
+    assert verdict.success, verdict.violations
+    # the same words without looking at anything are not paid
+    assert not verify(task, [told], catalog).success
+
+
+def test_an_order_that_ships_between_two_looks_is_told_as_last_seen(status_task, catalog):
+    task, order_id, noun = shipped_at(status_task, after_calls=1)
+    looked = [call("list_orders"), call("get_order", order_id=order_id)]
+    stale = f"Order {order_id} with the {noun} is processing and arrives {eta(task)}."
+    assert not verify(task, [*looked, stale], catalog).success
+    told = (
+        f"When I first checked, order {order_id} was still processing, but it has just shipped: "
+        f"the {noun} should reach you on {eta(task)}."
+    )
+    verdict = verify(task, [*looked, told], catalog)
+    assert verdict.success, verdict.violations
+
+
+def test_an_order_that_ships_after_the_last_look_stays_as_seen(status_task, catalog):
+    """An answer right when the agent looked stays right; guessing the change is not."""
+    task, order_id, noun = shipped_at(status_task, after_calls=1)
+    looked = [call("list_orders"), call("search", query=noun)]  # the event fires before search
+    seen = f"Your {noun} (order {order_id}) is being processed and due on {eta(task)}."
+    verdict = verify(task, [*looked, seen], catalog)
+    assert verdict.success, verdict.violations
+    guessed = f"Your {noun} (order {order_id}) has shipped and is due on {eta(task)}."
+    assert not verify(task, [*looked, guessed], catalog).success
+
+
 # ---- generated tasks -----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def hard_tasks(ctx):
