@@ -458,6 +458,31 @@ def test_most_hard_tasks_carry_events_and_their_references_verify(hard_tasks, ca
         assert verdict.success and verdict.tool_calls == task.min_steps, (task.task_id, verdict)
 
 
+def test_a_generated_status_question_meets_an_order_that_ships(ctx, catalog):
+    """The generator ships an order asked about before the reference looks at it: the
+    reference tells "shipped"; the answer the shop before the event called for fails."""
+    task = next(
+        t for i in range(12)
+        if (t := generate_task(ctx, "order_status", 13, 9, i)).events
+        and any(e.kind == "order_shipped" for e in t.events)
+    )  # fmt: skip
+    event = next(e for e in task.events if e.kind == "order_shipped")
+    assert event.order_id not in task.goal.cancel and "shipped" in event.say
+    turns = reference_turns(task)
+    assert verify(task, turns, catalog).success
+    static = task.model_copy(update={"events": []})
+    stale = reference_turns(static)[-1]  # what it would say had the order not shipped
+    calls = [format_call(c.name, c.arguments) for c in task.reference]
+    assert not verify(task, [*calls, stale], catalog).success
+    # the change told in other words still passes
+    reworded = "Here's where things stand. " + turns[-1].replace(
+        "has just shipped", "left our warehouse a moment ago (it has shipped)"
+    )
+    assert reworded != "Here's where things stand. " + turns[-1]
+    verdict = verify(task, [*calls, reworded], catalog)
+    assert verdict.success, verdict.violations
+
+
 def test_events_start_at_the_configured_difficulty(ctx):
     assert EVENTS_FROM == 8
     assert not generate_task(ctx, "cart", 13, 7, 0).events

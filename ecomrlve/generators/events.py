@@ -16,6 +16,8 @@ and replays that reference through the verifier (a draw it cannot solve is dropp
 |               | checkout                             | fitting search hit, tells why        |
 | order_shipped | before the cancel of an order, or    | looks the order up and tells it has  |
 |               | just after it (a race it wins)       | shipped (or cancelled it in time)    |
+|               | before the first look at an order    | tells it has shipped (when no other  |
+|               | asked about                          | change of the world fits the task)   |
 
 The env plays the events (`ecomrlve.env.events`) and the verifier judges each action on the
 world as it was when taken.
@@ -30,8 +32,9 @@ import numpy as np
 from ecomrlve.config import EVENTS_FROM, NO_EVENTS, EnvConfig
 from ecomrlve.env import reference_turns, verify
 from ecomrlve.generators.base import TaskKey, seed_sequence
+from ecomrlve.generators.blocks import spoken_day
 from ecomrlve.generators.context import GenContext
-from ecomrlve.tasks import TRANSIENT_ERRORS, Task, ToolCall, WorldEvent
+from ecomrlve.tasks import TRANSIENT_ERRORS, AnswerFact, Task, ToolCall, WorldEvent
 
 log = logging.getLogger(__name__)
 
@@ -227,6 +230,55 @@ def _order_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
     return True
 
 
+def _status_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
+    """An order the customer asks the status of ships just before the reference first looks
+    at it (not one to cancel: `_order_shipped` draws those, nor one whose cancel is asked
+    about). The told change replaces what the reference says about the order, details kept."""
+    orders = {o["order_id"]: o for o in draft.task.initial_state.get("orders", [])}
+    cancels = {
+        c.arguments.get("order_id") for c in draft.reference if c.name == "cancel_order"
+    } | set(draft.task.goal.cancel)
+    facts: dict[str, list[AnswerFact]] = {}
+    for fact in draft.task.goal.answer_facts:
+        if fact.subject:
+            facts.setdefault(fact.subject, []).append(fact)
+    picks = []
+    for order_id, about in facts.items():
+        order = orders.get(order_id)
+        status = [f.value for f in about if f.kind == "status"]
+        if (
+            order is None
+            or order_id in cancels
+            or order["status"] not in SHIPPABLE
+            or status != [order["status"]]
+            or {f.kind for f in about} & {"verdict", "term"}
+        ):
+            continue
+        looks = [
+            k for k, c in enumerate(draft.reference)
+            if c.name == "list_orders"
+            or (c.name == "get_order" and c.arguments.get("order_id") == order_id)
+        ]  # fmt: skip
+        if looks:
+            picks.append((order_id, looks[0]))
+    if not picks:
+        return False
+    order_id, first_look = picks[int(rng.integers(len(picks)))]
+    order = orders[order_id]
+    row = draft.ctx.catalog.row_of(order["items"][0]["item_id"])
+    noun = draft.ctx.noun(row) if row is not None else "items"
+    say = f"Your order {order_id} with the {noun} has just shipped"
+    if order.get("eta"):
+        say += f" and should arrive on {spoken_day(order['eta'])}"
+    # the told change replaces what the reference says about the order: keep its details
+    details = [f.say for f in facts[order_id] if f.kind not in ("status", "date") and f.say]
+    say = " ".join([say + ".", *details])
+    draft.events.append(
+        WorldEvent(kind="order_shipped", after_calls=first_look, order_id=order_id, say=say)
+    )
+    return True
+
+
 def _tool_failure(draft: _Draft, rng: np.random.Generator) -> bool:
     if not draft.reference:
         return False
@@ -278,6 +330,8 @@ def add_events(
         if DRAWS[str(kind)](draft, rng):
             changed = True
             break
+    if not changed:  # drawn last, so the tasks other changes fit keep their draws
+        changed = _status_shipped(draft, rng)
     if not changed or task.difficulty >= 10 or rng.random() < 0.5:
         _tool_failure(draft, rng)
     if not draft.events:
