@@ -317,7 +317,7 @@ def add_events(
 
     One change of the world (the kinds this task allows, in a random order: the first that
     fits) plus, with probability 1/2 or when no change fits, a transient tool failure; at
-    difficulty 10 both. The rewritten reference is replayed through the verifier; a draw it
+    difficulty 10 both. When no change fits, an order asked about may ship as well. The rewritten reference is replayed through the verifier; a draw it
     cannot solve leaves the task without events (logged). The draws do not depend on a step
     band, so `regenerate(task_id)` rebuilds the same events.
     """
@@ -330,10 +330,10 @@ def add_events(
         if DRAWS[str(kind)](draft, rng):
             changed = True
             break
-    if not changed:  # drawn last, so the tasks other changes fit keep their draws
-        changed = _status_shipped(draft, rng)
     if not changed or task.difficulty >= 10 or rng.random() < 0.5:
         _tool_failure(draft, rng)
+    if not changed:  # drawn last: every other draw is the one it was before this kind
+        _status_shipped(draft, rng)
     if not draft.events:
         return task
     goal = task.goal.model_copy(update={"product_names": draft.names})
