@@ -317,9 +317,10 @@ def add_events(
 
     One change of the world (the kinds this task allows, in a random order: the first that
     fits) plus, with probability 1/2 or when no change fits, a transient tool failure; at
-    difficulty 10 both. When no change fits, an order asked about may ship as well. The rewritten reference is replayed through the verifier; a draw it
-    cannot solve leaves the task without events (logged). The draws do not depend on a step
-    band, so `regenerate(task_id)` rebuilds the same events.
+    difficulty 10 both. When no change fits, an order asked about may ship as well. The
+    rewritten reference is replayed through the verifier; a draw it cannot solve leaves the
+    task without events (logged). The draws do not depend on a step band, so
+    `regenerate(task_id)` rebuilds the same events.
     """
     if task.difficulty < events_from:
         return task
