@@ -233,7 +233,7 @@ def _order_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
 def _status_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
     """An order the customer asks the status of ships just before the reference first looks
     at it (not one to cancel: `_order_shipped` draws those, nor one whose cancel is asked
-    about). The told change replaces what the reference says about the order, details kept."""
+    about). The told change replaces what the reference says of its status and date."""
     orders = {o["order_id"]: o for o in draft.task.initial_state.get("orders", [])}
     cancels = {
         c.arguments.get("order_id") for c in draft.reference if c.name == "cancel_order"
@@ -270,11 +270,9 @@ def _status_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
     say = f"Your order {order_id} with the {noun} has just shipped"
     if order.get("eta"):
         say += f" and should arrive on {spoken_day(order['eta'])}"
-    # the told change replaces what the reference says about the order: keep its details
-    details = [f.say for f in facts[order_id] if f.kind not in ("status", "date") and f.say]
-    say = " ".join([say + ".", *details])
+    # told in place of the order's status and date (`reference.final_answer`); its details stay
     draft.events.append(
-        WorldEvent(kind="order_shipped", after_calls=first_look, order_id=order_id, say=say)
+        WorldEvent(kind="order_shipped", after_calls=first_look, order_id=order_id, say=say + ".")
     )
     return True
 
