@@ -33,6 +33,10 @@ SCENARIOS: tuple[str, ...] = (
     "cancel",
 )
 
+# World events (issue 29): the shop changes during an episode from this difficulty up.
+EVENTS_FROM = 8
+NO_EVENTS = 11  # an events_from above every difficulty (0-10): a shop that never changes
+
 # Keys accepted for compatibility with PPO-style configs, ignored by DAPO: key -> why.
 IGNORED_TRAINING_KEYS: dict[str, str] = {
     "critic_lr": "DAPO has no critic (advantages are group-normalised rewards)",
@@ -130,6 +134,14 @@ class DataConfig(StrictModel):
     difficulty: tuple[int, int] = (0, 10)
     min_steps: int | None = Field(None, ge=1)
     max_steps: int | None = Field(None, ge=1)
+    events_from: int | None = Field(
+        EVENTS_FROM,
+        ge=0,
+        le=NO_EVENTS,
+        strict=True,
+        description="first difficulty whose shop changes during the episode (stock, prices, "
+        f"shipping, transient tool failures); null or {NO_EVENTS}: no world events",
+    )
     # --- pipeline: generation fan-out, curriculum shards, scale-out, schedule
     chunk_size: int = Field(2000, ge=1, description="tasks per generation chunk (one flow task)")
     curriculum: str = Field("default", description="curriculum the pipeline builds and trains on")
@@ -159,6 +171,11 @@ class DataConfig(StrictModel):
             raise ValueError("dask_address needs task_runner: dask")
         _check_cron(self.schedule)
         return self
+
+    @property
+    def events_threshold(self) -> int:
+        """`events_from` as the generators take it: null (events off) is `NO_EVENTS`."""
+        return NO_EVENTS if self.events_from is None else self.events_from
 
 
 def _check_cron(expr: str) -> None:

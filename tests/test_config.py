@@ -45,12 +45,29 @@ def test_every_shipped_config_loads() -> None:
         ({"training": {"clip_ratio_low": 0.3, "clip_ratio_high": 0.2}}, "clip_ratio_high"),
         ({"env": {"scenarios": ["shopping"]}}, "unknown scenario"),
         ({"data": {"products": -5}}, "data.products"),
+        ({"data": {"events_from": 12}}, "data.events_from: .*less than or equal to 11"),
+        ({"data": {"events_from": -1}}, "data.events_from"),
+        ({"data": {"events_from": "8"}}, "data.events_from: .*valid integer"),
+        ({"data": {"events_from": True}}, "data.events_from"),
         ([1, 2], "mapping"),
     ],
 )
 def test_bad_configs_name_the_problem(raw, match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         config_from_dict(raw)
+
+
+def test_events_from_defaults_to_8_and_null_or_11_turns_events_off() -> None:
+    assert EcomConfig().data.events_from == 8 and EcomConfig().data.events_threshold == 8
+    assert config_from_dict({"data": {"events_from": None}}).data.events_threshold == 11
+    assert config_from_dict({"data": {"events_from": 11}}).data.events_threshold == 11
+    assert config_from_dict({"data": {"events_from": 0}}).data.events_threshold == 0
+
+
+def test_a_bad_events_from_is_one_line() -> None:
+    with pytest.raises(ConfigError) as err:
+        config_from_dict({"data": {"events_from": 12}}, source="run.yaml")
+    assert str(err.value) == "run.yaml: data.events_from: Input should be less than or equal to 11"
 
 
 def test_unreadable_and_invalid_yaml(tmp_path: Path) -> None:

@@ -194,6 +194,28 @@ def test_a_smaller_config_supersedes_the_pipeline_tasks(tmp_path) -> None:
     assert tasks.height == smaller.tasks == 9 and set(tasks["difficulty"]) == {0}
 
 
+def test_events_from_reaches_the_tasks_and_keys_the_generation_cache(tmp_path, monkeypatch) -> None:
+    from ecomrlve.flows.pipeline import pipeline
+    from ecomrlve.tasks import Task
+
+    data = tmp_path / "data"
+    dynamic = pipeline(params_for(data, seed=4, tasks=18, difficulty=[0, 1], events_from=0))
+    assert "world events from d0" in {r.stage: r.detail for r in dynamic.stages}["generate"]
+    tasks = [Task.from_row(row) for row in store_tasks(data).iter_rows(named=True)]
+    with_events = [t for t in tasks if t.events]
+    # every task has a reference to fail a tool of, so at least half carry an event
+    assert len(tasks) == 18 and len(with_events) >= 9
+    assert {e.kind for t in with_events for e in t.events} >= {"tool_failure"}
+    # events off (null): the threshold is a cache input, so every chunk is generated again
+    counter = GenerationCounter(monkeypatch)
+    static = pipeline(params_for(data, seed=4, tasks=18, difficulty=[0, 1], events_from=None))
+    assert counter.calls == static.generation.chunks == dynamic.generation.chunks
+    assert "no world events" in {r.stage: r.detail for r in static.stages}["generate"]
+    rows = store_tasks(data)
+    assert rows.height == 18 and set(rows["events"]) == {"[]"}
+    assert set(rows["task_id"]) == {t.task_id for t in tasks}  # same tasks, a static shop
+
+
 # ---- regeneration -------------------------------------------------------------------------------
 
 
@@ -466,6 +488,24 @@ def test_cli_curriculum_build_and_regenerate(copied_store) -> None:
         (("pipeline", "--config", "{bad_yaml}"), "unknown key 'data.bogus'"),
         (("pipeline", "--tasks", "-5"), "data.tasks"),
         (("pipeline", "--task-runner", "rockets"), "data.task_runner"),
+        (("pipeline", "--events-from", "12"), "data.events_from"),
+        (
+            (
+                "curriculum",
+                "regenerate",
+                "--name",
+                "hard",
+                "--min-steps",
+                "6",
+                "--max-steps",
+                "8",
+                "--tasks",
+                "3",
+                "--events-from",
+                "-1",
+            ),
+            "events_from",
+        ),
         (("curriculum", "build", "--name", "x", "--where", "scenario = 'nope'"), "no tasks match"),
         (("curriculum", "build", "--name", "bad name"), "invalid curriculum name"),
         (

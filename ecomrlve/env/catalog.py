@@ -15,6 +15,9 @@ Filter semantics (shared by `filter_mask`, the tantivy query and the `search` to
 * `max_ship_days`: inclusive upper bound on `ship_days`;
 * `in_stock`: equality (`true` keeps in-stock items, `false` only out-of-stock ones);
 * a `None` value means "no filter on this field"; any other key is an error.
+
+In an episode whose world events changed prices or withdrew products, the `search` tool asks
+`search_live`: the price bounds and `in_stock` then judge the values in force at that call.
 """
 
 from __future__ import annotations
@@ -538,6 +541,52 @@ class Catalog:
         """Search results as dicts (the function the `search` tool calls); fresh copies."""
         entry = self._cached_search(*self._search_key(query, filters, top_k))
         return [dict(result) for result in entry[1]]
+
+    def search_live(
+        self,
+        query: str,
+        filters: dict[str, Any] | None,
+        top_k: int,
+        prices: dict[str, float],
+        withdrawn: set[str],
+    ) -> list[dict[str, Any]]:
+        """`search` in a shop whose world events changed `prices` and `withdrew` products:
+        the price bounds judge each product by its price now, and `in_stock: true` leaves the
+        withdrawn out; the ranking is `search`'s (score desc, ties by item_id). Results carry
+        catalog values (the caller shows the live ones).
+
+        A product whose new price leaves the bounds is dropped from an over-fetched result; one
+        whose new price enters them is scored by the same words under the same filters with
+        the bounds pinned to its catalog price, and merged in at its rank.
+        """
+        tokens, normalised, top_k = self._search_key(query, filters, top_k)
+        given = dict(normalised)
+        bounded = "min_price" in given or "max_price" in given
+
+        def fits(price: float) -> bool:
+            low, high = given.get("min_price"), given.get("max_price")
+            return (low is None or price >= low) and (high is None or price <= high)
+
+        hidden = set(withdrawn) if given.get("in_stock") is True else set()
+        if bounded:
+            hidden |= {item_id for item_id, price in prices.items() if not fits(price)}
+        hits = [
+            (score, row)
+            for score, row in self._index.scored(tokens, normalised, top_k + len(hidden))
+            if self.item_id(row) not in hidden
+        ]
+        if bounded:
+            others = tuple((k, v) for k, v in normalised if k not in ("min_price", "max_price"))
+            for item_id in sorted(prices):
+                row = self.row_of(item_id)
+                if row is None or item_id in hidden or fits(float(self.price[row])):
+                    continue  # unknown, out of the bounds now, or already in the result
+                catalog_price = float(self.price[row])
+                pinned = tuple(sorted((*others, ("min_price", catalog_price),
+                                       ("max_price", catalog_price))))  # fmt: skip
+                hits += [h for h in self._index.scored(tokens, pinned, self.size) if h[1] == row]
+        hits.sort(key=lambda hit: (-hit[0], hit[1]))
+        return [dict(self.result(row)) for _, row in hits[:top_k]]
 
     def _cached_search(
         self, tokens: tuple[str, ...], normalised: tuple[tuple[str, Any], ...], top_k: int

@@ -11,9 +11,10 @@ verifier judges every action on the world as it was when the action was taken:
   before the order shipped stays a valid cancel; an order placed before a price change paid the
   old price and nothing needs telling);
 * a change the agent ran into must be told to the customer in the final message
-  (`required_facts`): the new price of a product it ordered after the change; that a product
+  (`episode_facts`): the new price of a product it ordered after the change; that a product
   in the cart or asked for went out of stock; that an order shipped before the agent cancelled
-  it (the cancel the goal asked for is then no longer expected: `expected_cancels`);
+  it (the cancel the goal asked for is then no longer expected: `expected_cancels`); the
+  status "shipped" of an order asked about that shipped before the agent last looked at it;
 * a transient failure is only a fault of the tool: the failed call is not waste and the same
   call again is not a repeat (`CallRecord.transient`); not retrying it leaves the goal undone.
 """
@@ -118,6 +119,33 @@ def _cancel_too_late(record: EpisodeRecord, fired_at: int, event: WorldEvent) ->
     return True
 
 
+def _looked_after(record: EpisodeRecord, fired_at: int, order_id: str) -> bool:
+    """The agent's last look at the order came after the event fired: a listing of the orders,
+    the order itself, or a cancel refused because of its status (transient failures show
+    nothing)."""
+    last = None
+    for k, call in enumerate(record.calls):
+        if call.transient:
+            continue
+        if (call.name == "list_orders" and call.ok) or (
+            call.name in ("get_order", "cancel_order")
+            and call.arguments.get("order_id") == order_id
+        ):
+            last = k
+    return last is not None and last >= fired_at
+
+
+def _shipped_under_the_agent(record: EpisodeRecord, fired_at: int, event: WorldEvent) -> bool:
+    """The event shipped the order (it was pending or processing, and not cancelled first) and
+    what the agent last saw of the order was after it: its status is now "shipped"."""
+    initial = {o["order_id"]: o["status"] for o in record.initial["orders"]}
+    return (
+        initial.get(event.order_id) in SHIPPABLE
+        and _cancel_too_late(record, fired_at, event)
+        and _looked_after(record, fired_at, event.order_id)
+    )
+
+
 def expected_cancels(task: Task, record: EpisodeRecord) -> list[str]:
     """The goal's cancellations still possible in this episode: an order that shipped before
     the agent cancelled it can no longer be cancelled (the agent must say so instead)."""
@@ -140,7 +168,10 @@ def episode_facts(task: Task, record: EpisodeRecord) -> list[AnswerFact] | None:
     * a product that went out of stock in the cart, or that the agent then failed to buy: that
       it is out of stock (the substitute is checked by the purchase goal and the claims);
     * an order to cancel that shipped before the agent cancelled it: that it has shipped and
-      cannot be cancelled, instead of the goal's facts about that order.
+      cannot be cancelled, instead of the goal's facts about that order;
+    * another order that shipped before the agent last looked at it: its status is "shipped"
+      (the status it had may be told too). Looked at only before, the status the agent saw
+      stands: an answer right when the agent looked stays right.
     """
     facts = list(task.goal.answer_facts)
     changed = False
@@ -178,4 +209,14 @@ def episode_facts(task: Task, record: EpisodeRecord) -> list[AnswerFact] | None:
                 AnswerFact(kind="verdict", value="cancel:no", subject=event.order_id, cues=cues),
             ]  # fmt: skip
             changed = True
+        elif event.kind == "order_shipped" and _shipped_under_the_agent(record, fired_at, event):
+            told = [
+                AnswerFact(kind="status", value="shipped", subject=f.subject, cues=f.cues,
+                           allowed=[f.value], say=event.say or f.say)
+                if f.kind == "status" and f.subject == event.order_id and f.value in SHIPPABLE
+                else f
+                for f in facts
+            ]  # fmt: skip
+            changed = changed or told != facts
+            facts = told
     return facts if changed else None

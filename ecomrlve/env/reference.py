@@ -77,13 +77,26 @@ def final_answer(task: Task) -> str:
     calls = [c for k, c in enumerate(task.reference) if k == 0 or c != task.reference[k - 1]]
     sentences = [s for call in calls if (s := _action_sentence(task, call.name, call.arguments))]
     # world events the reference runs into (`WorldEvent.say` set): an order that shipped
-    # before its cancel replaces what the goal says about that order
+    # before its cancel replaces what the goal says about that order; one asked about that
+    # shipped before the reference looked replaces what it says of its status and date
+    # (told where its status was, so the details after it still follow their order)
     told = [event for event in task.events if event.say]
-    shipped = {e.order_id for e in told if e.kind == "order_shipped"}
+    shipped = {e.order_id: e.say for e in told if e.kind == "order_shipped"}
+    too_late = set(shipped) & set(task.goal.cancel)
+    in_place = {order_id: say for order_id, say in shipped.items() if order_id not in too_late}
+    for fact in task.goal.answer_facts:
+        if not fact.say or fact.subject in too_late:
+            continue
+        if fact.subject in in_place and fact.kind in ("status", "date"):
+            sentences.append(in_place.pop(fact.subject) if fact.kind == "status" else "")
+            continue
+        sentences.append(fact.say)
+    sentences = [s for s in sentences if s]
     sentences += [
-        fact.say for fact in task.goal.answer_facts if fact.say and fact.subject not in shipped
+        event.say
+        for event in told
+        if event.kind != "order_shipped" or event.order_id in too_late or event.order_id in in_place
     ]
-    sentences += [event.say for event in told]
     legacy = [f.value for f in task.goal.answer_facts if f.kind == "text"]
     if legacy:  # tasks written before typed facts: state each key
         sentences.append("Here is what you asked about: " + "; ".join(legacy) + ".")

@@ -357,6 +357,13 @@ class SearchIndex:
         result = self.searcher.search(self.build_query(tokens, filters), top_k, count=False)
         return tuple(address.doc for _score, address in result.hits)
 
+    def scored(
+        self, tokens: tuple[str, ...], filters: tuple[tuple[str, Any], ...], top_k: int
+    ) -> list[tuple[float, int]]:
+        """`search` with each hit's score: (score, row), best first (filters score 0)."""
+        result = self.searcher.search(self.build_query(tokens, filters), top_k, count=False)
+        return [(score, address.doc) for score, address in result.hits]
+
 
 # ---- policy documents: BM25 over section titles and texts ------------------------------------
 POLICY_TITLE_BOOST = 2.0

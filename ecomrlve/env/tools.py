@@ -292,13 +292,13 @@ class ShopTools:
             top_k: how many results to return (1-50).
         """
         try:
-            results = self.catalog.search(query, filters, top_k)
+            if self.prices or self.withdrawn:  # world events: bounds judge today's prices
+                found = self.catalog.search_live(query, filters, top_k, self.prices, self.withdrawn)
+                results = [self._live(r) for r in found]
+            else:
+                results = self.catalog.search(query, filters, top_k)
         except FilterError as err:
             raise ArgumentError(str(err)) from None
-        if self.prices or self.withdrawn:
-            results = [self._live(r) for r in results]
-            if (filters or {}).get("in_stock") is True:
-                results = [r for r in results if r["item_id"] not in self.withdrawn]
         self.seen_ids.update(r["item_id"] for r in results)
         out: dict[str, Any] = {"results": results, "count": len(results)}
         if not results:

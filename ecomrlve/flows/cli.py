@@ -23,6 +23,7 @@ from ecomrlve.cli_common import (
     user_errors,
     writer_lock,
 )
+from ecomrlve.config import NO_EVENTS
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,10 @@ RunnerOpt = typer.Option(
 WorkersOpt = typer.Option(None, "--workers", help="parallel generation workers")
 DaskOpt = typer.Option(
     None, "--dask-address", help="scheduler of an existing Dask cluster (tcp://host:8786)"
+)
+EVENTS_HELP = (
+    "first difficulty whose shop changes during the episode (stock, prices, shipping, "
+    f"transient tool failures); {NO_EVENTS}: no world events"
 )
 PIPELINE_STAGES = ("catalog", "generate", "publish", "curriculum", "plots", "train")
 REGENERATE_STAGES = ("plan", "generate", "publish", "curriculum")
@@ -157,6 +162,9 @@ def pipeline_command(
     products: int | None = typer.Option(None, "--products", help="override data.products"),
     tasks: int | None = typer.Option(None, "--tasks", help="override data.tasks"),
     seed: int | None = typer.Option(None, "--seed", help="override data.seed"),
+    events_from: int | None = typer.Option(
+        None, "--events-from", help=f"override data.events_from: {EVENTS_HELP}"
+    ),
     task_runner: str | None = RunnerOpt,
     workers: int | None = WorkersOpt,
     dask_address: str | None = DaskOpt,
@@ -180,6 +188,7 @@ def pipeline_command(
                 "products": products,
                 "tasks": tasks,
                 "seed": seed,
+                "events_from": events_from,
                 "task_runner": task_runner,
                 "workers": workers,
                 "dask_address": dask_address,
@@ -273,6 +282,7 @@ def curriculum_regenerate(
         None, "--from-run", help="training run id (or 'last'): target its weakest cells"
     ),
     seed: int = typer.Option(0, "--seed", help="mixed into the fresh seeds"),
+    events_from: int = typer.Option(data_default("events_from"), "--events-from", help=EVENTS_HELP),
     shard_size: int = typer.Option(data_default("shard_size"), "--shard-size"),
     task_runner: str = typer.Option(data_default("task_runner"), "--task-runner"),
     workers: int = typer.Option(data_default("workers"), "--workers"),
@@ -296,6 +306,7 @@ def curriculum_regenerate(
             difficulty=_range(difficulty),
             from_run=from_run,
             seed=seed,
+            events_from=events_from,
             shard_size=shard_size,
             task_runner=task_runner,
             workers=workers,
@@ -366,6 +377,7 @@ def serve_command(
             min_steps=regenerate_min_steps,
             max_steps=regenerate_max_steps,
             tasks=regenerate_tasks,
+            events_from=cfg.data.events_from,
         )
     with prefect_session(data, verbose=True):
         from ecomrlve.flows.serve import build_deployments, serve_deployments

@@ -11,7 +11,13 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ecomrlve.config import SCENARIOS, EcomConfig, nest_training_keys
+from ecomrlve.config import (
+    EVENTS_FROM,
+    NO_EVENTS,
+    SCENARIOS,
+    EcomConfig,
+    nest_training_keys,
+)
 from ecomrlve.store import validate_identifier
 
 TaskRunnerKind = Literal["threads", "processes", "dask"]
@@ -61,6 +67,13 @@ class RegenerateParams(FlowParams):
     difficulty: tuple[int, int] = (0, 10)
     from_run: str | None = Field(None, description="target weak spots of this training run")
     seed: int = Field(0, ge=0, description="mixed into the fresh seeds")
+    events_from: int | None = Field(
+        EVENTS_FROM,
+        ge=0,
+        le=NO_EVENTS,
+        strict=True,
+        description=f"first difficulty with world events; null or {NO_EVENTS}: none",
+    )
     shard_size: int = Field(256, ge=1)
     chunk_size: int = Field(2000, ge=1, description="tasks per generation chunk")
     max_rounds: int = Field(6, ge=1, description="generation rounds before giving up")
@@ -72,6 +85,11 @@ class RegenerateParams(FlowParams):
     @classmethod
     def _absolute(cls, value: str) -> str:
         return str(Path(value).expanduser().resolve())
+
+    @property
+    def events_threshold(self) -> int:
+        """`events_from` as the generators take it: null (events off) is `NO_EVENTS`."""
+        return NO_EVENTS if self.events_from is None else self.events_from
 
     @model_validator(mode="after")
     def _check(self) -> RegenerateParams:

@@ -24,7 +24,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, Field
 
 from ecomrlve import store
-from ecomrlve.config import SCENARIOS
+from ecomrlve.config import EVENTS_FROM, NO_EVENTS, SCENARIOS
 from ecomrlve.flows.artifacts import publish_artifacts_stage
 from ecomrlve.flows.curriculum import catalog_predicate
 from ecomrlve.flows.params import (
@@ -183,8 +183,10 @@ def generate_tasks(
     min_steps: int | None,
     max_steps: int | None,
     catalog_hash: str,
+    events_from: int = EVENTS_FROM,
 ) -> tuple[list[ValidatedChunk], GenerationStats]:
-    """Fan out one generate → validate pair per chunk on this flow's task runner."""
+    """Fan out one generate → validate pair per chunk on this flow's task runner; tasks from
+    difficulty `events_from` up carry world events (`NO_EVENTS`: none)."""
     logger = get_run_logger()
     generator_code = source_fingerprint(*GENERATOR_CODE)
     validator_code = source_fingerprint(*VALIDATOR_CODE)
@@ -199,6 +201,7 @@ def generate_tasks(
             max_steps=max_steps,
             catalog_hash=catalog_hash,
             code_version=generator_code,
+            events_from=events_from,
         )
         for c in chunks
     ]
@@ -298,6 +301,7 @@ def pipeline(params: PipelineParams, overrides: dict[str, Any] | None = None) ->
                 min_steps=cfg.data.min_steps,
                 max_steps=cfg.data.max_steps,
                 catalog_hash=catalog.catalog_hash,
+                events_from=cfg.data.events_threshold,
             )
         if stats.chunks_cached == stats.chunks:
             rec.status = "cached"
@@ -305,7 +309,8 @@ def pipeline(params: PipelineParams, overrides: dict[str, Any] | None = None) ->
             rec.status = f"{stats.chunks_cached}/{stats.chunks} cached"
         rec.detail = (
             f"{stats.valid:,} valid of {stats.generated:,} in {stats.chunks} chunks "
-            f"({cfg.data.task_runner} × {cfg.data.workers})"
+            f"({cfg.data.task_runner} × {cfg.data.workers}); "
+            + events_text(cfg.data.events_threshold)
         )
         if stats.rejected:
             rec.detail += f"; rejected {stats.rejected}"
@@ -424,6 +429,11 @@ def pipeline(params: PipelineParams, overrides: dict[str, Any] | None = None) ->
         generation=stats,
         train=train,
     )
+
+
+def events_text(events_from: int) -> str:
+    """How a run's tasks meet world events, for a stage's detail."""
+    return "no world events" if events_from >= NO_EVENTS else f"world events from d{events_from}"
 
 
 def _flow_run_ui_url() -> str | None:
@@ -571,6 +581,7 @@ def regenerate_curriculum(
                 min_steps=params.min_steps,
                 max_steps=params.max_steps,
                 catalog_hash=chash,
+                events_from=params.events_threshold,
             )
             frames = [part.frame() for part in validated]
             taken = existing_task_ids(data_dir, [t for f in frames for t in f["task_id"]])
@@ -602,7 +613,9 @@ def regenerate_curriculum(
                 f"only {total} of {params.tasks} valid new tasks with {params.min_steps}-"
                 f"{params.max_steps} steps after {len(used_seeds)} rounds; nothing published"
             )
-        rec.detail = f"{total} tasks from {len(used_seeds)} rounds"
+        rec.detail = f"{total} tasks from {len(used_seeds)} rounds; " + events_text(
+            params.events_threshold
+        )
 
     run = f"regen_{params.name}_s{used_seeds[0]}"
     with clock.stage("publish") as rec:

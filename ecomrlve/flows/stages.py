@@ -33,7 +33,7 @@ from prefect.exceptions import MissingContextError
 from prefect.utilities.hashing import hash_objects
 
 from ecomrlve import store
-from ecomrlve.config import EcomConfig
+from ecomrlve.config import EVENTS_FROM, EcomConfig
 from ecomrlve.flows.progress import report
 from ecomrlve.flows.publishing import PublishResult, publish_run
 from ecomrlve.generators.generate import Chunk
@@ -266,12 +266,15 @@ def generate_chunk_stage(
     max_steps: int | None,
     catalog_hash: str,
     code_version: str,
+    events_from: int = EVENTS_FROM,
 ) -> TaskChunk:
     """Generate task indexes [start, start + count) of one scenario × difficulty (the
-    generators replay every reference through the verifier and keep only passing tasks).
+    generators replay every reference through the verifier and keep only passing tasks), with
+    world events from difficulty `events_from` up (`NO_EVENTS`: none).
 
     `catalog_hash` and `code_version` are not used here but are cache inputs: a new catalog or
-    edited generator code makes these rows stale.
+    edited generator code makes these rows stale. `events_from` is an input too, so a changed
+    threshold regenerates.
     """
     from ecomrlve.generators import generate_chunk
     from ecomrlve.generators.fanout import run_on_executor
@@ -289,6 +292,7 @@ def generate_chunk_stage(
         chunk.count,
         min_steps,
         max_steps,
+        events_from,
     )
     seconds = time.perf_counter() - started
     stage_logger().info("%s: %d tasks in %.2f s", chunk_label(chunk), df.height, seconds)

@@ -17,6 +17,7 @@ from ecomrlve.cli_common import (
     user_errors,
     writer_lock,
 )
+from ecomrlve.config import EVENTS_FROM, NO_EVENTS
 
 DataOpt = typer.Option(Path("data"), "--data", help="data directory (holds the catalog)")
 AUTO_WORKERS_FROM = 2000  # below this many tasks a process pool costs more than it saves
@@ -88,10 +89,10 @@ def register(app: typer.Typer) -> None:
             None, "--run", help="file name of this run in each partition (default gen_sSEED)"
         ),
         events_from: int = typer.Option(
-            8,
+            EVENTS_FROM,
             "--events-from",
             help="first difficulty whose shop changes during the episode (stock, prices, "
-            "shipping, transient tool failures); 11 turns world events off",
+            f"shipping, transient tool failures); {NO_EVENTS} turns world events off",
         ),
     ) -> None:
         """Generate validated tasks into DIR/tasks/scenario=S/difficulty=D/RUN.parquet.

@@ -16,6 +16,8 @@ and replays that reference through the verifier (a draw it cannot solve is dropp
 |               | checkout                             | fitting search hit, tells why        |
 | order_shipped | before the cancel of an order, or    | looks the order up and tells it has  |
 |               | just after it (a race it wins)       | shipped (or cancelled it in time)    |
+|               | before the first look at an order    | tells it has shipped (when no other  |
+|               | asked about                          | change of the world fits the task)   |
 
 The env plays the events (`ecomrlve.env.events`) and the verifier judges each action on the
 world as it was when taken.
@@ -27,15 +29,15 @@ import logging
 
 import numpy as np
 
-from ecomrlve.config import EnvConfig
+from ecomrlve.config import EVENTS_FROM, NO_EVENTS, EnvConfig
 from ecomrlve.env import reference_turns, verify
 from ecomrlve.generators.base import TaskKey, seed_sequence
+from ecomrlve.generators.blocks import spoken_day
 from ecomrlve.generators.context import GenContext
-from ecomrlve.tasks import TRANSIENT_ERRORS, Task, ToolCall, WorldEvent
+from ecomrlve.tasks import TRANSIENT_ERRORS, AnswerFact, Task, ToolCall, WorldEvent
 
 log = logging.getLogger(__name__)
 
-EVENTS_FROM = 8  # the first difficulty whose tasks carry world events
 EVENTS_STREAM = 0xE7E27  # the last entropy word of a task's events stream
 WORLD_KINDS = ("price_change", "out_of_stock", "order_shipped")
 PRICE_FACTORS = (0.8, 0.85, 0.9, 1.1, 1.15, 1.2)
@@ -45,9 +47,10 @@ _CONFIG = EnvConfig()
 
 def check_events_from(value: int) -> int:
     """`value` if it is a difficulty events may start from (0..11; 11 = never), else ValueError."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 11:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= NO_EVENTS:
         raise ValueError(
-            f"events_from must be an integer from 0 to 11 (11: no events), got {value!r}"
+            f"events_from must be an integer from 0 to {NO_EVENTS} ({NO_EVENTS}: no events), "
+            f"got {value!r}"
         )
     return value
 
@@ -227,6 +230,53 @@ def _order_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
     return True
 
 
+def _status_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
+    """An order the customer asks the status of ships just before the reference first looks
+    at it (not one to cancel: `_order_shipped` draws those, nor one whose cancel is asked
+    about). The told change replaces what the reference says of its status and date."""
+    orders = {o["order_id"]: o for o in draft.task.initial_state.get("orders", [])}
+    cancels = {
+        c.arguments.get("order_id") for c in draft.reference if c.name == "cancel_order"
+    } | set(draft.task.goal.cancel)
+    facts: dict[str, list[AnswerFact]] = {}
+    for fact in draft.task.goal.answer_facts:
+        if fact.subject:
+            facts.setdefault(fact.subject, []).append(fact)
+    picks = []
+    for order_id, about in facts.items():
+        order = orders.get(order_id)
+        status = [f.value for f in about if f.kind == "status"]
+        if (
+            order is None
+            or order_id in cancels
+            or order["status"] not in SHIPPABLE
+            or status != [order["status"]]
+            or {f.kind for f in about} & {"verdict", "term"}
+        ):
+            continue
+        looks = [
+            k for k, c in enumerate(draft.reference)
+            if c.name == "list_orders"
+            or (c.name == "get_order" and c.arguments.get("order_id") == order_id)
+        ]  # fmt: skip
+        if looks:
+            picks.append((order_id, looks[0]))
+    if not picks:
+        return False
+    order_id, first_look = picks[int(rng.integers(len(picks)))]
+    order = orders[order_id]
+    row = draft.ctx.catalog.row_of(order["items"][0]["item_id"])
+    noun = draft.ctx.noun(row) if row is not None else "items"
+    say = f"Your order {order_id} with the {noun} has just shipped"
+    if order.get("eta"):
+        say += f" and should arrive on {spoken_day(order['eta'])}"
+    # told in place of the order's status and date (`reference.final_answer`); its details stay
+    draft.events.append(
+        WorldEvent(kind="order_shipped", after_calls=first_look, order_id=order_id, say=say + ".")
+    )
+    return True
+
+
 def _tool_failure(draft: _Draft, rng: np.random.Generator) -> bool:
     if not draft.reference:
         return False
@@ -265,9 +315,10 @@ def add_events(
 
     One change of the world (the kinds this task allows, in a random order: the first that
     fits) plus, with probability 1/2 or when no change fits, a transient tool failure; at
-    difficulty 10 both. The rewritten reference is replayed through the verifier; a draw it
-    cannot solve leaves the task without events (logged). The draws do not depend on a step
-    band, so `regenerate(task_id)` rebuilds the same events.
+    difficulty 10 both. When no change fits, an order asked about may ship as well. The
+    rewritten reference is replayed through the verifier; a draw it cannot solve leaves the
+    task without events (logged). The draws do not depend on a step band, so
+    `regenerate(task_id)` rebuilds the same events.
     """
     if task.difficulty < events_from:
         return task
@@ -280,6 +331,8 @@ def add_events(
             break
     if not changed or task.difficulty >= 10 or rng.random() < 0.5:
         _tool_failure(draft, rng)
+    if not changed:  # drawn last: every other draw is the one it was before this kind
+        _status_shipped(draft, rng)
     if not draft.events:
         return task
     goal = task.goal.model_copy(update={"product_names": draft.names})
