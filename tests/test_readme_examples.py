@@ -26,7 +26,6 @@ import inspect
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -45,6 +44,7 @@ TOKEN = "readme-token"
 TASK_ID = "cart-s0-d3-i0-a0"  # the README's example id; `seed0_shop` checks it is real
 SUBSTITUTIONS = {"TASK_ID": TASK_ID}
 SIZES = {"--products": 3000, "--tasks": 99}  # at most this many
+TRAINED_TASKS = 12  # in the Training section's store
 
 # What runs each README item: a shell command (its words, prefix match, longest wins) or a
 # block's first line. Values name a test or fixture of this module, or `file::test` elsewhere.
@@ -358,7 +358,7 @@ def test_data_layout_listing_matches_the_store(curricula, workdir) -> None:
     (`S`, `D`, `NAME` stand for any scenario, difficulty, curriculum)."""
     ((block, _),) = assigned("test_data_layout_listing_matches_the_store")
     paths = [line.split()[0] for line in block.text.splitlines() if line.strip()]
-    assert len(paths) == 8
+    assert len(paths) == 9
     for path in paths:
         pattern = re.sub(r"(?<=[=/])(S|D|NAME)(?=/)", "*", path)
         assert list(workdir.glob(pattern.rstrip("/"))), f"README lists {path}; not in the store"
@@ -439,10 +439,15 @@ def test_openenv_section(seed0_shop, monkeypatch) -> None:
 def trained(tmp_path_factory, prefect_harness) -> Iterator[Path]:
     """The training command as written, in a folder of its own: a small store with the
     `default` curriculum `make run` leaves, `configs/tiny_cpu.yaml` replaced by TINY_RUN."""
-    from ecomrlve.testing.training import TINY_RUN, train_store_dir
+    from ecomrlve.catalogs import build_catalog
+    from ecomrlve.generators import generate_tasks, write_tasks
+    from ecomrlve.testing.training import TINY_RUN, TRAIN_PRODUCTS
 
     root = tmp_path_factory.mktemp("readme-train")
-    shutil.copytree(train_store_dir(), root / "data", ignore=shutil.ignore_patterns("*.lock"))
+    # few tasks: the README's eval plays every task of difficulty <= 2, 4 samples each
+    build_catalog(root / "data", TRAIN_PRODUCTS, seed=3)
+    tasks, _ = generate_tasks(root / "data", TRAINED_TASKS, seed=5, difficulty=(0, 1), max_steps=3)
+    write_tasks(root / "data", tasks, "gen_s5")
     (root / "configs").mkdir()
     (root / "configs" / "tiny_cpu.yaml").write_text(yaml.safe_dump(TINY_RUN))
     with pytest.MonkeyPatch.context() as patch:
@@ -460,6 +465,8 @@ def test_training_section(trained) -> None:
     outputs = run_assigned("test_training_section")
     text = "\n".join(map(str, outputs.values()))
     assert "pass^4" in text and "reward_mean" in text and "new tasks" in text
+    listed = run_command(_cli("ecomrlve sql 'SELECT output FROM train_runs' --format csv"))
+    assert "../experiments/tiny" in listed.split()  # relative to the data folder, as README says
     model = trained / "data" / "runs" / "default" / "model"
     model.parent.mkdir(parents=True)
     model.symlink_to(trained / "experiments" / "tiny" / "model")
