@@ -74,7 +74,7 @@ RUN_BY: dict[str, str] = {
     "ecomrlve eval --model experiments/tiny/model": "test_training_section",
     "ecomrlve sql SELECT step, reward_mean": "test_training_section",
     "ecomrlve curriculum regenerate --name hard --min-steps 6 --max-steps 8 --tasks 2000 "
-    "--from-run last": "test_training_section",
+    "--from-run last": "test_regenerate_from_the_last_run",
     "from trl import GRPOConfig, GRPOTrainer": (
         "tests/test_integrations_trl.py::test_readme_trl_snippet_runs_as_written_and_calls_tools"
     ),
@@ -436,10 +436,12 @@ def test_openenv_section(seed0_shop, monkeypatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory, prefect_harness) -> Iterator[Path]:
+def trained(tmp_path_factory) -> Iterator[Path]:
     """The training command as written, in a folder of its own: a small store with the
     `default` curriculum `make run` leaves, `configs/tiny_cpu.yaml` replaced by TINY_RUN."""
+    from ecomrlve import store
     from ecomrlve.catalogs import build_catalog
+    from ecomrlve.flows.curriculum import build_curriculum
     from ecomrlve.generators import generate_tasks, write_tasks
     from ecomrlve.testing.training import TINY_RUN, TRAIN_PRODUCTS
 
@@ -448,23 +450,24 @@ def trained(tmp_path_factory, prefect_harness) -> Iterator[Path]:
     build_catalog(root / "data", TRAIN_PRODUCTS, seed=3)
     tasks, _ = generate_tasks(root / "data", TRAINED_TASKS, seed=5, difficulty=(0, 1), max_steps=3)
     write_tasks(root / "data", tasks, "gen_s5")
+    with store.exclusive_lock(root / "data"):
+        build_curriculum(root / "data", "default")
     (root / "configs").mkdir()
     (root / "configs" / "tiny_cpu.yaml").write_text(yaml.safe_dump(TINY_RUN))
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
-        run_command(_cli("ecomrlve curriculum build --name default"))
         run_assigned("trained")
         yield root
 
 
 @pytest.mark.slow  # SFT + 2 DAPO steps, an evaluation and 2 GRPO steps of TRL
 def test_training_section(trained) -> None:
-    """eval, the train_steps query and `--from-run last` on the run the README's command
-    wrote; then the README's TRL block on that model folder (`data/runs/default/model`, where
+    """eval and the train_steps query on the run the README's command wrote; then the
+    README's TRL block on that model folder (`data/runs/default/model`, where
     `make run` leaves the demo's): `ecomrlve train`'s output works with TRL as written."""
     outputs = run_assigned("test_training_section")
     text = "\n".join(map(str, outputs.values()))
-    assert "pass^4" in text and "reward_mean" in text and "new tasks" in text
+    assert "pass^4" in text and "reward_mean" in text
     listed = run_command(_cli("ecomrlve sql 'SELECT output FROM train_runs' --format csv"))
     assert "../experiments/tiny" in listed.split()  # relative to the data folder, as README says
     model = trained / "data" / "runs" / "default" / "model"
@@ -475,3 +478,9 @@ def test_training_section(trained) -> None:
     trainer = run_python(snippet)["trainer"]
     assert trainer.state.global_step == 2
     assert all(e.verdict is not None for e in trainer.environments)  # ecom_reward judged each
+
+
+@pytest.mark.slow  # the trained run
+def test_regenerate_from_the_last_run(trained, prefect_harness) -> None:
+    (output,) = run_assigned("test_regenerate_from_the_last_run").values()
+    assert "new tasks" in str(output)
