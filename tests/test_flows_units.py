@@ -225,3 +225,30 @@ def test_missing_scenarios_are_named_with_their_reason() -> None:
     assert missing_scenarios(str(data), "another-catalog", present[:1], [], [], 8) == {
         present[0]: "no share of data.tasks=8 (fewer tasks than scenarios x difficulties)"
     }
+
+
+def test_code_modules_retries_only_the_spurious_ast_depth_error(monkeypatch) -> None:
+    """CPython 3.11's "AST constructor recursion depth mismatch" (another thread building an AST
+    at the same moment) is retried; any other SystemError is not."""
+    import ast
+
+    from ecomrlve.flows import stages
+
+    real_parse, failures = ast.parse, {"left": 1}
+
+    def flaky(source, *args, **kwargs):
+        if failures["left"]:
+            failures["left"] -= 1
+            raise SystemError("AST constructor recursion depth mismatch (before=132, after=181)")
+        return real_parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", flaky)
+    assert "ecomrlve.config" in stages.code_modules("ecomrlve.flows.params")
+    assert failures["left"] == 0  # the error was raised, and retried
+
+    def broken(source, *args, **kwargs):
+        raise SystemError("something else")
+
+    monkeypatch.setattr(ast, "parse", broken)
+    with pytest.raises(SystemError, match="something else"):
+        stages.code_modules("ecomrlve.flows.params")

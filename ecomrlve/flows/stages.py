@@ -100,7 +100,7 @@ def code_modules(*entries: str, package_root: Path = PACKAGE_ROOT) -> dict[str, 
         parts = name.split(".")
         pending += [".".join(parts[:i]) for i in range(1, len(parts))]
         is_package = path.name == "__init__.py"
-        for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
+        for node in ast.walk(_parse(path)):
             if isinstance(node, ast.Import):
                 pending += [a.name for a in node.names if a.name.split(".")[0] == package]
             elif isinstance(node, ast.ImportFrom):
@@ -114,6 +114,21 @@ def code_modules(*entries: str, package_root: Path = PACKAGE_ROOT) -> dict[str, 
                     pending.append(target)
                     pending += [f"{target}.{a.name}" for a in node.names]  # submodules, if any
     return found
+
+
+def _parse(path: Path, attempts: int = 3) -> ast.Module:
+    """`ast.parse` of a file, tried again on CPython 3.11's spurious "AST constructor recursion
+    depth mismatch" SystemError (CPython gh-106905: the AST builder's depth counter lives in
+    interpreter-wide state, so another thread building an AST at the same moment trips the
+    check). Seen in `pytest -m "not slow"` with Prefect's threads alive; a retry parses it."""
+    source = path.read_bytes()
+    for attempt in range(attempts):
+        try:
+            return ast.parse(source, filename=str(path))
+        except SystemError as err:
+            if "recursion depth mismatch" not in str(err) or attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _module_file(name: str, package_root: Path) -> Path | None:
