@@ -26,6 +26,7 @@ near chance, so the id-copying scenarios fail on choosing the record, not on cop
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ import torch
 
 from ecomrlve.catalogs.synth import build_products
 from ecomrlve.config import TrainingConfig
+from ecomrlve.testing.bench import print_table
 from ecomrlve.train.chat import TokenSequence
 from ecomrlve.train.model import TinySpec, build_tiny_qwen3, build_tiny_tokenizer
 from ecomrlve.train.sft import train_sft
@@ -175,15 +177,16 @@ def main() -> None:
         parser.error("--widths must be multiples of 64 (heads of 32 dimensions, 2 per kv head)")
     torch.manual_seed(args.seed)
     vocab = Vocabulary.build(products=2000, seed=args.seed)
-    print(f"{'probe':<11} {'width':>5} {'steps':>5} {'loss':>6} {'exact':>6} {'seconds':>8}")
+    table = [["probe", "width", "steps", "loss", "exact", "seconds"]]
     for width in args.widths:
         for name in args.probes:
             row = run_probe(name, vocab, width, args.steps, args.lr, args.seed)
-            print(
-                f"{row['probe']:<11} {row['width']:>5} {row['steps']:>5} {row['loss']:>6.3f} "
-                f"{row['exact']:>6.0%} {row['seconds']:>8.0f}",
-                flush=True,
-            )
+            table.append(
+                [name, str(width), str(args.steps), f"{row['loss']:.3f}", f"{row['exact']:.0%}",
+                 f"{row['seconds']:.0f}"]
+            )  # fmt: skip
+            print("done:", *table[-1], file=sys.stderr, flush=True)  # minutes per probe
+    print_table(table, numeric=True)
 
 
 if __name__ == "__main__":

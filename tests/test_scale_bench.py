@@ -3,13 +3,14 @@ Qwen3-8B's parameter count."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from ecomrlve.testing.bench import load_script
 
 pytestmark = pytest.mark.slow  # the benchmark script as a subprocess
 
@@ -18,11 +19,7 @@ SCRIPT = ROOT / "benchmarks" / "gpu_train.py"
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("gpu_train", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_qwen3_8b_shape_has_8_2b_parameters() -> None:

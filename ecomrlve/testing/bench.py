@@ -3,8 +3,11 @@ aligned table they print."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 import polars as pl
 
@@ -34,3 +37,12 @@ def print_table(rows: Sequence[Sequence[str]], *, numeric: bool = False) -> None
         print("  ".join(c.rjust(w) if numeric and i else c.ljust(w) for i, (c, w) in cells))
         if k == 0:
             print("  ".join("-" * w for w in widths))
+
+
+def load_script(path: Path) -> ModuleType:
+    """A benchmark script imported as a module (named by its file), for tests of its parts."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)
+    return module
