@@ -1,6 +1,6 @@
 """Pipeline wall time by stage, Prefect's overhead, and generation throughput with 1 vs 2 workers.
 
-    python benchmarks/pipeline.py                      # 20k products, 2.7k tasks (the default)
+    python benchmarks/pipeline.py                      # 20k products, 2.7k tasks (its default)
     python benchmarks/pipeline.py --tasks 900 --products 5000
 
 1. Prefect's temporary server start, timed on its own (first no-op flow minus a warm one).

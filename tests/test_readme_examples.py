@@ -14,7 +14,7 @@ substitutions only (`SUBSTITUTIONS` and `_sized`):
   its token read from the environment and its world loaded as written; only the blocking
   `uvicorn.run` on port 8000 is replaced), and the client blocks' `127.0.0.1:8000` names it;
 * `configs/tiny_cpu.yaml` in the training section becomes `TINY_RUN` (the demo's config trains
-  for 6 minutes; `TINY_RUN` runs SFT + 2 DAPO steps of the same code).
+  for ~20 minutes; `TINY_RUN` runs SFT + 2 DAPO steps of the same code).
 
 YAML blocks are fragments of a config: each is merged into `configs/tiny_cpu.yaml` and loaded
 through `ecomrlve.config`, and every value it sets must land where it says.
@@ -85,14 +85,14 @@ RUN_BY: dict[str, str] = {
 }
 # The README items the suite does not run, and why.
 NOT_RUN: dict[str, str] = {
-    "make run": "the fresh-machine install plus the 6.5-min demo: what a user runs, not a test",
+    "make run": "the fresh-machine install plus the ~20-min demo: what a user runs, not a test",
     "make test": "the fresh-machine install plus this suite: .ci/run runs it",
     "make lint": "ruff over the tree: part of `make test` (.ci/run)",
     "make layers": "the import-layer contracts: part of `make test` (.ci/run)",
     ".venv/bin/python -m pytest": "this suite itself",
     ".venv/bin/python benchmarks/": "a benchmark script (prints a table, minutes)",
     "python benchmarks/": "a benchmark script (prints a table, minutes)",
-    "ecomrlve pipeline --data data": "the whole demo: 6.5 min of CPU training (tests/test_flows.py "
+    "ecomrlve pipeline --data data": "the whole demo: ~20 min of CPU training (tests/test_flows.py "
     "runs the same flow on small configs)",
     "ecomrlve pipeline --config configs/ecom_rlve.yaml": "the article's data block: a 1M-product "
     "catalog and 100k tasks",

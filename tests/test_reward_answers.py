@@ -214,12 +214,19 @@ def test_paraphrased_reference_answers_pass(fact_tasks, ctx):
     assert passed / changed >= 0.95, failures[:5]
 
 
+def _history_beyond_the_task(task: Task) -> bool:
+    """The history holds an order the task is not about (at d0-1 it may hold only the asked-about
+    ones: then a dump of every order's status and dates is the honest answer, not a cheat)."""
+    return any(o["order_id"] not in task.goal.relevant_ids for o in task.initial_state["orders"])
+
+
 def test_cheat_sheets_and_dumps_do_not_pass(fact_tasks, ctx):
     passed = tried = 0
     winners = []
     for task in fact_tasks:
         first_calls = [turn for turn in reference_turns(task)[:-1]][:2]
-        for answer in (CHEAT_SHEET, order_dump(task)):
+        dumps = [order_dump(task)] if _history_beyond_the_task(task) else []
+        for answer in (CHEAT_SHEET, *dumps):
             assert len(answer) <= MAX_ANSWER_CHARS
             verdict = _episode(task, answer, ctx, first_calls)
             tried += 1

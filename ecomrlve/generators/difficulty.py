@@ -8,7 +8,7 @@ SQL `WHERE` over real knob values.
 |---------------------|-----|------|------|-------------------------|---------------------------|
 | n_constraints       | 2   | 4    | 7    | 2 + d//2                | more filters to satisfy   |
 | n_items             | 1   | 2    | 4    | 1 + d//3                | more lines / targets      |
-| n_orders            | 2   | 4    | 7    | 2 + d//2                | longer order history      |
+| n_orders            | 0   | 3    | 7    | 3d//4                   | more orders to tell apart |
 | n_distractors       | 0   | 2    | 5    | d//2                    | look-alike orders / items |
 | hidden_detail_share | 0   | 0.3  | 0.6  | 0.06 d                  | details only via ask_user |
 | typo_rate           | 0   | 0.03 | 0.08 | 0.01 max(0, d-2)        | misspelt prompt words     |
@@ -18,6 +18,12 @@ SQL `WHERE` over real knob values.
 | search_top_k        | 10  | 8    | 5    | 10 - d//2               | fewer results per search  |
 | n_intents           | 1   | 3    | 3    | 1 + (d>=2) + (d>=5)     | intents in one dialogue   |
 | budget_slack        | 0.5 | 0.275| 0.05 | 0.5 - 0.045 d           | tighter total budget      |
+
+`n_orders` counts the past orders besides the ones a task is about: at d0-1 the history holds
+only those (the look-up is reading the one order listed), and each difficulty step adds orders
+to tell apart by item and date (with `n_distractors`, look-alikes of the same product). A tiny
+model learns the one-order look-up within the CPU demo's SFT budget; picking one record of
+several it does not (`benchmarks/copy_skills.py`).
 
 Every axis is monotone in `d` (non-decreasing, or non-increasing where smaller is harder:
 `search_top_k`, `budget_slack`).
@@ -33,7 +39,9 @@ from ecomrlve.tasks import DIFFICULTY_AXES
 
 # Axis knobs several scenario configs share, declared once (`Scenario.config_for` reads an
 # annotated int as `int`).
-HistoryLength = Annotated[int, Field(ge=1, description="orders in the user's history")]
+HistoryLength = Annotated[
+    int, Field(ge=0, description="past orders besides the ones the task is about")
+]
 IntentCount = Annotated[int, Field(ge=1, description="requests in one message: 1 + follow-ups")]
 SearchTopK = Annotated[int, Field(ge=1, le=50, description="top_k of the reference searches")]
 
@@ -59,7 +67,7 @@ def axes_for(d: int) -> dict[str, float]:
     axes = {
         "n_constraints": 2 + d // 2,
         "n_items": 1 + d // 3,
-        "n_orders": 2 + d // 2,
+        "n_orders": (3 * d) // 4,
         "n_distractors": d // 2,
         "hidden_detail_share": round(0.06 * d, 4),
         "typo_rate": round(0.01 * max(0, d - 2), 4),

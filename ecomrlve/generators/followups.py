@@ -190,6 +190,10 @@ def add_followups(
     return out
 
 
+_DATE_KEYS = ("placed", "delivered", "eta")
+_MAX_SHIFT = 30  # days a follow-up order moves back to keep its dates its own
+
+
 def _described_order(
     ctx: GenContext, rng: np.random.Generator, world: World, category: str
 ) -> tuple[dict[str, Any], int]:
@@ -201,7 +205,16 @@ def _described_order(
         raise GenerationError("no free order id for a follow-up")
     status = pick(rng, ("shipped", "delivered"))
     row = ctx.pick_any(rng, category)
-    order = ctx.order(ids[0], [row], [1], status, placed_days_ago_for(status, rng), user=world.user)
+    # its dates are answers: none may be a date of another order, which the customer may say
+    # when asked about that one ("the order I placed on June 14")
+    taken_dates = {o.get(k) for o in world.orders for k in _DATE_KEYS} - {None}
+    days = placed_days_ago_for(status, rng)
+    for shift in range(_MAX_SHIFT + 1):
+        order = ctx.order(ids[0], [row], [1], status, days + shift, user=world.user)
+        if not taken_dates & {order.get(k) for k in _DATE_KEYS}:
+            break
+    else:
+        raise GenerationError("every date of a follow-up order is another order's date")
     order["payment_method"] = paid_with(rng, world.user["payment_methods"])
     world.orders.append(order)
     return order, row

@@ -270,7 +270,7 @@ class ProductDiscovery(Scenario):
         """A past order whose item shares the `anchor` value, put in the history with fillers,
         and how the customer points at it."""
         anchor_row = self._anchor_item(ctx, need, anchor, target, rng)
-        ids = ctx.order_ids(rng, n_orders)
+        ids = ctx.order_ids(rng, n_orders + 1)  # the anchor order and the fillers
         order = ctx.order(
             ids[0], [anchor_row], [1], "delivered", between(rng, 12, 90), user=world.user
         )

@@ -129,7 +129,7 @@ class Substitution(Scenario):
         )
 
         world = World.new(ctx, rng)
-        ids = ctx.order_ids(rng, config.n_orders)
+        ids = ctx.order_ids(rng, config.n_orders + 1)  # a past order and the fillers
         reference = []
         hidden: list[str] = plan["hidden"]
         if hidden:
@@ -278,7 +278,7 @@ def _by_name(
     """The item named by its name, variant and size: one search must single it out."""
     product = ctx.product(wanted)
     category = product["category"]
-    world.orders = filler_orders(ctx, rng, ids, {category})
+    world.orders = filler_orders(ctx, rng, ids[1:], {category})
     variant = variant_phrase(category, product["color"], rng)
     item = f"the {product['name']} {variant}, {size_words(product['size'])}"
     lookup_filters = {
