@@ -23,6 +23,7 @@ from ecomrlve.generators import (
     TaskKey,
     axes_for,
     generate_chunk,
+    generate_task,
     generate_tasks,
     get_scenario,
     parse_difficulty_range,
@@ -72,6 +73,22 @@ def test_axes_cover_the_twelve_columns_and_are_monotone():
             assert values == sorted(values), axis
         assert values[0] != values[-1], f"{axis} does not move with difficulty"
     assert table[0]["n_constraints"] == 2 and table[10]["n_constraints"] == 7
+
+
+@pytest.mark.parametrize("scenario", ["order_status", "cancel", "return", "policy", "journey"])
+def test_order_history_is_the_tasks_own_at_d0_1_and_grows_after(ctx, scenario):
+    """`n_orders`: at d0-1 every order in the history is one the task is about (reading the one
+    order listed is the easy look-up); from d2 on at least `n_orders` others sit beside it."""
+    for d in range(11):
+        for index in range(3):
+            task = generate_task(ctx, scenario, 17, d, index)
+            assert task is not None, (scenario, d, index)
+            ids = set(task.goal.relevant_ids)
+            others = [o for o in task.initial_state["orders"] if o["order_id"] not in ids]
+            want = int(axes_for(d)["n_orders"])
+            assert len(others) >= want, (task.task_id, len(others), want)
+            if d <= 1:
+                assert not others, task.task_id
 
 
 @pytest.mark.parametrize("bad", [-1, 11, 2.5, True, "3"])
