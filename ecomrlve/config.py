@@ -175,6 +175,23 @@ class DataConfig(StrictModel):
         return self
 
     @property
+    def band(self) -> str:
+        """The tasks this block describes (difficulty range, step band) as a SQL predicate."""
+        lo, hi = self.difficulty
+        parts = [f"difficulty BETWEEN {int(lo)} AND {int(hi)}"]
+        if self.min_steps is not None:
+            parts.append(f"min_steps >= {int(self.min_steps)}")
+        if self.max_steps is not None:
+            parts.append(f"min_steps <= {int(self.max_steps)}")
+        return " AND ".join(parts)
+
+    @property
+    def training_tasks(self) -> str:
+        """What `ecomrlve train` takes from a store without a curriculum: `train_where`, else
+        the band, so that a config's data block means the same to `train` as to `pipeline`."""
+        return self.train_where or self.band
+
+    @property
     def events_threshold(self) -> int:
         """`events_from` as the generators take it: null (events off) is `NO_EVENTS`."""
         return NO_EVENTS if self.events_from is None else self.events_from

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ecomrlve.config import ConfigError, load_config
 from ecomrlve.flows import QUIET_DEFAULTS, prefect_env
-from ecomrlve.flows.cli import TINY_TRAINING_CONFIG, band_predicate, resolve_config
+from ecomrlve.flows.cli import TINY_TRAINING_CONFIG, resolve_config
 from ecomrlve.flows.params import CurriculumParams, PipelineParams, RegenerateParams
 from ecomrlve.flows.regenerate import (
     allocate,
@@ -78,9 +78,7 @@ def test_bad_overrides_are_config_errors(overrides, message) -> None:
 
 def test_band_predicate() -> None:
     cfg, _ = resolve_config(None, {"min_steps": 2, "max_steps": 5})
-    assert band_predicate(cfg.data) == (
-        "difficulty BETWEEN 0 AND 10 AND min_steps >= 2 AND min_steps <= 5"
-    )
+    assert cfg.data.band == ("difficulty BETWEEN 0 AND 10 AND min_steps >= 2 AND min_steps <= 5")
 
 
 def test_params_pin_absolute_paths_and_validate_names(tmp_path, monkeypatch) -> None:

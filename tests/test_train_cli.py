@@ -157,3 +157,36 @@ def test_article_config_without_weights_stops_with_a_clear_error(tmp_path, runne
     assert result.exit_code == 2
     assert "hf download Qwen/Qwen3-8B" in result.output
     assert not output.exists()  # nothing written
+
+
+@pytest.mark.slow  # a whole (one-step) tiny training run
+def test_train_on_a_store_takes_the_tasks_its_data_block_describes(tmp_path, runner):
+    """`ecomrlve train --data STORE` without a curriculum trains on the tasks the config's
+    data block describes (here difficulty 1 of a d0-1 store), as `ecomrlve pipeline` does with
+    the same config: nothing at difficulty 0 is trained on or held out."""
+    data = train_store_dir()
+    raw = {**TINY_RUN, "data": {"difficulty": [1, 1], "max_steps": 3}}
+    raw["training"] = {**TINY_RUN["training"], "total_steps": 1, "sft_steps": 1}
+    config = tmp_path / "d1.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    output = tmp_path / "run"
+    result = runner.invoke(
+        app, ["train", "--config", str(config), "--output", str(output), "--data", str(data)]
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads((output / "summary.json").read_text())
+    predicate = "difficulty BETWEEN 1 AND 1 AND min_steps <= 3"
+    assert summary["task_source"] == f"store tasks where {predicate}"
+    assert predicate in " ".join(result.output.split())
+    (band_tasks,) = sql_rows(data, f"SELECT count(*) FROM tasks WHERE {predicate}")[0]
+    (all_tasks,) = sql_rows(data, "SELECT count(*) FROM tasks")[0]
+    assert 0 < band_tasks < all_tasks
+    assert summary["train_tasks"] + summary["heldout_tasks"] == band_tasks
+    played = sql_rows(
+        data,
+        "SELECT DISTINCT t.difficulty FROM train_rollouts r JOIN tasks t USING (task_id) "
+        "WHERE r.run_id = ? UNION SELECT DISTINCT t.difficulty FROM eval_episodes e "
+        "JOIN tasks t USING (task_id) WHERE e.run_id = ?",
+        [summary["run_id"], summary["run_id"]],
+    )
+    assert played == [(1,)]

@@ -61,7 +61,7 @@ def resolve_config(path: Path | None, overrides: dict[str, Any]) -> tuple[Any, s
         cfg, source = load_config(path), str(path)
     elif TINY_TRAINING_CONFIG.exists():
         tiny = load_config(TINY_TRAINING_CONFIG)
-        data = DataConfig(train_where=band_predicate(tiny.data))
+        data = DataConfig(train_where=tiny.data.band)
         cfg = EcomConfig(env=tiny.env, agent=tiny.agent, training=tiny.training, data=data)
         source = f"embedded data defaults + {TINY_TRAINING_CONFIG.name} (agent, training)"
     else:
@@ -73,17 +73,6 @@ def resolve_config(path: Path | None, overrides: dict[str, Any]) -> tuple[Any, s
     raw["data"].update(given)
     flags = ", ".join(f"--{k.replace('_', '-')}" for k in given)
     return config_from_dict(raw, source=f"{source} with {flags}"), f"{source} + {flags}"
-
-
-def band_predicate(data: Any) -> str:
-    """The tasks a `DataConfig` describes (difficulty range, step band) as a SQL predicate."""
-    lo, hi = data.difficulty
-    parts = [f"difficulty BETWEEN {int(lo)} AND {int(hi)}"]
-    if data.min_steps is not None:
-        parts.append(f"min_steps >= {int(data.min_steps)}")
-    if data.max_steps is not None:
-        parts.append(f"min_steps <= {int(data.max_steps)}")
-    return " AND ".join(parts)
 
 
 # ---- running flows ------------------------------------------------------------------------------

@@ -123,7 +123,8 @@ def _print_summary(cfg, summary) -> None:
     console.print(
         f"run {summary.run_id}: {summary.sft_steps} SFT steps on {summary.sft_sequences} "
         f"references, {summary.rl_steps} {summary.algorithm.upper()} steps on "
-        f"{summary.train_tasks} tasks in {summary.seconds:.0f} s; model {summary.model_dir}; "
+        f"{summary.train_tasks} tasks ({summary.task_source}) in {summary.seconds:.0f} s; "
+        f"model {summary.model_dir}; "
         f"plots {summary.output / 'plots'}"
     )
 

@@ -229,10 +229,12 @@ def plot_curves(
     if steps.height:
         ax.plot(steps["step"], steps["reward_mean"], marker="o", ms=3, label="reward (mean)")
         ax.plot(steps["step"], steps["success_rate"], marker="s", ms=3, label="success rate")
+        ax.legend()
+    else:  # an SFT-only run (0 RL steps) still gets the plot, saying why it is empty
+        ax.text(0.5, 0.5, "no RL steps", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel("step")
     ax.set_title(f"reward {title}".strip())
     ax.grid(alpha=0.3)
-    ax.legend()
     save(fig, "reward.png")
 
     fig, ax = plt.subplots(figsize=(7, 4))

@@ -126,6 +126,7 @@ class TrainSummary:
     algorithm: str
     curriculum: str | None
     train_tasks: int
+    task_source: str  # "curriculum NAME" or "store tasks where PREDICATE"
     heldout_tasks: int
     sft_sequences: int
     sft_steps: int
@@ -254,7 +255,11 @@ def _setup(
     if agent.model != TINY_MODEL:
         resolve_model_path(agent.model)  # a missing model is the first thing to say
     name = curriculum or training.rollout.curriculum
-    frame = read_curriculum(paths.root, name) if name else read_store_tasks(paths.root)
+    if name:
+        frame, source = read_curriculum(paths.root, name), f"curriculum {name}"
+    else:  # the tasks the config's data block describes, as the pipeline would train on
+        where = cfg.data.training_tasks
+        frame, source = read_store_tasks(paths.root, where), f"store tasks where {where}"
     frame = frame.filter(pl.col("scenario").is_in(cfg.env.scenarios))
     if frame.is_empty():
         raise StoreError(f"no tasks of the scenarios {cfg.env.scenarios} to train on")
@@ -318,6 +323,7 @@ def _setup(
         algorithm=training.algorithm.name,
         curriculum=name,
         train_tasks=train_frame.height,
+        task_source=source,
         heldout_tasks=heldout_frame.height,
         sft_sequences=0,
         sft_steps=0,
