@@ -48,6 +48,7 @@ ROLES = [
     ("You had 14 days; it has been 21 days.", [(14, "window"), (21, "elapsed")]),
     ("You have 30 days from delivery to return boots.", [(30, "window")]),
     ("A window of thirty days applies.", [(30, "window")]),
+    ("The fourteen-day window closed twenty-one days ago.", [(14, "window"), (21, "elapsed")]),
     ("It is 14 days past the window.", [(14, "elapsed")]),
     ("That's 30 days.", [(30, "unknown")]),
 ]  # fmt: skip
@@ -71,6 +72,7 @@ SWAPPED = [
     "No, the return window is 14 days and it ended 21 days ago.",
     "No, a window of 14 days applies, and it closed 21 days ago.",
     "No, you had 14 days to return it.",
+    "No, the fourteen-day window closed twenty-one days ago.",
     # the days since delivery (the prompt's own number) stated as the window
     "No, the 35-day window has closed.",
 ]
@@ -80,6 +82,7 @@ TRUE = [
     "No, the return window is 21 days and it ended 14 days ago.",
     "No: it has been 35 days since delivery; returns are only accepted within 21 days.",
     "No, you had 21 days to return it, and it's now 14 days past that.",
+    "No, the twenty-one-day window closed fourteen days ago.",
     "No, it can't be returned any more: you received it 35 days ago.",
 ]
 

@@ -3,8 +3,9 @@
 A task's `Goal.answer_facts` lists `AnswerFact`s: a *kind*, a canonical *value*, optionally the
 order it is about (*subject*, with *cues*: the words that name that order in an answer) and
 *allowed* context values. `check_answer` normalises the answer (unicode, dashes, number words
-via text2num: "forty-five" -> 45, "sixteenth" -> 16th), extracts every value of each checked
-kind and reports which facts were found, which are missing and which conflict.
+via text2num: "forty-five" -> 45, "sixteenth" -> 16th, "fourteen-day" -> "14 day"), extracts
+every value of each checked kind and reports which facts were found, which are missing and
+which conflict.
 
 Kinds and canonical values:
 
