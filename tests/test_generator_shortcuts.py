@@ -230,27 +230,17 @@ def test_same_seed_same_bytes_under_any_hash_seed(small_catalog_dir):
 
 
 # ---- memorised policy from another shop's seed -------------------------------------------------
-def _roles_swapped(task: Task, answer: str) -> bool:
-    """A "no" whose durations are exactly this task's window and days-since-closed values."""
-    from ecomrlve.env.facts import extract_durations, normalise
-
-    windows = [f for f in task.goal.answer_facts if f.kind == "duration"]
-    own = {(int(f.value), int(f.value)) for f in windows}
-    own |= {(int(a), int(a)) for f in windows for a in f.allowed if str(a).isdigit()}
-    stated = {value for _, value in extract_durations(normalise(answer))}
-    return bool(stated) and stated <= own
-
-
 def test_a_policy_answer_from_another_shops_book_fails_and_from_its_own_passes(ctx):
     """The same calls as the reference, then an answer written from a book: from the task's
     own book it passes (a correct answer in other words than the reference's); from another
     catalog seed's book (a memorised shop) it differs for most tasks and then fails. The only
-    passes left state the right verdict for a final-sale item with a made-up window (no
-    such row in this book): a stated value no observation grounds, which the grounding check
-    of the answer rules out; or the right "no" with the window and the days since it closed
-    swapped ("the 14-day window closed 21 days ago" for a 21-day window closed 14 days ago):
-    durations are checked by value, not by role (a known gap, rare: other book's window equal
-    to the days since this one's closed)."""
+    passes the test leaves room for state the right verdict for a final-sale item with a
+    made-up window (no such row in this book): a stated value no observation grounds, which
+    the grounding check of the answer rules out (none passes with seed 51). The right "no"
+    with the window and the days since it closed swapped ("the 14-day window closed 21 days
+    ago" for a 21-day window closed 14 days ago: the other book's window equal to the days
+    since this one's closed) fails: a duration stated as the window must be the window, not a
+    context value (`test_reward_window_answers.py`)."""
     from ecomrlve.catalogs import Shop, build_policies
     from ecomrlve.catalogs.policies import PolicyBook
     from ecomrlve.env import reference_turns, verify
@@ -271,6 +261,6 @@ def test_a_policy_answer_from_another_shops_book_fails_and_from_its_own_passes(c
             if verify(task, [*calls, answer], ctx.catalog).success:
                 passed += 1
                 final_sale = any(f.value == "final_sale" for f in task.goal.answer_facts)
-                assert final_sale or _roles_swapped(task, answer), answer
+                assert final_sale, answer
     assert differing >= 90  # of 180 answers: the book is not memorisable
     assert passed <= 0.05 * differing

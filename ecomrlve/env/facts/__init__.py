@@ -3,8 +3,9 @@
 A task's `Goal.answer_facts` lists `AnswerFact`s: a *kind*, a canonical *value*, optionally the
 order it is about (*subject*, with *cues*: the words that name that order in an answer) and
 *allowed* context values. `check_answer` normalises the answer (unicode, dashes, number words
-via text2num: "forty-five" -> 45, "sixteenth" -> 16th), extracts every value of each checked
-kind and reports which facts were found, which are missing and which conflict.
+via text2num: "forty-five" -> 45, "sixteenth" -> 16th, "fourteen-day" -> "14 day"), extracts
+every value of each checked kind and reports which facts were found, which are missing and
+which conflict.
 
 Kinds and canonical values:
 
@@ -18,7 +19,10 @@ money       ``4.99`` (dollars)          "$4.99", "4.99 USD", "4.99 dollars", "$0
 percent     ``10``                      "10%", "10 percent", "ten percent", "no restocking
                                         fee" / "0%" for 0
 duration    ``30`` or ``5-7`` (days)    "30 days", "30-day", "thirty days", "5 to 7 business
-                                        days", "2 weeks"
+                                        days", "2 weeks"; each with a role: a window ("the
+                                        30-day window", "a window of 30 days", "30 days to
+                                        return it"), elapsed ("30 days ago", "30 days since
+                                        delivery", "30 days past"), or unknown
 status      order status                "delivered"/"arrived", "shipped"/"on its way"/"in
                                         transit", "processing"/"being prepared", "pending",
                                         "cancelled"/"canceled" — not after "will be",
@@ -63,14 +67,18 @@ Precision — an answer that states a conflicting value of a checked kind fails:
   fact's `allowed` values (context the generator knows is legitimate: the order's own placed
   date, the order value the question names, the free-shipping threshold, days since delivery,
   days the window closed ago, the item's price and order total), today's date, or a value the
-  user's own request states (the prompt's values of that kind are always allowed).
+  user's own request states (the prompt's values of that kind are always allowed). A duration
+  stated as a window must be a target (or a window the prompt states): the allowed values are
+  elapsed time, so "the 14-day window closed 21 days ago" fails for a 21-day window that
+  closed 14 days ago, though 14 and 21 are both values the answer may state.
 * With facts about several orders, the answer is split into sentences; a sentence that names
   an order (its id, item id or product noun) and the sentences after it, until another order
   is named, are about that order. A fact must be stated about its own order, and a value
   stated about an order conflicts unless it is that order's target or allowed value (so
   facts attached to the wrong order fail, and so do dumps of every order's dates).
 * A verdict conflicts when the answer also asserts the opposite polarity on the same topic;
-  dates, durations, percents, money, statuses and payment methods conflict by value;
+  dates, durations, percents, money, statuses and payment methods conflict by value (a
+  duration stated as a window by value and role);
   addresses conflict when another address the customer has, or any other street line,
   appears; terms never conflict.
 * Answers longer than `MAX_ANSWER_CHARS` fail before any reading; nothing in the text can

@@ -150,11 +150,15 @@ class AnswerPlan:
         ]
         return relevant or indexed
 
+    def targets_in(self, kind: str, reading: Reading, k: int) -> list[Any]:
+        """The targets of `kind` segment `k` may state (of the facts it is about)."""
+        relevant = self.about(kind, reading, k)
+        return [self.targets[i] for i in relevant if self.targets[i] is not None]
+
     def permitted_in(self, kind: str, reading: Reading, k: int) -> list[Any]:
         """The values segment `k` may state of `kind`: targets, allowed values, today."""
-        relevant = self.about(kind, reading, k)
-        allowed = [self.targets[i] for i in relevant if self.targets[i] is not None]
-        for i in relevant:
+        allowed = self.targets_in(kind, reading, k)
+        for i in self.about(kind, reading, k):
             allowed += self.permitted[i]
         if kind == "date" and reading.today is not None:
             allowed.append(reading.today)

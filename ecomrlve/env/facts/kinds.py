@@ -6,7 +6,9 @@ violation (`show`), and which values of it the episode showed the agent (`shown`
 `valued` set are compared by value: a stated value that is no target conflicts (kinds the goal
 checks) or must be grounded (`grounded` kinds the goal does not check). `states` and
 `conflicts` have generic versions driven by these; a kind overrides them only where its rule
-differs (verdicts conflict by polarity, addresses by street line, terms and text never).
+differs (verdicts conflict by polarity, addresses by street line, terms and text never). A
+stated value may be a fact's `allowed` context value unless `may_be_context` says its sentence
+states it as the target itself (a duration stated as the return window must be the window).
 
 Adding a kind is one class here plus `register(...)`: a checker of claims about the episode
 (`audit`: extra violations for every answer, given what the episode showed) is one more entry.
@@ -59,6 +61,11 @@ class Kind:
     def show(self, value: Any) -> str:
         return str(value)
 
+    def may_be_context(self, value: Any) -> bool:
+        """May this stated value be one of the facts' `allowed` context values, or does its
+        sentence state it as the target itself (then only a target will do)?"""
+        return True
+
     def spellings(self, fact: AnswerFact) -> list[str]:
         return [fact.value]
 
@@ -85,15 +92,20 @@ class Kind:
         sentence is about, today's date or a value of the prompt."""
         out = []
         exact = type(self).matches is Kind.matches
-        allowed_for: dict[frozenset[str], list] = {}
+        # (targets, targets and allowed values) per set of subjects a segment is about
+        pools: dict[frozenset[str], tuple[list, list]] = {}
         for k, found in enumerate(reading.values(self.name)):
             if not found:
                 continue
             subjects = reading.segments[k].subjects
-            allowed = allowed_for.get(subjects)
-            if allowed is None:
-                allowed = allowed_for[subjects] = plan.permitted_in(self.name, reading, k)
+            if subjects not in pools:
+                pools[subjects] = (
+                    plan.targets_in(self.name, reading, k),
+                    plan.permitted_in(self.name, reading, k),
+                )
+            targets, permitted = pools[subjects]
             for value in found:
+                allowed = permitted if self.may_be_context(value) else targets
                 if value in allowed if exact else any(self.matches(value, w) for w in allowed):
                     continue
                 if reading.in_prompt(self, value):
@@ -215,6 +227,12 @@ class PercentKind(MoneyKind):
 
 
 class DurationKind(Kind):
+    """Durations in days, each read with the role its sentence gives it (`values.Duration`):
+    one stated as the window ("the 14-day window", "a window of 14 days", "14 days to return
+    it") must be a target, never a context value such as the days since the window closed,
+    so "the 14-day window closed 21 days ago" fails for a 21-day window closed 14 days ago.
+    Elapsed time ("21 days ago") and unknown roles ("that's 21 days") may be either."""
+
     digits = True
     name = "duration"
 
@@ -225,9 +243,23 @@ class DurationKind(Kind):
         low, _, high = value.partition("-")
         return int(low), int(high or low)
 
+    def matches(self, value, want):
+        return value[:2] == want[:2]  # (low, high): the role is how it was said, not its value
+
+    def same(self, a, b):
+        return self.matches(a, b)
+
+    def same_as_said(self, value, said, today):
+        # the prompt's "I received it 14 days ago" is no window: only a window it states is
+        return self.same(value, said) and (self.may_be_context(value) or said.role == v.WINDOW)
+
+    def may_be_context(self, value):
+        return value.role != v.WINDOW
+
     def show(self, value):
-        low, high = value
-        return f"{low} days" if low == high else f"{low}-{high} days"
+        low, high = value[:2]
+        days = f"{low} days" if low == high else f"{low}-{high} days"
+        return days if self.may_be_context(value) else f"{days} as the window"
 
     def shown(self, seen):
         # whole numbers shown (a window in days), and days between today and a date shown

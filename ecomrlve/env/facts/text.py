@@ -36,6 +36,9 @@ def normalise(text: str) -> str:
         and _NUMBER_HINT.search(text)
         and _NUMBER_WORD.search(text)
     ):
+        # alpha2digit leaves "fourteen-day" as it is: "fourteen day" becomes "14 day", a
+        # duration ("the fourteen-day window" must not hide its value from the check)
+        text = _NUMBER_WORD_DAY.sub(" ", text)
         with contextlib.suppress(Exception):  # an answer must never crash the verifier
             text = alpha2digit(text, "en")
         text = re.sub(r"\bzero\b", "0", text)
@@ -47,6 +50,8 @@ _NUMBER_WORD = re.compile(
     r"|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|fourth|fifth|sixth|seventh|eighth"
     r"|ninth|tenth|eleventh|twelfth|\w+teenth|twentieth|thirtieth)\b"
 )
+# the hyphen of "fourteen-day", "twenty-one-week" (a letter before it, "day"/"week" after)
+_NUMBER_WORD_DAY = re.compile(r"(?<=[a-z])-(?=(?:day|week)s?\b)")
 # a substring of every word `_NUMBER_HINT` matches (checked in the tests)
 _NUMBER_STEMS = ("zero", "one", "two", "thr", "thir", "four", "fort", "fi", "six", "seven",
                  "eigh", "nin", "ten", "elev", "twel", "twen", "hundred", "teen")  # fmt: skip

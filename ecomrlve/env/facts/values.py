@@ -8,6 +8,7 @@ import datetime as dt
 import functools
 import itertools
 import re
+from typing import NamedTuple
 
 # ---- dates -----------------------------------------------------------------------------------
 _MONTHS = {
@@ -179,7 +180,61 @@ def extract_percents(text: str) -> list[tuple[int, float]]:
     return out
 
 
-def extract_durations(text: str) -> list[tuple[int, tuple[int, int]]]:
+# The role a sentence gives a duration. A window ("the 21-day return window", "a window of 21
+# days", "21 days to return it", "returns are accepted within 21 days") must be the window
+# itself; elapsed time ("delivered 35 days ago", "35 days since delivery", "14 days past the
+# window") and anything else may also be context (`DurationKind.may_be_context`).
+WINDOW, ELAPSED, UNKNOWN = "window", "elapsed", "unknown"
+
+
+class Duration(NamedTuple):
+    """A stated duration: `low` to `high` days (equal for one value), in its `role`."""
+
+    low: int
+    high: int
+    role: str = UNKNOWN
+
+
+# cues read in the stated sentence right after the duration ("21 days| ago") or right before it
+# ("the window is |21 days"); elapsed cues win, then "left" (days left is no window), then
+# window cues
+_ELAPSED_AFTER = re.compile(
+    r"\s*(?:ago|since|late|overdue|past|beyond|outside|after (?:the|its|your) (?:return )?window)\b"
+)
+_ELAPSED_BEFORE = re.compile(r"\bbeen (?:over |more than |about |nearly |almost )?$")
+_LEFT_AFTER = re.compile(r"\s*(?:left|remaining|to go)\b")
+_WINDOW_AFTER = re.compile(
+    r"\s*(?:(?:return|returns|exchange|refund) )?(?:window|period|policy)\b"
+    r"|\s*(?:(?:from|after|of) (?:the )?delivery )?"
+    r"(?:to (?:return|send|exchange|bring)|for (?:a )?(?:returns?|exchanges?))\b"
+)
+_WINDOW_BEFORE = re.compile(
+    r"(?:\b(?:window|period)\b[^\d.;:!?]{0,40}?\b(?:is|of|was|lasts|runs)"
+    r"|\bwithin(?: the (?:first|next))?"
+    r"|\b(?:you|customers|members) (?:have|had|get|got)"
+    r"|\b(?:give|gives|gave|allow|allows|allowed|offer|offers)(?: you)?)"
+    r" (?:only |just |a full |a total of )?$"
+)
+_LEFT_WORDS = ("more", "extra", "additional")  # "5 more days": days left, no window
+_SENTENCE_END = re.compile(r"[.;!?\n]")
+
+
+def duration_role(text: str, start: int, end: int) -> str:
+    """The role the sentence gives the duration at `text[start:end]` ("21-day", "21 days")."""
+    after = _SENTENCE_END.split(text[end : end + 60], maxsplit=1)[0]
+    before = _SENTENCE_END.split(text[max(0, start - 60) : start])[-1]
+    if _ELAPSED_AFTER.match(after) or _ELAPSED_BEFORE.search(before):
+        return ELAPSED
+    if _LEFT_AFTER.match(after) or any(w in text[start:end] for w in _LEFT_WORDS):
+        return UNKNOWN
+    if _WINDOW_AFTER.match(after) or _WINDOW_BEFORE.search(before):
+        return WINDOW
+    return UNKNOWN
+
+
+def extract_durations(text: str) -> list[tuple[int, Duration]]:
+    """(position, duration) for every duration mention, each with the role its sentence gives
+    it: "no, the 21-day window closed 14 days ago" -> 21 days as the window, 14 elapsed."""
     out = []
     if "day" not in text and "week" not in text:
         return out
@@ -187,7 +242,7 @@ def extract_durations(text: str) -> list[tuple[int, tuple[int, int]]]:
         scale = 7 if m[3] == "week" else 1
         low = int(m[1]) * scale
         high = int(m[2]) * scale if m[2] else low
-        out.append((m.start(), (low, high)))
+        out.append((m.start(), Duration(low, high, duration_role(text, m.start(), m.end()))))
     return out
 
 
