@@ -25,6 +25,7 @@ type come first.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -132,11 +133,16 @@ class Substitution(Scenario):
         label = variant_label(category)
         candidates = ctx.rows_where({**base, "in_stock": True})
         noun = ctx.noun(wanted)
+
+        def as_planned(brand: str, acceptable: np.ndarray, typed: bool) -> bool:
+            """The price rule bites (a brand with the wanted type) or not, as planned."""
+            if not plan["price_trap"]:
+                return not _price_trap(ctx, noun, base, brand, acceptable, config)
+            return typed and _price_trap(ctx, noun, base, brand, acceptable, config)
+
         order, acceptable = _brand_preference(
-            ctx, rng, wanted, category, candidates, plan["empty_brands"]
+            ctx, rng, wanted, category, candidates, plan["empty_brands"], as_planned
         )
-        if _price_trap(ctx, noun, base, order[-1], acceptable, config) != plan["price_trap"]:
-            raise GenerationError("the price rule bites where the plan says not, or the reverse")
 
         world = World.new(ctx, rng)
         ids = ctx.order_ids(rng, config.n_orders + 1)  # a past order and the fillers
@@ -239,10 +245,12 @@ def _brand_preference(
     category: str,
     candidates: np.ndarray,
     empty_brands: int,
+    as_planned: Callable[[str, np.ndarray, bool], bool],
 ) -> tuple[list[str], np.ndarray]:
     """The brands in order of preference (`empty_brands` with nothing in the band, often the
     item's own brand among them, then the winner) and the winner's acceptable rows (of the
-    same product type when it has any)."""
+    same product type when it has any). The winner is one whose search `as_planned` accepts
+    (the price rule bites or not, as the plan says)."""
     # brand codes as masks over the vocabulary (np.unique / setdiff1d cost ~0.1 ms each
     # here); np.flatnonzero gives the same ascending codes
     n_brands = len(ctx.brand.vocab)
@@ -265,14 +273,17 @@ def _brand_preference(
     if own in without and own not in empty and empty and rng.random() < 0.5:
         empty[0] = int(own)  # "ideally the same brand again" — which has nothing left
     pool = with_type if len(with_type) and rng.random() < SAME_TYPE_WINNER else with_items
-    winner = int(pool[below(rng, len(pool))])
+    tries = [int(b) for b in rng.permutation(pool)]
     if empty_brands == 0 and own in pool and rng.random() < 0.5:
-        winner = int(own)
-    order = [ctx.brand.vocab[b] for b in [*empty, winner]]
-    of_winner = ctx.brand.codes[candidates] == winner
-    if (of_winner & same_type).any():
-        of_winner &= same_type
-    return order, candidates[of_winner]
+        tries.insert(0, int(own))
+    for winner in tries:
+        of_winner = ctx.brand.codes[candidates] == winner
+        typed = bool((of_winner & same_type).any())
+        if typed:
+            of_winner &= same_type
+        if as_planned(ctx.brand.vocab[winner], candidates[of_winner], typed):
+            return [ctx.brand.vocab[b] for b in [*empty, winner]], candidates[of_winner]
+    raise GenerationError("no brand whose price rule bites (or not) as the plan says")
 
 
 def _from_history(
