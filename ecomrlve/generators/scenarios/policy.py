@@ -167,8 +167,11 @@ class Policy(Scenario):
             days = between(rng, 1, 1 + CLOSED_FOR_DAYS)
         elif turns["item"]:  # past the window
             days = between(rng, rule.window_days + 1, rule.window_days + 1 + CLOSED_FOR_DAYS)
-        else:
-            days = between(rng, 1, rule.window_days + 1)
+        else:  # inside the window, neither its length nor half of it: the prompt states the
+            # days since delivery, so they must not repeat the window or the days left
+            days = between(rng, 1, rule.window_days)
+            if 2 * days == rule.window_days:
+                days -= 1
         order = delivered_order(ctx, rng, ids[0], [row], days, world.user)
         world.orders = [order, *filler_orders(ctx, rng, ids[1:], {category})]
         days = delivered_days_ago(order)
