@@ -27,6 +27,21 @@ several it does not (`benchmarks/copy_skills.py`).
 
 Every axis is monotone in `d` (non-decreasing, or non-increasing where smaller is harder:
 `search_top_k`, `budget_slack`).
+
+Besides the axes, scenarios derive knobs of their own from `d` (`Scenario.tuned`), each making
+the shallow choice (the first search hit, a fact copied as it is, the top of a list) right at
+d0-1 and wrong more often each step, so that reasoning is what difficulty adds (issue 29):
+
+| scenario     | knob                 | d0-1 | d5   | d9-10 | the shallow choice fails when…       |
+|--------------|----------------------|------|------|-------|--------------------------------------|
+| policy       | `comparison_share`   | 0    | 0.48 | 0.9   | an answer turns on a comparison      |
+| bundle       | `budget_bind_prob`   | 0    | 0.5  | 1     | the first hits overrun the budget    |
+| substitution | `price_trap_prob`    | 0    | 0.5  | 1     | the top match is outside the band    |
+| cart         | `usual_size_prob`    | 0    | 0.5  | 1     | the size is "my usual size"          |
+| journey      | `first_variant_prob` | 1    | 0.5  | 0     | (1 - it) the first variant is wrong  |
+
+World events (`generators/events.py`, from d8) grow too: `failure_prob` 1/2, 3/4, 1 and
+`acting_first_prob` 0, 1/2, 1 at d8, d9, d10.
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ and replays that reference through the verifier (a draw it cannot solve is dropp
 
 | event         | when it fires                        | the reference                        |
 |---------------|--------------------------------------|--------------------------------------|
-| tool_failure  | before a reference call: its tool    | sends the same call again            |
-|               | fails once (timeout, 503, 429)       |                                      |
+| tool_failure  | before a reference call to a shop    | sends the same call again            |
+|               | tool: it fails once (timeout, 503,   |                                      |
+|               | 429); `ask_user` never fails         |                                      |
 | price_change  | after an item is added, before the   | checks out; tells the new price      |
 |               | checkout                             |                                      |
 | out_of_stock  | after an item is added, before the   | views the cart, swaps in the next    |
@@ -18,6 +19,11 @@ and replays that reference through the verifier (a draw it cannot solve is dropp
 |               | just after it (a race it wins)       | shipped (or cancelled it in time)    |
 |               | before the first look at an order    | tells it has shipped (when no other  |
 |               | asked about                          | change of the world fits the task)   |
+
+Two knobs grow with the difficulty above 8. `acting_first_prob(d)`: P(the changes the
+reference must act on, out of stock and a shipped order, are tried before a price change, which
+it only has to tell): 0 up to d8 (a random order), 1/2 at d9, 1 at d10. `failure_prob(d)`: P(a
+transient failure besides the change of the world): 1/2 up to d8, 3/4 at d9, 1 at d10.
 
 The env plays the events (`ecomrlve.env.events`) and the verifier judges each action on the
 world as it was when taken.
@@ -40,6 +46,7 @@ log = logging.getLogger(__name__)
 
 EVENTS_STREAM = 0xE7E27  # the last entropy word of a task's events stream
 WORLD_KINDS = ("price_change", "out_of_stock", "order_shipped")
+TOLD_ONLY = frozenset({"price_change"})  # changes the reference only tells, acting on nothing
 PRICE_FACTORS = (0.8, 0.85, 0.9, 1.1, 1.15, 1.2)
 SHIPPABLE = frozenset({"pending", "processing"})
 _CONFIG = EnvConfig()
@@ -278,9 +285,11 @@ def _status_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
 
 
 def _tool_failure(draft: _Draft, rng: np.random.Generator) -> bool:
-    if not draft.reference:
+    # a shop service fails, not the customer: `ask_user` is the conversation itself
+    calls = [j for j, c in enumerate(draft.reference) if c.name != "ask_user"]
+    if not calls:
         return False
-    j = int(rng.integers(len(draft.reference)))
+    j = calls[int(rng.integers(len(calls)))]
     call = draft.reference[j]
     event = WorldEvent(kind="tool_failure", after_calls=j, tool=call.name,
                        error=str(rng.choice(TRANSIENT_ERRORS)))  # fmt: skip
@@ -296,6 +305,18 @@ HANDLING_CALLS = {"tool_failure": 1, "out_of_stock": 3, "price_change": 0, "orde
 def handling_calls(task: Task) -> int:
     """Reference calls `task` spends on its world events (`min_steps` = plan steps + these)."""
     return sum(HANDLING_CALLS[event.kind] for event in task.events)
+
+
+def acting_first_prob(difficulty: int) -> float:
+    """P(the changes the reference must act on are tried before those it only tells): 0 up to
+    d8, then 1/2 more a step (always at d10)."""
+    return min(1.0, 0.5 * max(0, difficulty - 8))
+
+
+def failure_prob(difficulty: int) -> float:
+    """P(a transient tool failure beside a change of the world): 1/2 up to d8, then 1/4 more a
+    step (every task at d10)."""
+    return min(1.0, 0.5 + 0.25 * max(0, difficulty - 8))
 
 
 DRAWS = {
@@ -314,8 +335,8 @@ def add_events(
     """`task` with world events when its difficulty is `events_from` or more (else unchanged).
 
     One change of the world (the kinds this task allows, in a random order: the first that
-    fits) plus, with probability 1/2 or when no change fits, a transient tool failure; at
-    difficulty 10 both. When no change fits, an order asked about may ship as well. The
+    fits) plus, with probability `failure_prob(difficulty)` or when no change fits, a transient
+    tool failure. When no change fits, an order asked about may ship as well. The
     rewritten reference is replayed through the verifier; a draw it cannot solve leaves the
     task without events (logged). The draws do not depend on a step band, so
     `regenerate(task_id)` rebuilds the same events.
@@ -325,11 +346,14 @@ def add_events(
     rng = events_rng(key)
     draft = _Draft(task, ctx)
     changed = False
-    for kind in rng.permutation(WORLD_KINDS):
-        if DRAWS[str(kind)](draft, rng):
+    kinds = [str(kind) for kind in rng.permutation(WORLD_KINDS)]
+    if rng.random() < acting_first_prob(task.difficulty):
+        kinds = [k for k in kinds if k not in TOLD_ONLY] + [k for k in kinds if k in TOLD_ONLY]
+    for kind in kinds:
+        if DRAWS[kind](draft, rng):
             changed = True
             break
-    if not changed or task.difficulty >= 10 or rng.random() < 0.5:
+    if not changed or rng.random() < failure_prob(task.difficulty):
         _tool_failure(draft, rng)
     if not changed:  # drawn last: every other draw is the one it was before this kind
         _status_shipped(draft, rng)

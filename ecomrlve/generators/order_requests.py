@@ -30,14 +30,26 @@ class ExchangeOption:
     acceptable: np.ndarray
 
 
-def exchange_option(ctx: GenContext, rng: np.random.Generator, row: int) -> ExchangeOption | None:
+def exchange_option(
+    ctx: GenContext, rng: np.random.Generator, row: int, first_listed: bool | None = None
+) -> ExchangeOption | None:
     """An in-stock variant of `row`'s product in another size and/or colour (None: no other
-    variant is in stock)."""
+    variant is in stock). `first_listed` True: the first such variant the product page lists
+    (`get_product` lists the family in order); False: one that differs from it in colour or
+    size where the family has one; None: any."""
     family = ctx.family_rows(row)
     options = [int(r) for r in family if int(r) != row and ctx.in_stock[r]]
     if not options:
         return None
+    first = options[0]
+    if first_listed is False:
+        key = (ctx.color.codes[first], ctx.size_col.codes[first])
+        options = [
+            r for r in options if (ctx.color.codes[r], ctx.size_col.codes[r]) != key
+        ] or options
     new = options[below(rng, len(options))]
+    if first_listed:
+        new = first
     same_color = ctx.color.codes[new] == ctx.color.codes[row]
     same_size = ctx.size_col.codes[new] == ctx.size_col.codes[row]
     if same_color and not same_size:

@@ -6,8 +6,13 @@ searches each, picks options that keep the total under budget (the first result 
 expensive when the budget is tight), adds them and checks out.
 
 Success: one new order whose lines match the slots one-to-one (each slot's acceptable set is
-computed over the whole catalog with `Catalog.filter_mask`), subtotal within the budget. The
-budget is the reference picks' subtotal plus `budget_slack`, so a valid basket always exists.
+computed over the whole catalog with `Catalog.filter_mask`), subtotal within the budget.
+
+Whether the budget binds is a knob, `budget_bind_prob`: a loose budget is the total of each
+slot's first acceptable search hit plus `budget_slack` (buying the first hits fits it); a
+binding one is the reference picks' (the cheapest hits') subtotal plus `budget_slack`, capped
+below the first hits' total, so the first hits overrun it and only comparing prices fits. Either
+way the reference basket fits, so a valid basket always exists. 0 at d0-1, all binding from d9.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.difficulty import SearchTopK
 from ecomrlve.generators.draws import below, between, pick
+from ecomrlve.generators.errors import GenerationError
 from ecomrlve.generators.phrasing import join_words, money
 from ecomrlve.generators.prompts import compose
 from ecomrlve.tasks import Goal, PurchaseSpec, Slot, ToolCall
@@ -68,6 +74,9 @@ class BundleConfig(ScenarioConfig):
     n_constraints: int = Field(ge=2, description="constraints per product, category included")
     search_top_k: SearchTopK
     budget_slack: float = Field(ge=0.0, le=1.0)
+    budget_bind_prob: float = Field(
+        ge=0.0, le=1.0, description="P(the first search hits' total exceeds the budget)"
+    )
 
 
 class Bundle(Scenario):
@@ -78,6 +87,7 @@ class Bundle(Scenario):
         return {
             "n_items": max(2, min(4, values["n_items"])),
             "n_constraints": min(4, 2 + values["n_constraints"] // 4),
+            "budget_bind_prob": budget_bind_prob(difficulty),
         }
 
     def plan(self, config: BundleConfig, rng: np.random.Generator) -> Plan:
@@ -91,27 +101,28 @@ class Bundle(Scenario):
             keys.append([first, *(rest[int(i)] for i in sorted(extra))])
         hide_budget = bool(rng.random() < config.hidden_detail_share) and 2 * n + 2 <= MAX_STEPS
         steps = int(hide_budget) + 2 * n + 1
-        return Plan(steps, {"n": n, "keys": keys, "hide_budget": hide_budget})
+        binds = bool(rng.random() < config.budget_bind_prob)
+        return Plan(steps, {"n": n, "keys": keys, "hide_budget": hide_budget, "binds": binds})
 
     def build(
         self, config: BundleConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
     ) -> Draft:
         """The categories, then per slot its need and the cheapest acceptable pick (search,
-        add), checkout; the budget is the picks' subtotal plus the slack."""
+        add), checkout; the budget fits the picks and binds or not as the plan says."""
         categories = _categories(ctx, rng, plan["n"])
         world = World.new(ctx, rng)
         reference = []
         if plan["hide_budget"]:
             reference.append(ask_call(["budget"], rng))
-        needs, picks = [], []
+        needs, picks, firsts = [], [], []
         for category, keys in zip(categories, plan["keys"], strict=True):
-            need, cheapest, calls = _cheapest_slot(ctx, rng, category, keys, config.search_top_k)
+            need, hits, calls = _cheapest_slot(ctx, rng, category, keys, config.search_top_k)
             reference += calls
             needs.append(need)
-            picks.append(cheapest)
+            picks.append(min(hits, key=lambda r: (ctx.price[r], r)))
+            firsts.append(hits[0])
         reference.append(call("checkout"))
-        subtotal = float(sum(ctx.price[r] for r in picks))
-        budget = float(math.ceil(subtotal * (1.0 + config.budget_slack)))
+        budget = _budget(ctx, picks, firsts, config.budget_slack, binds=plan["binds"])
         items = join_words([f"{need.category} ({need.phrase(rng, sep=', ')})" for need in needs])
         if plan["hide_budget"]:
             budget_text = pick(rng, BUDGET_HIDDEN)
@@ -146,13 +157,33 @@ def _categories(ctx: GenContext, rng: np.random.Generator, n: int) -> list[str]:
     return [str(c) for c in categories]
 
 
+def _budget(
+    ctx: GenContext, picks: list[int], firsts: list[int], slack: float, *, binds: bool
+) -> float:
+    """The budget in whole dollars: the first hits' total plus `slack` (loose), or the picks'
+    subtotal plus `slack` but below the first hits' total (binding)."""
+    subtotal = float(sum(ctx.price[r] for r in picks))
+    first_total = float(sum(ctx.price[r] for r in firsts))
+    if not binds:
+        return float(math.ceil(first_total * (1.0 + slack)))
+    budget = float(min(math.ceil(subtotal * (1.0 + slack)), math.ceil(first_total) - 1))
+    if budget < subtotal:
+        raise GenerationError("the first hits cost about what the cheapest do: no budget binds")
+    return budget
+
+
 def _cheapest_slot(
     ctx: GenContext, rng: np.random.Generator, category: str, keys: list[str], top_k: int
-) -> tuple[ProductNeed, int, list[ToolCall]]:
-    """One slot: the need drawn from an in-stock product of `category`, the cheapest
-    acceptable row its search shows, and the search + `add_to_cart` calls."""
+) -> tuple[ProductNeed, list[int], list[ToolCall]]:
+    """One slot: the need drawn from an in-stock product of `category`, the acceptable rows
+    its search shows (in rank order), and the search + `add_to_cart` (of the cheapest) calls."""
     row = ctx.pick_in_stock(rng, category)
     need = ProductNeed.build(ctx, row, keys, rng)
     search, good = need.search(ctx, query_for(ctx, row, rng), top_k)
     cheapest = min(good, key=lambda r: (ctx.price[r], r))
-    return need, cheapest, [search, call("add_to_cart", item_id=ctx.item_ids[cheapest], quantity=1)]
+    return need, good, [search, call("add_to_cart", item_id=ctx.item_ids[cheapest], quantity=1)]
+
+
+def budget_bind_prob(difficulty: int) -> float:
+    """P(the budget binds): 0 at d0-1 (the first hits fit), 0.125 a step up to 1 from d9."""
+    return round(min(1.0, 0.125 * max(0, difficulty - 1)), 4)

@@ -5,7 +5,9 @@ may already hold lines: a wanted product at the wrong quantity (`set_quantity`),
 of a wanted product or something unrelated (`remove_from_cart`); the agent must `view_cart` to
 see their ids. Every missing product is found with `search` and added, then `checkout`.
 Harder variants: more lines, more pre-filled mistakes, a quantity or variant detail left out
-of the prompt (`ask_user`).
+of the prompt (`ask_user`), and a line wanted "in my usual size" (`usual_size_prob`): the size is
+the one of the customer's past order of that category, read with `list_orders` (its line's title
+names the size) before the search; a search without the size finds another size first.
 
 Success: one new order whose lines match the wanted slots one-to-one; each slot accepts every
 in-stock item of the catalog with that brand, category, colour and size and enough stock.
@@ -28,6 +30,7 @@ from ecomrlve.generators.prompts import compose, counted
 from ecomrlve.tasks import Goal, PurchaseSpec, Slot, ToolCall
 
 MAX_STEPS = 9
+USUAL_SIZE = "in my usual size (the one I ordered last time)"
 LINE_KEYS = ["brand", "color", "size"]
 TEMPLATES_FRESH: tuple[str, ...] = (
     "Please put {lines} in my cart and check out.",
@@ -69,14 +72,20 @@ class CartConfig(ScenarioConfig):
     n_items: int = Field(ge=1, description="wanted lines")
     n_distractors: int = Field(ge=0, description="pre-filled mistakes in the cart (at most)")
     search_top_k: SearchTopK
+    usual_size_prob: float = Field(
+        ge=0.0, le=1.0, description="P(a new line's size is 'my usual size', from past orders)"
+    )
 
 
-def spec_words(ctx: GenContext, need: ProductNeed, quantity_hidden: bool) -> str:
+def spec_words(
+    ctx: GenContext, need: ProductNeed, quantity_hidden: bool, usual_size: bool = False
+) -> str:
     """ "two navy t-shirts from Smith Labs in size M", "a bag of dark roast coffee from …"."""
     v = need.values
     count = None if quantity_hidden else need.quantity
     words = f"{counted(count, need.category, v['color'])} from {v['brand']}"
-    return f"{words} {size_phrase(v['size'])}".rstrip()
+    size = USUAL_SIZE if usual_size else size_phrase(v["size"])
+    return f"{words} {size}".rstrip()
 
 
 class Cart(Scenario):
@@ -87,6 +96,7 @@ class Cart(Scenario):
         return {
             "n_items": min(3, values["n_items"]),
             "n_distractors": min(3, values["n_distractors"]),
+            "usual_size_prob": usual_size_prob(difficulty),
         }
 
     def plan(self, config: CartConfig, rng: np.random.Generator) -> Plan:
@@ -96,11 +106,13 @@ class Cart(Scenario):
         n_fixed = min(int(rng.binomial(n_mistakes, 0.4)), n_wanted)
         n_remove = n_mistakes - n_fixed
         hide_quantity = bool(rng.random() < config.hidden_detail_share)
+        usual = bool(rng.random() < config.usual_size_prob)
 
         def steps() -> int:
             prefilled = n_fixed + n_remove
             n_new = n_wanted - n_fixed
-            return int(hide_quantity) + int(prefilled > 0) + prefilled + 2 * n_new + 1
+            lookup = int(usual and n_new > 0)  # list_orders, for the usual size
+            return int(hide_quantity) + int(prefilled > 0) + prefilled + 2 * n_new + 1 + lookup
 
         while steps() > MAX_STEPS and n_remove:
             n_remove -= 1
@@ -114,6 +126,7 @@ class Cart(Scenario):
                 "n_fixed": n_fixed,
                 "n_remove": n_remove,
                 "hide_quantity": hide_quantity,
+                "usual_size": usual and n_wanted > n_fixed,
             },
         )
 
@@ -142,12 +155,20 @@ class Cart(Scenario):
             changes = fixes + removals
             reference += [changes[int(i)] for i in rng.permutation(len(changes))]
         relevant = [line["item_id"] for line in world.cart]
-        for need, row in zip(needs[:n_new], targets[:n_new], strict=True):
-            reference += _add_line(ctx, rng, need, row, config.search_top_k, relevant)
+        if plan["usual_size"]:  # the first new line's size, from a past order
+            world.orders = [_past_order_of_size(ctx, rng, needs[0], targets[0], world)]
+            relevant.append(world.orders[0]["order_id"])
+            reference.append(call("list_orders"))
+        for k, (need, row) in enumerate(zip(needs[:n_new], targets[:n_new], strict=True)):
+            size_decides = plan["usual_size"] and k == 0
+            reference += _add_line(ctx, rng, need, row, config.search_top_k, relevant, size_decides)
         reference.append(call("checkout"))
 
         lines = join_words(
-            [spec_words(ctx, need, k == hidden_need) for k, need in enumerate(needs)]
+            [
+                spec_words(ctx, need, k == hidden_need, usual_size=plan["usual_size"] and k == 0)
+                for k, need in enumerate(needs)
+            ]
         )
         template = pick(rng, TEMPLATES_FIX if world.cart else TEMPLATES_FRESH)
         prompt = compose(template, {"lines": lines}, rng, config.typo_rate)
@@ -201,6 +222,23 @@ class Cart(Scenario):
         raise GenerationError("no distinct line to put in the cart by mistake")
 
 
+def _past_order_of_size(
+    ctx: GenContext, rng: np.random.Generator, need: ProductNeed, target: int, world: World
+) -> dict[str, Any]:
+    """A delivered past order of another product of `need`'s category in its size (the
+    customer's "usual size"), not one the need accepts."""
+    size = need.values["size"]
+    if size == "one size":
+        raise GenerationError("a one-size product has no usual size")
+    same = ctx.rows_where({"category": need.category, "size": size})
+    others = np.setdiff1d(same, need.acceptable)
+    if len(others) == 0:
+        raise GenerationError("no other product of the category in that size")
+    row = int(others[below(rng, len(others))])
+    order_id = ctx.order_ids(rng, 1)[0]
+    return ctx.order(order_id, [row], [1], "delivered", between(rng, 20, 150), user=world.user)
+
+
 def _wanted_lines(
     ctx: GenContext, rng: np.random.Generator, n_wanted: int
 ) -> tuple[list[ProductNeed], list[int]]:
@@ -236,9 +274,22 @@ def _add_line(
     row: int,
     top_k: int,
     relevant: list[str],
+    size_decides: bool = False,
 ) -> list[ToolCall]:
     """A new line: its search and the `add_to_cart` of the first acceptable result (its id
-    appended to `relevant`)."""
-    search, good = need.search(ctx, query_for(ctx, row, rng), top_k, min_stock=need.quantity)
+    appended to `relevant`). With `size_decides`, the same search without the size must show
+    another size first (or the usual size would not matter)."""
+    query = query_for(ctx, row, rng)
+    search, good = need.search(ctx, query, top_k, min_stock=need.quantity)
+    if size_decides:
+        unsized = {k: v for k, v in need.filters.items() if k != "size"}
+        top = ctx.search_rows(query, unsized, top_k)
+        if len(top) and ctx.size_col.value(int(top[0])) == need.values["size"]:
+            raise GenerationError("the search without the size shows that size first")
     relevant.append(ctx.item_ids[good[0]])
     return [search, call("add_to_cart", item_id=ctx.item_ids[good[0]], quantity=need.quantity)]
+
+
+def usual_size_prob(difficulty: int) -> float:
+    """P(a new line is wanted "in my usual size"): 0 at d0-1, 0.125 a step up to 1 from d9."""
+    return round(min(1.0, 0.125 * max(0, difficulty - 1)), 4)

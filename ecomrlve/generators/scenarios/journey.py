@@ -130,6 +130,9 @@ class JourneyConfig(ScenarioConfig):
     n_orders: HistoryLength
     intent_switch_prob: float = Field(ge=0.0, le=1.0)
     search_top_k: SearchTopK
+    first_variant_prob: float = Field(
+        ge=0.0, le=1.0, description="P(an exchange asks for the first variant the page lists)"
+    )
 
 
 class Journey(Scenario):
@@ -137,7 +140,10 @@ class Journey(Scenario):
     Config = JourneyConfig
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
-        return {"n_intents": max(2, min(3, values["n_intents"]))}
+        return {
+            "n_intents": max(2, min(3, values["n_intents"])),
+            "first_variant_prob": first_variant_prob(difficulty),
+        }
 
     def plan(self, config: JourneyConfig, rng: np.random.Generator) -> Plan:
         # three intents from d5 on, more often as d grows
@@ -228,7 +234,8 @@ def _order_of_story(
     row = ctx.pick_any(rng, category)
     exchange = None
     if order_intent == "exchange":
-        exchange = exchange_option(ctx, rng, row)
+        first_listed = bool(rng.random() < config.first_variant_prob)
+        exchange = exchange_option(ctx, rng, row, first_listed)
         if exchange is None:
             raise GenerationError("no variant to exchange for")
     ids = ctx.order_ids(rng, config.n_orders + 1)
@@ -345,3 +352,10 @@ _INTENTS: dict[str, Callable[[_Told, tuple[str, ...]], None]] = {
     "policy": _tell_policy,
     "buy": _tell_buy,
 }
+
+
+def first_variant_prob(difficulty: int) -> float:
+    """P(the variant an exchange asks for is the first in-stock one `get_product` lists, so
+    reading the list's top is enough): 1 at d0-1, then 0.125 less a step (0 from d9; there the
+    wanted variant differs from the first listed wherever the product has another)."""
+    return round(max(0.0, 1.0 - 0.125 * max(0, difficulty - 1)), 4)

@@ -7,6 +7,13 @@ question is about "the boots from my order in May" the agent first reads the del
 with `list_orders`; a vague question ("something I bought") needs `ask_user`. `policy_branches`
 sets how many topics one message asks about.
 
+`comparison_share` is the share of answers that turn on a comparison or a rule against the
+customer: the item's return window closed (days since delivery past the window) or the item is
+final sale, free shipping (a Plus member, or an order past the free-shipping threshold), an order
+that has already shipped. The others are the happy path, a fact the policy text states as it is
+(a window still open, a standard member's fee under the threshold, a processing order). It is 0
+at d0-1, where every answer is a plain look-up, and grows with difficulty.
+
 Success: the final answer states every required fact (the verdict, the window and days left,
 the fee, the shipping price, …) and contradicts none of them; no state may change. A question
 that depends on an earlier verdict is answered with the verdict: the restocking fee of an item
@@ -60,6 +67,15 @@ TOPICS: tuple[str, ...] = (
     "cancellation",
 )
 ITEM_TOPICS = frozenset({"return_window", "restocking_fee", "exchange"})
+# P(the item of a turning answer is final sale rather than past its window)
+FINAL_SALE_SHARE = 0.35
+# order values a shipping question names (dollars); the happy path takes one under the
+# free-shipping threshold, a turning answer one at or over it (or a Plus member)
+ORDER_VALUES: tuple[float, ...] = (15.0, 20.0, 25.0, 35.0, 45.0, 60.0, 80.0, 120.0)
+# days past a closed window, at most
+CLOSED_FOR_DAYS = 45
+# the answers `comparison_share` may turn: the item's eligibility, shipping, cancellation
+TURNING: tuple[str, ...] = ("item", "shipping", "cancellation")
 # no order_detail: a policy question does not list the orders, so the order id is never seen
 FOLLOWUPS: tuple[str, ...] = ("reorder",)
 TEMPLATES: tuple[str, ...] = (
@@ -92,6 +108,9 @@ class PolicyConfig(ScenarioConfig):
     policy_branches: int = Field(ge=1, le=6, description="topics asked about (at most)")
     n_orders: HistoryLength
     lookup_prob: float = Field(ge=0.0, le=1.0, description="P(the item is named via an order)")
+    comparison_share: float = Field(
+        ge=0.0, le=1.0, description="P(an answer turns on a comparison or a refusal)"
+    )
     n_intents: IntentCount
 
 
@@ -100,14 +119,18 @@ class Policy(Scenario):
     Config = PolicyConfig
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
-        return {"lookup_prob": min(0.8, 0.1 * difficulty)}
+        return {
+            "lookup_prob": min(0.8, 0.1 * difficulty),
+            "comparison_share": comparison_share(difficulty),
+        }
 
     def plan(self, config: PolicyConfig, rng: np.random.Generator) -> Plan:
         b = config.policy_branches
         n_topics = between(rng, max(1, b - 1), b + 1)
         topics = [TOPICS[int(i)] for i in sorted(rng.choice(len(TOPICS), n_topics, replace=False))]
         about_item = any(t in ITEM_TOPICS for t in topics)
-        final_sale = about_item and rng.random() < 0.2
+        turns = {answer: bool(rng.random() < config.comparison_share) for answer in TURNING}
+        final_sale = about_item and turns["item"] and rng.random() < FINAL_SALE_SHARE
         lookup = about_item and rng.random() < config.lookup_prob
         vague = about_item and rng.random() < config.hidden_detail_share
         # one search_policy per policy document: window and fee share the returns rule
@@ -121,6 +144,7 @@ class Policy(Scenario):
                 "lookup": lookup,
                 "vague": vague,
                 "final_sale": final_sale,
+                "turns": turns,
                 "followups": more,
             },
         )
@@ -130,16 +154,29 @@ class Policy(Scenario):
     ) -> Draft:
         topics: list[str] = plan["topics"]
         lookup, vague = plan["lookup"], plan["vague"]
-        world = World.new(ctx, rng)
+        turns: dict[str, bool] = plan["turns"]
+        # the happy path of a shipping question is a standard member's fee, stated as it is
+        happy_shipping = "shipping" in topics and not turns["shipping"]
+        world = World.new(ctx, rng, "standard" if happy_shipping else None)
         pool = ctx.final_sale_categories if plan["final_sale"] else ctx.returnable_categories
         category = pick(rng, pool or ctx.categories)
         row = ctx.pick_any(rng, category)
         ids = ctx.order_ids(rng, config.n_orders + 1)
-        order = delivered_order(ctx, rng, ids[0], [row], between(rng, 1, 75), world.user)
+        rule = ctx.policies.return_rule(category, world.membership)
+        if not rule.returnable:
+            days = between(rng, 1, 1 + CLOSED_FOR_DAYS)
+        elif turns["item"]:  # past the window
+            days = between(rng, rule.window_days + 1, rule.window_days + 1 + CLOSED_FOR_DAYS)
+        else:  # inside the window, neither its length nor half of it: the prompt states the
+            # days since delivery, so they must not repeat the window or the days left
+            days = between(rng, 1, rule.window_days)
+            if 2 * days == rule.window_days:
+                days -= 1
+        order = delivered_order(ctx, rng, ids[0], [row], days, world.user)
         world.orders = [order, *filler_orders(ctx, rng, ids[1:], {category})]
         days = delivered_days_ago(order)
 
-        asking = _Asking(ctx, rng, world.membership, category, days)
+        asking = _Asking(ctx, rng, world.membership, category, days, turns)
         facts: dict[str, str] = {"category": category}
         if lookup:
             asking.subject = f"{line_phrase(ctx, row, rng)} from my order {order_when(order, rng)}"
@@ -186,6 +223,7 @@ class _Asking:
     membership: str
     category: str
     days: int
+    turns: dict[str, bool]  # which answers turn on a comparison (`TURNING`)
     subject: str = ""  # how the user names the item
     questions: list[str] = field(default_factory=list)
     reference: list[ToolCall] = field(default_factory=list)
@@ -329,13 +367,15 @@ def _ask_refunds(asking: _Asking, topics: list[str]) -> None:
 
 def _ask_shipping(asking: _Asking, topics: list[str]) -> None:
     ctx, membership = asking.ctx, asking.membership
-    value = float(asking.rng.choice([25, 35, 45, 60, 80, 120]))
+    threshold = ctx.policies.free_shipping_threshold
+    free = membership == "plus" or asking.turns["shipping"]
+    values = [v for v in ORDER_VALUES if (v >= threshold) == free] or [threshold]
+    value = float(pick(asking.rng, values))
     asking.questions.append(f"How much is standard shipping on a {money(value)} order for me?")
     query = f"shipping cost {membership} members"
     policy_id = ctx.policy_ids[("shipping", "", membership)]
     asking.reference.append(policy_call(ctx, query, policy_id, asking.policies))
     fee = ctx.policies.shipping_fee(value, membership)
-    threshold = ctx.policies.free_shipping_threshold
     if fee == 0 and membership == "plus":
         say = "Standard shipping is free for you as a Plus member."
     elif fee == 0:
@@ -351,7 +391,7 @@ def _ask_shipping(asking: _Asking, topics: list[str]) -> None:
 
 def _ask_cancellation(asking: _Asking, topics: list[str]) -> None:
     ctx, rng = asking.ctx, asking.rng
-    status = pick(rng, ("shipped", "processing"))
+    status = "shipped" if asking.turns["cancellation"] else "processing"
     asking.questions.append(f"And can I still cancel an order that is {status}?")
     query = pick(rng, ("cancel order", "cancellation policy"))
     policy_id = ctx.policy_ids[("cancellation", "", "any")]
@@ -377,3 +417,9 @@ _TOPICS: dict[str, Callable[[_Asking, list[str]], None]] = {
     "shipping": _ask_shipping,
     "cancellation": _ask_cancellation,
 }
+
+
+def comparison_share(difficulty: int) -> float:
+    """P(an answer turns on a comparison or a refusal): 0 at d0-1 (the happy path: every
+    answer a plain look-up), then 0.12 a step up to 0.9 (d9-10)."""
+    return round(min(0.9, 0.12 * max(0, difficulty - 1)), 4)

@@ -10,8 +10,11 @@ prompt allows: then its other items of the category do.
 The agent first looks the wanted item up (a search by its name, or `list_orders` +
 `get_product` when it is "the one I bought before") to learn its price, then searches brand by
 brand. Harder variants put more preferred brands with nothing available first (more empty
-searches), leave the preference or the price rule out of the prompt (`ask_user`), and narrow the
-price band.
+searches), leave the preference or the price rule out of the prompt (`ask_user`), narrow the
+price band, and make the price rule bite (`price_trap_prob`): the winning brand's top match for
+the product type, the price rule left out, is priced outside the band, so a recommendation that
+does not apply the rule is wrong. Otherwise that top match is inside the band (the rule is
+stated but does not bite): 0 at d0-1, every task from d9.
 
 Acceptable: every in-stock item of the catalog with that category, size, price band and the
 winning brand (computed with `Catalog.filter_mask`), narrowed to the wanted product type when
@@ -22,6 +25,7 @@ type come first.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -91,6 +95,9 @@ class SubstitutionConfig(ScenarioConfig):
     search_top_k: SearchTopK
     budget_slack: float = Field(ge=0.0, le=1.0, description="sets the price band width")
     history_prob: float = Field(ge=0.0, le=1.0, description="P(the item is from a past order)")
+    price_trap_prob: float = Field(
+        ge=0.0, le=1.0, description="P(the top match without the price rule is outside the band)"
+    )
 
 
 class Substitution(Scenario):
@@ -98,7 +105,10 @@ class Substitution(Scenario):
     Config = SubstitutionConfig
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
-        return {"history_prob": min(0.6, 0.07 * difficulty)}
+        return {
+            "history_prob": min(0.6, 0.07 * difficulty),
+            "price_trap_prob": price_trap_prob(difficulty),
+        }
 
     def plan(self, config: SubstitutionConfig, rng: np.random.Generator) -> Plan:
         history = bool(rng.random() < config.history_prob)
@@ -106,10 +116,9 @@ class Substitution(Scenario):
         hidden = [k for k in ("preference", "budget") if rng.random() < config.hidden_detail_share]
         pct = int(5 * round(20 * (0.1 + 0.5 * config.budget_slack) * rng.uniform(0.8, 1.2)))
         steps = int(bool(hidden)) + (2 if history else 1) + empty_brands + 1 + 1
-        return Plan(
-            steps,
-            {"history": history, "empty_brands": empty_brands, "hidden": hidden, "pct": pct},
-        )
+        trap = bool(rng.random() < config.price_trap_prob)
+        choices = {"history": history, "empty_brands": empty_brands, "hidden": hidden, "pct": pct}
+        return Plan(steps, {**choices, "price_trap": trap})
 
     def build(
         self, config: SubstitutionConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
@@ -124,8 +133,15 @@ class Substitution(Scenario):
         label = variant_label(category)
         candidates = ctx.rows_where({**base, "in_stock": True})
         noun = ctx.noun(wanted)
+
+        def as_planned(brand: str, acceptable: np.ndarray, typed: bool) -> bool:
+            """The price rule bites (a brand with the wanted type) or not, as planned."""
+            if not plan["price_trap"]:
+                return not _price_trap(ctx, noun, base, brand, acceptable, config)
+            return typed and _price_trap(ctx, noun, base, brand, acceptable, config)
+
         order, acceptable = _brand_preference(
-            ctx, rng, wanted, category, candidates, plan["empty_brands"]
+            ctx, rng, wanted, category, candidates, plan["empty_brands"], as_planned
         )
 
         world = World.new(ctx, rng)
@@ -191,6 +207,26 @@ def _sold_out_item(ctx: GenContext, rng: np.random.Generator) -> tuple[str, int]
     return category, int(sold_out[below(rng, len(sold_out))])
 
 
+def _price_trap(
+    ctx: GenContext,
+    noun: str,
+    base: dict[str, Any],
+    winner: str,
+    acceptable: np.ndarray,
+    config: SubstitutionConfig,
+) -> bool:
+    """Whether the winning brand's top match for `noun`, the price band left out, is not
+    acceptable (so only applying the price rule finds the substitute)."""
+    unpriced = {k: v for k, v in base.items() if k not in ("min_price", "max_price")}
+    top = ctx.search_rows(
+        noun, {**unpriced, "brand": winner, "in_stock": True}, config.search_top_k
+    )
+    if not len(top):
+        return True
+    at = int(np.searchsorted(acceptable, top[0]))
+    return not (at < len(acceptable) and acceptable[at] == top[0])
+
+
 def _price_band(category: str, product: dict[str, Any], pct: int) -> dict[str, Any]:
     """The filters every alternative meets: category, size, price within `pct`% and, where the
     variant defines the product, its colour (any colour may change otherwise)."""
@@ -209,10 +245,12 @@ def _brand_preference(
     category: str,
     candidates: np.ndarray,
     empty_brands: int,
+    as_planned: Callable[[str, np.ndarray, bool], bool],
 ) -> tuple[list[str], np.ndarray]:
     """The brands in order of preference (`empty_brands` with nothing in the band, often the
     item's own brand among them, then the winner) and the winner's acceptable rows (of the
-    same product type when it has any)."""
+    same product type when it has any). The winner is one whose search `as_planned` accepts
+    (the price rule bites or not, as the plan says)."""
     # brand codes as masks over the vocabulary (np.unique / setdiff1d cost ~0.1 ms each
     # here); np.flatnonzero gives the same ascending codes
     n_brands = len(ctx.brand.vocab)
@@ -235,14 +273,17 @@ def _brand_preference(
     if own in without and own not in empty and empty and rng.random() < 0.5:
         empty[0] = int(own)  # "ideally the same brand again" — which has nothing left
     pool = with_type if len(with_type) and rng.random() < SAME_TYPE_WINNER else with_items
-    winner = int(pool[below(rng, len(pool))])
+    tries = [int(b) for b in rng.permutation(pool)]
     if empty_brands == 0 and own in pool and rng.random() < 0.5:
-        winner = int(own)
-    order = [ctx.brand.vocab[b] for b in [*empty, winner]]
-    of_winner = ctx.brand.codes[candidates] == winner
-    if (of_winner & same_type).any():
-        of_winner &= same_type
-    return order, candidates[of_winner]
+        tries.insert(0, int(own))
+    for winner in tries:
+        of_winner = ctx.brand.codes[candidates] == winner
+        typed = bool((of_winner & same_type).any())
+        if typed:
+            of_winner &= same_type
+        if as_planned(ctx.brand.vocab[winner], candidates[of_winner], typed):
+            return [ctx.brand.vocab[b] for b in [*empty, winner]], candidates[of_winner]
+    raise GenerationError("no brand whose price rule bites (or not) as the plan says")
 
 
 def _from_history(
@@ -295,3 +336,8 @@ def _by_name(
         call("search", query=product["name"], filters=lookup_filters, top_k=config.search_top_k)
     )
     return item, template, ""
+
+
+def price_trap_prob(difficulty: int) -> float:
+    """P(the price rule bites): 0 at d0-1, 0.125 a step up to 1 from d9."""
+    return round(min(1.0, 0.125 * max(0, difficulty - 1)), 4)
