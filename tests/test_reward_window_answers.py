@@ -43,8 +43,8 @@ ROLES = [
     ("The return window is 21 days and it ended 14 days ago.", [(21, "window"), (14, "elapsed")]),
     ("The return window for yoga mats is 30 days for plus members.", [(30, "window")]),
     ("35 days since delivery; returns are accepted within 21 days.", [(35, "elapsed"), (21, "window")]),
-    ("You have 5 days left of the 21-day window.", [(5, "unknown"), (21, "window")]),
-    ("You have 9 more days.", [(9, "unknown")]),
+    ("You have 5 days left of the 21-day window.", [(5, "left"), (21, "window")]),
+    ("You have 9 more days.", [(9, "left")]),
     ("You had 14 days; it has been 21 days.", [(14, "window"), (21, "elapsed")]),
     ("You have 30 days from delivery to return boots.", [(30, "window")]),
     ("A window of thirty days applies.", [(30, "window")]),
@@ -96,6 +96,42 @@ def test_a_context_value_stated_as_the_window_fails(answer):
 @pytest.mark.parametrize("answer", TRUE)
 def test_the_window_and_elapsed_days_in_other_words_pass(answer):
     checked = check_answer(answer, CLOSED, CLOSED_PROMPT)
+    assert checked.ok, (answer, checked)
+
+
+# ---- an open window: 21 days, delivered 7 days ago, 14 left (two duration facts, as policy has)
+OPEN = [
+    AnswerFact(kind="verdict", value="return:yes"),
+    AnswerFact(kind="duration", value="21", allowed=["7", "0"], required=False),
+    AnswerFact(kind="duration", value="14", allowed=["7", "0"], required=False),
+]
+OPEN_PROMPT = "Can I still return the lamp I received 7 days ago?"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [  # another shop's book (14-day window): the days since delivery stated as days left
+        "Yes, you can still return it: the return window is 14 days, so you have 7 more days.",
+        "Yes, you have 7 days left to return it.",
+        "Yes: 7 more days.",
+    ],
+)
+def test_days_since_delivery_stated_as_days_left_fails(answer):
+    checked = check_answer(answer, OPEN, OPEN_PROMPT)
+    assert not checked.ok and any("as days left" in c for c in checked.conflicts), checked
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Yes, you can still return it: the return window is 21 days, so you have 14 more days.",
+        "Yes: it arrived 7 days ago and the 21-day window leaves you 14 days.",
+        "Yes, you have 14 days left of the 21-day return window.",
+        "Yes, it was delivered 7 days ago; you can return it within 21 days.",
+    ],
+)
+def test_an_open_window_in_other_words_passes(answer):
+    checked = check_answer(answer, OPEN, OPEN_PROMPT)
     assert checked.ok, (answer, checked)
 
 

@@ -226,10 +226,14 @@ class PercentKind(MoneyKind):
         return [f"{fact.value}%", f"{fact.value} percent"]
 
 
+ROLE_WORDS = {"window": "the window", "left": "days left"}
+
+
 class DurationKind(Kind):
     """Durations in days, each read with the role its sentence gives it (`values.Duration`):
     one stated as the window ("the 14-day window", "a window of 14 days", "14 days to return
-    it") must be a target, never a context value such as the days since the window closed,
+    it") or as time left ("7 more days", "7 days left") must be a target, never a context
+    value (context durations are elapsed time: days since delivery, since the window closed),
     so "the 14-day window closed 21 days ago" fails for a 21-day window closed 14 days ago.
     Elapsed time ("21 days ago") and unknown roles ("that's 21 days") may be either."""
 
@@ -251,15 +255,15 @@ class DurationKind(Kind):
 
     def same_as_said(self, value, said, today):
         # the prompt's "I received it 14 days ago" is no window: only a window it states is
-        return self.same(value, said) and (self.may_be_context(value) or said.role == v.WINDOW)
+        return self.same(value, said) and (self.may_be_context(value) or said.role == value.role)
 
     def may_be_context(self, value):
-        return value.role != v.WINDOW
+        return value.role not in (v.WINDOW, v.LEFT)  # context durations are elapsed time
 
     def show(self, value):
         low, high = value[:2]
         days = f"{low} days" if low == high else f"{low}-{high} days"
-        return days if self.may_be_context(value) else f"{days} as the window"
+        return days if self.may_be_context(value) else f"{days} as {ROLE_WORDS[value.role]}"
 
     def shown(self, seen):
         # whole numbers shown (a window in days), and days between today and a date shown

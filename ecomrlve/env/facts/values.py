@@ -181,10 +181,11 @@ def extract_percents(text: str) -> list[tuple[int, float]]:
 
 
 # The role a sentence gives a duration. A window ("the 21-day return window", "a window of 21
-# days", "21 days to return it", "returns are accepted within 21 days") must be the window
-# itself; elapsed time ("delivered 35 days ago", "35 days since delivery", "14 days past the
-# window") and anything else may also be context (`DurationKind.may_be_context`).
-WINDOW, ELAPSED, UNKNOWN = "window", "elapsed", "unknown"
+# days", "21 days to return it", "returns are accepted within 21 days") and time left ("14 days
+# left", "14 more days") must be a target; elapsed time ("delivered 35 days ago", "35 days since
+# delivery", "14 days past the window") and anything else may also be context, which is always
+# elapsed time (`DurationKind.may_be_context`).
+WINDOW, LEFT, ELAPSED, UNKNOWN = "window", "left", "elapsed", "unknown"
 
 
 class Duration(NamedTuple):
@@ -215,7 +216,7 @@ _WINDOW_BEFORE = re.compile(
     r"|\b(?:give|gives|gave|allow|allows|allowed|offer|offers)(?: you)?)"
     r" (?:only |just |a full |a total of )?$"
 )
-_LEFT_WORDS = ("more", "extra", "additional")  # "5 more days": days left, no window
+_LEFT_WORDS = ("more", "extra", "additional")  # "5 more days": days left
 _SENTENCE_END = re.compile(r"[.;!?\n]")
 
 
@@ -226,7 +227,7 @@ def duration_role(text: str, start: int, end: int) -> str:
     if _ELAPSED_AFTER.match(after) or _ELAPSED_BEFORE.search(before):
         return ELAPSED
     if _LEFT_AFTER.match(after) or any(w in text[start:end] for w in _LEFT_WORDS):
-        return UNKNOWN
+        return LEFT
     if _WINDOW_AFTER.match(after) or _WINDOW_BEFORE.search(before):
         return WINDOW
     return UNKNOWN
