@@ -254,7 +254,8 @@ class DurationKind(Kind):
         return self.matches(a, b)
 
     def same_as_said(self, value, said, today):
-        # the prompt's "I received it 14 days ago" is no window: only a window it states is
+        # the prompt's "I received it 14 days ago" licenses no "14-day window" nor "14 more
+        # days": a value the prompt states is quoted back only in the role it had there
         return self.same(value, said) and (self.may_be_context(value) or said.role == value.role)
 
     def may_be_context(self, value):
