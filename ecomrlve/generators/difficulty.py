@@ -98,6 +98,12 @@ def axes_for(d: int) -> dict[str, float]:
     return {k: float(v) for k, v in axes.items()}
 
 
+def rising_share(d: int) -> float:
+    """A knob's share of hard tasks: 0 at d0-1, 0.125 a step, 1 from d9."""
+    check_difficulty(d)
+    return round(min(1.0, 0.125 * max(0, d - 1)), 4)
+
+
 def parse_difficulty_range(text: str) -> tuple[int, int]:
     """Parse `"3-7"` or `"5"` into an inclusive range, or raise ValueError with one line."""
     raw = text.strip()
