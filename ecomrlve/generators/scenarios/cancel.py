@@ -7,9 +7,9 @@ user to wait for delivery and return it instead (a partial request: only part of
 done). Look-alike open orders the user did not mention stay untouched. Harder variants cancel
 more orders, mix in a shipped one, add look-alikes and leave the reason out of the prompt
 (`cancel_order` needs one, so the agent must `ask_user`). `twin_order_share` of a cell's tasks
-(0 at d0-1, 1 from d9; `generators/strata.py` picks which) have the first order named bought
-twice: a later order of the same products (the same titles, listed first) must stay, and only
-the day the user gives ("placed on May 3") tells which one to cancel.
+(0 at d0-1, 0.2 a step, 1 from d6; `generators/strata.py` picks which) have the first order
+named bought twice: a later order of the same products (the same titles, listed first) must
+stay, and only the day the user gives ("placed on May 3") tells which one to cancel.
 
 Success: exactly the requested cancellable orders end cancelled, nothing else changes, and the
 final answer confirms each cancellation; for a shipped order it says that it has shipped, that it

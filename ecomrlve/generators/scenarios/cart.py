@@ -27,6 +27,7 @@ from ecomrlve.generators.difficulty import SearchTopK
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import join_words, size_phrase
 from ecomrlve.generators.prompts import compose, counted
+from ecomrlve.generators.strata import in_share
 from ecomrlve.tasks import Goal, PurchaseSpec, Slot, ToolCall
 
 MAX_STEPS = 9
@@ -106,7 +107,7 @@ class Cart(Scenario):
         n_fixed = min(int(rng.binomial(n_mistakes, 0.4)), n_wanted)
         n_remove = n_mistakes - n_fixed
         hide_quantity = bool(rng.random() < config.hidden_detail_share)
-        usual = bool(rng.random() < config.usual_size_prob)
+        usual = in_share(config.usual_size_prob, rng.random())
 
         def steps() -> int:
             prefilled = n_fixed + n_remove

@@ -6,10 +6,11 @@ statuses and dates; details only `get_order` shows (the shipping address of a gi
 it was paid with, the price paid) need one `get_order` per order. Harder variants ask about
 more orders, add such details, leave the order description out of the prompt (`ask_user`) and
 add a policy question (can a shipped order still be cancelled?). `twin_order_share` of a cell's
-tasks (0 at d0-1, 1 from d9; `generators/strata.py` picks which) have the first order asked
-about bought twice: a later order holds the same products (so the same titles, and it is listed
-first), only the date the user gives tells them apart, and the user asks which card paid for
-theirs, so the `get_order` must be the right one (the two were paid with different cards).
+tasks (0 at d0-1, 0.2 a step, 1 from d6; `generators/strata.py` picks which) have the first
+order asked about bought twice: a later order holds the same products (so the same titles, and
+it is listed first), only the date the user gives tells them apart, and the user asks which card
+paid for theirs, so the `get_order` must be the right one (the two were paid with different
+cards).
 
 Success: the final answer states, for every order asked about, its status and its delivery
 date (or expected date), plus every detail asked for, each about the right order, and states no

@@ -10,9 +10,9 @@ colour, size, price cap, rating floor, ship days). Harder variants:
 * a bulk quantity: only items with that many units in stock count, and stock is only shown
   by `get_product`, so every recommended item is checked;
 * a delivery deadline given as a day ("it has to arrive by May 9"), in `deadline_share` of a
-  cell's tasks (0 at d0-1, 1 from d9; `generators/strata.py` picks which): the `max_ship_days`
-  filter is the days from today (the system prompt's date) to that day, and the first hits of a
-  search without it include an item that would arrive too late.
+  cell's tasks (0 at d0-1, 0.2 a step, 1 from d6; `generators/strata.py` picks which): the
+  `max_ship_days` filter is the days from today (the system prompt's date) to that day, and the
+  first hits of a search without it include an item that would arrive too late.
 
 Success: the final `recommend` names `n_recommend`..3 ids, all in the acceptable set computed
 over the whole catalog with `Catalog.filter_mask` (plus the stock floor for bulk requests).
@@ -35,6 +35,7 @@ from ecomrlve.generators.blocks import (
     World,
     ask_call,
     call,
+    constraint_values,
     filler_orders,
     hidden_subset,
     line_phrase,
@@ -182,7 +183,11 @@ class ProductDiscovery(Scenario):
         quantity = between(rng, 3, 9) if plan["bulk"] else 1
         target = ctx.pick_in_stock(rng, min_stock=quantity)
         # a relaxed key that is not among `keys` is dropped by the fallback ("any colour")
-        need = ProductNeed.build(ctx, target, keys, rng, quantity=quantity)
+        values = None
+        if plan["deadline"]:  # the tightest day that admits the target: more arrive too late
+            values = {**constraint_values(ctx, target, keys, rng), SHIP: int(ctx.ship_days[target])}
+        need = ProductNeed.build(ctx, target, keys, rng, quantity=quantity, values=values)
+        deadline = plan["deadline"] and _too_late_exists(ctx, need)
         category = need.category
         world = World.new(ctx, rng)
         extra: list[str] = []
@@ -196,7 +201,7 @@ class ProductDiscovery(Scenario):
         elif config.n_orders > 0:
             world.orders = filler_orders(ctx, rng, ctx.order_ids(rng, config.n_orders), {category})
         stated_parts = [
-            _deadline_phrase(v, rng) if plan["deadline"] and k == SHIP
+            _deadline_phrase(v, rng) if deadline and k == SHIP
             else constraint_phrase(k, v, rng, category)
             for k, v in need.values.items()
             if k not in hidden and k != anchor and k != relax
@@ -229,7 +234,7 @@ class ProductDiscovery(Scenario):
         if strict_call is not None:
             reference.append(strict_call)
         chosen = _search_and_recommend(
-            ctx, rng, need, target, n_recommend, config, reference, deadline=plan["deadline"]
+            ctx, rng, need, target, n_recommend, config, reference, deadline=deadline
         )
         more = followups.add_followups(
             plan["followups"], ctx, rng, world, {category}, typo_rate=config.typo_rate
@@ -341,6 +346,15 @@ class ProductDiscovery(Scenario):
         if len(rows) == 0:
             raise GenerationError(f"no past purchase shares the {key} {value!r}")
         return int(rows[below(rng, len(rows))])
+
+
+def _too_late_exists(ctx: GenContext, need: ProductNeed) -> bool:
+    """Whether an in-stock item meeting the need's other constraints arrives after its day
+    count: where none does (a need of six exact constraints on a small catalog) the day decides
+    nothing, and the request says the day count as before."""
+    loose = {k: v for k, v in need.filters.items() if k != SHIP}
+    rows = ctx.rows_where(loose)
+    return bool((ctx.ship_days[rows] > need.values[SHIP]).any())
 
 
 def _deadline_phrase(days: int, rng: np.random.Generator) -> str:

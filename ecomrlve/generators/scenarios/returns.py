@@ -9,10 +9,10 @@ Each requested item is one of
   why (final sale, or the window length).
 Harder variants: several items over several orders, look-alike items in other orders (same
 product, other colour), a restocking-fee question, the reason left out of the prompt
-(`return_item` needs one, so the agent must `ask_user`). `twin_order_share` of a cell's tasks
-(0 at d0-1, 1 from d9; `generators/strata.py` picks which) have the first item's order bought
-twice: a later order of the same products (the same titles, listed first) is not the one meant,
-and only the day the user gives ("I ordered on May 3") tells which order to act on.
+(`return_item` needs one, so the agent must `ask_user`). `twin_order_share` of a cell's tasks (0
+at d0-1, 0.2 a step, 1 from d6; `generators/strata.py` picks which) have the first item's order
+bought twice: a later order of the same products (the same titles, listed first) is not the one
+meant, and only the day the user gives ("I ordered on May 3") tells which order to act on.
 
 The module is called `returns` because `return` is a Python keyword; the scenario is "return".
 """
