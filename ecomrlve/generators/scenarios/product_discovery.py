@@ -184,10 +184,16 @@ class ProductDiscovery(Scenario):
         target = ctx.pick_in_stock(rng, min_stock=quantity)
         # a relaxed key that is not among `keys` is dropped by the fallback ("any colour")
         values = None
-        if plan["deadline"]:  # the tightest day that admits the target: more arrive too late
-            values = {**constraint_values(ctx, target, keys, rng), SHIP: int(ctx.ship_days[target])}
+        if plan["deadline"]:
+            values = constraint_values(ctx, target, keys, rng)
+            values[SHIP] = _fastest_days(ctx, ctx.category.value(target), values, quantity)
         need = ProductNeed.build(ctx, target, keys, rng, quantity=quantity, values=values)
         deadline = plan["deadline"] and _too_late_exists(ctx, need)
+        # the hard variant: what the request leaves unsaid (the day count behind a day, a
+        # hidden or anchored constraint) must matter to the first hits
+        unsaid = None
+        if plan["deadline"]:
+            unsaid = {*hidden, *([anchor] if anchor else []), *([SHIP] if deadline else [])}
         category = need.category
         world = World.new(ctx, rng)
         extra: list[str] = []
@@ -234,7 +240,7 @@ class ProductDiscovery(Scenario):
         if strict_call is not None:
             reference.append(strict_call)
         chosen = _search_and_recommend(
-            ctx, rng, need, target, n_recommend, config, reference, deadline=deadline
+            ctx, rng, need, target, n_recommend, config, reference, unsaid=unsaid
         )
         more = followups.add_followups(
             plan["followups"], ctx, rng, world, {category}, typo_rate=config.typo_rate
@@ -348,6 +354,17 @@ class ProductDiscovery(Scenario):
         return int(rows[below(rng, len(rows))])
 
 
+def _fastest_days(ctx: GenContext, category: str, values: dict[str, Any], quantity: int) -> int:
+    """The day count of a deadline: the fastest delivery among the items (with `quantity` in
+    stock) that meet the other constraints, so that the slower ones arrive too late."""
+    others = {k: v for k, v in values.items() if k != SHIP}
+    rows = ctx.rows_where({"category": category, **others, "in_stock": True})
+    rows = rows[ctx.stock[rows] >= quantity]
+    if len(rows) == 0:
+        raise GenerationError("no item meets the other constraints with the stock asked for")
+    return int(ctx.ship_days[rows].min())
+
+
 def _too_late_exists(ctx: GenContext, need: ProductNeed) -> bool:
     """Whether an in-stock item meeting the need's other constraints arrives after its day
     count: where none does (a need of six exact constraints on a small catalog) the day decides
@@ -383,22 +400,24 @@ def _search_and_recommend(
     config: DiscoveryConfig,
     reference: list[ToolCall],
     *,
-    deadline: bool = False,
+    unsaid: set[str] | None = None,
 ) -> list[int]:
     """The search, a product page per pick when stock matters (bulk), the recommendation;
-    returns the rows recommended. With a `deadline`, the same search without its day count
-    must show a too-late item among the first `n_recommend` (else the day needs no thought)."""
+    returns the rows recommended. With `unsaid` (the hard variant), the same search without
+    those filters must show an item the need rejects (too late, too few in stock, another
+    brand...) among the first `n_recommend`: the first hits of a search that only keeps what
+    the request spells out miss the need."""
     search, good = need.search(
         ctx, query_for(ctx, target, rng), config.search_top_k, min_stock=need.quantity
     )
     if len(good) < n_recommend:
         raise GenerationError("the reference search shows too few acceptable items")
-    if deadline:
-        loose = {k: v for k, v in search.arguments["filters"].items() if k != SHIP}
+    if unsaid is not None:
+        loose = {k: v for k, v in search.arguments["filters"].items() if k not in unsaid}
         first = ctx.search_rows(search.arguments["query"], loose, config.search_top_k)
-        days = need.values[SHIP]
-        if all(ctx.ship_days[r] <= days for r in first[:n_recommend]):
-            raise GenerationError("the first hits arrive in time without the deadline")
+        accepted = set(need.acceptable.tolist())
+        if all(r in accepted and ctx.stock[r] >= need.quantity for r in first[:n_recommend]):
+            raise GenerationError("the first hits meet the need without what is left unsaid")
     chosen = good[:n_recommend]
     reference.append(search)
     if need.quantity > 1:
