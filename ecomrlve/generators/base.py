@@ -9,7 +9,9 @@ A scenario is a small class with
   plans, not whole tasks;
 * `build(config, plan, rng, ctx)`: the world (user, cart, orders), the prompt, the hidden
   declarative `Goal` (the success check, judged by the env's verifier) and the reference tool
-  calls. `generate` = plan + build.
+  calls. `generate` = plan + build. `plan_task(config, rng, key)` is `plan` with the task's
+  position in its (scenario, difficulty) cell set, so a knob's share of hard variants is spread
+  over the cell's indexes rather than drawn per task (`generators/strata.py`).
 
 Every task is a pure function of its `TaskKey` (seed, scenario, difficulty, index, attempt):
 `rng_for(key)` seeds numpy from `SeedSequence([seed, scenario_id, index, difficulty, attempt])`.

@@ -37,28 +37,32 @@ d0-1 and wrong more often each step, so that reasoning is what difficulty adds (
 | policy            | `comparison_share`   | 0    | 0.48 | 0.9   | an answer turns on a comparison |
 | bundle            | `budget_bind_prob`   | 0    | 0.5  | 1     | the first hits overrun budget   |
 | substitution      | `price_trap_prob`    | 0    | 0.5  | 1     | the top match is out of band    |
-| cart              | `usual_size_prob`    | 0    | 0.5  | 1     | the size is "my usual size"     |
+| cart              | `usual_size_prob`    | 0    | 0.8  | 1     | the size is "my usual size"     |
 | journey           | `first_variant_prob` | 1    | 0.5  | 0     | (1 - it) first variant is off   |
 | order_status      | `twin_order_share`   | 0    | 0.8  | 1     | a later order, same products:   |
 | cancel            | `twin_order_share`   | 0    | 0.8  | 1     | the first listed is not the     |
 | return            | `twin_order_share`   | 0    | 0.8  | 1     | one meant; only the day tells   |
 | product_discovery | `deadline_share`     | 0    | 0.8  | 1     | the first hits arrive too late  |
 
-Policy's share grows 0.12 a step to 0.9, the next four's 0.125 a step from d1 to d9, and the
-last four's (`rising_share`) 0.2 a step from d1 to d6: before them product_discovery, return,
-order_status and cancel grew only where `n_items` and `policy_branches` step (d3, d6, d9), and
-their rows in `benchmarks/difficulty.py` sat flat in between; at 0.125 a step their baseline
-rows reached 10-20% by d5 and then rose and fell by a task of ten between steps, while two
-tasks of ten a step from d2 to d6 leave a cell at most 8, 6, 4, 2, 0 of ten tasks without the
-hard variant. `twin_order_share`: a later order holds the same products (the same titles, so
-`list_orders` shows it first and no word of the request tells them apart); the user names
-theirs by the day it was placed (order_status also asks which card paid, which only the right
-`get_order` shows). `deadline_share`: "it has to arrive by May 9" is the `max_ship_days` filter
-worked out from today's date in the system prompt, and the first hits of the search without
-it include an item that would arrive too late (where no item meeting the other constraints
-arrives too late, the day decides nothing and the request keeps the day count). None adds a
-reference call but order_status's card question on a twin (one `get_order`), and the four are
-0 at d0-1 with no draw there, so the d0-1 tasks (the CPU demo's training set) are
+Policy's share grows 0.12 a step to 0.9; bundle's, substitution's and journey's 0.125 a step
+from d1 to d9; cart's and the last four's (`rising_share`) 0.2 a step from d1 to d6. Before the
+last four, product_discovery, return, order_status and cancel grew only where `n_items` and
+`policy_branches` step (d3, d6, d9), and their baseline rows in `benchmarks/difficulty.py` sat
+flat in between; at 0.125 a step they reached 10-20% by d5 and then rose and fell by a task of
+ten between steps, while 0.2 a step leaves a cell of ten at most 8, 6, 4, 2, 0 tasks without
+the hard variant from d2 to d6.
+
+* `twin_order_share`: a later order holds the same products (the same titles, so `list_orders`
+  shows it first and no word of the request tells them apart); the user names theirs by the
+  day it was placed (order_status also asks which card paid, which only the right `get_order`
+  shows, adding that call where no detail was asked).
+* `deadline_share`: "it has to arrive by May 9" is the `max_ship_days` filter worked out from
+  today's date in the system prompt (the fastest delivery among the items meeting the other
+  constraints; where all of them ship alike the day decides nothing and the request keeps the
+  day count), and the first hits of the search without what the request leaves unsaid (that
+  day count, hidden or anchored constraints) miss the need.
+
+The four are 0 at d0-1 with no draw there, so the d0-1 tasks (the CPU demo's training set) are
 byte-identical to those before them.
 
 Which tasks of a cell carry a share knob's hard variant (all above but policy's per-answer

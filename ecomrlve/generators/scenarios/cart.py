@@ -23,7 +23,7 @@ from pydantic import Field
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query_for
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.difficulty import SearchTopK
+from ecomrlve.generators.difficulty import SearchTopK, rising_share
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import join_words, size_phrase
 from ecomrlve.generators.prompts import compose, counted
@@ -292,5 +292,7 @@ def _add_line(
 
 
 def usual_size_prob(difficulty: int) -> float:
-    """P(a new line is wanted "in my usual size"): 0 at d0-1, 0.125 a step up to 1 from d9."""
-    return round(min(1.0, 0.125 * max(0, difficulty - 1)), 4)
+    """The share of tasks with a new line wanted "in my usual size": 0 at d0-1, 0.2 a step up
+    to 1 from d6 (`rising_share`; at 0.125 a step to d9 the baseline's cart row rose between
+    steps at 10 tasks a cell)."""
+    return rising_share(difficulty)
