@@ -48,3 +48,20 @@ def test_the_baseline_never_asks_and_is_deterministic(ctx):
             if any(c.name == "ask_user" for c in task.reference):
                 assert first.reasoning_operations >= 1
     assert asked, "no task of the sample asks the customer"
+
+
+def test_the_baseline_says_nothing_of_an_order_it_took_another_for(ctx):
+    """At d10 every cancel names an order bought twice (the later twin is listed first, the
+    baseline takes it) and the order meant ships before the agent acts: the baseline must not
+    tell that shipping, which it never looked at, while the reference does."""
+    shipped = 0
+    for index in range(6):
+        task = generate_task(ctx, "cancel", 21, 10, index)
+        told = [e.say for e in task.events if e.kind == "order_shipped" and e.say]
+        if not told:
+            continue
+        shipped += 1
+        result = play_baseline(task, ctx.catalog)
+        assert not result.verdict.success, task.task_id
+        assert not any(say in result.answer for say in told), result.answer
+    assert shipped, "no d10 cancel of the sample ships its order"

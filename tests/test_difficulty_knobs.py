@@ -4,17 +4,27 @@ item 3): each knob is monotone in `d`, and the generated tasks show its effect a
 
 from __future__ import annotations
 
+import datetime as dt
+
 import numpy as np
 import pytest
 
+from ecomrlve.env import reference_turns, verify
 from ecomrlve.generators import GenContext, generate_task
+from ecomrlve.generators.base import GenerationError, TaskKey
 from ecomrlve.generators.events import acting_first_prob, failure_prob
+from ecomrlve.generators.generate import config_of
+from ecomrlve.generators.phrasing import spoken_date
+from ecomrlve.generators.registry import get_scenario
 from ecomrlve.generators.scenarios.bundle import budget_bind_prob
 from ecomrlve.generators.scenarios.cart import USUAL_SIZE, usual_size_prob
 from ecomrlve.generators.scenarios.journey import first_variant_prob
 from ecomrlve.generators.scenarios.policy import comparison_share
+from ecomrlve.generators.scenarios.product_discovery import DEADLINE_PHRASES
 from ecomrlve.generators.scenarios.substitution import price_trap_prob
+from ecomrlve.generators.strata import cell_position
 from ecomrlve.tasks import Task
+from ecomrlve.testing.baseline import play_baseline
 
 EASY, HARD = (0, 1), (9, 10)
 PER_CELL = 6
@@ -43,6 +53,11 @@ def _tasks(ctx: GenContext, scenario: str, difficulties: tuple[int, ...]) -> lis
         (price_trap_prob, 0.0, 1.0),
         (usual_size_prob, 0.0, 1.0),
         (first_variant_prob, 1.0, 0.0),
+        *(
+            (lambda d, s=scenario: config_of(s, d).twin_order_share, 0.0, 1.0)
+            for scenario in ("order_status", "cancel", "return")
+        ),
+        (lambda d: config_of("product_discovery", d).deadline_share, 0.0, 1.0),
     ],
 )
 def test_knobs_are_monotone_from_the_shallow_choice_right_to_wrong(knob, easy, hard):
@@ -155,3 +170,134 @@ def test_transient_failures_never_hit_ask_user(ctx):
             assert all(e.tool != "ask_user" for e in failures), task.task_id
             hit += bool(failures)
     assert hit >= 2 * PER_CELL  # every d10 task gets one where its draw verifies
+
+
+# ---- the knobs of order_status, cancel, return and product_discovery ----------------------------
+# (scenario, the plan choice that marks the hard variant, the config field that sets its share)
+HARD_VARIANTS = [
+    ("order_status", "twin", "twin_order_share"),
+    ("cancel", "twin", "twin_order_share"),
+    ("return", "twin", "twin_order_share"),
+    ("product_discovery", "deadline", "deadline_share"),
+]
+VARIANT_TASKS = 16
+
+
+def _variant_tasks(ctx: GenContext, scenario: str, field: str, share: float) -> list[Task]:
+    """d2 tasks (little else is hard there) built with the knob's share forced to `share`,
+    without world events; the same keys for either share (the first attempt that builds)."""
+    generator = get_scenario(scenario)
+    config = config_of(scenario, 2).model_copy(update={field: share})
+    tasks = []
+    for i in range(VARIANT_TASKS):
+        for attempt in range(20):
+            key = TaskKey(scenario, 23, 2, i, attempt)
+            try:
+                tasks.append(generator.generate(config, key.rng(), ctx, key))
+                break
+            except GenerationError:
+                continue
+    assert len(tasks) == VARIANT_TASKS
+    return tasks
+
+
+@pytest.mark.parametrize(("scenario", "choice", "field"), HARD_VARIANTS)
+def test_the_hard_variant_fails_the_shallow_baseline_and_the_reference_passes(
+    ctx, scenario, choice, field
+):
+    """The same d2 keys with the knob at 0 and at 1: the baseline passes most without it and
+    none with it; the reference passes every one."""
+    easy = _variant_tasks(ctx, scenario, field, 0.0)
+    hard = _variant_tasks(ctx, scenario, field, 1.0)
+    for task in easy + hard:
+        assert verify(task, reference_turns(task), ctx.catalog).success, task.task_id
+    easy_wins = [play_baseline(t, ctx.catalog).verdict.success for t in easy]
+    assert sum(easy_wins) >= VARIANT_TASKS // 2, easy_wins
+    # a deadline that decides nothing (no item meeting the rest arrives too late) is said as
+    # the day count: such tasks carry no hard variant
+    hard = [t for t in hard if scenario != "product_discovery" or _deadline_said(t)]
+    assert len(hard) >= 3 * VARIANT_TASKS // 4
+    hard_wins = [play_baseline(t, ctx.catalog).verdict.success for t in hard]
+    assert not any(hard_wins), [t.task_id for t, won in zip(hard, hard_wins, strict=True) if won]
+
+
+@pytest.mark.parametrize("scenario", ["order_status", "cancel", "return"])
+def test_a_twin_order_holds_the_same_products_later_and_the_prompt_gives_the_day(ctx, scenario):
+    for task in _variant_tasks(ctx, scenario, "twin_order_share", 1.0):
+        orders = task.initial_state["orders"]
+        relevant = set(task.goal.relevant_ids)
+
+        def lines(order: dict) -> list[str]:
+            return sorted(line["item_id"] for line in order["items"])
+
+        meant = [o for o in orders if o["order_id"] in relevant]
+        pairs = [(m, o) for m in meant for o in orders
+                 if o["order_id"] not in relevant and lines(o) == lines(m)]  # fmt: skip
+        assert len(pairs) == 1, task.task_id
+        meant, twin = pairs[0]
+        assert twin["placed"] > meant["placed"], task.task_id  # listed first
+        day = dt.date.fromisoformat(meant["placed"])
+        # in the request, or (a vague "my order") in the user's answer when asked which one
+        said = [task.prompt, *task.goal.user_facts.values()]
+        assert any(spoken_date(day) in text for text in said), (task.task_id, said)
+
+
+@pytest.mark.parametrize("scenario", ["order_status", "cancel", "return"])
+def test_no_twin_orders_at_d0_1(ctx, scenario):
+    for task in _tasks(ctx, scenario, EASY):
+        lines = [tuple(sorted(line["item_id"] for line in o["items"]))
+                 for o in task.initial_state["orders"]]  # fmt: skip
+        assert len(lines) == len(set(lines)), task.task_id
+
+
+DEADLINE_SAID = [phrase.split("{")[0] for phrase in DEADLINE_PHRASES]  # "that arrives by "
+
+
+def _deadline_said(task: Task) -> bool:
+    return any(said in task.prompt for said in DEADLINE_SAID)
+
+
+def test_a_deadline_is_a_day_the_agent_counts_to(ctx):
+    assert not any(_deadline_said(t) for t in _tasks(ctx, "product_discovery", EASY))
+    for task in _variant_tasks(ctx, "product_discovery", "deadline_share", 1.0):
+        at = next(k for k, c in enumerate(task.reference) if c.name == "recommend")
+        search = [c for c in task.reference[:at] if c.name == "search"][-1]  # the one recommended
+        days = search.arguments["filters"]["max_ship_days"]
+        if not _deadline_said(task):
+            assert f"{days} day" in task.prompt, task.prompt  # the day decides nothing
+            continue
+        today = dt.date.fromisoformat(task.initial_state["today"])
+        due = spoken_date(today + dt.timedelta(days=days))
+        assert any(f"{s}{due}" in task.prompt for s in DEADLINE_SAID), (task.task_id, task.prompt)
+        assert f"{days} day" not in task.prompt
+
+
+# ---- which tasks of a cell are hard: spread over the indexes, not a coin each --------------------
+@pytest.mark.parametrize(("scenario", "choice", "field"), HARD_VARIANTS)
+def test_a_cells_hard_tasks_are_its_share_of_indexes_up_to_rounding(scenario, choice, field):
+    """The plans of indexes 0..n-1 hold n * share hard variants within 2 for every n, and the
+    hard indexes at d are hard at d + 1 too (the count never falls with d)."""
+    generator = get_scenario(scenario)
+    n = 40
+    previous: set[int] = set()
+    for d in range(11):
+        config = config_of(scenario, d)
+        share = getattr(config, field)
+        hard = set()
+        for i in range(n):
+            key = TaskKey(scenario, 5, d, i)
+            if generator.plan_task(config, key.rng(), key)[choice]:
+                hard.add(i)
+        for m in range(1, n + 1):
+            assert abs(sum(i < m for i in hard) - m * share) <= 2, (d, m, sorted(hard))
+        assert previous <= hard, (d, sorted(previous - hard))
+        previous = hard
+    assert len(previous) == n  # share 1 at d10
+
+
+def test_cell_position_depends_on_seed_scenario_and_index_only():
+    spread = sorted(cell_position(3, 2, i) for i in range(100))
+    assert all(0 <= p < 1 for p in spread)
+    assert max(np.diff([0.0, *spread, 1.0])) < 0.05  # evenly spread
+    assert cell_position(3, 2, 7) == cell_position(3, 2, 7)
+    assert cell_position(3, 2, 7) != cell_position(4, 2, 7) != cell_position(3, 1, 7)

@@ -92,6 +92,7 @@ NOT_RUN: dict[str, str] = {
     ".venv/bin/python -m pytest": "this suite itself",
     ".venv/bin/python benchmarks/": "a benchmark script (prints a table, minutes)",
     "python benchmarks/": "a benchmark script (prints a table, minutes)",
+    "scenario ": "benchmarks/difficulty.py's table, as it printed it (minutes to run)",
     "ecomrlve pipeline --data data": "the whole demo: ~20 min of CPU training (tests/test_flows.py "
     "runs the same flow on small configs)",
     "ecomrlve pipeline --config configs/ecom_rlve.yaml": "the article's data block: a 1M-product "

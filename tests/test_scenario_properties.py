@@ -126,7 +126,7 @@ def test_step_count_grows_with_difficulty(ctx, scenario):
     for task in tasks_of(ctx, scenario):
         if TaskKey.parse(task.task_id).attempt == 0:
             key = TaskKey.parse(task.task_id)
-            plan = generator.plan(config_of(scenario, task.difficulty), key.rng())
+            plan = generator.plan_task(config_of(scenario, task.difficulty), key.rng(), key)
             assert plan.steps == task.min_steps
 
 

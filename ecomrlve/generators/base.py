@@ -9,7 +9,9 @@ A scenario is a small class with
   plans, not whole tasks;
 * `build(config, plan, rng, ctx)`: the world (user, cart, orders), the prompt, the hidden
   declarative `Goal` (the success check, judged by the env's verifier) and the reference tool
-  calls. `generate` = plan + build.
+  calls. `generate` = plan + build. `plan_task(config, rng, key)` is `plan` with the task's
+  position in its (scenario, difficulty) cell set, so a knob's share of hard variants is spread
+  over the cell's indexes rather than drawn per task (`generators/strata.py`).
 
 Every task is a pure function of its `TaskKey` (seed, scenario, difficulty, index, attempt):
 `rng_for(key)` seeds numpy from `SeedSequence([seed, scenario_id, index, difficulty, attempt])`.
@@ -30,6 +32,7 @@ from ecomrlve.config import SCENARIOS
 from ecomrlve.generators.context import dated, today_of
 from ecomrlve.generators.difficulty import check_difficulty
 from ecomrlve.generators.errors import GenerationError
+from ecomrlve.generators.strata import cell_position, positioned
 from ecomrlve.tasks import DIFFICULTY_AXES, Goal, Task, ToolCall
 
 if TYPE_CHECKING:
@@ -177,11 +180,17 @@ class Scenario(ABC):
     ) -> Draft:
         """Build the world, prompt, goal and reference for `plan`."""
 
+    def plan_task(self, config: ScenarioConfig, rng: np.random.Generator, key: TaskKey) -> Plan:
+        """`plan` for the task at `key`: knob shares are decided by the index's position in its
+        cell (`ecomrlve.generators.strata`), not by a coin per task."""
+        with positioned(cell_position(key.seed, key.scenario_id, key.index)):
+            return self.plan(config, rng)
+
     def generate(
         self, config: ScenarioConfig, rng: np.random.Generator, ctx: GenContext, key: TaskKey
     ) -> Task:
         """Plan and build one task (no step-band rejection: see `generate.generate_task`)."""
-        return self.finish(config, self.plan(config, rng), rng, ctx, key)
+        return self.finish(config, self.plan_task(config, rng, key), rng, ctx, key)
 
     def finish(
         self,

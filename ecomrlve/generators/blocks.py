@@ -242,6 +242,28 @@ def look_alike(ctx: GenContext, rng: np.random.Generator, target: int) -> int | 
     return fallback
 
 
+def twin_order(
+    ctx: GenContext,
+    rng: np.random.Generator,
+    order_id: str,
+    order: dict[str, Any],
+    user: dict[str, Any],
+) -> dict[str, Any]:
+    """The same products bought again later: an order of `order`'s lines placed after it, so
+    `list_orders` shows it first and only the date the user gives tells the two apart (the
+    titles are the same). Delivered when its transit allows, else shipped or processing.
+    Raises GenerationError when `order` was placed today (no later day for the twin)."""
+    age = (today() - dt.date.fromisoformat(order["placed"])).days
+    if age < 1:
+        raise GenerationError("an order placed today has no later twin")
+    rows = [ctx.catalog.row_of(line["item_id"]) for line in order["items"]]
+    quantities = [line["quantity"] for line in order["items"]]
+    placed = between(rng, 0, age)
+    transit = max(max(int(ctx.ship_days[r]) for r in rows), 1)
+    status = "delivered" if placed > transit else "shipped" if placed >= 2 else "processing"
+    return ctx.order(order_id, rows, quantities, status, placed, user=user)
+
+
 def delivered_days_ago(order: dict[str, Any]) -> int:
     return (today() - dt.date.fromisoformat(order["delivered"])).days
 

@@ -32,13 +32,43 @@ Besides the axes, scenarios derive knobs of their own from `d` (`Scenario.tuned`
 the shallow choice (the first search hit, a fact copied as it is, the top of a list) right at
 d0-1 and wrong more often each step, so that reasoning is what difficulty adds (issue 29):
 
-| scenario     | knob                 | d0-1 | d5   | d9-10 | the shallow choice fails when…       |
-|--------------|----------------------|------|------|-------|--------------------------------------|
-| policy       | `comparison_share`   | 0    | 0.48 | 0.9   | an answer turns on a comparison      |
-| bundle       | `budget_bind_prob`   | 0    | 0.5  | 1     | the first hits overrun the budget    |
-| substitution | `price_trap_prob`    | 0    | 0.5  | 1     | the top match is outside the band    |
-| cart         | `usual_size_prob`    | 0    | 0.5  | 1     | the size is "my usual size"          |
-| journey      | `first_variant_prob` | 1    | 0.5  | 0     | (1 - it) the first variant is wrong  |
+| scenario          | knob                 | d0-1 | d5   | d9-10 | the shallow choice fails when…  |
+|-------------------|----------------------|------|------|-------|---------------------------------|
+| policy            | `comparison_share`   | 0    | 0.48 | 0.9   | an answer turns on a comparison |
+| bundle            | `budget_bind_prob`   | 0    | 0.5  | 1     | the first hits overrun budget   |
+| substitution      | `price_trap_prob`    | 0    | 0.5  | 1     | the top match is out of band    |
+| cart              | `usual_size_prob`    | 0    | 0.8  | 1     | the size is "my usual size"     |
+| journey           | `first_variant_prob` | 1    | 0.5  | 0     | (1 - it) first variant is off   |
+| order_status      | `twin_order_share`   | 0    | 0.8  | 1     | a later order, same products:   |
+| cancel            | `twin_order_share`   | 0    | 0.8  | 1     | the first listed is not the     |
+| return            | `twin_order_share`   | 0    | 0.8  | 1     | one meant; only the day tells   |
+| product_discovery | `deadline_share`     | 0    | 0.8  | 1     | the first hits arrive too late  |
+
+Policy's share grows 0.12 a step to 0.9; bundle's, substitution's and journey's 0.125 a step
+from d1 to d9; cart's and the last four's (`rising_share`) 0.2 a step from d1 to d6. Before the
+last four, product_discovery, return, order_status and cancel grew only where `n_items` and
+`policy_branches` step (d3, d6, d9), and their baseline rows in `benchmarks/difficulty.py` sat
+flat in between; at 0.125 a step they reached 10-20% by d5 and then rose and fell by a task of
+ten between steps, while 0.2 a step leaves a cell of ten at most 8, 6, 4, 2, 0 tasks without
+the hard variant from d2 to d6.
+
+* `twin_order_share`: a later order holds the same products (the same titles, so `list_orders`
+  shows it first and no word of the request tells them apart); the user names theirs by the
+  day it was placed (order_status also asks which card paid, which only the right `get_order`
+  shows, adding that call where no detail was asked).
+* `deadline_share`: "it has to arrive by May 9" is the `max_ship_days` filter worked out from
+  today's date in the system prompt (the fastest delivery among the items meeting the other
+  constraints; where all of them ship alike the day decides nothing and the request keeps the
+  day count), and the first hits of the search without what the request leaves unsaid (that
+  day count, hidden or anchored constraints) miss the need.
+
+The four are 0 at d0-1 with no draw there, so the d0-1 tasks (the CPU demo's training set) are
+byte-identical to those before them.
+
+Which tasks of a cell carry a share knob's hard variant (all above but policy's per-answer
+draws and journey's, drawn in the build) is the share of the cell's task indexes that
+`generators/strata.py` spreads evenly, not a coin per task: with 10 tasks a cell a coin gives
+the hard count a standard deviation of about 1.4 tasks, more than the 1.25 a step adds.
 
 World events (`generators/events.py`, from d8) grow too: `failure_prob` 1/2, 3/4, 1 and
 `acting_first_prob` 0, 1/2, 1 at d8, d9, d10.
@@ -96,6 +126,12 @@ def axes_for(d: int) -> dict[str, float]:
     if tuple(axes) != DIFFICULTY_AXES:
         raise RuntimeError("internal: difficulty axes out of sync with ecomrlve.tasks")
     return {k: float(v) for k, v in axes.items()}
+
+
+def rising_share(d: int) -> float:
+    """A knob's share of hard tasks: 0 at d0-1, 0.2 a step, 1 from d6."""
+    check_difficulty(d)
+    return round(min(1.0, 0.2 * max(0, d - 1)), 4)
 
 
 def parse_difficulty_range(text: str) -> tuple[int, int]:

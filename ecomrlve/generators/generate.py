@@ -129,7 +129,7 @@ def generate_task(
     for attempt in range(MAX_ATTEMPTS):
         key = TaskKey(scenario, seed, difficulty, index, attempt)
         rng = key.rng()
-        plan = generator.plan(config, rng)
+        plan = generator.plan_task(config, rng, key)
         if stats is not None:
             stats.attempts += 1
         if band is not None and not band[0] <= plan.steps <= band[1]:
@@ -160,7 +160,7 @@ def regenerate(
     generator = get_scenario(key.scenario)
     config = config_of(key.scenario, key.difficulty)
     rng = key.rng()
-    plan = generator.plan(config, rng)
+    plan = generator.plan_task(config, rng, key)
     return add_events(generator.finish(config, plan, rng, ctx, key), ctx, key, events_from)
 
 

@@ -16,7 +16,10 @@ at every point where the reference had to think, it takes the shallow option:
   failure is skipped);
 * **no arithmetic**: the final message reports what it did (`reference.final_answer` over its
   own calls) and states only the facts it can copy: a fact whose value appears in the prompt or
-  a tool result, and yes/no verdicts only when the answer is "yes" (the happy path).
+  a tool result, and yes/no verdicts only when the answer is "yes" (the happy path);
+* **its own picks**: what it says about an order it took another order for (the first lexical
+  match was not the one meant) is what it saw of that other order, so the facts and the world
+  events of the order meant are not stated (a twin order's card, a cancel that shipped).
 
 `play_baseline` returns the verdict and how many times the baseline departed from the
 reference (`reasoning_operations`: the decisions that needed more than the shallow option:
@@ -153,7 +156,13 @@ class ShallowAgent:
             self.hits = []  # the products now in view are the orders' lines
 
     # ---- the answer -----------------------------------------------------------------------------
+    def _mistaken(self, order_id: str) -> bool:
+        """Whether the baseline took another order for `order_id`."""
+        return self.order_map.get(order_id, order_id) != order_id
+
     def _copyable(self, fact: AnswerFact) -> bool:
+        if self._mistaken(fact.subject):
+            return False
         if fact.kind == "verdict":
             return fact.value.endswith(":yes")
         value = fact.value.lower()
@@ -172,10 +181,13 @@ class ShallowAgent:
                     row = self.catalog.row_of(item_id) if isinstance(item_id, str) else None
                     if row is not None:
                         names[item_id] = self.catalog.title(row)
+        events = [e for e in self.task.events if not (e.order_id and self._mistaken(e.order_id))]
+        self.departures += len(self.task.events) - len(events)
         own = self.task.model_copy(
             update={
                 "reference": calls,
                 "goal": goal.model_copy(update={"answer_facts": facts, "product_names": names}),
+                "events": events,
             }
         )
         return final_answer(own)

@@ -31,6 +31,7 @@ from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.errors import GenerationError
 from ecomrlve.generators.phrasing import join_words, money
 from ecomrlve.generators.prompts import compose
+from ecomrlve.generators.strata import in_share
 from ecomrlve.tasks import Goal, PurchaseSpec, Slot, ToolCall
 
 GROUPS: tuple[tuple[str, ...], ...] = (
@@ -101,7 +102,7 @@ class Bundle(Scenario):
             keys.append([first, *(rest[int(i)] for i in sorted(extra))])
         hide_budget = bool(rng.random() < config.hidden_detail_share) and 2 * n + 2 <= MAX_STEPS
         steps = int(hide_budget) + 2 * n + 1
-        binds = bool(rng.random() < config.budget_bind_prob)
+        binds = in_share(config.budget_bind_prob, rng.random())
         return Plan(steps, {"n": n, "keys": keys, "hide_budget": hide_budget, "binds": binds})
 
     def build(

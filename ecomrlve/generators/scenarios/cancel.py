@@ -6,7 +6,10 @@ already shipped must not be cancelled: the agent reads the cancellation policy a
 user to wait for delivery and return it instead (a partial request: only part of it can be
 done). Look-alike open orders the user did not mention stay untouched. Harder variants cancel
 more orders, mix in a shipped one, add look-alikes and leave the reason out of the prompt
-(`cancel_order` needs one, so the agent must `ask_user`).
+(`cancel_order` needs one, so the agent must `ask_user`). `twin_order_share` of a cell's tasks
+(0 at d0-1, 0.2 a step, 1 from d6; `generators/strata.py` picks which) have the first order
+named bought twice: a later order of the same products (the same titles, listed first) must
+stay, and only the day the user gives ("placed on May 3") tells which one to cancel.
 
 Success: exactly the requested cancellable orders end cancelled, nothing else changes, and the
 final answer confirms each cancellation; for a shipped order it says that it has shipped, that it
@@ -34,13 +37,16 @@ from ecomrlve.generators.blocks import (
     placed_days_ago_for,
     policy_call,
     shipped_no_cancel_facts,
+    spoken_day,
+    twin_order,
 )
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.difficulty import HistoryLength, IntentCount
+from ecomrlve.generators.difficulty import HistoryLength, IntentCount, rising_share
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.order_requests import OrderRequests
 from ecomrlve.generators.phrasing import join_words
 from ecomrlve.generators.prompts import compose
+from ecomrlve.generators.strata import in_share
 from ecomrlve.tasks import Goal
 
 REASONS: tuple[str, ...] = (
@@ -73,6 +79,9 @@ class CancelConfig(ScenarioConfig):
     n_distractors: int = Field(ge=0, description="open look-alike orders that must stay")
     shipped_prob: float = Field(ge=0.0, le=1.0, description="P(one requested order shipped)")
     n_intents: IntentCount
+    twin_order_share: float = Field(
+        ge=0.0, le=1.0, description="share of tasks whose order has a later twin, told by date"
+    )
 
 
 class Cancel(Scenario):
@@ -80,7 +89,11 @@ class Cancel(Scenario):
     Config = CancelConfig
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
-        return {"n_items": min(4, values["n_items"]), "shipped_prob": min(0.6, 0.08 * difficulty)}
+        return {
+            "n_items": min(4, values["n_items"]),
+            "shipped_prob": min(0.6, 0.08 * difficulty),
+            "twin_order_share": rising_share(difficulty),
+        }
 
     def plan(self, config: CancelConfig, rng: np.random.Generator) -> Plan:
         n_requested = between(rng, 1, config.n_items + 1)
@@ -90,6 +103,9 @@ class Cancel(Scenario):
         statuses = [pick(rng, ("pending", "processing")) for _ in range(n_cancel)]
         more = followups.draw(rng, FOLLOWUPS, config.n_intents - 1, config.difficulty)
         steps = int(hide_reason) + 1 + n_cancel + int(shipped) + followups.cost(more)
+        # no draw at share 0: the d0-1 tasks stay what they were before the knob
+        share = config.twin_order_share
+        twin = share > 0 and in_share(share, rng.random())
         return Plan(
             steps,
             {
@@ -97,6 +113,7 @@ class Cancel(Scenario):
                 "shipped": shipped,
                 "hide_reason": hide_reason,
                 "followups": more,
+                "twin": twin,
             },
         )
 
@@ -107,7 +124,8 @@ class Cancel(Scenario):
         world = World.new(ctx, rng)
         n = len(statuses)
         categories = [ctx.categories[int(i)] for i in rng.permutation(len(ctx.categories))[:n]]
-        ids = ctx.order_ids(rng, n + config.n_distractors + config.n_orders)
+        twin = plan["twin"]
+        ids = ctx.order_ids(rng, n + config.n_distractors + config.n_orders + int(twin))
         targets = []
         for k, (status, category) in enumerate(zip(statuses, categories, strict=True)):
             row = ctx.pick_any(rng, category)
@@ -121,8 +139,12 @@ class Cancel(Scenario):
             status = pick(rng, ("pending", "processing", "shipped"))
             placed = placed_days_ago_for(status, rng)
             distractors.append(ctx.order(ids[n + k], [other], [1], status, placed, user=world.user))
-        fillers = filler_orders(ctx, rng, ids[n + config.n_distractors :], set(categories))
+        fillers = filler_orders(
+            ctx, rng, ids[n + config.n_distractors : len(ids) - int(twin)], set(categories)
+        )
         world.orders = [o for o, _ in targets] + distractors + fillers
+        if twin:
+            world.orders.append(twin_order(ctx, rng, ids[-1], targets[0][0], world.user))
 
         reason = pick(rng, REASONS)
         requests = OrderRequests()
@@ -130,10 +152,11 @@ class Cancel(Scenario):
             requests.reference.append(ask_call(["reason"], rng))
         requests.reference.append(call("list_orders"))
         phrases = []
-        for order, row in targets:
-            phrases.append(
-                f"my order with {line_phrase(ctx, row, rng)} (placed {order_when(order, rng)})"
-            )
+        for k, (order, row) in enumerate(targets):
+            line = line_phrase(ctx, row, rng)  # drawn first: the d0-1 tasks stay as they were
+            # a twin is told apart by the day, not the month
+            when = f"on {spoken_day(order['placed'])}" if twin and not k else order_when(order, rng)
+            phrases.append(f"my order with {line} (placed {when})")
             if order["status"] == "shipped":
                 query = pick(rng, ("cancel shipped order", "cancellation policy"))
                 policy_id = ctx.policy_ids[CANCELLATION_POLICY]

@@ -23,10 +23,11 @@ from pydantic import Field
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query_for
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.difficulty import SearchTopK
+from ecomrlve.generators.difficulty import SearchTopK, rising_share
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import join_words, size_phrase
 from ecomrlve.generators.prompts import compose, counted
+from ecomrlve.generators.strata import in_share
 from ecomrlve.tasks import Goal, PurchaseSpec, Slot, ToolCall
 
 MAX_STEPS = 9
@@ -106,7 +107,7 @@ class Cart(Scenario):
         n_fixed = min(int(rng.binomial(n_mistakes, 0.4)), n_wanted)
         n_remove = n_mistakes - n_fixed
         hide_quantity = bool(rng.random() < config.hidden_detail_share)
-        usual = bool(rng.random() < config.usual_size_prob)
+        usual = in_share(config.usual_size_prob, rng.random())
 
         def steps() -> int:
             prefilled = n_fixed + n_remove
@@ -291,5 +292,7 @@ def _add_line(
 
 
 def usual_size_prob(difficulty: int) -> float:
-    """P(a new line is wanted "in my usual size"): 0 at d0-1, 0.125 a step up to 1 from d9."""
-    return round(min(1.0, 0.125 * max(0, difficulty - 1)), 4)
+    """The share of tasks with a new line wanted "in my usual size": 0 at d0-1, 0.2 a step up
+    to 1 from d6 (`rising_share`; at 0.125 a step to d9 the baseline's cart row rose between
+    steps at 10 tasks a cell)."""
+    return rising_share(difficulty)

@@ -5,7 +5,12 @@ The user describes each order by what was in it and when it was placed; look-ali
 statuses and dates; details only `get_order` shows (the shipping address of a gift, the card
 it was paid with, the price paid) need one `get_order` per order. Harder variants ask about
 more orders, add such details, leave the order description out of the prompt (`ask_user`) and
-add a policy question (can a shipped order still be cancelled?).
+add a policy question (can a shipped order still be cancelled?). `twin_order_share` of a cell's
+tasks (0 at d0-1, 0.2 a step, 1 from d6; `generators/strata.py` picks which) have the first
+order asked about bought twice: a later order holds the same products (so the same titles, and
+it is listed first), only the date the user gives tells them apart, and the user asks which card
+paid for theirs, so the `get_order` must be the right one (the two were paid with different
+cards).
 
 Success: the final answer states, for every order asked about, its status and its delivery
 date (or expected date), plus every detail asked for, each about the right order, and states no
@@ -35,13 +40,16 @@ from ecomrlve.generators.blocks import (
     placed_days_ago_for,
     policy_call,
     shipped_no_cancel_facts,
+    spoken_day,
     status_facts,
+    twin_order,
 )
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.difficulty import HistoryLength, IntentCount
+from ecomrlve.generators.difficulty import HistoryLength, IntentCount, rising_share
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.phrasing import join_words
 from ecomrlve.generators.prompts import compose
+from ecomrlve.generators.strata import in_share
 from ecomrlve.tasks import AnswerFact, Goal, ToolCall
 
 STATUSES: tuple[str, ...] = ("pending", "processing", "shipped", "delivered", "cancelled")
@@ -91,6 +99,9 @@ class OrderStatusConfig(ScenarioConfig):
     policy_branches: int = Field(ge=1)
     detail_prob: float = Field(ge=0.0, le=1.0, description="P(a detail only get_order shows)")
     n_intents: IntentCount
+    twin_order_share: float = Field(
+        ge=0.0, le=1.0, description="share of tasks whose order has a later twin, told by date"
+    )
 
 
 class OrderStatus(Scenario):
@@ -98,7 +109,11 @@ class OrderStatus(Scenario):
     Config = OrderStatusConfig
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
-        return {"n_items": min(4, values["n_items"]), "detail_prob": min(0.85, 0.1 * difficulty)}
+        return {
+            "n_items": min(4, values["n_items"]),
+            "detail_prob": min(0.85, 0.1 * difficulty),
+            "twin_order_share": rising_share(difficulty),
+        }
 
     def plan(self, config: OrderStatusConfig, rng: np.random.Generator) -> Plan:
         n_targets = between(rng, 1, config.n_items + 1)
@@ -114,6 +129,11 @@ class OrderStatus(Scenario):
         if cancel_question:
             statuses[0] = "shipped"
         more = followups.draw(rng, FOLLOWUPS, config.n_intents - 1, config.difficulty)
+        # no draw at share 0: the d0-1 tasks stay what they were before the knob
+        share = config.twin_order_share
+        twin = share > 0 and in_share(share, rng.random())
+        if twin:
+            details[0] = "payment"  # which card paid tells the twins apart in get_order
         steps = int(vague) + 1 + sum(d is not None for d in details) + int(cancel_question)
         steps += followups.cost(more)
         return Plan(
@@ -124,6 +144,7 @@ class OrderStatus(Scenario):
                 "vague": vague,
                 "statuses": statuses,
                 "cancel_question": cancel_question,
+                "twin": twin,
             },
         )
 
@@ -137,7 +158,8 @@ class OrderStatus(Scenario):
         world = World.new(ctx, rng)
         n = len(statuses)
         categories = [ctx.categories[int(i)] for i in rng.permutation(len(ctx.categories))[:n]]
-        ids = ctx.order_ids(rng, n + config.n_distractors + config.n_orders)
+        twin = plan["twin"]
+        ids = ctx.order_ids(rng, n + config.n_distractors + config.n_orders + int(twin))
         targets = [
             _target_order(ctx, rng, world, order_id, status, category, detail)
             for order_id, status, category, detail in zip(
@@ -145,8 +167,12 @@ class OrderStatus(Scenario):
             )
         ]
         distractors = _look_alikes(ctx, rng, world, targets, ids[n:], config.n_distractors)
-        fillers = filler_orders(ctx, rng, ids[n + config.n_distractors :], set(categories))
+        fillers = filler_orders(
+            ctx, rng, ids[n + config.n_distractors : len(ids) - int(twin)], set(categories)
+        )
         world.orders = [o for o, _ in targets] + distractors + fillers
+        if twin:
+            world.orders.append(twin_order(ctx, rng, ids[-1], targets[0][0], world.user))
 
         reference = []
         if plan["vague"]:
@@ -156,8 +182,11 @@ class OrderStatus(Scenario):
         policies: list[str] = []
         phrases: list[str] = []
         detail_asks: list[str] = []
-        for (order, row), detail in zip(targets, details, strict=True):
-            phrase = f"my order with {line_phrase(ctx, row, rng)} (placed {order_when(order, rng)})"
+        for k, ((order, row), detail) in enumerate(zip(targets, details, strict=True)):
+            line = line_phrase(ctx, row, rng)  # drawn first: the d0-1 tasks stay as they were
+            # a twin is told apart by the day, not the month
+            when = f"on {spoken_day(order['placed'])}" if twin and not k else order_when(order, rng)
+            phrase = f"my order with {line} (placed {when})"
             answer_facts += status_facts(ctx, order, row)
             if detail is not None:
                 phrase += f", and {DETAIL_QUESTIONS[detail]}"

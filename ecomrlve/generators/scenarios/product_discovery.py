@@ -8,7 +8,11 @@ colour, size, price cap, rating floor, ship days). Harder variants:
 * a first choice that exists but is out of stock, with a stated fallback, so the strict search
   comes back empty and a relaxed one follows;
 * a bulk quantity: only items with that many units in stock count, and stock is only shown
-  by `get_product`, so every recommended item is checked.
+  by `get_product`, so every recommended item is checked;
+* a delivery deadline given as a day ("it has to arrive by May 9"), in `deadline_share` of a
+  cell's tasks (0 at d0-1, 0.2 a step, 1 from d6; `generators/strata.py` picks which): the
+  `max_ship_days` filter is the days from today (the system prompt's date) to that day, and the
+  first hits of a search without it include an item that would arrive too late.
 
 Success: the final `recommend` names `n_recommend`..3 ids, all in the acceptable set computed
 over the whole catalog with `Catalog.filter_mask` (plus the stock floor for bulk requests).
@@ -16,6 +20,7 @@ over the whole catalog with `Catalog.filter_mask` (plus the stock floor for bulk
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,17 +35,19 @@ from ecomrlve.generators.blocks import (
     World,
     ask_call,
     call,
+    constraint_values,
     filler_orders,
     hidden_subset,
     line_phrase,
     order_when,
     query_for,
 )
-from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.difficulty import HistoryLength, IntentCount, SearchTopK
+from ecomrlve.generators.context import GenContext, today
+from ecomrlve.generators.difficulty import HistoryLength, IntentCount, SearchTopK, rising_share
 from ecomrlve.generators.draws import below, between, pick
-from ecomrlve.generators.phrasing import FACT_KEY, constraint_phrase
+from ecomrlve.generators.phrasing import FACT_KEY, constraint_phrase, spoken_date
 from ecomrlve.generators.prompts import compose, hidden_signal
+from ecomrlve.generators.strata import in_share
 from ecomrlve.tasks import Goal, RecommendSpec, ToolCall
 
 TEMPLATES: tuple[str, ...] = (
@@ -85,6 +92,8 @@ RELAX_WITHOUT = {
     "brand": " I'd love one by {strict}; if they have nothing available, any brand is fine.",
 }
 ANCHOR_KEYS = ("brand", "color", "size")
+SHIP = "max_ship_days"
+DEADLINE_PHRASES: tuple[str, ...] = ("that arrives by {day}", "that I can have by {day}")
 RELAX_KEYS = ("color", "brand")
 
 
@@ -101,6 +110,9 @@ class DiscoveryConfig(ScenarioConfig):
     anchor_prob: float = Field(ge=0.0, le=1.0, description="P(a constraint via order history)")
     bulk_prob: float = Field(ge=0.0, le=1.0, description="P(a multi-unit request)")
     n_intents: IntentCount
+    deadline_share: float = Field(
+        ge=0.0, le=1.0, description="share of tasks with an arrive-by day instead of a day count"
+    )
 
 
 class ProductDiscovery(Scenario):
@@ -112,17 +124,24 @@ class ProductDiscovery(Scenario):
             "n_items": min(3, values["n_items"]),
             "anchor_prob": min(0.7, 0.08 * difficulty),
             "bulk_prob": min(0.7, 0.07 * difficulty),
+            "deadline_share": rising_share(difficulty),
         }
 
     def plan(self, config: DiscoveryConfig, rng: np.random.Generator) -> Plan:
         m = config.n_constraints - 1
         keys = [ATTRIBUTE_KEYS[i] for i in sorted(rng.choice(len(ATTRIBUTE_KEYS), m, False))]
+        # no draw at share 0: the d0-1 tasks stay what they were before the knob
+        deadline = config.deadline_share > 0 and in_share(config.deadline_share, rng.random())
+        if deadline and "max_ship_days" not in keys:
+            keys[below(rng, len(keys))] = "max_ship_days"
+            keys = [k for k in ATTRIBUTE_KEYS if k in keys]
         anchorable = [k for k in keys if k in ANCHOR_KEYS]
         anchor = pick(rng, anchorable) if anchorable and rng.random() < config.anchor_prob else None
         relax = pick(rng, RELAX_KEYS) if rng.random() < config.out_of_stock_rate else None
         if relax == anchor:
             relax = None
-        stated = [k for k in keys if k not in (anchor, relax)]
+        # a deadline is stated as a day, never left for the agent to ask about
+        stated = [k for k in keys if k not in (anchor, relax) and not (deadline and k == SHIP)]
         hidden = hidden_subset(stated, config.hidden_detail_share, rng)
         bulk = rng.random() < config.bulk_prob
         # two exact attributes (brand, colour, size) leave about one product family: one pick
@@ -148,6 +167,7 @@ class ProductDiscovery(Scenario):
                 "hidden": hidden,
                 "bulk": bulk,
                 "n_recommend": n_recommend,
+                "deadline": deadline,
             },
         )
 
@@ -163,7 +183,17 @@ class ProductDiscovery(Scenario):
         quantity = between(rng, 3, 9) if plan["bulk"] else 1
         target = ctx.pick_in_stock(rng, min_stock=quantity)
         # a relaxed key that is not among `keys` is dropped by the fallback ("any colour")
-        need = ProductNeed.build(ctx, target, keys, rng, quantity=quantity)
+        values = None
+        if plan["deadline"]:
+            values = constraint_values(ctx, target, keys, rng)
+            values[SHIP] = _fastest_days(ctx, ctx.category.value(target), values, quantity)
+        need = ProductNeed.build(ctx, target, keys, rng, quantity=quantity, values=values)
+        deadline = plan["deadline"] and _too_late_exists(ctx, need)
+        # the hard variant: what the request leaves unsaid (the day count behind a day, a
+        # hidden or anchored constraint) must matter to the first hits
+        unsaid = None
+        if plan["deadline"]:
+            unsaid = {*hidden, *([anchor] if anchor else []), *([SHIP] if deadline else [])}
         category = need.category
         world = World.new(ctx, rng)
         extra: list[str] = []
@@ -177,10 +207,11 @@ class ProductDiscovery(Scenario):
         elif config.n_orders > 0:
             world.orders = filler_orders(ctx, rng, ctx.order_ids(rng, config.n_orders), {category})
         stated_parts = [
-            constraint_phrase(k, v, rng, category)
+            _deadline_phrase(v, rng) if deadline and k == SHIP
+            else constraint_phrase(k, v, rng, category)
             for k, v in need.values.items()
             if k not in hidden and k != anchor and k != relax
-        ]
+        ]  # fmt: skip
         if anchored is not None:
             stated_parts.append(anchored.phrase)
         constraints = " " + ", ".join(stated_parts) if stated_parts else ""
@@ -208,7 +239,9 @@ class ProductDiscovery(Scenario):
             reference.append(call("list_orders"))
         if strict_call is not None:
             reference.append(strict_call)
-        chosen = _search_and_recommend(ctx, rng, need, target, n_recommend, config, reference)
+        chosen = _search_and_recommend(
+            ctx, rng, need, target, n_recommend, config, reference, unsaid=unsaid
+        )
         more = followups.add_followups(
             plan["followups"], ctx, rng, world, {category}, typo_rate=config.typo_rate
         )
@@ -321,6 +354,33 @@ class ProductDiscovery(Scenario):
         return int(rows[below(rng, len(rows))])
 
 
+def _fastest_days(ctx: GenContext, category: str, values: dict[str, Any], quantity: int) -> int:
+    """The day count of a deadline: the fastest delivery among the items (with `quantity` in
+    stock) that meet the other constraints, so that the slower ones arrive too late."""
+    others = {k: v for k, v in values.items() if k != SHIP}
+    rows = ctx.rows_where({"category": category, **others, "in_stock": True})
+    rows = rows[ctx.stock[rows] >= quantity]
+    if len(rows) == 0:
+        raise GenerationError("no item meets the other constraints with the stock asked for")
+    return int(ctx.ship_days[rows].min())
+
+
+def _too_late_exists(ctx: GenContext, need: ProductNeed) -> bool:
+    """Whether an in-stock item meeting the need's other constraints arrives after its day
+    count: where none does (a need of six exact constraints on a small catalog) the day decides
+    nothing, and the request says the day count as before."""
+    loose = {k: v for k, v in need.filters.items() if k != SHIP}
+    rows = ctx.rows_where(loose)
+    return bool((ctx.ship_days[rows] > need.values[SHIP]).any())
+
+
+def _deadline_phrase(days: int, rng: np.random.Generator) -> str:
+    """The day count `days` as the day it lands on ("that arrives by May 9"): working the
+    count back out needs today's date (the system prompt) and a subtraction."""
+    day = today() + dt.timedelta(days=int(days))
+    return pick(rng, DEADLINE_PHRASES).format(day=spoken_date(day))
+
+
 @dataclass(frozen=True)
 class _Anchor:
     """The past order an anchored value is read in, how the request names it, and how the
@@ -339,14 +399,25 @@ def _search_and_recommend(
     n_recommend: int,
     config: DiscoveryConfig,
     reference: list[ToolCall],
+    *,
+    unsaid: set[str] | None = None,
 ) -> list[int]:
     """The search, a product page per pick when stock matters (bulk), the recommendation;
-    returns the rows recommended."""
+    returns the rows recommended. With `unsaid` (the hard variant), the same search without
+    those filters must show an item the need rejects (too late, too few in stock, another
+    brand...) among the first `n_recommend`: the first hits of a search that only keeps what
+    the request spells out miss the need."""
     search, good = need.search(
         ctx, query_for(ctx, target, rng), config.search_top_k, min_stock=need.quantity
     )
     if len(good) < n_recommend:
         raise GenerationError("the reference search shows too few acceptable items")
+    if unsaid is not None:
+        loose = {k: v for k, v in search.arguments["filters"].items() if k not in unsaid}
+        first = ctx.search_rows(search.arguments["query"], loose, config.search_top_k)
+        accepted = set(need.acceptable.tolist())
+        if all(r in accepted and ctx.stock[r] >= need.quantity for r in first[:n_recommend]):
+            raise GenerationError("the first hits meet the need without what is left unsaid")
     chosen = good[:n_recommend]
     reference.append(search)
     if need.quantity > 1:

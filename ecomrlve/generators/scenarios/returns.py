@@ -9,7 +9,10 @@ Each requested item is one of
   why (final sale, or the window length).
 Harder variants: several items over several orders, look-alike items in other orders (same
 product, other colour), a restocking-fee question, the reason left out of the prompt
-(`return_item` needs one, so the agent must `ask_user`).
+(`return_item` needs one, so the agent must `ask_user`). `twin_order_share` of a cell's tasks (0
+at d0-1, 0.2 a step, 1 from d6; `generators/strata.py` picks which) have the first item's order
+bought twice: a later order of the same products (the same titles, listed first) is not the one
+meant, and only the day the user gives ("I ordered on May 3") tells which order to act on.
 
 The module is called `returns` because `return` is a Python keyword; the scenario is "return".
 """
@@ -39,10 +42,12 @@ from ecomrlve.generators.blocks import (
     order_ref,
     order_when,
     returns_policy_call,
+    spoken_day,
+    twin_order,
     window_fact,
 )
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.difficulty import HistoryLength, IntentCount
+from ecomrlve.generators.difficulty import HistoryLength, IntentCount, rising_share
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.order_requests import (
     ExchangeOption,
@@ -52,6 +57,7 @@ from ecomrlve.generators.order_requests import (
 )
 from ecomrlve.generators.phrasing import join_words
 from ecomrlve.generators.prompts import compose
+from ecomrlve.generators.strata import in_share
 from ecomrlve.tasks import AnswerFact, Goal, ToolCall
 
 REASONS: tuple[str, ...] = (
@@ -109,6 +115,9 @@ class ReturnConfig(ScenarioConfig):
     n_distractors: int = Field(ge=0, description="look-alike items in other orders")
     policy_branches: int = Field(ge=1, description="rule dimensions: eligibility, fee, membership")
     n_intents: IntentCount
+    twin_order_share: float = Field(
+        ge=0.0, le=1.0, description="share of tasks whose order has a later twin, told by date"
+    )
 
 
 class Return(Scenario):
@@ -116,7 +125,7 @@ class Return(Scenario):
     Config = ReturnConfig
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
-        return {"n_items": min(3, values["n_items"])}
+        return {"n_items": min(3, values["n_items"]), "twin_order_share": rising_share(difficulty)}
 
     def plan(self, config: ReturnConfig, rng: np.random.Generator) -> Plan:
         n_requests = between(rng, 1, config.n_items + 1)
@@ -141,9 +150,13 @@ class Return(Scenario):
         )
         more = followups.draw(rng, FOLLOWUPS, config.n_intents - 1, config.difficulty)
         steps += followups.cost(more)
+        # no draw at share 0: the d0-1 tasks stay what they were before the knob
+        share = config.twin_order_share
+        twin = share > 0 and in_share(share, rng.random())
         return Plan(
             steps,
             {
+                "twin": twin,
                 "followups": more,
                 "kinds": kinds,
                 "fee_question": fee_question,
@@ -161,13 +174,21 @@ class Return(Scenario):
             _pick_item(ctx, rng, kind, world.membership, used_categories) for kind in plan["kinds"]
         ]
         orders = _place_orders(ctx, rng, config, world, items, plan["two_orders"], used_categories)
+        twin = plan["twin"]
+        if twin:
+            taken = {o["order_id"] for o in world.orders}
+            twin_id = next(i for i in ctx.order_ids(rng, len(taken) + 1) if i not in taken)
+            world.orders.append(twin_order(ctx, rng, twin_id, items[0].order, world.user))
 
         asked = _Asked(ctx, rng, world.membership, reason=pick(rng, REASONS))
         if plan["hide_reason"]:
             asked.requests.reference.append(ask_call(["reason"], rng))
         asked.requests.reference.append(call("list_orders"))
-        for it in items:
-            phrase = f"{line_phrase(ctx, it.row, rng)} I ordered {order_when(it.order, rng)}"
+        for k, it in enumerate(items):
+            line = line_phrase(ctx, it.row, rng)  # drawn first: the d0-1 tasks stay as they were
+            # a twin is told apart by the day, not the month
+            when = f"on {spoken_day(it.order['placed'])}" if twin and not k else None
+            phrase = f"{line} I ordered {when or order_when(it.order, rng)}"
             asked.said.append(_REQUESTS[it.kind](asked, it, phrase))
         question = asked.fee_question(items) if plan["fee_question"] else ""
         # read the policy before acting on anything

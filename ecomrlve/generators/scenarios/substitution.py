@@ -46,6 +46,7 @@ from ecomrlve.generators.difficulty import HistoryLength, SearchTopK
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import size_phrase, variant_phrase
 from ecomrlve.generators.prompts import compose, hidden_signal
+from ecomrlve.generators.strata import in_share
 from ecomrlve.tasks import Goal, RecommendSpec, ToolCall
 
 TEMPLATES: tuple[str, ...] = (
@@ -116,7 +117,7 @@ class Substitution(Scenario):
         hidden = [k for k in ("preference", "budget") if rng.random() < config.hidden_detail_share]
         pct = int(5 * round(20 * (0.1 + 0.5 * config.budget_slack) * rng.uniform(0.8, 1.2)))
         steps = int(bool(hidden)) + (2 if history else 1) + empty_brands + 1 + 1
-        trap = bool(rng.random() < config.price_trap_prob)
+        trap = in_share(config.price_trap_prob, rng.random())
         choices = {"history": history, "empty_brands": empty_brands, "hidden": hidden, "pct": pct}
         return Plan(steps, {**choices, "price_trap": trap})
 
