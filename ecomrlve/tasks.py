@@ -214,6 +214,12 @@ class AnswerFact(Model):
         description="what the customer asked for (must be stated); False: context the answer "
         "may leave out but must not contradict (days left, the window of a yes/no question)",
     )
+    role: str = Field(
+        "",
+        description="the role the value has in the answer ('' = any): for a duration 'window' "
+        "or 'left' (days left); a value the answer states in another role is no statement of "
+        "this fact (rows written before this field hold '': any role, as before)",
+    )
 
 
 class Goal(Model):

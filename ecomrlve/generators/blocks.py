@@ -390,8 +390,10 @@ def final_sale_facts(category: str, subject: dict[str, Any] | None = None) -> li
     ]
 
 
-def window_fact(days: int, say: str = "", **fields: Any) -> AnswerFact:
-    return fact("duration", days, say, **fields)
+def window_fact(days: int, say: str = "", role: str = "window", **fields: Any) -> AnswerFact:
+    """A return window in days (`role` "window"), or the days left of it (`role` "left"): the
+    answer must state each value in its own role ("the 30-day window", "9 more days")."""
+    return fact("duration", days, say, role=role, **fields)
 
 
 def fee_fact(fee: float, say: str = "", **fields: Any) -> AnswerFact:

@@ -1,8 +1,8 @@
 """Answer facts read back from free text: the final answer is checked fact by fact, by kind.
 
 A task's `Goal.answer_facts` lists `AnswerFact`s: a *kind*, a canonical *value*, optionally the
-order it is about (*subject*, with *cues*: the words that name that order in an answer) and
-*allowed* context values. `check_answer` normalises the answer (unicode, dashes, number words
+order it is about (*subject*, with *cues*: the words that name that order in an answer),
+*allowed* context values and the *role* the value has ('' = any; see Roles below). `check_answer` normalises the answer (unicode, dashes, number words
 via text2num: "forty-five" -> 45, "sixteenth" -> 16th, "fourteen-day" -> "14 day"), extracts
 every value of each checked kind and reports which facts were found, which are missing and
 which conflict.
@@ -36,7 +36,9 @@ verdict     ``return:yes`` etc.         per clause: a topic (return / exchange /
                                         "still", "eligible", "you have" are yes; "only"
                                         makes a rule, not a verdict); a bare "Yes"/"No"
                                         ("Unfortunately not", "Sure") counts when one
-                                        verdict is asked
+                                        verdict is asked; a clause stating the shop's rule
+                                        ("returns are accepted within 21 days", "you can
+                                        return items within 30 days") is no verdict
 term        a policy term               ``final_sale`` ("final sale", "final-sale"),
                                         ``return_instead``, ``last_day``
 text        legacy substring keys       any of `alternatives`, case-insensitive
@@ -46,6 +48,22 @@ Each kind is one class in `kinds.py` (`KINDS`, `register`): how to read its valu
 target, match and conflict; `check_answer` is generic over the registry. One entry states no
 value: `claims` audits every answer the verifier checks against the episode's writes
 (`ecomrlve.env.claims`; `Shown` carries the record and catalog), into `AnswerCheck.claims`.
+
+Roles: the generators give a fact the role its value has where they know it (a duration fact's
+`role`: "window" or "left"); rows written before roles hold '' and are checked by value, as
+before. A stated value fits a fact when the fact has no role, the value was read in no role, or
+the roles are equal; only a fitting value states the fact or is allowed as its target:
+
+==========  ================  ================================================================
+kind        fact roles        roles read from the words around a stated value
+==========  ================  ================================================================
+duration    window, left      window ("the 30-day window", "within 30 days"), left ("9 more
+                              days", "9 days left"), elapsed ("35 days ago"), unknown
+==========  ================  ================================================================
+
+So "the window is 9 days, so you have 30 more days" fails for a 30-day window with 9 days left,
+"the 21-day window closed 21 days ago" fails when it closed 14 days ago (21 is the window, not
+an elapsed value), and "it arrived 30 days ago" states no 30-day window.
 
 Required and context facts: a fact with `required=False` (the window length when the question
 was yes/no, the days left, the status before a cancel) may be left out (`AnswerCheck.unstated`)

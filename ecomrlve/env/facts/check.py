@@ -111,7 +111,7 @@ class AnswerPlan:
     the verifier keeps one per `Goal` (`Goal.derived`), shared by all episodes of a task."""
 
     __slots__ = ("by_kind", "cue_pairs", "facts", "kinds", "labels", "named", "only_topic",
-                 "permitted", "required", "sentences", "targets", "valued")  # fmt: skip
+                 "permitted", "required", "roles", "sentences", "targets", "valued")  # fmt: skip
 
     def __init__(self, facts: Iterable[AnswerFact]):
         facts = list(facts)
@@ -134,6 +134,7 @@ class AnswerPlan:
         # parsed target of each fact (None: unreadable, matches nothing), and the parsed
         # values a stated value may be without conflicting (targets, then allowed context)
         self.targets = [parse(f.kind, f.value) for f in facts]
+        self.roles = [f.role for f in facts]  # the role each target has ('' = any)
         self.permitted = [[w for a in f.allowed if (w := parse(f.kind, a)) is not None]
                           for f in facts]  # fmt: skip
         self.by_kind = {k: [i for i, f in enumerate(facts) if f.kind == k] for k in self.kinds}
@@ -150,16 +151,14 @@ class AnswerPlan:
         ]
         return relevant or indexed
 
-    def targets_in(self, kind: str, reading: Reading, k: int) -> list[Any]:
-        """The targets of `kind` segment `k` may state (of the facts it is about)."""
+    def targets_in(self, kind: str, reading: Reading, k: int) -> list[tuple[Any, str]]:
+        """(target, role) of each fact of `kind` segment `k` may state (those it is about)."""
         relevant = self.about(kind, reading, k)
-        return [self.targets[i] for i in relevant if self.targets[i] is not None]
+        return [(self.targets[i], self.roles[i]) for i in relevant if self.targets[i] is not None]
 
-    def permitted_in(self, kind: str, reading: Reading, k: int) -> list[Any]:
-        """The values segment `k` may state of `kind`: targets, allowed values, today."""
-        allowed = self.targets_in(kind, reading, k)
-        for i in self.about(kind, reading, k):
-            allowed += self.permitted[i]
+    def context_in(self, kind: str, reading: Reading, k: int) -> list[Any]:
+        """The context values segment `k` may state of `kind`: allowed values, today."""
+        allowed = [w for i in self.about(kind, reading, k) for w in self.permitted[i]]
         if kind == "date" and reading.today is not None:
             allowed.append(reading.today)
         return allowed
@@ -246,8 +245,12 @@ class Reading:
     def in_prompt(self, kind: Kind, value: Any) -> bool:
         """Does the user's own request state this value (read only for a value that would
         otherwise fail: rare, and cached per prompt)?"""
+        # a value in a role only a target has is quoted back only in the role it had there:
+        # the prompt's "I received it 14 days ago" licenses no "14-day window"
         return bool(self.prompt) and any(
-            kind.same_as_said(value, p, self.today) for p in _prompt_values(self.prompt, kind.name)
+            kind.same_as_said(value, p, self.today)
+            and (kind.may_be_context(value) or kind.role(p) == kind.role(value))
+            for p in _prompt_values(self.prompt, kind.name)
         )
 
 

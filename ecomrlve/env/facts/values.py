@@ -500,6 +500,26 @@ _BARE_YES = frozenset({"sure", "certainly", "absolutely", "yep", "yeah"})
 # a positive clause with one of these states a rule ("exchanges are only possible within the
 # window"), not a verdict about this item
 _RULE_WORDS = frozenset({"only", "provided", "whenever"})
+# ... and so does one that states the shop's window for things in general ("returns are
+# accepted within 21 days", "you can return items within 30 days of delivery"): a general
+# subject, a window condition, and no word about the customer's own item ("it", "yours") or
+# its time left ("still", "5 more days")
+_GENERAL_WORDS = frozenset({"returns", "exchanges", "items", "products", "purchases", "orders"})
+_CONDITION_WORDS = frozenset({"within", "window", "period", "day", "days"})
+_OWN_ITEM_WORDS = frozenset({"it", "its", "yours", "your", "them", "this", "still", "left",
+                             "remaining", "more"})  # fmt: skip
+
+
+def _states_rule(words: list[str]) -> bool:
+    """Does a positive clause about a topic state a rule rather than a verdict on this item?"""
+    said = set(words)
+    if not _RULE_WORDS.isdisjoint(said):
+        return True  # "only possible while the window is open"
+    return (
+        not _GENERAL_WORDS.isdisjoint(said)
+        and not _CONDITION_WORDS.isdisjoint(said)
+        and _OWN_ITEM_WORDS.isdisjoint(said)
+    )
 
 
 def is_greeting(clause: str) -> bool:
@@ -554,8 +574,9 @@ def extract_verdicts(clause: str) -> list[tuple[str, bool]]:
         or not _POSITIVE_WORDS.isdisjoint(words)
         or not _POSITIVE_PAIRS.isdisjoint(pairs)
     )
-    if positive and topics and not _RULE_WORDS.isdisjoint(words):
-        positive = False  # "only possible while the window is open": a rule, not a verdict
+    if positive and topics and _states_rule(words):
+        # a rule, not a verdict; a bare "Yes" opening it still answers the question
+        return out + ([("", True)] if bare and not bare_no else [])
     if negative or positive:
         advice = not _ADVICE_WORDS.isdisjoint(words) or not _ADVICE_PAIRS.isdisjoint(pairs)
         for topic in ("return", "exchange", "cancel"):

@@ -242,7 +242,10 @@ class _Asking:
     def add(self, *facts: AnswerFact) -> None:
         """Add facts a previous topic has not stated already."""
         for new in facts:
-            if all((f.kind, f.value) != (new.kind, new.value) for f in self.answer_facts):
+            if all(
+                (f.kind, f.value, f.role) != (new.kind, new.value, new.role)
+                for f in self.answer_facts
+            ):
                 self.answer_facts.append(new)
 
     def look_up(self, topic: str) -> None:
@@ -303,7 +306,9 @@ def _ask_return_window(asking: _Asking, topics: list[str]) -> None:
     left = rule.window_days - asking.days
     if left:
         open_facts.append(
-            window_fact(left, f"You have {left} more days.", allowed=context, required=False)
+            window_fact(
+                left, f"You have {left} more days.", "left", allowed=context, required=False
+            )
         )
     else:
         open_facts.append(fact("term", "last_day", "Today is the last day.", required=False))
