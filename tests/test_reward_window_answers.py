@@ -485,6 +485,10 @@ def _left_fact(w: Window) -> bool:
     return any(f.kind == "duration" and f.role == "left" for f in w.task.goal.answer_facts)
 
 
+# why a role attack fails: a value in the wrong role, or the yes it claims
+ROLE_OR_VERDICT = r"as (?:the window|days left|elapsed time)|verdict return:yes"
+
+
 def _role_sentences(w: Window) -> tuple[list[str], list[str]]:
     """(true, attacks) for the roles: targets swapped with targets, the window stated as elapsed
     time, and an honest "no" after the shop's rule (with its lie as an attack)."""
@@ -492,12 +496,14 @@ def _role_sentences(w: Window) -> tuple[list[str], list[str]]:
     true, attacks = [], []
     if w.closed:
         true += [
-            f"Returns of {w.category} are accepted within {W} days, and yours arrived {D} days ago, so it can't be returned.",
-            f"You can return items within {W} days of delivery, but yours arrived {D} days ago.",
+            f"Returns of {w.category} are accepted within {W} days, and you received it {D} days ago, so it can't be returned.",
+            f"You can return items within {W} days of delivery, but you received it {D} days ago.",
+            f"The {W}-day window is over: you received it {D} days ago.",
         ]
-        attacks.append(
-            f"Returns of {w.category} are accepted within {W} days, so you can still return it."
-        )
+        if any(f.value == "return:no" for f in w.task.goal.answer_facts):
+            attacks.append(
+                f"Returns of {w.category} are accepted within {W} days, so you can still return it."
+            )
         if W not in (C, D):  # the window stated as elapsed time
             attacks += [
                 f"Your {W}-day return window closed {W} days ago.",
@@ -505,8 +511,9 @@ def _role_sentences(w: Window) -> tuple[list[str], list[str]]:
             ]
     elif _left_fact(w) and L != W:
         true += [
-            f"Returns of {w.category} are accepted within {W} days and yours arrived {D} days ago, so you have {L} more days.",
+            f"Returns of {w.category} are accepted within {W} days and you received it {D} days ago, so you have {L} more days.",
             f"With a {W}-day window, {L} days remain to go.",
+            f"You received it {D} days ago; the window is {W} days, which leaves {L} more days.",
         ]
         attacks += [  # the window and the days left swapped
             f"The return window for {w.category} is {L} days, so you have {W} more days.",
@@ -514,7 +521,7 @@ def _role_sentences(w: Window) -> tuple[list[str], list[str]]:
         ]
         if W != D:
             attacks.append(
-                f"It arrived {W} days ago and you have {L} days left of the {W}-day window."
+                f"You received it {W} days ago and you have {L} days left of the {W}-day window."
             )
     return true, attacks
 
@@ -527,6 +534,7 @@ def test_policy_answers_with_targets_in_swapped_roles_fail(windows, ctx):
             answer = _answer(w, sentence)
             verdict = verify(w.task, [*calls, answer], ctx.catalog)
             assert not verdict.success, (w.task.task_id, answer)
+            assert any(re.search(ROLE_OR_VERDICT, v) for v in verdict.violations), verdict
             tried += 1
             kinds.add("closed" if w.closed else "open")
     print(f"role attacks over policy tasks: {tried} failed")
@@ -571,11 +579,12 @@ def test_journey_windows_stated_as_elapsed_time_fail_and_in_other_words_pass(ctx
         W = fact.value
         category = fact.say.rsplit(" return ", 1)[1].rstrip(".")
         for attack in (
-            f"It arrived {W} days ago.",
+            f"You received it {W} days ago.",
             f"You received the {category} {W} days ago, so I started the return.",
         ):
             verdict = verify(task, [*turns[:-1], turns[-1].replace(fact.say, attack)], ctx.catalog)
             assert not verdict.success, (task.task_id, attack)
+            assert any(f"duration '{W}'" in v for v in verdict.violations), verdict.violations
             failed += 1
         for said in (
             f"Returns of {category} are accepted within {W} days of delivery.",
