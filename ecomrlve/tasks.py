@@ -216,9 +216,14 @@ class AnswerFact(Model):
     )
     role: str = Field(
         "",
-        description="the role the value has in the answer ('' = any): for a duration 'window' "
-        "or 'left' (days left); a value the answer states in another role is no statement of "
-        "this fact (rows written before this field hold '': any role, as before)",
+        description="the role the value has in the answer ('' = any): a duration 'window' or "
+        "'left' (days left), a date 'arrival', an amount 'shipping'; a value the answer states "
+        "in another role is no statement of this fact (rows written before roles hold '')",
+    )
+    allowed_roles: list[str] = Field(
+        default_factory=list,
+        description="the role of each `allowed` value, in the same order ('' or missing = any "
+        "role the kind allows context in): the order value 'order', the threshold 'threshold'",
     )
 
 

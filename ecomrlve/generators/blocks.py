@@ -357,7 +357,10 @@ def status_facts(
             say += f" and was due to arrive on {spoken_day(date)}"
         else:
             say += f" and should arrive on {spoken_day(date)}"
-        facts.append(fact("date", date, allowed=placed, **subject))
+        # the arrival date (delivered or expected): "placed June 16" states no arrival
+        facts.append(
+            fact("date", date, allowed=placed, allowed_roles=["placed"], role="arrival", **subject)
+        )
     facts[0].say = say + "."
     return facts
 

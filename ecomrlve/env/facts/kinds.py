@@ -9,11 +9,14 @@ checks) or must be grounded (`grounded` kinds the goal does not check). `states`
 differs (verdicts conflict by polarity, addresses by street line, terms and text never).
 
 Roles: a kind may read each stated value with the role its sentence gives it (`role`: a
-duration said as the window, as days left or as elapsed time). A stated value states a fact,
+duration said as the window, as days left or as elapsed time; an amount as the shipping cost,
+the order value or the threshold; a date as placed or arrival). A stated value states a fact,
 or is allowed as that fact's target, only when its role `fits` the fact's `role` (a fact
-without one takes any role, as rows written before roles do); a value in one of the kind's
-`target_roles` may never be a context (`allowed`) value (`may_be_context`): a duration stated
-as the return window must be a window target.
+without one takes any role, as rows written before roles do). It is allowed as a context value
+when it fits that value's role (`AnswerFact.allowed_roles`), or for a context value without
+one, when it is in none of the roles a target of its kind has (`may_be_context`: the kind's
+`target_roles`, and the roles the task's facts give): a duration stated as the return window
+must be a window target.
 
 Adding a kind is one class here plus `register(...)`: a checker of claims about the episode
 (`audit`: extra violations for every answer, given what the episode showed) is one more entry.
@@ -78,10 +81,18 @@ class Kind:
         said = self.role(value)
         return not role or said == v.UNKNOWN or said == role
 
-    def may_be_context(self, value: Any) -> bool:
+    def may_be_context(self, value: Any, plan: AnswerPlan | None = None) -> bool:
         """May this stated value be one of the facts' `allowed` context values, or does its
-        sentence state it as the target itself (then only a target will do)?"""
-        return self.role(value) not in self.target_roles
+        sentence state it as a target itself (then only a target will do)? A target's role is
+        one of `target_roles`, or a role a fact of `plan` gives its target ("shipping": an
+        amount stated as the shipping cost must be the shipping cost)."""
+        bound = plan.bound_roles.get(self.name, self.target_roles) if plan else self.target_roles
+        return self.role(value) not in bound
+
+    def fits_context(self, value: Any, role: str, plan: AnswerPlan) -> bool:
+        """May this stated value be an allowed context value in `role` ('' = any role that
+        `may_be_context`)? "$50 order" may not be the $50 threshold."""
+        return self.fits(value, role) if role else self.may_be_context(value, plan)
 
     def spellings(self, fact: AnswerFact) -> list[str]:
         return [fact.value]
@@ -124,7 +135,7 @@ class Kind:
             for value in found:
                 if any(match(value, w) and self.fits(value, role) for w, role in targets):
                     continue
-                if self.may_be_context(value) and any(match(value, w) for w in context):
+                if any(match(value, w) and self.fits_context(value, r, plan) for w, r in context):
                     continue
                 if reading.in_prompt(self, value):
                     continue
@@ -359,7 +370,7 @@ class AddressKind(Kind):
 
     def conflicts(self, plan, reading):
         lines = {plan.targets[i] for i in plan.by_kind[self.name]}
-        lines.update(p for i in plan.by_kind[self.name] for p in plan.permitted[i])
+        lines.update(p for i in plan.by_kind[self.name] for p, _ in plan.permitted[i])
         words = reading.address_words(None)
         out = [
             f"address {other!r}"

@@ -391,7 +391,11 @@ def _ask_shipping(asking: _Asking, topics: list[str]) -> None:
             f"the {money(threshold)} free-shipping threshold."
         )
     allowed = [f"{value:.2f}", f"{threshold:.2f}"]
-    asking.add(fact("money", f"{fee:.2f}", say, allowed=allowed))
+    # each amount in its role: "$50 to ship" is no $4.99 fee, "$35 threshold" no $50 one
+    roles = ["order", "threshold"]
+    asking.add(
+        fact("money", f"{fee:.2f}", say, allowed=allowed, allowed_roles=roles, role="shipping")
+    )
 
 
 def _ask_cancellation(asking: _Asking, topics: list[str]) -> None:
