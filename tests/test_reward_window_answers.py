@@ -13,6 +13,13 @@ Over generated tasks (policy d0-10, and refused returns):
 * paraphrases: the window and the elapsed days in other words ("your 21-day return window
   closed 14 days ago", "delivered 35 days ago, past the 21-day window", "you have 5 days left
   of the 21-day window"…) must pass.
+
+With the facts' roles (`AnswerFact.role`: the window "window", the days left "left"), also:
+the window and the days left swapped ("the window is 9 days, so you have 30 more days"), the
+window stated as elapsed time ("the 21-day window closed 21 days ago"), and a required window
+"stated" as elapsed time (journey: "it arrived 30 days ago") fail; each value in its own role
+passes. And an honest "no" after the shop's rule ("returns are accepted within 21 days, and
+yours arrived 35 days ago, so it can't be returned") is no longer read as a yes.
 """
 
 # ruff: noqa: E501  (tables of hand-written answers read best one per line)

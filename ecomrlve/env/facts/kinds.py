@@ -120,7 +120,7 @@ class Kind:
         of the subjects their sentence is about, today's date or a value of the prompt."""
         out = []
         match = self.matches
-        # ((target, role) pairs, context values) per set of subjects a segment is about
+        # ((target, role) pairs, (context value, role) pairs) per set of subjects a segment is about
         pools: dict[frozenset[str], tuple[list, list]] = {}
         for k, found in enumerate(reading.values(self.name)):
             if not found:
