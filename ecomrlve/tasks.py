@@ -214,6 +214,17 @@ class AnswerFact(Model):
         description="what the customer asked for (must be stated); False: context the answer "
         "may leave out but must not contradict (days left, the window of a yes/no question)",
     )
+    role: str = Field(
+        "",
+        description="the role the value has in the answer ('' = any): a duration 'window' or "
+        "'left' (days left), a date 'arrival', an amount 'shipping'; a value the answer states "
+        "in another role is no statement of this fact (rows written before roles hold '')",
+    )
+    allowed_roles: list[str] = Field(
+        default_factory=list,
+        description="the role of each `allowed` value, in the same order ('' or missing = any "
+        "role the kind allows context in): the order value 'order', the threshold 'threshold'",
+    )
 
 
 class Goal(Model):

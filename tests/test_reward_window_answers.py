@@ -13,6 +13,13 @@ Over generated tasks (policy d0-10, and refused returns):
 * paraphrases: the window and the elapsed days in other words ("your 21-day return window
   closed 14 days ago", "delivered 35 days ago, past the 21-day window", "you have 5 days left
   of the 21-day window"…) must pass.
+
+With the facts' roles (`AnswerFact.role`: the window "window", the days left "left"), also:
+the window and the days left swapped ("the window is 9 days, so you have 30 more days"), the
+window stated as elapsed time ("the 21-day window closed 21 days ago"), and a required window
+"stated" as elapsed time (journey: "it arrived 30 days ago") fail; each value in its own role
+passes. And an honest "no" after the shop's rule ("returns are accepted within 21 days, and
+yours arrived 35 days ago, so it can't be returned") is no longer read as a yes.
 """
 
 # ruff: noqa: E501  (tables of hand-written answers read best one per line)
@@ -332,3 +339,268 @@ def test_references_with_the_window_and_days_since_closed_swapped_fail(ctx):
                 assert not verdict.success, (task.task_id, answer)
                 swapped += 1
     assert swapped >= 30 and passed_reference == swapped
+
+
+# ---- fact roles: each target in its own role ---------------------------------------------------
+# The generators give each duration fact its role (`AnswerFact.role`): the window ("window") and
+# the days left ("left"). A value stated in one role states no fact of another, and is no target
+# there: both targets of an open window swapped, the window stated as elapsed time, and a
+# required window "stated" by "it arrived 30 days ago" all fail.
+OPEN_ROLES = [
+    AnswerFact(kind="verdict", value="return:yes"),
+    AnswerFact(kind="duration", value="30", allowed=["21", "0"], required=False, role="window"),
+    AnswerFact(kind="duration", value="9", allowed=["21", "0"], required=False, role="left"),
+]
+OPEN_ROLES_PROMPT = "Can I still return the lamp I received 21 days ago?"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Yes, the window is 9 days, so you have 30 more days.",
+        "Yes, you have 30 days left of the 9-day return window.",
+        "Yes: a window of 9 days applies, and 30 days remain to go.",
+        "Yes, you have 30 more days.",
+    ],
+)
+def test_the_window_and_days_left_swapped_fail(answer):
+    checked = check_answer(answer, OPEN_ROLES, OPEN_ROLES_PROMPT)
+    assert not checked.ok, checked
+    assert any(c.endswith(("as the window", "as days left")) for c in checked.conflicts), checked
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Yes, the window is 30 days, so you have 9 more days.",
+        "Yes, you have 9 days left of the 30-day return window.",
+        "Yes: it arrived 21 days ago, and with a thirty-day window nine days remain to go.",
+        "Yes, you can still return it: 9 more days.",
+        "Yes, returns are accepted within 30 days and yours arrived 21 days ago.",
+    ],
+)
+def test_the_window_and_days_left_each_in_its_role_pass(answer):
+    checked = check_answer(answer, OPEN_ROLES, OPEN_ROLES_PROMPT)
+    assert checked.ok, (answer, checked)
+
+
+# a closed 21-day window with roles: delivered 35 days ago, closed 14 days ago
+CLOSED_ROLES = [CLOSED[0], CLOSED[1].model_copy(update={"role": "window"})]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "No, the 21-day window closed 21 days ago.",
+        "No: it was delivered 21 days ago, past the 21-day window.",
+        "No, you had 21 days, and it has been 21 days since the window closed.",
+    ],
+)
+def test_the_window_stated_as_elapsed_time_fails(answer):
+    checked = check_answer(answer, CLOSED_ROLES, CLOSED_PROMPT)
+    assert not checked.ok and "duration 21 days as elapsed time" in checked.conflicts, checked
+
+
+@pytest.mark.parametrize("answer", TRUE)
+def test_elapsed_days_stated_as_elapsed_time_pass_with_roles(answer):
+    checked = check_answer(answer, CLOSED_ROLES, CLOSED_PROMPT)
+    assert checked.ok, (answer, checked)
+
+
+WINDOW_REQUIRED = [AnswerFact(kind="duration", value="30", role="window")]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["It arrived 30 days ago.", "We delivered it thirty days ago; I've started the return."],
+)
+def test_a_required_window_is_not_stated_by_elapsed_time(answer):
+    checked = check_answer(answer, WINDOW_REQUIRED)
+    assert not checked.ok and checked.missing == ["duration '30'"], checked
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "You have 30 days from delivery to return shoes.",
+        "Returns of shoes are accepted within thirty days of delivery.",
+        "The return window for shoes is 30 days.",
+        "That's 30 days for shoes.",
+    ],
+)
+def test_a_required_window_stated_as_the_window_passes(answer):
+    assert check_answer(answer, WINDOW_REQUIRED).ok, answer
+
+
+def test_facts_without_a_role_keep_the_value_check():
+    """Rows written before roles hold no role: any role states them, as before."""
+    old = [AnswerFact(kind="duration", value="30")]
+    assert check_answer("It arrived 30 days ago.", old).ok
+    assert not check_answer("The 21-day window is 30 days now.", old).ok  # still: window = target
+
+
+def test_stored_rows_without_roles_load_and_their_references_verify(ctx):
+    """A task row written before `AnswerFact.role` (no "role" key in its goal) loads with ''
+    roles and its reference verifies as before."""
+    checked = 0
+    for d in (2, 5, 8):
+        for i in range(6):
+            task = generate_task(ctx, "policy", 61, d, i)
+            if task is None or not any(f.role for f in task.goal.answer_facts):
+                continue
+            row = task.to_row()
+            row["goal"] = re.sub(r',"role":"[a-z]*"', "", row["goal"])
+            assert '"role"' not in row["goal"]
+            old = Task.from_row(row)
+            assert all(f.role == "" for f in old.goal.answer_facts)
+            assert verify(old, reference_turns(old), ctx.catalog).success, old.task_id
+            checked += 1
+    assert checked >= 5
+
+
+# ---- gap 4: a rule stated before an honest "no" is no "yes" -------------------------------------
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Returns are accepted within 21 days, and yours arrived 35 days ago, so it can't be returned.",
+        "You can return items within 21 days of delivery, but yours arrived 35 days ago, so it can't be returned.",
+        "Returns for lamps are accepted within a 21-day window; you received yours 35 days ago, so no.",
+    ],
+)
+def test_an_honest_no_after_the_shops_rule_passes(answer):
+    for facts in (CLOSED, CLOSED_ROLES):
+        checked = check_answer(answer, facts, CLOSED_PROMPT)
+        assert checked.ok, (answer, checked)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Returns are accepted within 21 days, so you can still return it.",
+        "Yes, returns are accepted within 21 days.",
+        "Returns are accepted within 21 days and yours arrived 35 days ago, but you can still send it back.",
+        "Returns are accepted within 21 days.",  # the rule alone answers nothing
+    ],
+)
+def test_the_shops_rule_claiming_or_dodging_eligibility_fails(answer):
+    for facts in (CLOSED, CLOSED_ROLES):
+        assert not check_answer(answer, facts, CLOSED_PROMPT).ok, answer
+
+
+# ---- fact roles over generated tasks -----------------------------------------------------------
+def _left_fact(w: Window) -> bool:
+    return any(f.kind == "duration" and f.role == "left" for f in w.task.goal.answer_facts)
+
+
+# why a role attack fails: a value in the wrong role, or the yes it claims
+ROLE_OR_VERDICT = r"as (?:the window|days left|elapsed time)|verdict return:yes"
+
+
+def _role_sentences(w: Window) -> tuple[list[str], list[str]]:
+    """(true, attacks) for the roles: targets swapped with targets, the window stated as elapsed
+    time, and an honest "no" after the shop's rule (with its lie as an attack)."""
+    W, D, C, L = w.window, w.days, w.days - w.window, w.window - w.days
+    true, attacks = [], []
+    if w.closed:
+        true += [
+            f"Returns of {w.category} are accepted within {W} days, and you received it {D} days ago, so it can't be returned.",
+            f"You can return items within {W} days of delivery, but you received it {D} days ago.",
+            f"The {W}-day window is over: you received it {D} days ago.",
+        ]
+        if any(f.value == "return:no" for f in w.task.goal.answer_facts):
+            attacks.append(
+                f"Returns of {w.category} are accepted within {W} days, so you can still return it."
+            )
+        if W not in (C, D):  # the window stated as elapsed time
+            attacks += [
+                f"Your {W}-day return window closed {W} days ago.",
+                f"You received it {W} days ago, past the {W}-day window.",
+            ]
+    elif _left_fact(w) and L != W:
+        true += [
+            f"Returns of {w.category} are accepted within {W} days and you received it {D} days ago, so you have {L} more days.",
+            f"With a {W}-day window, {L} days remain to go.",
+            f"You received it {D} days ago; the window is {W} days, which leaves {L} more days.",
+        ]
+        attacks += [  # the window and the days left swapped
+            f"The return window for {w.category} is {L} days, so you have {W} more days.",
+            f"You have {W} days left of the {L}-day window.",
+        ]
+        if W != D:
+            attacks.append(
+                f"You received it {W} days ago and you have {L} days left of the {W}-day window."
+            )
+    return true, attacks
+
+
+def test_policy_answers_with_targets_in_swapped_roles_fail(windows, ctx):
+    tried, kinds = 0, set()
+    for w in windows:
+        calls = reference_turns(w.task)[:-1]
+        for sentence in _role_sentences(w)[1]:
+            answer = _answer(w, sentence)
+            verdict = verify(w.task, [*calls, answer], ctx.catalog)
+            assert not verdict.success, (w.task.task_id, answer)
+            assert any(re.search(ROLE_OR_VERDICT, v) for v in verdict.violations), verdict
+            tried += 1
+            kinds.add("closed" if w.closed else "open")
+    print(f"role attacks over policy tasks: {tried} failed")
+    assert tried >= 100 and kinds == {"closed", "open"}
+
+
+def test_policy_answers_with_each_target_in_its_role_pass(windows, ctx):
+    tried, kinds = 0, set()
+    for w in windows:
+        calls = reference_turns(w.task)[:-1]
+        for sentence in _role_sentences(w)[0]:
+            answer = _answer(w, sentence)
+            verdict = verify(w.task, [*calls, answer], ctx.catalog)
+            assert verdict.success, (w.task.task_id, answer, verdict.violations)
+            tried += 1
+            kinds.add("closed" if w.closed else "open")
+    print(f"role paraphrases over policy tasks: {tried} passed")
+    assert tried >= 100 and kinds == {"closed", "open"}
+
+
+def _journey_windows(ctx) -> list[tuple[Task, AnswerFact]]:
+    """Journey tasks (seed 61) whose answer must state a category's return window."""
+    out = []
+    for d in range(11):
+        for i in range(24):
+            task = generate_task(ctx, "journey", 61, d, i)
+            if task is None:
+                continue
+            for f in task.goal.answer_facts:
+                if f.kind == "duration" and f.role == "window" and f.required and f.say:
+                    out.append((task, f))
+    return out
+
+
+def test_journey_windows_stated_as_elapsed_time_fail_and_in_other_words_pass(ctx):
+    """A required window "stated" by a number in the elapsed role is missing (and the number
+    conflicts); the window in other words passes."""
+    failed = passed = 0
+    for task, fact in _journey_windows(ctx):
+        turns = reference_turns(task)
+        assert fact.say in turns[-1]
+        W = fact.value
+        category = fact.say.rsplit(" return ", 1)[1].rstrip(".")
+        for attack in (
+            f"You received it {W} days ago.",
+            f"You received the {category} {W} days ago, so I started the return.",
+        ):
+            verdict = verify(task, [*turns[:-1], turns[-1].replace(fact.say, attack)], ctx.catalog)
+            assert not verdict.success, (task.task_id, attack)
+            assert any(f"duration '{W}'" in v for v in verdict.violations), verdict.violations
+            failed += 1
+        for said in (
+            f"Returns of {category} are accepted within {W} days of delivery.",
+            f"The return window for {category} is {W} days.",
+            f"A {W}-day return window applies to {category}.",
+            f"You get {W} days to send {category} back.",
+        ):
+            verdict = verify(task, [*turns[:-1], turns[-1].replace(fact.say, said)], ctx.catalog)
+            assert verdict.success, (task.task_id, said, verdict.violations)
+            passed += 1
+    print(f"journey windows: {failed} attacks failed, {passed} paraphrases passed")
+    assert failed >= 40 and passed >= 80

@@ -379,7 +379,10 @@ def status_facts(
             say += f" and was due to arrive on {spoken_day(date)}"
         else:
             say += f" and should arrive on {spoken_day(date)}"
-        facts.append(fact("date", date, allowed=placed, **subject))
+        # the arrival date (delivered or expected): "placed June 16" states no arrival
+        facts.append(
+            fact("date", date, allowed=placed, allowed_roles=["placed"], role="arrival", **subject)
+        )
     facts[0].say = say + "."
     return facts
 
@@ -412,8 +415,10 @@ def final_sale_facts(category: str, subject: dict[str, Any] | None = None) -> li
     ]
 
 
-def window_fact(days: int, say: str = "", **fields: Any) -> AnswerFact:
-    return fact("duration", days, say, **fields)
+def window_fact(days: int, say: str = "", role: str = "window", **fields: Any) -> AnswerFact:
+    """A return window in days (`role` "window"), or the days left of it (`role` "left"): the
+    answer must state each value in its own role ("the 30-day window", "9 more days")."""
+    return fact("duration", days, say, role=role, **fields)
 
 
 def fee_fact(fee: float, say: str = "", **fields: Any) -> AnswerFact:

@@ -1,11 +1,11 @@
 """Answer facts read back from free text: the final answer is checked fact by fact, by kind.
 
 A task's `Goal.answer_facts` lists `AnswerFact`s: a *kind*, a canonical *value*, optionally the
-order it is about (*subject*, with *cues*: the words that name that order in an answer) and
-*allowed* context values. `check_answer` normalises the answer (unicode, dashes, number words
-via text2num: "forty-five" -> 45, "sixteenth" -> 16th, "fourteen-day" -> "14 day"), extracts
-every value of each checked kind and reports which facts were found, which are missing and
-which conflict.
+order it is about (*subject*, with *cues*: the words that name that order in an answer),
+*allowed* context values and the *role* the value has ('' = any; see Roles below).
+`check_answer` normalises the answer (unicode, dashes, number words via text2num: "forty-five"
+-> 45, "sixteenth" -> 16th, "fourteen-day" -> "14 day"), extracts every value of each checked
+kind and reports which facts were found, which are missing and which conflict.
 
 Kinds and canonical values:
 
@@ -36,7 +36,9 @@ verdict     ``return:yes`` etc.         per clause: a topic (return / exchange /
                                         "still", "eligible", "you have" are yes; "only"
                                         makes a rule, not a verdict); a bare "Yes"/"No"
                                         ("Unfortunately not", "Sure") counts when one
-                                        verdict is asked
+                                        verdict is asked; a clause stating the shop's rule
+                                        ("returns are accepted within 21 days", "you can
+                                        return items within 30 days") is no verdict
 term        a policy term               ``final_sale`` ("final sale", "final-sale"),
                                         ``return_instead``, ``last_day``
 text        legacy substring keys       any of `alternatives`, case-insensitive
@@ -46,6 +48,37 @@ Each kind is one class in `kinds.py` (`KINDS`, `register`): how to read its valu
 target, match and conflict; `check_answer` is generic over the registry. One entry states no
 value: `claims` audits every answer the verifier checks against the episode's writes
 (`ecomrlve.env.claims`; `Shown` carries the record and catalog), into `AnswerCheck.claims`.
+
+Roles: the generators give a fact the role its value has where they know it (`role`) and each
+of its allowed context values theirs (`allowed_roles`); rows written before roles hold none and
+are checked by value, as before. A stated value fits a role when the role is '', the value was
+read in no role (unknown), or the two are equal. It states a fact, or is allowed as its target,
+only when it fits the fact's role; it is allowed as a context value when it fits that value's
+role, or, for a context value without one, when it was not read in a role a target of its kind
+has (the kind's own target roles, e.g. a duration's window and left, or a role a fact of the
+task gives its target or context):
+
+==========  ==================  ==============================================================
+kind        roles generators    roles read from the words around a stated value
+            give (target;
+            context)
+==========  ==================  ==============================================================
+duration    window, left;       window ("the 30-day window", "within 30 days", "you have 30
+            (elapsed)           days to return it"), left ("9 more days", "9 days left"),
+                                elapsed ("35 days ago", "35 days since delivery")
+money       shipping; order,    shipping ("$4.99 to ship", "shipping is $4.99", "costs $4.99"
+            threshold           in a sentence about shipping), order ("a $35 order", "order
+                                total of $35"), threshold ("the $50 threshold", "orders over
+                                $50", "$50 or more")
+date        arrival; placed     arrival ("delivered on June 16", "should arrive June 16",
+                                "due June 16"), placed ("placed on June 3", "ordered June 3")
+==========  ==================  ==============================================================
+
+So "the window is 9 days, so you have 30 more days" fails for a 30-day window with 9 days left,
+"the 21-day window closed 21 days ago" fails when it closed 14 days ago (21 is the window, no
+elapsed value), "it arrived 30 days ago" states no 30-day window, "your $35 order costs $50 to
+ship, under the $4.99 threshold" fails for a $4.99 fee, and "placed June 16, delivered June 3"
+fails for an order placed June 3 and delivered June 16.
 
 Required and context facts: a fact with `required=False` (the window length when the question
 was yes/no, the days left, the status before a cancel) may be left out (`AnswerCheck.unstated`)

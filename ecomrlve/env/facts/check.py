@@ -110,8 +110,9 @@ class AnswerPlan:
     subjects and their cues, parsed targets and allowed values, labels. Built once per list:
     the verifier keeps one per `Goal` (`Goal.derived`), shared by all episodes of a task."""
 
-    __slots__ = ("by_kind", "cue_pairs", "facts", "kinds", "labels", "named", "only_topic",
-                 "permitted", "required", "sentences", "targets", "valued")  # fmt: skip
+    __slots__ = ("bound_roles", "by_kind", "cue_pairs", "facts", "kinds", "labels", "named",
+                 "only_topic", "permitted", "required", "roles", "sentences", "targets",
+                 "valued")  # fmt: skip
 
     def __init__(self, facts: Iterable[AnswerFact]):
         facts = list(facts)
@@ -134,8 +135,18 @@ class AnswerPlan:
         # parsed target of each fact (None: unreadable, matches nothing), and the parsed
         # values a stated value may be without conflicting (targets, then allowed context)
         self.targets = [parse(f.kind, f.value) for f in facts]
-        self.permitted = [[w for a in f.allowed if (w := parse(f.kind, a)) is not None]
-                          for f in facts]  # fmt: skip
+        self.roles = [f.role for f in facts]  # the role each target has ('' = any)
+        # per kind, the roles in which a stated value must be a target (`Kind.may_be_context`)
+        self.bound_roles = {
+            k: KINDS[k].target_roles
+            | {r for f in facts if f.kind == k for r in (f.role, *f.allowed_roles) if r}
+            for k in self.kinds
+        }
+        # (value, role) of each allowed context value ('' = any role)
+        self.permitted = [
+            [(w, role) for a, role in _with_roles(f) if (w := parse(f.kind, a)) is not None]
+            for f in facts
+        ]
         self.by_kind = {k: [i for i, f in enumerate(facts) if f.kind == k] for k in self.kinds}
 
     def about(self, kind: str, reading: Reading, k: int) -> list[int]:
@@ -150,19 +161,24 @@ class AnswerPlan:
         ]
         return relevant or indexed
 
-    def targets_in(self, kind: str, reading: Reading, k: int) -> list[Any]:
-        """The targets of `kind` segment `k` may state (of the facts it is about)."""
+    def targets_in(self, kind: str, reading: Reading, k: int) -> list[tuple[Any, str]]:
+        """(target, role) of each fact of `kind` segment `k` may state (those it is about)."""
         relevant = self.about(kind, reading, k)
-        return [self.targets[i] for i in relevant if self.targets[i] is not None]
+        return [(self.targets[i], self.roles[i]) for i in relevant if self.targets[i] is not None]
 
-    def permitted_in(self, kind: str, reading: Reading, k: int) -> list[Any]:
-        """The values segment `k` may state of `kind`: targets, allowed values, today."""
-        allowed = self.targets_in(kind, reading, k)
-        for i in self.about(kind, reading, k):
-            allowed += self.permitted[i]
+    def context_in(self, kind: str, reading: Reading, k: int) -> list[tuple[Any, str]]:
+        """(value, role) of the context values segment `k` may state of `kind`: allowed
+        values, today."""
+        allowed = [pair for i in self.about(kind, reading, k) for pair in self.permitted[i]]
         if kind == "date" and reading.today is not None:
-            allowed.append(reading.today)
+            allowed.append((reading.today, ""))
         return allowed
+
+
+def _with_roles(fact: AnswerFact) -> list[tuple[str, str]]:
+    """(value, role) of each of the fact's `allowed` values."""
+    roles = fact.allowed_roles
+    return [(a, roles[j] if j < len(roles) else "") for j, a in enumerate(fact.allowed)]
 
 
 @dataclass
@@ -246,8 +262,12 @@ class Reading:
     def in_prompt(self, kind: Kind, value: Any) -> bool:
         """Does the user's own request state this value (read only for a value that would
         otherwise fail: rare, and cached per prompt)?"""
+        # a value in a role only a target has is quoted back only in the role it had there:
+        # the prompt's "I received it 14 days ago" licenses no "14-day window"
         return bool(self.prompt) and any(
-            kind.same_as_said(value, p, self.today) for p in _prompt_values(self.prompt, kind.name)
+            kind.same_as_said(value, p, self.today)
+            and (kind.may_be_context(value, self.plan) or kind.role(p) == kind.role(value))
+            for p in _prompt_values(self.prompt, kind.name)
         )
 
 

@@ -6,9 +6,17 @@ violation (`show`), and which values of it the episode showed the agent (`shown`
 `valued` set are compared by value: a stated value that is no target conflicts (kinds the goal
 checks) or must be grounded (`grounded` kinds the goal does not check). `states` and
 `conflicts` have generic versions driven by these; a kind overrides them only where its rule
-differs (verdicts conflict by polarity, addresses by street line, terms and text never). A
-stated value may be a fact's `allowed` context value unless `may_be_context` says its sentence
-states it as the target itself (a duration stated as the return window must be the window).
+differs (verdicts conflict by polarity, addresses by street line, terms and text never).
+
+Roles: a kind may read each stated value with the role its sentence gives it (`role`: a
+duration said as the window, as days left or as elapsed time; an amount as the shipping cost,
+the order value or the threshold; a date as placed or arrival). A stated value states a fact,
+or is allowed as that fact's target, only when its role `fits` the fact's `role` (a fact
+without one takes any role, as rows written before roles do). It is allowed as a context value
+when it fits that value's role (`AnswerFact.allowed_roles`), or for a context value without
+one, when it is in none of the roles a target of its kind has (`may_be_context`: the kind's
+`target_roles`, and the roles the task's facts give): a duration stated as the return window
+must be a window target.
 
 Adding a kind is one class here plus `register(...)`: a checker of claims about the episode
 (`audit`: extra violations for every answer, given what the episode showed) is one more entry.
@@ -40,6 +48,8 @@ class Kind:
     digits: ClassVar[bool] = False  # every value holds a digit outside a word (`FREE_DIGIT`)
     # the `AnswerCheck` list that `audit`'s violations go to ("claims": reported as they are)
     audits_into: ClassVar[str] = "conflicts"
+    # roles in which a stated value must be a target, never a context value
+    target_roles: ClassVar[frozenset[str]] = frozenset()
 
     def extract(self, text: str, reading: Reading | None) -> list[tuple[int, Any]]:
         return []
@@ -61,10 +71,28 @@ class Kind:
     def show(self, value: Any) -> str:
         return str(value)
 
-    def may_be_context(self, value: Any) -> bool:
+    def role(self, value: Any) -> str:
+        """The role the answer's words give a stated value (`values.UNKNOWN`: none read)."""
+        return getattr(value, "role", v.UNKNOWN)
+
+    def fits(self, value: Any, role: str) -> bool:
+        """May this stated value, in the role its sentence gives it, be a target in `role`
+        (a fact's `role`; '' takes any)? A value read in no role fits every fact."""
+        said = self.role(value)
+        return not role or said == v.UNKNOWN or said == role
+
+    def may_be_context(self, value: Any, plan: AnswerPlan | None = None) -> bool:
         """May this stated value be one of the facts' `allowed` context values, or does its
-        sentence state it as the target itself (then only a target will do)?"""
-        return True
+        sentence state it as a target itself (then only a target will do)? A target's role is
+        one of `target_roles`, or a role a fact of `plan` gives its target ("shipping": an
+        amount stated as the shipping cost must be the shipping cost)."""
+        bound = plan.bound_roles.get(self.name, self.target_roles) if plan else self.target_roles
+        return self.role(value) not in bound
+
+    def fits_context(self, value: Any, role: str, plan: AnswerPlan) -> bool:
+        """May this stated value be an allowed context value in `role` ('' = any role that
+        `may_be_context`)? "$50 order" may not be the $50 threshold."""
+        return self.fits(value, role) if role else self.may_be_context(value, plan)
 
     def spellings(self, fact: AnswerFact) -> list[str]:
         return [fact.value]
@@ -78,21 +106,21 @@ class Kind:
         want = plan.targets[i]
         if want is None:
             return False
-        subject = plan.facts[i].subject
+        subject, role = plan.facts[i].subject, plan.facts[i].role
         segments = reading.segments
         return any(
-            self.matches(value, want)
+            self.matches(value, want) and self.fits(value, role)
             for k, found in enumerate(reading.values(self.name))
             if reading.one or not subject or subject in segments[k].subjects
             for value in found
         )
 
     def conflicts(self, plan: AnswerPlan, reading: Reading) -> list[str]:
-        """Stated values that are none of the targets or allowed values of the subjects their
-        sentence is about, today's date or a value of the prompt."""
+        """Stated values that are none of the targets (in a role they fit) or allowed values
+        of the subjects their sentence is about, today's date or a value of the prompt."""
         out = []
-        exact = type(self).matches is Kind.matches
-        # (targets, targets and allowed values) per set of subjects a segment is about
+        match = self.matches
+        # ((target, role) pairs, (context value, role) pairs) per set of subjects a segment is about
         pools: dict[frozenset[str], tuple[list, list]] = {}
         for k, found in enumerate(reading.values(self.name)):
             if not found:
@@ -101,12 +129,13 @@ class Kind:
             if subjects not in pools:
                 pools[subjects] = (
                     plan.targets_in(self.name, reading, k),
-                    plan.permitted_in(self.name, reading, k),
+                    plan.context_in(self.name, reading, k),
                 )
-            targets, permitted = pools[subjects]
+            targets, context = pools[subjects]
             for value in found:
-                allowed = permitted if self.may_be_context(value) else targets
-                if value in allowed if exact else any(self.matches(value, w) for w in allowed):
+                if any(match(value, w) and self.fits(value, role) for w, role in targets):
+                    continue
+                if any(match(value, w) and self.fits_context(value, r, plan) for w, r in context):
                     continue
                 if reading.in_prompt(self, value):
                     continue
@@ -226,7 +255,7 @@ class PercentKind(MoneyKind):
         return [f"{fact.value}%", f"{fact.value} percent"]
 
 
-ROLE_WORDS = {"window": "the window", "left": "days left"}
+ROLE_WORDS = {v.WINDOW: "the window", v.LEFT: "days left", v.ELAPSED: "elapsed time"}
 
 
 class DurationKind(Kind):
@@ -235,10 +264,15 @@ class DurationKind(Kind):
     it") or as time left ("7 more days", "7 days left") must be a target, never a context
     value (context durations are elapsed time: days since delivery, since the window closed),
     so "the 14-day window closed 21 days ago" fails for a 21-day window closed 14 days ago.
-    Elapsed time ("21 days ago") and unknown roles ("that's 21 days") may be either."""
+    With the facts' roles (`AnswerFact.role`: "window", "left") it must be the target *in that
+    role*: "the window is 9 days, so you have 30 more days" fails for a 30-day window with 9
+    days left; elapsed time ("21 days ago") is context, or a target of a fact without a role
+    ("the 21-day window closed 21 days ago" fails when the window fact has its role). Unknown
+    roles ("that's 21 days") may be any target or context value."""
 
     digits = True
     name = "duration"
+    target_roles = frozenset({v.WINDOW, v.LEFT})
 
     def extract(self, text, reading):
         return v.extract_durations(text)
@@ -253,18 +287,11 @@ class DurationKind(Kind):
     def same(self, a, b):
         return self.matches(a, b)
 
-    def same_as_said(self, value, said, today):
-        # the prompt's "I received it 14 days ago" licenses no "14-day window" nor "14 more
-        # days": a value the prompt states is quoted back only in the role it had there
-        return self.same(value, said) and (self.may_be_context(value) or said.role == value.role)
-
-    def may_be_context(self, value):
-        return value.role not in (v.WINDOW, v.LEFT)  # context durations are elapsed time
-
     def show(self, value):
         low, high = value[:2]
         days = f"{low} days" if low == high else f"{low}-{high} days"
-        return days if self.may_be_context(value) else f"{days} as {ROLE_WORDS[value.role]}"
+        role = ROLE_WORDS.get(value.role)
+        return f"{days} as {role}" if role else days
 
     def shown(self, seen):
         # whole numbers shown (a window in days), and days between today and a date shown
@@ -343,7 +370,7 @@ class AddressKind(Kind):
 
     def conflicts(self, plan, reading):
         lines = {plan.targets[i] for i in plan.by_kind[self.name]}
-        lines.update(p for i in plan.by_kind[self.name] for p in plan.permitted[i])
+        lines.update(p for i in plan.by_kind[self.name] for p, _ in plan.permitted[i])
         words = reading.address_words(None)
         out = [
             f"address {other!r}"

@@ -44,6 +44,67 @@ _DATE_PATTERNS = (
 _MONTH_HINT = re.compile(r"jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec")
 Day = tuple[int | None, int, int]  # (year or None, month, day)
 
+# Roles a sentence gives a value (`AnswerFact.role` names the role of a target): durations
+# (below), dates (`date_role`: placed, arrival) and amounts (`money_role`: shipping, order,
+# threshold); UNKNOWN where the words around the value say none.
+UNKNOWN = "unknown"
+PLACED, ARRIVAL = "placed", "arrival"
+SHIPPING, ORDER, THRESHOLD = "shipping", "order", "threshold"
+
+
+class Dates(frozenset):
+    """The readings of one stated date ("6/7" has two), in the `role` its sentence gives it."""
+
+    __slots__ = ("role",)
+
+    def __new__(cls, readings, role: str = UNKNOWN):
+        self = super().__new__(cls, readings)
+        self.role = role
+        return self
+
+
+class Amount(float):
+    """A stated amount in dollars, in the `role` its sentence gives it."""
+
+    __slots__ = ("role",)
+
+    def __new__(cls, dollars: float, role: str = UNKNOWN):
+        self = super().__new__(cls, dollars)
+        self.role = role
+        return self
+
+
+_SENTENCE_END = re.compile(r"[.;!?\n]")
+
+
+def _around(text: str, start: int, end: int, width: int = 60) -> tuple[str, str]:
+    """The words of its sentence before and after `text[start:end]` (up to `width` chars)."""
+    after = _SENTENCE_END.split(text[end : end + width], maxsplit=1)[0]
+    before = _SENTENCE_END.split(text[max(0, start - width) : start])[-1]
+    return before, after
+
+
+# a date right after "placed (on)", "ordered (on)": when the order was placed; after
+# "delivered", "arrived", "arrives", "due", "expected", "delivery date": when it arrives
+_PLACED_BEFORE = re.compile(
+    r"\b(?:placed|ordered|bought|purchased|order date(?: is| was)?|put it in)"
+    r"(?: it)?(?: on| back on)?(?: the)?\s*$"
+)
+_ARRIVAL_BEFORE = re.compile(
+    r"\b(?:delivered|arrived|arrives?|arriving|due|expected|delivery(?: date)?(?: is| was)?"
+    r"|eta(?: is)?|get there|reach(?:es|ed)? you)(?: to arrive)?(?: on| by| around)?(?: the)?\s*$"
+)
+
+
+def date_role(text: str, start: int, end: int) -> str:
+    """The role the sentence gives the date at `text[start:end]`: placed, arrival or unknown."""
+    before, _ = _around(text, start, end, 40)
+    if _PLACED_BEFORE.search(before):
+        return PLACED
+    if _ARRIVAL_BEFORE.search(before):
+        return ARRIVAL
+    return UNKNOWN
+
 
 def _valid(year: int | None, month: int, day: int) -> bool:
     try:
@@ -114,7 +175,8 @@ def extract_dates(text: str) -> list[tuple[int, frozenset[Day]]]:
             readings = {r for r in readings if _valid(*r)}
             if readings:
                 taken.append(m.span())
-                found.append((m.start(), frozenset(readings)))
+                role = date_role(text, m.start(), m.end())
+                found.append((m.start(), Dates(readings, role)))
     return found
 
 
@@ -156,11 +218,52 @@ def _has(text: str, words: tuple[str, ...]) -> bool:
     return any(w in text for w in words)
 
 
+# an amount right before "threshold", "or more", after "orders over", "at least": the free-
+# shipping threshold; before "order", after "order of": the order's value; before "to ship",
+# "for shipping", after "shipping is", "costs" (in a sentence about shipping): the shipping cost
+_THRESHOLD_AFTER = re.compile(
+    r"\s*(?:(?:free[- ])?shipping )?(?:threshold|minimum)\b|\s*(?:or more|and (?:up|above|over))\b"
+)
+_THRESHOLD_BEFORE = re.compile(
+    r"\b(?:threshold(?: is| of)?|orders? (?:over|above|of at least)|over|above|at least"
+    r"|(?:under|below) the|spend(?:ing)?(?: at least)?)\s*$"
+)
+_ORDER_AFTER = re.compile(r"\s*(?:order|purchase|basket|cart)\b")
+_ORDER_BEFORE = re.compile(r"\border (?:total |value )?(?:of|is|was|comes to)\s*$")
+_SHIPPING_AFTER = re.compile(
+    r"\s*(?:to ship|for (?:standard |express )?shipping|(?:standard )?shipping(?: fee| charge)?"
+    r"|to have it shipped)\b"
+)
+_SHIPPING_BEFORE = re.compile(
+    r"\b(?:shipping|delivery)(?: fee| charge| cost)?(?: is| costs?| will be| comes to| runs)"
+    r"(?: you)?(?: only| just| a flat)?\s*$|\bcosts?(?: you)?(?: only| just)?\s*$"
+)
+
+
+def money_role(text: str, start: int, end: int) -> str:
+    """The role the sentence gives the amount at `text[start:end]`."""
+    before, after = _around(text, start, end, 50)
+    if _THRESHOLD_AFTER.match(after) or _THRESHOLD_BEFORE.search(before):
+        return THRESHOLD
+    if _ORDER_AFTER.match(after) or _ORDER_BEFORE.search(before):
+        return ORDER
+    if _SHIPPING_AFTER.match(after) or (
+        _SHIPPING_BEFORE.search(before) and "ship" in before + after
+    ):
+        return SHIPPING
+    return UNKNOWN
+
+
 def extract_money(text: str) -> list[tuple[int, float]]:
+    """(position, amount) for every amount, each an `Amount` in the role its sentence gives it
+    ("shipping on a $35 order costs $4.99": $35 the order, $4.99 the shipping)."""
     out = []
     for anchor, pattern in _MONEY_FORMS:
         if anchor in text:
-            out += [(m.start(), round(_amount(m[1], m[2]), 2)) for m in pattern.finditer(text)]
+            out += [
+                (m.start(), Amount(round(_amount(m[1], m[2]), 2), money_role(text, *m.span())))
+                for m in pattern.finditer(text)
+            ]
     out.sort()
     return out + _money_zero(text)
 
@@ -168,7 +271,7 @@ def extract_money(text: str) -> list[tuple[int, float]]:
 def _money_zero(text: str) -> list[tuple[int, float]]:
     if not _has(text, ("free", "charge", "cost", "nothing")):
         return []
-    return [(m.start(), 0.0) for m in _MONEY_ZERO.finditer(text)]
+    return [(m.start(), Amount(0.0)) for m in _MONEY_ZERO.finditer(text)]
 
 
 def extract_percents(text: str) -> list[tuple[int, float]]:
@@ -185,7 +288,7 @@ def extract_percents(text: str) -> list[tuple[int, float]]:
 # left", "14 more days") must be a target; elapsed time ("delivered 35 days ago", "35 days since
 # delivery", "14 days past the window") and anything else may also be context, which is always
 # elapsed time (`DurationKind.may_be_context`).
-WINDOW, LEFT, ELAPSED, UNKNOWN = "window", "left", "elapsed", "unknown"
+WINDOW, LEFT, ELAPSED = "window", "left", "elapsed"
 
 
 class Duration(NamedTuple):
@@ -217,13 +320,11 @@ _WINDOW_BEFORE = re.compile(
     r" (?:only |just |a full |a total of )?$"
 )
 _LEFT_WORDS = ("more", "extra", "additional")  # "5 more days": days left
-_SENTENCE_END = re.compile(r"[.;!?\n]")
 
 
 def duration_role(text: str, start: int, end: int) -> str:
     """The role the sentence gives the duration at `text[start:end]` ("21-day", "21 days")."""
-    after = _SENTENCE_END.split(text[end : end + 60], maxsplit=1)[0]
-    before = _SENTENCE_END.split(text[max(0, start - 60) : start])[-1]
+    before, after = _around(text, start, end)
     if _ELAPSED_AFTER.match(after) or _ELAPSED_BEFORE.search(before):
         return ELAPSED
     if _LEFT_AFTER.match(after) or any(w in text[start:end] for w in _LEFT_WORDS):
@@ -500,6 +601,26 @@ _BARE_YES = frozenset({"sure", "certainly", "absolutely", "yep", "yeah"})
 # a positive clause with one of these states a rule ("exchanges are only possible within the
 # window"), not a verdict about this item
 _RULE_WORDS = frozenset({"only", "provided", "whenever"})
+# ... and so does one that states the shop's window for things in general ("returns are
+# accepted within 21 days", "you can return items within 30 days of delivery"): a general
+# subject, a window condition, and no word about the customer's own item ("it", "yours") or
+# its time left ("still", "5 more days")
+_GENERAL_WORDS = frozenset({"returns", "exchanges", "items", "products", "purchases", "orders"})
+_CONDITION_WORDS = frozenset({"within", "window", "period", "day", "days"})
+_OWN_ITEM_WORDS = frozenset({"it", "its", "yours", "your", "them", "this", "still", "left",
+                             "remaining", "more"})  # fmt: skip
+
+
+def _states_rule(words: list[str]) -> bool:
+    """Does a positive clause about a topic state a rule rather than a verdict on this item?"""
+    said = set(words)
+    if not _RULE_WORDS.isdisjoint(said):
+        return True  # "only possible while the window is open"
+    return (
+        not _GENERAL_WORDS.isdisjoint(said)
+        and not _CONDITION_WORDS.isdisjoint(said)
+        and _OWN_ITEM_WORDS.isdisjoint(said)
+    )
 
 
 def is_greeting(clause: str) -> bool:
@@ -554,8 +675,9 @@ def extract_verdicts(clause: str) -> list[tuple[str, bool]]:
         or not _POSITIVE_WORDS.isdisjoint(words)
         or not _POSITIVE_PAIRS.isdisjoint(pairs)
     )
-    if positive and topics and not _RULE_WORDS.isdisjoint(words):
-        positive = False  # "only possible while the window is open": a rule, not a verdict
+    if positive and topics and _states_rule(words):
+        # a rule, not a verdict; a bare "Yes" opening it still answers the question
+        return out + ([("", True)] if bare and not bare_no else [])
     if negative or positive:
         advice = not _ADVICE_WORDS.isdisjoint(words) or not _ADVICE_PAIRS.isdisjoint(pairs)
         for topic in ("return", "exchange", "cancel"):

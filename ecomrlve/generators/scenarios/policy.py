@@ -242,7 +242,10 @@ class _Asking:
     def add(self, *facts: AnswerFact) -> None:
         """Add facts a previous topic has not stated already."""
         for new in facts:
-            if all((f.kind, f.value) != (new.kind, new.value) for f in self.answer_facts):
+            if all(
+                (f.kind, f.value, f.role) != (new.kind, new.value, new.role)
+                for f in self.answer_facts
+            ):
                 self.answer_facts.append(new)
 
     def look_up(self, topic: str) -> None:
@@ -303,7 +306,9 @@ def _ask_return_window(asking: _Asking, topics: list[str]) -> None:
     left = rule.window_days - asking.days
     if left:
         open_facts.append(
-            window_fact(left, f"You have {left} more days.", allowed=context, required=False)
+            window_fact(
+                left, f"You have {left} more days.", "left", allowed=context, required=False
+            )
         )
     else:
         open_facts.append(fact("term", "last_day", "Today is the last day.", required=False))
@@ -386,7 +391,11 @@ def _ask_shipping(asking: _Asking, topics: list[str]) -> None:
             f"the {money(threshold)} free-shipping threshold."
         )
     allowed = [f"{value:.2f}", f"{threshold:.2f}"]
-    asking.add(fact("money", f"{fee:.2f}", say, allowed=allowed))
+    # each amount in its role: "$50 to ship" is no $4.99 fee, "$35 threshold" no $50 one
+    roles = ["order", "threshold"]
+    asking.add(
+        fact("money", f"{fee:.2f}", say, allowed=allowed, allowed_roles=roles, role="shipping")
+    )
 
 
 def _ask_cancellation(asking: _Asking, topics: list[str]) -> None:
