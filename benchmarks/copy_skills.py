@@ -7,7 +7,7 @@ scenario but not the scenarios that copy ids (README, "What the CPU demo reaches
 Each probe is a family of synthetic sequences, trained from scratch on a fresh tiny Qwen3
 (`build_tiny_qwen3`, the demo's architecture) with the project's own SFT step (`train_sft`: loss
 on the generated part only), with a tiny tokenizer built like the demo's (byte-level BPE, one
-token per digit) on catalog titles:
+token per run of up to three digits) on catalog titles:
 
 * `repeat`: 24 random tokens (words and ids), then the same 24 again: induction heads, every
   generated token a copy with its position known;
@@ -47,11 +47,10 @@ PROBE_SEQUENCES = 100
 
 @dataclass
 class Vocabulary:
-    """The tokens the probes draw from: whole-word tokens for keys, digits for ids."""
+    """The tokens the probes draw from: whole-word tokens for keys (ids are encoded text)."""
 
     tokenizer: object
     words: list[int]
-    digits: list[int]
 
     @classmethod
     def build(cls, products: int, seed: int) -> Vocabulary:
@@ -64,7 +63,7 @@ class Vocabulary:
             for text, i in vocab.items()
             if i not in special and text.strip("Ġ").isalpha() and len(text.strip("Ġ")) >= 3
         )
-        return cls(tokenizer, words, [vocab[d] for d in "0123456789"])
+        return cls(tokenizer, words)
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False)
@@ -74,7 +73,9 @@ Probe = Callable[[Vocabulary, np.random.Generator], TokenSequence]
 
 
 def _id(vocab: Vocabulary, rng: np.random.Generator) -> list[int]:
-    return vocab.encode("O") + rng.choice(vocab.digits, 7).tolist()
+    """An order id spelled as the tokenizer spells it everywhere: `O` and seven digits in runs
+    of up to three (`O|870|724|9`)."""
+    return vocab.encode("O" + "".join(map(str, rng.integers(0, 10, 7))))
 
 
 def _key(vocab: Vocabulary, rng: np.random.Generator) -> list[int]:

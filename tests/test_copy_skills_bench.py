@@ -43,7 +43,10 @@ def test_recall_asks_for_the_id_written_after_the_asked_key(bench, vocab) -> Non
         assert 2 <= len(pairs) <= 6
         # the answer is the id of a record whose key is the asked one (keys may repeat)
         assert vocab.tokenizer.decode(answer) in {i for k, i in pairs if k == key}
-        assert len(answer) == 8  # "O" and seven digit tokens: the id's spelling in the context
+        # "O" and seven digits, spelled as the tokenizer spells the id wherever it appears
+        text = vocab.tokenizer.decode(answer)
+        assert len(text) == 8 and text[0] == "O" and text[1:].isdigit()
+        assert answer == vocab.encode(text)
 
 
 def test_one_record_and_repeat_copy_from_the_context(bench, vocab) -> None:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TINY_MODEL = "tiny-qwen3"
-TINY_SPEC_VERSION = 3  # 3: one token per digit
+TINY_SPEC_VERSION = 4  # 3: one token per digit; 4: digits in runs of up to three
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 # Not "special" in Qwen3's tokenizer (they survive skip_special_tokens), but single tokens.
@@ -317,6 +317,7 @@ def build_tiny_tokenizer(corpus: list[str], vocab_size: int):
     """Byte-level BPE trained on `corpus`, wrapped with Qwen3's special tokens and template."""
     from tokenizers import (
         AddedToken,
+        Regex,
         Tokenizer,
         decoders,
         models,
@@ -328,13 +329,17 @@ def build_tiny_tokenizer(corpus: list[str], vocab_size: int):
     tok = Tokenizer(models.BPE())
     # Merges may cross spaces and punctuation and have no length cap, so the boilerplate every
     # episode repeats (tool schemas, JSON keys, tags) packs into few tokens, which is what makes
-    # CPU training fit in minutes. Every digit is its own pre-token (as in Qwen's tokenizer), so
-    # an id such as `O6196968` is the same ten-digit-token spelling wherever it appears and
-    # copying it from a tool result into a call is one token per position; with merged digit
-    # chunks (`O|6|19|69|6|8`) the same id is spelled differently in different contexts.
+    # CPU training fit in minutes. Digits are split into runs of up to three from the left of
+    # each number (as in tiktoken's cl100k), each its own pre-token: `O6196968` is `O|619|696|8`
+    # wherever it appears, so copying it from a tool result into a call is a token-for-token copy
+    # (free BPE merges would spell it `O|6|19|69|6|8` in one place and differently in another).
+    # Runs rather than single digits (Qwen's own choice, version 3 here) because a 1.5M-parameter
+    # model copies by matching the previous token: a digit recurs all over a tool result, a
+    # three-digit run rarely does. Measured on the demo's store (144 held-out tasks x 4): held-out
+    # SFT pass@1 0.06 with single digits, 0.25 with runs, same recipe.
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.Split(Regex(r"[0-9]{1,3}"), behavior="isolated"),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ]
     )
