@@ -19,8 +19,9 @@ token per run of up to three digits) on catalog titles:
 
 Printed per probe and width: the training loss (mean of the last 20 steps), exact-match
 accuracy of greedy generation on 100 fresh sequences, and seconds. Measured on the 2-core VM
-(RESULTS.md): `repeat` and `one_record` reach ~100% within a few hundred steps; `recall` stays
-near chance, so the id-copying scenarios fail on choosing the record, not on copying digits.
+(RESULTS.md): `one_record` reaches ~100% within a few hundred steps; `recall` stays near
+chance with one token per digit and with digit runs alike, so the id-copying scenarios beyond
+d0-1 fail on choosing the record, not on copying digits.
 """
 
 from __future__ import annotations
