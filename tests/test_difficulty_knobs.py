@@ -319,3 +319,19 @@ def test_from_d6_every_cart_and_journey_task_fails_the_shallow_baseline(ctx, sce
         assert verify(task, reference_turns(task), ctx.catalog).success, task.task_id
     passed = [t.task_id for t in tasks if play_baseline(t, ctx.catalog).verdict.success]
     assert not passed, passed
+
+
+def test_journeys_second_order_question_comes_with_a_twin_from_d2():
+    """Journey's `order_detail` follow-up names a second order, which a word match can take for
+    the story's: from d2 it is placed like the twin share, so an easy task names one order."""
+    generator = get_scenario("journey")
+    asked = 0
+    for d in range(2, 11):
+        config = config_of("journey", d)
+        for i in range(40):
+            key = TaskKey("journey", 5, d, i)
+            plan = generator.plan_task(config, key.rng(), key)
+            if plan["followups"]:
+                asked += 1
+                assert plan["twin"], (d, i)
+    assert asked >= 40  # 0.16 of a cell at d2 to 0.6 from d8
