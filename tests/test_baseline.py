@@ -8,7 +8,7 @@ import pytest
 from ecomrlve.env import format_call, verify
 from ecomrlve.generators import generate_task
 from ecomrlve.testing import env_tasks as fx
-from ecomrlve.testing.baseline import play_baseline
+from ecomrlve.testing.baseline import _spelled, play_baseline
 from ecomrlve.testing.fuzzer import gen_context
 
 
@@ -25,6 +25,25 @@ def test_the_baseline_solves_a_spelled_out_purchase(ctx):
     # its verdict is what the verifier gives its own turns
     turns = [format_call(c.name, c.arguments) for c in result.calls] + [result.answer]
     assert verify(task, turns, ctx.catalog).to_json() == result.verdict.to_json()
+
+
+@pytest.mark.parametrize(
+    ("value", "prompt", "spelled"),
+    [
+        ("M", "two tees in size m, please.", True),
+        ("M", "i'm between meetings; a jacket in my usual size.", False),  # not in "i'm"
+        ("S", "it's my usual size, as always.", False),
+        ("red", "the one i ordered last time.", False),
+        ("red", "a red scarf.", True),
+        ("Holland & Co", "boots from holland & co in size 7.5.", True),
+        ("7.5", "boots in size 7.5.", True),
+        ("7.5", "boots in size 17.5.", False),
+    ],
+)
+def test_a_filter_is_spelled_only_by_words_of_its_own(value, prompt, spelled):
+    """The baseline keeps a search filter the prompt spells as words of their own: a size "M"
+    in "I'm", or a colour inside another word, is no spelling of it."""
+    assert _spelled(value, prompt) is spelled
 
 
 def test_the_baseline_does_not_retry_a_transient_failure(ctx):

@@ -18,7 +18,6 @@ from ecomrlve.generators.phrasing import spoken_date
 from ecomrlve.generators.registry import get_scenario
 from ecomrlve.generators.scenarios.bundle import budget_bind_prob
 from ecomrlve.generators.scenarios.cart import USUAL_SIZE, usual_size_prob
-from ecomrlve.generators.scenarios.journey import first_variant_prob
 from ecomrlve.generators.scenarios.policy import comparison_share
 from ecomrlve.generators.scenarios.product_discovery import DEADLINE_PHRASES
 from ecomrlve.generators.scenarios.substitution import price_trap_prob
@@ -52,10 +51,9 @@ def _tasks(ctx: GenContext, scenario: str, difficulties: tuple[int, ...]) -> lis
         (budget_bind_prob, 0.0, 1.0),
         (price_trap_prob, 0.0, 1.0),
         (usual_size_prob, 0.0, 1.0),
-        (first_variant_prob, 1.0, 0.0),
         *(
             (lambda d, s=scenario: config_of(s, d).twin_order_share, 0.0, 1.0)
-            for scenario in ("order_status", "cancel", "return")
+            for scenario in ("order_status", "cancel", "return", "journey")
         ),
         (lambda d: config_of("product_discovery", d).deadline_share, 0.0, 1.0),
     ],
@@ -129,8 +127,8 @@ def test_substitution_price_rule_bites_only_as_difficulty_grows(ctx):
 
 def test_cart_usual_size_is_read_from_a_past_order(ctx):
     assert not any(USUAL_SIZE in t.prompt for t in _tasks(ctx, "cart", EASY))
-    usual = [t for t in _tasks(ctx, "cart", HARD) if USUAL_SIZE in t.prompt]
-    assert len(usual) >= PER_CELL
+    usual = _tasks(ctx, "cart", HARD)  # share 1: every task has a line in the usual size
+    assert all(USUAL_SIZE in t.prompt for t in usual), [t.task_id for t in usual]
     for task in usual:
         names = [c.name for c in task.reference]
         first_search = next(c for c in task.reference if c.name == "search")
@@ -139,6 +137,9 @@ def test_cart_usual_size_is_read_from_a_past_order(ctx):
         (order,) = task.initial_state["orders"]
         row = ctx.catalog.row_of(order["items"][0]["item_id"])
         assert ctx.size_col.value(row) == size  # the past order names the size
+        # and no other line is in that size (the request would say it)
+        others = [c.arguments["filters"].get("size") for c in task.reference if c.name == "search"]
+        assert size not in others[1:], (task.task_id, others)
 
 
 def _exchange_is_first_listed(ctx: GenContext, task: Task) -> bool | None:
@@ -153,6 +154,8 @@ def _exchange_is_first_listed(ctx: GenContext, task: Task) -> bool | None:
 
 
 def test_journey_exchange_asks_for_the_first_listed_variant_only_at_d0_1(ctx):
+    """The exchange's variant goes with journey's twin order: the first listed where the
+    order has no twin (all of d0-1), another where it has (all of d9-10)."""
     easy = [_exchange_is_first_listed(ctx, t) for t in _tasks(ctx, "journey", EASY)]
     assert all(x for x in easy if x is not None)
     hard = [_exchange_is_first_listed(ctx, t) for t in _tasks(ctx, "journey", HARD)]
@@ -178,7 +181,9 @@ HARD_VARIANTS = [
     ("order_status", "twin", "twin_order_share"),
     ("cancel", "twin", "twin_order_share"),
     ("return", "twin", "twin_order_share"),
+    ("journey", "twin", "twin_order_share"),
     ("product_discovery", "deadline", "deadline_share"),
+    ("cart", "usual_size", "usual_size_prob"),
 ]
 VARIANT_TASKS = 16
 
@@ -221,7 +226,7 @@ def test_the_hard_variant_fails_the_shallow_baseline_and_the_reference_passes(
     assert not any(hard_wins), [t.task_id for t, won in zip(hard, hard_wins, strict=True) if won]
 
 
-@pytest.mark.parametrize("scenario", ["order_status", "cancel", "return"])
+@pytest.mark.parametrize("scenario", ["order_status", "cancel", "return", "journey"])
 def test_a_twin_order_holds_the_same_products_later_and_the_prompt_gives_the_day(ctx, scenario):
     for task in _variant_tasks(ctx, scenario, "twin_order_share", 1.0):
         orders = task.initial_state["orders"]
@@ -242,7 +247,7 @@ def test_a_twin_order_holds_the_same_products_later_and_the_prompt_gives_the_day
         assert any(spoken_date(day) in text for text in said), (task.task_id, said)
 
 
-@pytest.mark.parametrize("scenario", ["order_status", "cancel", "return"])
+@pytest.mark.parametrize("scenario", ["order_status", "cancel", "return", "journey"])
 def test_no_twin_orders_at_d0_1(ctx, scenario):
     for task in _tasks(ctx, scenario, EASY):
         lines = [tuple(sorted(line["item_id"] for line in o["items"]))
@@ -301,3 +306,32 @@ def test_cell_position_depends_on_seed_scenario_and_index_only():
     assert max(np.diff([0.0, *spread, 1.0])) < 0.05  # evenly spread
     assert cell_position(3, 2, 7) == cell_position(3, 2, 7)
     assert cell_position(3, 2, 7) != cell_position(4, 2, 7) != cell_position(3, 1, 7)
+
+
+@pytest.mark.parametrize("scenario", ["cart", "journey"])
+def test_from_d6_every_cart_and_journey_task_fails_the_shallow_baseline(ctx, scenario):
+    """Share 1 from d6: every task carries the hard variant (a line in the usual size; a twin
+    order, and another variant than the first listed), so no task passes the baseline, while
+    the reference passes each (without world events, which fail it on their own)."""
+    tasks = [generate_task(ctx, scenario, 29, d, i, events_from=11)
+             for d in (6, 7, 8) for i in range(8)]  # fmt: skip
+    for task in tasks:
+        assert verify(task, reference_turns(task), ctx.catalog).success, task.task_id
+    passed = [t.task_id for t in tasks if play_baseline(t, ctx.catalog).verdict.success]
+    assert not passed, passed
+
+
+def test_journeys_second_order_question_comes_with_a_twin_from_d2():
+    """Journey's `order_detail` follow-up names a second order, which a word match can take for
+    the story's: from d2 it is placed like the twin share, so an easy task names one order."""
+    generator = get_scenario("journey")
+    asked = 0
+    for d in range(2, 11):
+        config = config_of("journey", d)
+        for i in range(40):
+            key = TaskKey("journey", 5, d, i)
+            plan = generator.plan_task(config, key.rng(), key)
+            if plan["followups"]:
+                asked += 1
+                assert plan["twin"], (d, i)
+    assert asked >= 40  # 0.16 of a cell at d2 to 0.6 from d8

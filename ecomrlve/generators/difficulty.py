@@ -38,20 +38,28 @@ d0-1 and wrong more often each step, so that reasoning is what difficulty adds (
 | bundle            | `budget_bind_prob`   | 0    | 0.5  | 1     | the first hits overrun budget   |
 | substitution      | `price_trap_prob`    | 0    | 0.5  | 1     | the top match is out of band    |
 | cart              | `usual_size_prob`    | 0    | 0.8  | 1     | the size is "my usual size"     |
-| journey           | `first_variant_prob` | 1    | 0.5  | 0     | (1 - it) first variant is off   |
+| journey           | `twin_order_share`   | 0    | 0.8  | 1     | (as below; and an exchange      |
+|                   |                      |      |      |       | wants another variant)          |
 | order_status      | `twin_order_share`   | 0    | 0.8  | 1     | a later order, same products:   |
 | cancel            | `twin_order_share`   | 0    | 0.8  | 1     | the first listed is not the     |
 | return            | `twin_order_share`   | 0    | 0.8  | 1     | one meant; only the day tells   |
 | product_discovery | `deadline_share`     | 0    | 0.8  | 1     | the first hits arrive too late  |
 
-Policy's share grows 0.12 a step to 0.9; bundle's, substitution's and journey's 0.125 a step
-from d1 to d9; cart's and the last four's (`rising_share`) 0.2 a step from d1 to d6. Before the
+Policy's share grows 0.12 a step to 0.9; bundle's and substitution's 0.125 a step from d1 to
+d9; cart's, journey's and the last four's (`rising_share`) 0.2 a step from d1 to d6. Before the
 last four, product_discovery, return, order_status and cancel grew only where `n_items` and
 `policy_branches` step (d3, d6, d9), and their baseline rows in `benchmarks/difficulty.py` sat
 flat in between; at 0.125 a step they reached 10-20% by d5 and then rose and fell by a task of
 ten between steps, while 0.2 a step leaves a cell of ten at most 8, 6, 4, 2, 0 tasks without
 the hard variant from d2 to d6.
 
+* cart's `usual_size_prob`: the plan keeps a new line for the usual size wherever the share
+  says so, and no other line of the request is in that size (the request would say it).
+* journey's `twin_order_share`: every story writes on its order (return, exchange or cancel),
+  which gets a later twin told apart by the day; an exchange then asks for another variant than
+  the first listed (at share 0 the first listed). Journey's `order_detail` follow-up (a second
+  order named in the request, which the baseline's word match takes for the story's) is placed
+  like the share from d2, so the tasks that carry it are among those with a twin.
 * `twin_order_share`: a later order holds the same products (the same titles, so `list_orders`
   shows it first and no word of the request tells them apart); the user names theirs by the
   day it was placed (order_status also asks which card paid, which only the right `get_order`
@@ -62,11 +70,11 @@ the hard variant from d2 to d6.
   day count), and the first hits of the search without what the request leaves unsaid (that
   day count, hidden or anchored constraints) miss the need.
 
-The four are 0 at d0-1 with no draw there, so the d0-1 tasks (the CPU demo's training set) are
-byte-identical to those before them.
+The four and journey's are 0 at d0-1 with no draw there, so the d0-1 tasks (the CPU demo's
+training set) are byte-identical to those before them.
 
 Which tasks of a cell carry a share knob's hard variant (all above but policy's per-answer
-draws and journey's, drawn in the build) is the share of the cell's task indexes that
+draws) is the share of the cell's task indexes that
 `generators/strata.py` spreads evenly, not a coin per task: with 10 tasks a cell a coin gives
 the hard count a standard deviation of about 1.4 tasks, more than the 1.25 a step adds.
 

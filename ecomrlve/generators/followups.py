@@ -44,6 +44,7 @@ from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import pick
 from ecomrlve.generators.phrasing import render
 from ecomrlve.generators.prompts import CLOSERS, counted
+from ecomrlve.generators.strata import in_share
 from ecomrlve.tasks import AnswerFact, PurchaseSpec, Slot, ToolCall
 
 COST: dict[str, int] = {"order_detail": 1, "refund": 1, "reorder": 3}
@@ -72,12 +73,23 @@ REORDER_SENTENCES: tuple[str, ...] = (
 
 
 def draw(
-    rng: np.random.Generator, allowed: tuple[str, ...], most: int, difficulty: int
+    rng: np.random.Generator,
+    allowed: tuple[str, ...],
+    most: int,
+    difficulty: int,
+    *,
+    placed: bool = False,
 ) -> list[str]:
     """Up to `most` distinct follow-ups of `allowed`: each of `most` chances is taken with
-    probability `followup_prob(difficulty)`, then the kinds are uniform."""
+    probability `followup_prob(difficulty)`, then the kinds are uniform. With `placed`, a
+    chance is taken by the task's position in its cell (`strata.in_share`, the same draws):
+    the tasks of a cell that take it are those that carry the scenario's share knobs first."""
     chance = followup_prob(difficulty)
-    count = min(sum(bool(rng.random() < chance) for _ in range(most)), len(allowed))
+    taken = (
+        in_share(chance, rng.random()) if placed else bool(rng.random() < chance)
+        for _ in range(most)
+    )
+    count = min(sum(taken), len(allowed))
     if count == 0:
         return []
     order = rng.permutation(len(allowed))[:count]

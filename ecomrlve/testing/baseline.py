@@ -5,7 +5,8 @@ same order: a model reads "return the jacket" and calls `list_orders` then `retu
 at every point where the reference had to think, it takes the shallow option:
 
 * **no clarifying questions**: `ask_user` calls are skipped, and a search keeps only the
-  filters whose value the prompt spells out (category and `in_stock` always);
+  filters whose value the prompt spells out as words of their own (category and `in_stock`
+  always; size "M" is not spelled by "I'm");
 * **first search hit**: a product id (`get_product`, `add_to_cart`, `recommend`) is the first
   result(s) of the latest search; an exchange takes the first other in-stock variant that
   `get_product` listed;
@@ -56,6 +57,13 @@ def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
 
+def _spelled(value: str, prompt: str) -> bool:
+    """Whether `value` stands in the (lowercased) prompt as words of its own: size "M" is not
+    spelled by "I'm" or "medium", colour "red" not by "ordered"."""
+    pattern = rf"(?<![a-z0-9']){re.escape(value.lower())}(?![a-z0-9])"
+    return re.search(pattern, prompt) is not None
+
+
 def _number_words(value: float) -> set[str]:
     return {str(int(value))} if float(value).is_integer() else {f"{value:g}", str(value)}
 
@@ -84,7 +92,7 @@ class ShallowAgent:
             return False
         if isinstance(value, int | float):
             return bool(_number_words(float(value)) & self.prompt_words)
-        return str(value).lower() in self.prompt
+        return _spelled(str(value), self.prompt)
 
     def _search(self, arguments: dict[str, Any]) -> dict[str, Any]:
         filters = arguments.get("filters") or {}

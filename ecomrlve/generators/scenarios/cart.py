@@ -7,7 +7,9 @@ see their ids. Every missing product is found with `search` and added, then `che
 Harder variants: more lines, more pre-filled mistakes, a quantity or variant detail left out
 of the prompt (`ask_user`), and a line wanted "in my usual size" (`usual_size_prob`): the size is
 the one of the customer's past order of that category, read with `list_orders` (its line's title
-names the size) before the search; a search without the size finds another size first.
+names the size) before the search; a search without the size finds another size first. The
+plan keeps a new line wherever the share (placed by `generators/strata.py`) asks for the usual
+size, and no other line of the request is in that size.
 
 Success: one new order whose lines match the wanted slots one-to-one; each slot accepts every
 in-stock item of the catalog with that brand, category, colour and size and enough stock.
@@ -108,18 +110,21 @@ class Cart(Scenario):
         n_remove = n_mistakes - n_fixed
         hide_quantity = bool(rng.random() < config.hidden_detail_share)
         usual = in_share(config.usual_size_prob, rng.random())
+        if usual and n_fixed >= n_wanted:  # the usual size is a new line's: keep one new line
+            n_fixed = n_wanted - 1
+            n_remove = n_mistakes - n_fixed
 
         def steps() -> int:
             prefilled = n_fixed + n_remove
             n_new = n_wanted - n_fixed
-            lookup = int(usual and n_new > 0)  # list_orders, for the usual size
+            lookup = int(usual)  # list_orders, for the usual size (a new line has it)
             return int(hide_quantity) + int(prefilled > 0) + prefilled + 2 * n_new + 1 + lookup
 
         while steps() > MAX_STEPS and n_remove:
             n_remove -= 1
         while steps() > MAX_STEPS:
             n_wanted -= 1
-            n_fixed = min(n_fixed, n_wanted)
+            n_fixed = min(n_fixed, n_wanted - int(usual))
         return Plan(
             steps(),
             {
@@ -127,7 +132,7 @@ class Cart(Scenario):
                 "n_fixed": n_fixed,
                 "n_remove": n_remove,
                 "hide_quantity": hide_quantity,
-                "usual_size": usual and n_wanted > n_fixed,
+                "usual_size": usual,
             },
         )
 
@@ -157,6 +162,9 @@ class Cart(Scenario):
             reference += [changes[int(i)] for i in rng.permutation(len(changes))]
         relevant = [line["item_id"] for line in world.cart]
         if plan["usual_size"]:  # the first new line's size, from a past order
+            size = needs[0].values["size"]
+            if any(need.values["size"] == size for need in needs[1:]):
+                raise GenerationError("another line in the usual size would say it")
             world.orders = [_past_order_of_size(ctx, rng, needs[0], targets[0], world)]
             relevant.append(world.orders[0]["order_id"])
             reference.append(call("list_orders"))

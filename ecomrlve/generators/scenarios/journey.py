@@ -10,6 +10,13 @@ simulated user reveals it mid-conversation (`Goal.intent_switch`), and the plan 
 when the reference reaches that intent after the env has revealed it (after an `ask_user`, or
 from assistant turn 3 on).
 
+Harder variant (`twin_order_share`, 0 at d0-1, 0.2 a step, 1 from d6, placed over the cell's
+indexes by `generators/strata.py`): every story writes on its order, and that order gets a later
+twin of the same product (listed first; only the day the user gives tells them apart); an
+exchange then asks for another variant than the first `get_product` lists. The `order_detail`
+follow-up (a second order named in the request) is placed the same way from d2, so it comes
+with a twin, not on an easy task.
+
 Success: every intent's effect and facts together (returns / exchanges / cancellations /
 purchase / answer facts), nothing else changed.
 """
@@ -38,11 +45,13 @@ from ecomrlve.generators.blocks import (
     placed_days_ago_for,
     query_for,
     returns_policy_call,
+    spoken_day,
     status_facts,
+    twin_order,
     window_fact,
 )
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.difficulty import HistoryLength, SearchTopK
+from ecomrlve.generators.difficulty import HistoryLength, SearchTopK, rising_share
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.order_requests import (
     ExchangeOption,
@@ -52,6 +61,7 @@ from ecomrlve.generators.order_requests import (
 )
 from ecomrlve.generators.phrasing import render
 from ecomrlve.generators.prompts import frame
+from ecomrlve.generators.strata import in_share
 from ecomrlve.tasks import (
     Goal,
     PurchaseSpec,
@@ -130,8 +140,11 @@ class JourneyConfig(ScenarioConfig):
     n_orders: HistoryLength
     intent_switch_prob: float = Field(ge=0.0, le=1.0)
     search_top_k: SearchTopK
-    first_variant_prob: float = Field(
-        ge=0.0, le=1.0, description="P(an exchange asks for the first variant the page lists)"
+    twin_order_share: float = Field(
+        ge=0.0,
+        le=1.0,
+        description="share of tasks whose order has a later twin, told by date (and an exchange "
+        "asks for another variant than the first listed)",
     )
 
 
@@ -142,7 +155,7 @@ class Journey(Scenario):
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
         return {
             "n_intents": max(2, min(3, values["n_intents"])),
-            "first_variant_prob": first_variant_prob(difficulty),
+            "twin_order_share": rising_share(difficulty),
         }
 
     def plan(self, config: JourneyConfig, rng: np.random.Generator) -> Plan:
@@ -162,20 +175,37 @@ class Journey(Scenario):
         revealed_in_time = hide_reason or first_of_last >= INTENT_SWITCH_TURN
         switch = revealed_in_time and bool(rng.random() < config.intent_switch_prob)
         # one more question about another order (its id comes from the listed orders)
-        more = followups.draw(rng, ("order_detail",) if uses_orders else (), 1, config.difficulty)
+        # (from d2, where the twin share starts, placed like it: the tasks that ask about a
+        # second order are among those with a twin, so an easy task names one order only; a coin
+        # at d0-1 keeps those tasks what they were)
+        allowed = ("order_detail",) if uses_orders else ()
+        more = followups.draw(rng, allowed, 1, config.difficulty, placed=config.difficulty >= 2)
         steps = int(hide_reason) + int(uses_orders) + sum(INTENT_CALLS[i] for i in story)
         steps += followups.cost(more)
+        # every story writes on its order (return, exchange or cancel); no draw at share 0, so
+        # the d0-1 tasks stay what they were before the knob
+        share = config.twin_order_share
+        twin = share > 0 and in_share(share, rng.random())
         return Plan(
             steps,
-            {"story": story, "hide_reason": hide_reason, "switch": switch, "followups": more},
+            {
+                "story": story,
+                "hide_reason": hide_reason,
+                "switch": switch,
+                "followups": more,
+                "twin": twin,
+            },
         )
 
     def build(
         self, config: JourneyConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
     ) -> Draft:
         story: tuple[str, ...] = plan["story"]
-        trip = _order_of_story(ctx, rng, config, story)
-        thing, when = line_phrase(ctx, trip.row, rng), order_when(trip.order, rng)
+        trip = _order_of_story(ctx, rng, config, story, plan["twin"])
+        thing = line_phrase(ctx, trip.row, rng)
+        # a twin is told apart by the day, not the month
+        when = f"on {spoken_day(trip.order['placed'])}" if plan["twin"] else None
+        when = when or order_when(trip.order, rng)
         reason = pick(rng, CANCEL_REASONS if trip.order_intent == "cancel" else REASONS)
         told = _Told(trip, ctx, rng, config, thing, when, reason, plan["hide_reason"])
         if plan["hide_reason"]:
@@ -224,18 +254,24 @@ class _Trip:
 
 
 def _order_of_story(
-    ctx: GenContext, rng: np.random.Generator, config: JourneyConfig, story: tuple[str, ...]
+    ctx: GenContext,
+    rng: np.random.Generator,
+    config: JourneyConfig,
+    story: tuple[str, ...],
+    twin: bool,
 ) -> _Trip:
     """A delivered order inside its return window when the story returns or exchanges, else
-    a pending or processing one; filler orders in other categories around it."""
+    a pending or processing one; filler orders in other categories around it. With `twin`, a
+    later order of the same product too (listed first; only the day the user gives tells them
+    apart), and an exchange asks for another variant than the first `get_product` lists."""
     world = World.new(ctx, rng)
     order_intent = next((i for i in story if i in ORDER_INTENTS and i != "status"), "status")
     category = pick(rng, ctx.returnable_categories)
     row = ctx.pick_any(rng, category)
     exchange = None
     if order_intent == "exchange":
-        first_listed = bool(rng.random() < config.first_variant_prob)
-        exchange = exchange_option(ctx, rng, row, first_listed)
+        rng.random()  # the draw of the coin this replaced: the d0-1 tasks stay byte-identical
+        exchange = exchange_option(ctx, rng, row, first_listed=not twin)
         if exchange is None:
             raise GenerationError("no variant to exchange for")
     ids = ctx.order_ids(rng, config.n_orders + 1)
@@ -248,6 +284,10 @@ def _order_of_story(
         placed = placed_days_ago_for(status, rng)
         order = ctx.order(ids[0], [row], [1], status, placed, user=world.user)
     world.orders = [order, *filler_orders(ctx, rng, ids[1:], {category})]
+    if twin:
+        taken = {o["order_id"] for o in world.orders}
+        twin_id = next(i for i in ctx.order_ids(rng, len(taken) + 1) if i not in taken)
+        world.orders.append(twin_order(ctx, rng, twin_id, order, world.user))
     return _Trip(world, order, row, category, order_intent, exchange)
 
 
@@ -352,10 +392,3 @@ _INTENTS: dict[str, Callable[[_Told, tuple[str, ...]], None]] = {
     "policy": _tell_policy,
     "buy": _tell_buy,
 }
-
-
-def first_variant_prob(difficulty: int) -> float:
-    """P(the variant an exchange asks for is the first in-stock one `get_product` lists, so
-    reading the list's top is enough): 1 at d0-1, then 0.125 less a step (0 from d9; there the
-    wanted variant differs from the first listed wherever the product has another)."""
-    return round(max(0.0, 1.0 - 0.125 * max(0, difficulty - 1)), 4)
