@@ -41,7 +41,8 @@ MONEY_ROLES = [
     ("It's $4.99 to ship; the threshold is $50 and your order total is $35.",
      [(4.99, "shipping"), (50.0, "threshold"), (35.0, "order")]),
     ("Shipping is $4.99 for orders under $50.", [(4.99, "shipping"), (50.0, "unknown")]),
-    ("You paid $29.99 for it.", [(29.99, "unknown")]),
+    ("You paid $29.99 for it.", [(29.99, "price")]),
+    ("It was $29.99.", [(29.99, "unknown")]),
 ]  # fmt: skip
 DATE_ROLES = [
     ("Your order was placed June 3 and delivered on June 16.", [(3, "placed"), (16, "arrival")]),
