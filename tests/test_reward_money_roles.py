@@ -255,6 +255,9 @@ def test_the_old_and_new_price_swapped_fail(answer):
         "You were charged $25.00, up from $20.00.",
         "Heads up: it's now $25.00 (previously $20.00).",
         "It went up to $25.00.",
+        "The price was $20.00 and is now $25.00.",
+        "You paid $25.00 instead of $20.00.",
+        "The price went from $20.00 to $25.00.",
     ],
 )
 def test_the_old_and_new_price_each_in_its_role_pass(answer):

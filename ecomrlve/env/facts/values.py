@@ -267,7 +267,7 @@ _WAS_AFTER = re.compile(r"\s*(?:before|previously|originally|earlier|to \$)\b")
 _PRICE_BEFORE = re.compile(
     rf"\b{_CHANGE} to\s*$|\bfrom \$\s?[\d.,]+ to\s*$|\b(?:you )?paid\s*$"
     r"|\bcharged(?: you)?(?: at)?\s*$"
-    r"|\b(?:new )?price (?:is|was|of|is now|now)\s*$|\bpriced at\s*$|\bnow(?: costs?| is| at)?\s*$"
+    r"|\b(?:new )?price (?:is|of|is now|now)\s*$|\bpriced at\s*$|\bnow(?: costs?| is| at)?\s*$"
 )
 _PRICE_AFTER = re.compile(
     r"\s*(?:each|apiece|per (?:item|unit)|for (?:it|them|each|one|that one|this one"
