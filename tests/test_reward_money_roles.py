@@ -4,7 +4,9 @@
   ("$4.99 to ship; orders over $50 ship free") conflicted with the $4.99 fee, and "shipping on
   your $35 order is $4.99" read the fee as the order's value. "free" in the shop's rule (orders
   over an amount, free shipping from an amount, members, "away from free shipping") is now no
-  amount of this order (`values._rule_free`); "your order ships free" still is $0.
+  amount of this order (`values._rule_free`); "your order ships free" still is $0. The fee of
+  orders under the threshold told as the rule ("under $50 it's $4.99") is allowed in its own
+  role ("base"), so a free order's answer may tell it; "shipping on your order is $4.99" may not.
 * An order's price answer states the item's price and may state the order's total (shipping
   in): "you paid $34.98 for it; the order total was $29.99" swapped them and was paid. The
   generator now gives the price its role ("price") and the total its own ("order").
@@ -46,8 +48,8 @@ FEE = [
                allowed_roles=["order", "threshold"], role="shipping"),
 ]  # fmt: skip
 FREE = [
-    AnswerFact(kind="money", value="0.00", allowed=["60.00", "50.00"],
-               allowed_roles=["order", "threshold"], role="shipping"),
+    AnswerFact(kind="money", value="0.00", allowed=["60.00", "50.00", "4.99"],
+               allowed_roles=["order", "threshold", "base"], role="shipping"),
 ]  # fmt: skip
 ASK_35 = "How much is standard shipping on a $35 order for me?"
 ASK_60 = "How much is standard shipping on a $60 order for me?"
@@ -89,6 +91,9 @@ def test_your_order_ships_free_for_a_fee_fails(answer):
         "Standard shipping on a $60 order is free.",
         "Your $60 order ships free since it's over the $50 threshold.",
         "Orders over $50 ship free, and yours is $60, so it ships free too.",
+        "It ships free: orders over $50 ship free, under that it's $4.99.",
+        "Standard shipping on a $60 order is free; orders under $50 pay $4.99.",
+        "Your $60 order ships free (shipping is $4.99 for orders under $50).",
     ],
 )
 def test_a_free_order_told_with_or_without_the_rule_passes(answer):
@@ -101,6 +106,8 @@ def test_a_free_order_told_with_or_without_the_rule_passes(answer):
     [
         "Orders over $50 ship free.",
         "Shipping costs $4.99 for your $60 order; orders over $50 ship free.",
+        "Shipping on your $60 order is $4.99.",
+        "Your order ships free, but shipping is $4.99.",
     ],
 )
 def test_the_rule_alone_or_a_fee_for_a_free_order_fails(answer):
@@ -121,7 +128,7 @@ def _shipping_tasks(ctx) -> list[tuple[Task, AnswerFact]]:
 def test_shipping_answers_that_tell_the_rule_pass_and_a_free_claim_for_a_fee_fails(ctx):
     failed = passed = 0
     for task, fact in _shipping_tasks(ctx):
-        fee, (value, threshold) = float(fact.value), map(float, fact.allowed)
+        fee, (value, threshold) = float(fact.value), map(float, fact.allowed[:2])
         F, V, T = money(fee), money(value), money(threshold)
         if fee > 0:
             reworded = [
@@ -133,8 +140,12 @@ def test_shipping_answers_that_tell_the_rule_pass_and_a_free_claim_for_a_fee_fai
                 f"Orders over {T} ship free.",
             ]
         else:
-            reworded = [f"Your {V} order ships free; orders of {T} or more always ship free."]
-            attacks = [f"Orders over {T} ship free."]
+            B = money(float(fact.allowed[2]))  # the fee of orders under the threshold
+            reworded = [
+                f"Your {V} order ships free; orders of {T} or more always ship free.",
+                f"Standard shipping on your {V} order is free; orders under {T} pay {B}.",
+            ]
+            attacks = [f"Orders over {T} ship free.", f"Shipping on your {V} order is {B}."]
         for sentence in reworded:
             verdict = verify(task, _replaced(task, fact.say, sentence), ctx.catalog)
             assert verdict.success, (task.task_id, sentence, verdict.violations)

@@ -51,6 +51,7 @@ UNKNOWN = "unknown"
 PLACED, ARRIVAL = "placed", "arrival"
 SHIPPING, ORDER, THRESHOLD = "shipping", "order", "threshold"
 PRICE, WAS = "price", "was"  # an item's price (now), and the price it had before a change
+BASE = "base"  # the shipping fee of orders under the free-shipping threshold, told as the rule
 
 
 class Dates(frozenset):
@@ -227,7 +228,8 @@ _THRESHOLD_AFTER = re.compile(
 )
 _THRESHOLD_BEFORE = re.compile(
     r"\b(?:threshold(?: is| of)?|orders? (?:over|above|of at least)|over|above|at least"
-    r"|(?:under|below) the|spend(?:ing)?(?: at least)?)\s*$"
+    r"|(?:under|below) the|(?:orders|purchases) (?:under|below|less than)"
+    r"|spend(?:ing)?(?: at least)?)\s*$"
 )
 _ORDER_AFTER = re.compile(r"\s*(?:order|purchase|basket|cart)\b")
 _ORDER_BEFORE = re.compile(
@@ -275,11 +277,22 @@ _PRICE_AFTER = re.compile(
 )
 
 
+# the fee of the shop's rule, not of this order: "orders under $50 pay |$4.99", "|$4.99 for orders
+# under $50", "under that it's |$4.99", "otherwise it's |$4.99"
+_BASE_BEFORE = re.compile(
+    r"\b(?:orders|purchases) (?:under|below|less than)\b[^,]*$"
+    r"|\b(?:under|below) (?:that|it|the threshold)\b[^,]*$|\botherwise\b[^,]*$"
+)
+_BASE_AFTER = re.compile(r"[^,]*?\b(?:for|on) (?:all |any )?(?:orders|purchases) (?:under|below)\b")
+
+
 def money_role(text: str, start: int, end: int) -> str:
     """The role the sentence gives the amount at `text[start:end]`."""
     before, after = _around(text, start, end, 50)
     if _THRESHOLD_AFTER.match(after) or _THRESHOLD_BEFORE.search(before):
         return THRESHOLD
+    if _BASE_BEFORE.search(before) or _BASE_AFTER.match(after):
+        return BASE
     if _SHIPPING_ON_ORDER.search(before):
         return SHIPPING
     if _ORDER_AFTER.match(after) or _ORDER_BEFORE.search(before):
