@@ -40,8 +40,9 @@ MONEY_ROLES = [
      [(35.0, "order"), (4.99, "shipping"), (50.0, "threshold")]),
     ("It's $4.99 to ship; the threshold is $50 and your order total is $35.",
      [(4.99, "shipping"), (50.0, "threshold"), (35.0, "order")]),
-    ("Shipping is $4.99 for orders under $50.", [(4.99, "shipping"), (50.0, "unknown")]),
-    ("You paid $29.99 for it.", [(29.99, "unknown")]),
+    ("Shipping is $4.99 for orders under $50.", [(4.99, "base"), (50.0, "threshold")]),
+    ("You paid $29.99 for it.", [(29.99, "price")]),
+    ("It was $29.99.", [(29.99, "unknown")]),
 ]  # fmt: skip
 DATE_ROLES = [
     ("Your order was placed June 3 and delivered on June 16.", [(3, "placed"), (16, "arrival")]),
@@ -159,7 +160,7 @@ def _shipping_tasks(ctx) -> list[tuple[Task, AnswerFact]]:
 def test_shipping_answers_with_amounts_swapped_fail_and_reworded_pass(ctx):
     failed = passed = 0
     for task, fact in _shipping_tasks(ctx):
-        fee, (value, threshold) = float(fact.value), map(float, fact.allowed)
+        fee, (value, threshold) = float(fact.value), map(float, fact.allowed[:2])
         F, V, T = money(fee), money(value), money(threshold)
         reworded = [
             f"It's {F} for standard shipping on a {V} order (the threshold is {T}).",

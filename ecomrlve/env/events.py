@@ -181,9 +181,11 @@ def episode_facts(task: Task, record: EpisodeRecord) -> list[AnswerFact] | None:
             continue
         if event.kind == "price_change" and _ordered_after(record, fired_at, event.item_id):
             allowed = [f"{event.old_price:.2f}"] if event.old_price is not None else []
+            # the new price as the price, the old one as what it was ("from $25 to $20" swaps)
             facts.append(
-                AnswerFact(kind="money", value=f"{event.price:.2f}", allowed=allowed, say=event.say)
-            )
+                AnswerFact(kind="money", value=f"{event.price:.2f}", allowed=allowed, say=event.say,
+                           role="price", allowed_roles=["was"] * len(allowed))
+            )  # fmt: skip
             changed = True
         elif event.kind == "out_of_stock" and _ran_into_stock(record, k, fired_at, event):
             facts.append(

@@ -454,7 +454,11 @@ def detail_fact(ctx: GenContext, order: dict, row: int, detail: str) -> AnswerFa
     line = order["items"][0]
     paid = [f"{line['price'] * line['quantity']:.2f}", f"{order['total']:.2f}"]
     price = f"{line['price']:.2f}"
-    return fact("money", price, f"You paid {money(line['price'])} for it.", allowed=paid, **subject)
+    say = f"You paid {money(line['price'])} for it."
+    # the item's price and the order's total (shipping in) each in its role: "you paid $34.98
+    # for it; the order total was $29.99" swaps them
+    roles = ["price", "order"]
+    return fact("money", price, say, allowed=paid, allowed_roles=roles, role="price", **subject)
 
 
 # ---- policy look-ups ---------------------------------------------------------------------------

@@ -235,6 +235,10 @@ class MoneyKind(Kind):
     def shown(self, seen):
         return super().shown(seen) + _numbers(seen, MONEY_KEYS)
 
+    def fits(self, value, role):
+        # the fee of the shop's rule ("orders under $50 pay $4.99") states an order's fee too
+        return super().fits(value, role) or (role == v.SHIPPING and self.role(value) == v.BASE)
+
     def spellings(self, fact):
         amount = float(fact.value)
         return [f"${amount:.0f}" if amount == round(amount) else f"${amount:.2f}"]

@@ -50,6 +50,8 @@ Day = tuple[int | None, int, int]  # (year or None, month, day)
 UNKNOWN = "unknown"
 PLACED, ARRIVAL = "placed", "arrival"
 SHIPPING, ORDER, THRESHOLD = "shipping", "order", "threshold"
+PRICE, WAS = "price", "was"  # an item's price (now), and the price it had before a change
+BASE = "base"  # the shipping fee of orders under the free-shipping threshold, told as the rule
 
 
 class Dates(frozenset):
@@ -74,7 +76,7 @@ class Amount(float):
         return self
 
 
-_SENTENCE_END = re.compile(r"[.;!?\n]")
+_SENTENCE_END = re.compile(r"[;!?\n]|\.(?!\d)")  # not the point of "$4.99"
 
 
 def _around(text: str, start: int, end: int, width: int = 60) -> tuple[str, str]:
@@ -226,10 +228,15 @@ _THRESHOLD_AFTER = re.compile(
 )
 _THRESHOLD_BEFORE = re.compile(
     r"\b(?:threshold(?: is| of)?|orders? (?:over|above|of at least)|over|above|at least"
-    r"|(?:under|below) the|spend(?:ing)?(?: at least)?)\s*$"
+    r"|(?:under|below) the|(?:orders|purchases) (?:under|below|less than)"
+    r"|spend(?:ing)?(?: at least)?)\s*$"
 )
 _ORDER_AFTER = re.compile(r"\s*(?:order|purchase|basket|cart)\b")
-_ORDER_BEFORE = re.compile(r"\border (?:total |value )?(?:of|is|was|comes to)\s*$")
+_ORDER_BEFORE = re.compile(
+    r"\border (?:total |value )?(?:of|is|was|comes to|came to)\s*$"
+    r"|\b(?:order|purchase) (?:total(?:ed|led)?|came to|comes to|cost(?: you)?)\s*$"
+    r"|\b(?:in total|altogether|overall|all in)(?: (?:you paid|it was|it came to))?\s*$"
+)
 _SHIPPING_AFTER = re.compile(
     r"\s*(?:to ship|for (?:standard |express )?shipping|(?:standard )?shipping(?: fee| charge)?"
     r"|to have it shipped)\b"
@@ -240,17 +247,64 @@ _SHIPPING_BEFORE = re.compile(
 )
 
 
+# "shipping on your $35 order is |$4.99": the shipping cost, though "order is" comes right before
+_SHIPPING_ON_ORDER = re.compile(
+    r"\b(?:shipping|delivery)(?: fee| charge| cost)? (?:on|for) (?:a |an |your |the |this )?"
+    r"(?:\$\s?[\d.,]+ )?(?:order|purchase)(?: total)? (?:is|costs?|will be|comes to|runs)"
+    r"(?: you)?(?: only| just| a flat)?\s*$"
+)
+
+
+# an item's price: "you paid |$29.99 for it", "the price is now |$25", "changed from $20 to |$25",
+# "$25| each"; the price before a change: "changed from |$20", "|$20 before", "used to be |$20"
+_CHANGE = (
+    r"(?:changed|went (?:up|down)|gone (?:up|down)|rose|dropped|fell|increased|decreased|raised"
+    r"|lowered|reduced|cut|jumped|moved|up|down)(?: in price)?"
+)
+_WAS_BEFORE = re.compile(
+    rf"\b{_CHANGE} from\s*$|\b(?:used to (?:be|cost)|previously|originally|formerly|instead of"
+    r"|old price(?: of| was| is)?|was originally|was previously)\s*$"
+)
+_WAS_AFTER = re.compile(r"\s*(?:before|previously|originally|earlier|to \$)\b")
+_PRICE_BEFORE = re.compile(
+    rf"\b{_CHANGE} to\s*$|\bfrom \$\s?[\d.,]+ to\s*$|\b(?:you )?paid\s*$"
+    r"|\bcharged(?: you)?(?: at)?\s*$"
+    r"|\b(?:new )?price (?:is|of|is now|now)\s*$|\bpriced at\s*$|\bnow(?: costs?| is| at)?\s*$"
+)
+_PRICE_AFTER = re.compile(
+    r"\s*(?:each|apiece|per (?:item|unit)|for (?:it|them|each|one|that one|this one"
+    r"|the (?!order|purchase|shipping|delivery)))\b"
+)
+
+
+# the fee of the shop's rule, not of this order: "orders under $50 pay |$4.99", "|$4.99 for orders
+# under $50", "under that it's |$4.99", "otherwise it's |$4.99"
+_BASE_BEFORE = re.compile(
+    r"\b(?:orders|purchases) (?:under|below|less than)\b[^,]*$"
+    r"|\b(?:under|below) (?:that|it|the threshold)\b[^,]*$|\botherwise\b[^,]*$"
+)
+_BASE_AFTER = re.compile(r"[^,]*?\b(?:for|on) (?:all |any )?(?:orders|purchases) (?:under|below)\b")
+
+
 def money_role(text: str, start: int, end: int) -> str:
     """The role the sentence gives the amount at `text[start:end]`."""
     before, after = _around(text, start, end, 50)
     if _THRESHOLD_AFTER.match(after) or _THRESHOLD_BEFORE.search(before):
         return THRESHOLD
+    if _BASE_BEFORE.search(before) or _BASE_AFTER.match(after):
+        return BASE
+    if _SHIPPING_ON_ORDER.search(before):
+        return SHIPPING
     if _ORDER_AFTER.match(after) or _ORDER_BEFORE.search(before):
         return ORDER
     if _SHIPPING_AFTER.match(after) or (
         _SHIPPING_BEFORE.search(before) and "ship" in before + after
     ):
         return SHIPPING
+    if _WAS_BEFORE.search(before) or _WAS_AFTER.match(after):
+        return WAS
+    if _PRICE_BEFORE.search(before) or _PRICE_AFTER.match(after):
+        return PRICE
     return UNKNOWN
 
 
@@ -268,10 +322,42 @@ def extract_money(text: str) -> list[tuple[int, float]]:
     return out + _money_zero(text)
 
 
+# "free" in the shop's rule ("orders over $50 ship free", "free shipping starts at $50", "Plus
+# members get free shipping", "spend more and you could get free shipping") states no amount of this
+# order: read in its clause, it is no $0 (a fee of $4.99 may be told beside it), while "your
+# order ships free" and "shipping is free for you" still are
+_RULE_FREE_AFTER = re.compile(
+    r"\s*(?:shipping\s+|delivery\s+)?(?:(?:on|for) (?:all |any |every )?(?:orders|purchases)"
+    r"|(?:over|above|from|at|starting at|starts|kicks in|begins|applies|once|when|if)\b)"
+)
+_RULE_FREE_BEFORE = re.compile(
+    r"\b(?:orders|purchases|members)\b|\b(?:away from|short of|reach|unlock|towards?)\s*$"
+    r"|(?:\bcould|\bwould|'d|\bmight) (?:get|have|qualify for)\s*$"
+)
+_CONDITION = re.compile(r"\s*(?:for|on|over|above|with) (?:all |any )?(?:orders|purchases)\b"
+                        r"|\s*(?:if|once|when|whenever)\b")  # fmt: skip
+_CLAUSE_END = re.compile(r"[;:!?\n]|\.(?!\d)")
+
+
+def _rule_free(text: str, start: int, end: int) -> bool:
+    """Is the "free" at `text[start:end]` the shop's free-shipping rule, not this order's fee?"""
+    after = _CLAUSE_END.split(text[end : end + 50], maxsplit=1)[0]
+    if _RULE_FREE_AFTER.match(after):
+        return True
+    clauses = _CLAUSE_END.split(text[max(0, start - 80) : start])[-1].split(",")
+    if _RULE_FREE_BEFORE.search(clauses[-1]):
+        return True  # "orders over $50 ship free", "away from free shipping"
+    return len(clauses) > 1 and bool(_CONDITION.match(clauses[-2]))  # "for orders over $50, ..."
+
+
 def _money_zero(text: str) -> list[tuple[int, float]]:
     if not _has(text, ("free", "charge", "cost", "nothing")):
         return []
-    return [(m.start(), Amount(0.0)) for m in _MONEY_ZERO.finditer(text)]
+    return [
+        (m.start(), Amount(0.0))
+        for m in _MONEY_ZERO.finditer(text)
+        if m[0] != "free" or not _rule_free(text, *m.span())
+    ]
 
 
 def extract_percents(text: str) -> list[tuple[int, float]]:

@@ -390,9 +390,11 @@ def _ask_shipping(asking: _Asking, topics: list[str]) -> None:
             f"Standard shipping on a {money(value)} order costs {money(fee)}, since it is under "
             f"the {money(threshold)} free-shipping threshold."
         )
-    allowed = [f"{value:.2f}", f"{threshold:.2f}"]
-    # each amount in its role: "$50 to ship" is no $4.99 fee, "$35 threshold" no $50 one
-    roles = ["order", "threshold"]
+    base = ctx.policies.standard_shipping_fee
+    allowed = [f"{value:.2f}", f"{threshold:.2f}", f"{base:.2f}"]
+    # each amount in its role: "$50 to ship" is no $4.99 fee, "$35 threshold" no $50 one; the
+    # fee of orders under the threshold may be told as the rule ("under $50 it's $4.99")
+    roles = ["order", "threshold", "base"]
     asking.add(
         fact("money", f"{fee:.2f}", say, allowed=allowed, allowed_roles=roles, role="shipping")
     )

@@ -1,0 +1,307 @@
+"""The free-shipping rule, item prices and changed prices, each amount in its role.
+
+* "free" read as $0 wherever it stood, so an honest shipping answer that also told the rule
+  ("$4.99 to ship; orders over $50 ship free") conflicted with the $4.99 fee, and "shipping on
+  your $35 order is $4.99" read the fee as the order's value. "free" in the shop's rule (orders
+  over an amount, free shipping from an amount, members, "away from free shipping") is now no
+  amount of this order (`values._rule_free`); "your order ships free" still is $0. The fee of
+  orders under the threshold told as the rule ("under $50 it's $4.99") is allowed in its own
+  role ("base"), so a free order's answer may tell it; "shipping on your order is $4.99" may not.
+* An order's price answer states the item's price and may state the order's total (shipping
+  in): "you paid $34.98 for it; the order total was $29.99" swapped them and was paid. The
+  generator now gives the price its role ("price") and the total its own ("order").
+* A price change must be told with the new price; the old one may be told as what it was:
+  "the price changed from $25 to $20" (the new $20 said as the old one) was paid. The event's
+  fact now holds the new price as "price" and the old one as "was".
+
+Over generated tasks (d0-10), each rule: the amounts swapped fail, the same amounts reworded
+pass (counts printed with `-s`).
+"""
+
+# ruff: noqa: E501  (tables of hand-written answers read best one per line)
+from __future__ import annotations
+
+import pytest
+
+from ecomrlve.env import reference_turns, verify
+from ecomrlve.env.facts import check_answer, extract_money, normalise
+from ecomrlve.generators import generate_task
+from ecomrlve.generators.phrasing import money
+from ecomrlve.tasks import AnswerFact, Task
+from ecomrlve.testing.fuzzer import gen_context
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    return gen_context()
+
+
+def _replaced(task: Task, say: str, sentence: str) -> list:
+    turns = reference_turns(task)
+    assert say in turns[-1]
+    return [*turns[:-1], turns[-1].replace(say, sentence)]
+
+
+# ---- "free": the shop's rule or this order's fee -------------------------------------------------
+FEE = [
+    AnswerFact(kind="money", value="4.99", allowed=["35.00", "50.00"],
+               allowed_roles=["order", "threshold"], role="shipping"),
+]  # fmt: skip
+FREE = [
+    AnswerFact(kind="money", value="0.00", allowed=["60.00", "50.00", "4.99"],
+               allowed_roles=["order", "threshold", "base"], role="shipping"),
+]  # fmt: skip
+ASK_35 = "How much is standard shipping on a $35 order for me?"
+ASK_60 = "How much is standard shipping on a $60 order for me?"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Shipping on your $35 order is $4.99; orders over $50 ship free.",
+        "Standard shipping on a $35.00 order costs $4.99. Shipping is free on orders of $50.00 or more.",
+        "It's $4.99 to ship, since free shipping starts at $50.",
+        "It's $4.99 to ship your $35 order; you'd get free shipping over $50.",
+        "For orders over $50, shipping is free; yours is $35, so it's $4.99.",
+        "Standard shipping will be $4.99; Plus members get free shipping.",
+        "Standard shipping will be $4.99 (spend more and you could get free shipping).",
+    ],
+)
+def test_a_fee_told_beside_the_free_shipping_rule_passes(answer):
+    checked = check_answer(answer, FEE, ASK_35)
+    assert checked.ok, (answer, checked)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Your order ships free.",
+        "Your order ships free. Orders under $50 pay $4.99.",
+        "Shipping is $4.99 on orders under $50, but your order ships free.",
+        "Orders over $50 ship free.",  # the rule alone answers nothing
+    ],
+)
+def test_your_order_ships_free_for_a_fee_fails(answer):
+    assert not check_answer(answer, FEE, ASK_35).ok, answer
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Standard shipping on a $60 order is free.",
+        "Your $60 order ships free since it's over the $50 threshold.",
+        "Orders over $50 ship free, and yours is $60, so it ships free too.",
+        "It ships free: orders over $50 ship free, under that it's $4.99.",
+        "Standard shipping on a $60 order is free; orders under $50 pay $4.99.",
+        "Your $60 order ships free (shipping is $4.99 for orders under $50).",
+    ],
+)
+def test_a_free_order_told_with_or_without_the_rule_passes(answer):
+    checked = check_answer(answer, FREE, ASK_60)
+    assert checked.ok, (answer, checked)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Orders over $50 ship free.",
+        "Shipping costs $4.99 for your $60 order; orders over $50 ship free.",
+        "Shipping on your $60 order is $4.99.",
+        "Your order ships free, but shipping is $4.99.",
+    ],
+)
+def test_the_rule_alone_or_a_fee_for_a_free_order_fails(answer):
+    assert not check_answer(answer, FREE, ASK_60).ok, answer
+
+
+def _shipping_tasks(ctx) -> list[tuple[Task, AnswerFact]]:
+    out = []
+    for d in range(11):
+        for i in range(30):
+            task = generate_task(ctx, "policy", 61, d, i)
+            for f in task.goal.answer_facts if task is not None else ():
+                if f.kind == "money" and f.role == "shipping" and f.say:
+                    out.append((task, f))
+    return out
+
+
+def test_shipping_answers_that_tell_the_rule_pass_and_a_free_claim_for_a_fee_fails(ctx):
+    failed = passed = 0
+    for task, fact in _shipping_tasks(ctx):
+        fee, (value, threshold) = float(fact.value), map(float, fact.allowed[:2])
+        F, V, T = money(fee), money(value), money(threshold)
+        if fee > 0:
+            reworded = [
+                f"Shipping on your {V} order is {F}; orders over {T} ship free.",
+                f"It's {F} to ship, since free shipping starts at {T}.",
+            ]
+            attacks = [
+                f"Shipping is {F} on orders under {T}, but your {V} order ships free.",
+                f"Orders over {T} ship free.",
+            ]
+        else:
+            B = money(float(fact.allowed[2]))  # the fee of orders under the threshold
+            reworded = [
+                f"Your {V} order ships free; orders of {T} or more always ship free.",
+                f"Standard shipping on your {V} order is free; orders under {T} pay {B}.",
+            ]
+            attacks = [f"Orders over {T} ship free.", f"Shipping on your {V} order is {B}."]
+        for sentence in reworded:
+            verdict = verify(task, _replaced(task, fact.say, sentence), ctx.catalog)
+            assert verdict.success, (task.task_id, sentence, verdict.violations)
+            passed += 1
+        for sentence in attacks:
+            verdict = verify(task, _replaced(task, fact.say, sentence), ctx.catalog)
+            assert not verdict.success, (task.task_id, sentence)
+            assert any("money" in v for v in verdict.violations), verdict.violations
+            failed += 1
+    print(
+        f"free shipping: {failed} false free claims failed, {passed} answers with the rule passed"
+    )
+    assert failed >= 30 and passed >= 30
+
+
+# ---- an order's item price and its total ---------------------------------------------------------
+PRICE = [
+    AnswerFact(kind="money", value="29.99", allowed=["29.99", "34.98"],
+               allowed_roles=["price", "order"], role="price"),
+]  # fmt: skip
+MONEY_ROLES = [
+    ("The price changed from $20.00 to $25.00.", [(20.0, "was"), (25.0, "price")]),
+    ("It now costs $25 (it was $20 before).", [(25.0, "price"), (20.0, "was")]),
+    ("Your order total came to $34.98; you paid $29.99 for it.", [(34.98, "order"), (29.99, "price")]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("answer", "roles"), MONEY_ROLES)
+def test_prices_are_read_with_the_role_their_sentence_gives_them(answer, roles):
+    assert [(float(a), a.role) for _, a in extract_money(normalise(answer))] == roles
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "You paid $34.98 for it; the order total was $29.99.",
+        "Your $29.99 order cost $34.98.",
+        "It was $34.98 each, $29.99 in total.",
+    ],
+)
+def test_the_item_price_and_the_order_total_swapped_fail(answer):
+    assert not check_answer(answer, PRICE).ok, answer
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "You paid $29.99 for it; the order total was $34.98.",
+        "The item was $29.99, and the whole order came to $34.98 with shipping.",
+        "It cost $29.99.",
+    ],
+)
+def test_the_item_price_and_the_order_total_each_in_its_role_pass(answer):
+    checked = check_answer(answer, PRICE)
+    assert checked.ok, (answer, checked)
+
+
+def _price_tasks(ctx) -> list[tuple[Task, AnswerFact]]:
+    out = []
+    for d in range(11):
+        for i in range(80):
+            task = generate_task(ctx, "order_status", 61, d, i)
+            if task is None or task.events:
+                continue
+            for f in task.goal.answer_facts:
+                if f.kind == "money" and f.role == "price" and f.say:
+                    out.append((task, f))
+    return out
+
+
+def test_price_answers_with_price_and_total_swapped_fail_and_reworded_pass(ctx):
+    failed = passed = 0
+    for task, fact in _price_tasks(ctx):
+        P, T = money(float(fact.value)), money(float(fact.allowed[1]))
+        for sentence in (
+            f"It cost you {P}; the order total was {T}.",
+            f"The item was {P} (the order came to {T} with shipping).",
+        ):
+            verdict = verify(task, _replaced(task, fact.say, sentence), ctx.catalog)
+            assert verdict.success, (task.task_id, sentence, verdict.violations)
+            passed += 1
+        if P == T:  # free shipping: the total is the price
+            continue
+        for sentence in (
+            f"You paid {T} for it; the order total was {P}.",
+            f"Your {P} order cost {T}.",
+        ):
+            verdict = verify(task, _replaced(task, fact.say, sentence), ctx.catalog)
+            assert not verdict.success, (task.task_id, sentence)
+            assert any("money" in v for v in verdict.violations), verdict.violations
+            failed += 1
+    print(f"item price: {failed} swapped answers failed, {passed} reworded passed")
+    assert failed >= 10 and passed >= 20
+
+
+# ---- a price that changed before the checkout ----------------------------------------------------
+CHANGED = [
+    AnswerFact(kind="money", value="25.00", allowed=["20.00"], allowed_roles=["was"], role="price")
+]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The price changed from $25.00 to $20.00.",
+        "It now costs $20.00; it was $25.00 before.",
+        "You were charged $20.00, down from $25.00.",
+    ],
+)
+def test_the_old_and_new_price_swapped_fail(answer):
+    assert not check_answer(answer, CHANGED).ok, answer
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The price changed from $20.00 to $25.00.",
+        "You were charged $25.00, up from $20.00.",
+        "Heads up: it's now $25.00 (previously $20.00).",
+        "It went up to $25.00.",
+        "The price was $20.00 and is now $25.00.",
+        "You paid $25.00 instead of $20.00.",
+        "The price went from $20.00 to $25.00.",
+    ],
+)
+def test_the_old_and_new_price_each_in_its_role_pass(answer):
+    checked = check_answer(answer, CHANGED)
+    assert checked.ok, (answer, checked)
+
+
+def test_price_changes_told_swapped_fail_and_reworded_pass(ctx):
+    failed = passed = 0
+    for scenario in ("cart", "bundle", "journey", "product_discovery", "order_status"):
+        for d in range(11):
+            for i in range(8):
+                task = generate_task(ctx, scenario, 61, d, i)
+                for event in task.events if task is not None else ():
+                    if event.kind != "price_change" or event.old_price is None:
+                        continue
+                    if event.say not in reference_turns(task)[-1]:
+                        continue
+                    old, new = money(event.old_price), money(event.price)
+                    for sentence in (
+                        f"Heads up: that item now costs {new} (it was {old} before), and the order was charged the new price.",
+                        f"The price went from {old} to {new} as I ordered; you were charged {new}.",
+                    ):
+                        verdict = verify(task, _replaced(task, event.say, sentence), ctx.catalog)
+                        assert verdict.success, (task.task_id, sentence, verdict.violations)
+                        passed += 1
+                    for sentence in (
+                        f"Note: the price changed from {new} to {old} while I was placing your order.",
+                        f"Heads up: that item now costs {old} (it was {new} before).",
+                    ):
+                        verdict = verify(task, _replaced(task, event.say, sentence), ctx.catalog)
+                        assert not verdict.success, (task.task_id, sentence)
+                        assert any("money" in v for v in verdict.violations), verdict.violations
+                        failed += 1
+    print(f"price change: {failed} swapped answers failed, {passed} reworded passed")
+    assert failed >= 30 and passed >= 30
