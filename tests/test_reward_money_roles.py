@@ -168,6 +168,11 @@ PRICE = [
 ]  # fmt: skip
 MONEY_ROLES = [
     ("The price changed from $20.00 to $25.00.", [(20.0, "was"), (25.0, "price")]),
+    # the env's own event note: "before checkout" after the new price does not make it the old
+    (
+        "The shirt's price changed from $14.99 to $13.49 before checkout.",
+        [(14.99, "was"), (13.49, "price")],
+    ),
     ("It now costs $25 (it was $20 before).", [(25.0, "price"), (20.0, "was")]),
     ("Your order total came to $34.98; you paid $29.99 for it.", [(34.98, "order"), (29.99, "price")]),
 ]  # fmt: skip

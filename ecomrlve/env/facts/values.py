@@ -301,9 +301,11 @@ def money_role(text: str, start: int, end: int) -> str:
         _SHIPPING_BEFORE.search(before) and "ship" in before + after
     ):
         return SHIPPING
+    if _PRICE_BEFORE.search(before):  # before "|$13.49 before checkout" reads as the old one
+        return PRICE
     if _WAS_BEFORE.search(before) or _WAS_AFTER.match(after):
         return WAS
-    if _PRICE_BEFORE.search(before) or _PRICE_AFTER.match(after):
+    if _PRICE_AFTER.match(after):
         return PRICE
     return UNKNOWN
 
