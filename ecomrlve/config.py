@@ -357,6 +357,11 @@ class EvalConfig(StrictModel):
     temperature: float | None = Field(
         None, ge=0.0, description="held-out sampling temperature; 0: greedy; None: agent's"
     )
+    before_train: bool = Field(
+        True,
+        description="evaluate the starting model first (verl's val_before_train); false when "
+        "it is a checkpoint whose evaluation you have",
+    )
 
 
 class CheckpointConfig(StrictModel):
@@ -428,7 +433,7 @@ FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
     **_in_block(
         "sft", "epochs steps learning_rate warmup_steps lr_schedule batch_size", prefix="sft_"
     ),
-    **_in_block("eval", "tasks samples temperature", prefix="eval_"),
+    **_in_block("eval", "tasks samples temperature before_train", prefix="eval_"),
     "save_every": ("checkpoint", "save_every"),
     "keep_checkpoints": ("checkpoint", "keep"),
     "resume": ("checkpoint", "resume"),

@@ -217,7 +217,8 @@ def train_from_config(
         raised before anything is written.
     """
     run = _setup(cfg, Path(data), Path(output), curriculum, progress)
-    _evaluate_stage(run, "base")
+    if cfg.training.eval.before_train:
+        _evaluate_stage(run, "base")
     sft_steps = cfg.training.sft.steps
     if (cfg.training.sft.epochs if sft_steps is None else sft_steps) > 0:
         _sft_stage(run)
