@@ -53,6 +53,7 @@ PLACED, ARRIVAL = "placed", "arrival"
 SHIPPING, ORDER, THRESHOLD = "shipping", "order", "threshold"
 PRICE, WAS = "price", "was"  # an item's price (now), and the price it had before a change
 BASE = "base"  # the shipping fee of orders under the free-shipping threshold, told as the rule
+GAP = "gap"  # what the order lacks to ship free ("you're |$15 away"): threshold minus order
 
 
 class Dates(frozenset):
@@ -315,13 +316,29 @@ _BASE_BEFORE = re.compile(
 _BASE_AFTER = re.compile(r"[^,]*?\b(?:for|on) (?:all |any )?(?:orders|purchases) (?:under|below)\b")
 
 
+# the amount an order lacks to reach the threshold: "|$15 away", "|$15 short of", "|$15 more to
+# qualify", "|$15 to ship free", "add |$15", "spend another |$15"
+_FREE_AFTER_GAP = (
+    r"(?:to|and) (?:it |you |your order )?(?:ships?|get|qualify for|unlock|reach) free\b"
+)
+_GAP_AFTER = re.compile(
+    rf"\s*(?:more )?(?:away|short|shy)\b|\s*more (?:to|and|for|until|before)\b"
+    rf"|\s*(?:more )?{_FREE_AFTER_GAP}"
+)
+_GAP_BEFORE = re.compile(
+    r"\b(?:add(?:ing)?|spend(?:ing)?)(?: another| an extra)?\s*$|\banother\s*$"
+)
+
+
 MONEY_CUES = (
+    Cue(GAP, after=_GAP_AFTER),  # before the threshold's "spend |$50": "spend |$15 more to ..."
     Cue(THRESHOLD, before=_THRESHOLD_BEFORE, after=_THRESHOLD_AFTER),
     Cue(BASE, before=_BASE_BEFORE, after=_BASE_AFTER),
     Cue(SHIPPING, before=_SHIPPING_ON_ORDER),  # though "order is" comes right before it
     Cue(ORDER, before=_ORDER_BEFORE, after=_ORDER_AFTER),
     Cue(SHIPPING, after=_SHIPPING_AFTER),
     Cue(SHIPPING, before=_SHIPPING_BEFORE, near="ship"),
+    Cue(GAP, before=_GAP_BEFORE),  # after the shipping cues: "another |$4.99 for shipping"
     # before the WAS cues: "from $X to |$13.49 before checkout" is the new price
     Cue(PRICE, before=_PRICE_BEFORE),
     Cue(WAS, before=_WAS_BEFORE, after=_WAS_AFTER),
@@ -358,7 +375,10 @@ _RULE_FREE_AFTER = re.compile(
 )
 _RULE_FREE_BEFORE = re.compile(
     r"\b(?:orders|purchases|members)\b|\b(?:away from|short of|reach|unlock|towards?)\s*$"
-    r"|(?:\bcould|\bwould|'d|\bmight) (?:get|have|qualify for)\s*$"
+    r"|(?:\bcould|\bwould|'d|\bmight|\bto) (?:get|have|qualify for|earn|ship)\s*$"
+    # "add $15 more and it ships free": what the order would do, not what it does
+    r"|\b(?:add|spend)\b[^,]*\$\s?[\d.,]+[^,]*\band (?:it|you|your order)(?:'ll| will)?"
+    r" (?:ships?|get|qualify for)\s*$"
 )
 _CONDITION = re.compile(r"\s*(?:for|on|over|above|with) (?:all |any )?(?:orders|purchases)\b"
                         r"|\s*(?:if|once|when|whenever)\b")  # fmt: skip
