@@ -192,6 +192,9 @@ def test_the_amount_left_to_free_shipping_may_be_told(answer):
         "Shipping costs $4.99 or maybe $15 more.",
         "Shipping is $15 away.",  # the gap instead of the fee
         "Your order qualifies for free shipping.",
+        "Shipping is $4.99. Your order is going to ship free.",  # "to ship free", no condition
+        "Shipping is $4.99 and you're going to get free shipping.",
+        "Shipping is $4.99; your $35 order is going to ship free.",
     ],
 )
 def test_a_wrong_gap_or_the_gap_as_a_guess_fails(answer):

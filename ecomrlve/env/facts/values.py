@@ -375,8 +375,10 @@ _RULE_FREE_AFTER = re.compile(
 )
 _RULE_FREE_BEFORE = re.compile(
     r"\b(?:orders|purchases|members)\b|\b(?:away from|short of|reach|unlock|towards?)\s*$"
-    r"|(?:\bcould|\bwould|'d|\bmight|\bto) (?:get|have|qualify for|earn|ship)\s*$"
-    # "add $15 more and it ships free": what the order would do, not what it does
+    r"|(?:\bcould|\bwould|'d|\bmight) (?:get|have|qualify for)\s*$"
+    # "spend $15 more to get free shipping", "add $15 more and it ships free": what the order
+    # would do, not what it does ("your order is going to ship free" still says it does)
+    r"|\b(?:add|spend|more|enough|another|extra)\b[^,]*\bto (?:get|qualify for|earn|ship)\s*$"
     r"|\b(?:add|spend)\b[^,]*\$\s?[\d.,]+[^,]*\band (?:it|you|your order)(?:'ll| will)?"
     r" (?:ships?|get|qualify for)\s*$"
 )
