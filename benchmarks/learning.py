@@ -60,6 +60,7 @@ import yaml
 
 from ecomrlve import store
 from ecomrlve.config import (
+    FLAT_TRAINING_KEYS,
     GRPO_PRESETS,
     ConfigError,
     EcomConfig,
@@ -109,31 +110,26 @@ class Run:
 
 
 def training_value(cfg: EcomConfig, key: str) -> Any:
-    """A training setting by its flat name (`sft_steps`), wherever the config model keeps it."""
-    dumped = cfg.training.model_dump()
-    if key in dumped:
-        return dumped[key]
-    for block, inner in dumped.items():
-        if isinstance(inner, dict):
-            for name in (key, key.removeprefix(f"{block}_")):
-                if name in inner:
-                    return inner[name]
-    raise KeyError(f"training.{key}")
+    """A training setting by its flat name (`sft_steps`, `algorithm`), read where the config
+    model keeps it (`training.sft.steps`, `training.algorithm.name`)."""
+    block, field = FLAT_TRAINING_KEYS.get(key, (None, key))
+    where = getattr(cfg.training, block) if block else cfg.training
+    if not hasattr(where, field):
+        raise KeyError(f"training.{key}")
+    return getattr(where, field)
 
 
 def set_training(training: dict[str, Any], key: str, value: Any) -> None:
-    """Set a flat training key where the file keeps it (flat, or inside a block such as
-    `sft: {steps: ...}`), so an override never contradicts the file's own spelling."""
-    if key in training:
+    """Set a flat training key where the file keeps it: inside its block when the file has that
+    block (`algorithm` -> `algorithm: {name: ...}`, `sft_steps` -> `sft: {steps: ...}`), else
+    flat, so an override never contradicts, or replaces, the file's own settings."""
+    block, field = FLAT_TRAINING_KEYS.get(key, (None, key))
+    if block and isinstance(training.get(block), dict):
+        training[block][field] = value
+        if key != block:  # `algorithm` flat is the block's name, never the block itself
+            training.pop(key, None)
+    else:
         training[key] = value
-        return
-    for block, inner in training.items():
-        if isinstance(inner, dict):
-            for name in (key, key.removeprefix(f"{block}_")):
-                if name in inner:
-                    inner[name] = value
-                    return
-    training[key] = value
 
 
 def study_config(path: Path, *, sft_budget: float, rl_budget: float, quick: bool) -> dict[str, Any]:
@@ -168,11 +164,11 @@ def steps_key(cfg: EcomConfig) -> str:
 
 def drop_training(training: dict[str, Any], key: str) -> None:
     """Remove a flat training key wherever the file keeps it (see `set_training`)."""
-    training.pop(key, None)
-    for block, inner in training.items():
-        if isinstance(inner, dict):
-            for name in (key, key.removeprefix(f"{block}_")):
-                inner.pop(name, None)
+    block, field = FLAT_TRAINING_KEYS.get(key, (None, key))
+    if key != block:  # `algorithm` flat is the block's name, never the block itself
+        training.pop(key, None)
+    if block and isinstance(training.get(block), dict):
+        training[block].pop(field, None)
 
 
 def run_config(raw: dict[str, Any], path: Path, model: Path | None = None, **training: Any) -> bool:

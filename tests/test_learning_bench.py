@@ -55,9 +55,18 @@ def test_dapo_and_grpo_start_from_the_sft_model_and_differ_only_in_the_algorithm
     dapo, grpo = loaded["dapo"].training, loaded["grpo"].training
     # only DAPO re-measures the SFT model; GRPO's start is the same model at the same seed
     assert dapo.eval.before_train and not grpo.eval.before_train
+    assert (dapo.algorithm.name, grpo.algorithm.name) == ("dapo", "grpo")
     for key, value in GRPO_PRESETS.items():
         assert getattr(grpo.algorithm, key) == value
-    assert (dapo.algorithm.dynamic_sampling, dapo.algorithm.clip_ratio_high) == (True, 0.28)
+    # the recipe's own algorithm settings hold in both (naming the algorithm once replaced the
+    # recipe's whole `algorithm:` block, and the RL runs trained at the defaults)
+    recipe = load_config(RECIPE).training.algorithm
+    kept = ("learning_rate", "warmup_steps", "ppo_mini_batch_size", "max_num_gen_batches")
+    for run in (dapo, grpo):
+        assert {k: getattr(run.algorithm, k) for k in kept} == {k: getattr(recipe, k) for k in kept}
+        assert run.algorithm.total_steps == round(recipe.total_steps * bench.RL_BUDGET)
+    for key in ("clip_ratio_high", "dynamic_sampling", "dynamic_sampling_metric", "loss_agg_mode"):
+        assert getattr(dapo.algorithm, key) == getattr(recipe, key)
     # same RL budget, rollout and evaluation
     assert dapo.algorithm.total_steps == grpo.algorithm.total_steps > 0
     assert dapo.rollout == grpo.rollout
