@@ -16,11 +16,13 @@ preset, each from that SFT model with 0 SFT steps, so the two start from the sam
 the same held-out tasks and spend the same RL budget (the GRPO run drops the recipe's own
 clip-higher, dynamic-sampling, token-mean and overlong settings so that the preset holds:
 symmetric clip 0.2, no group filter, seq-mean-token-mean, no overlong shaping; every other
-setting is the recipe's). Seeds vary the RL runs (sampling, order), not the SFT model: one SFT
-run is a third of the study's time. Each DAPO run first re-measures the SFT model at its own
-seed (the tables' SFT stage, paired with that run's final evaluation; seed 0's must match the
-SFT run's own, printed); its GRPO twin skips that (`eval.before_train: false`). A rerun with the
-same settings reuses the finished runs under OUT/runs.
+setting is the recipe's). Seeds vary the RL runs (sampling, order), not the SFT model (one SFT
+run is nearly half the study's time), nor the held-out split: every run evaluates on the SFT
+run's held-out tasks (`eval.split_seed`), never on tasks the SFT model was trained on. Each
+DAPO run first re-measures the SFT model at its own seed (the tables' SFT stage, paired with
+that run's final evaluation; seed 0's must match the SFT run's own, printed); its GRPO twin
+skips that (`eval.before_train: false`). A rerun with the same settings reuses the finished
+runs under OUT/runs.
 
 Reported (printed, and written to OUT/learning.md):
 
@@ -654,6 +656,9 @@ def main() -> None:
         for algorithm in ("dapo", "grpo"):
             run = Run(algorithm, seed, sft.output.parent / f"{algorithm}-seed{seed}")
             config = run.output.with_suffix(".yaml")
+            # the held-out split stays the SFT run's (the split follows the run's seed): a run
+            # of another seed would otherwise be evaluated on tasks the SFT model trained on
+            split = {} if seed == sft.seed else {"eval_split_seed": sft.seed}
             changed = run_config(
                 raw,
                 config,
@@ -661,6 +666,7 @@ def main() -> None:
                 seed=seed,
                 algorithm=algorithm,
                 eval_before_train=algorithm == "dapo",
+                **split,
                 **{steps_key(cfg): 0},
             )
             train(run, config, changed or sft.seconds > 0, data)

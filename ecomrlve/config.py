@@ -362,6 +362,12 @@ class EvalConfig(StrictModel):
         description="evaluate the starting model first (verl's val_before_train); false when "
         "it is a checkpoint whose evaluation you have",
     )
+    split_seed: int | None = Field(
+        None,
+        ge=0,
+        description="seed of the held-out split; None: training.seed. Pin it to the seed of "
+        "the run a checkpoint came from, so no held-out task is one it was trained on",
+    )
 
 
 class CheckpointConfig(StrictModel):
@@ -433,7 +439,7 @@ FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
     **_in_block(
         "sft", "epochs steps learning_rate warmup_steps lr_schedule batch_size", prefix="sft_"
     ),
-    **_in_block("eval", "tasks samples temperature before_train", prefix="eval_"),
+    **_in_block("eval", "tasks samples temperature before_train split_seed", prefix="eval_"),
     "save_every": ("checkpoint", "save_every"),
     "keep_checkpoints": ("checkpoint", "keep"),
     "resume": ("checkpoint", "resume"),

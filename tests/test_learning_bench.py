@@ -46,12 +46,15 @@ def test_dapo_and_grpo_start_from_the_sft_model_and_differ_only_in_the_algorithm
             seed=2,
             algorithm=algorithm,
             eval_before_train=algorithm == "dapo",
+            eval_split_seed=0,
             sft_steps=0,
         )
         loaded[algorithm] = load_config(path)
         assert loaded[algorithm].agent.model == str(model)
         assert loaded[algorithm].training.seed == 2
         assert loaded[algorithm].training.sft.steps == 0
+        # seed 2 keeps the SFT run's (seed 0's) held-out split
+        assert loaded[algorithm].training.eval.split_seed == 0
     dapo, grpo = loaded["dapo"].training, loaded["grpo"].training
     # only DAPO re-measures the SFT model; GRPO's start is the same model at the same seed
     assert dapo.eval.before_train and not grpo.eval.before_train
@@ -79,6 +82,7 @@ def test_dapo_and_grpo_start_from_the_sft_model_and_differ_only_in_the_algorithm
         seed=2,
         algorithm="grpo",
         eval_before_train=False,
+        eval_split_seed=0,
         sft_steps=0,
     )
     assert again is False
