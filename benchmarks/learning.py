@@ -1,23 +1,28 @@
 """The learning study: does training on this environment make the tiny agent better at shopping?
 
-    python benchmarks/learning.py                      # the study (3 seeds; budget in RESULTS.md)
+    python benchmarks/learning.py                      # the study: ~1 h on 2 cores (RESULTS.md)
     python benchmarks/learning.py --quick              # smoke version: a few minutes
-    python benchmarks/learning.py --seeds 5 --budget 2 --out experiments/learning
+    python benchmarks/learning.py --seeds 5 --rl-budget 1 --out experiments/learning
 
 The demo recipe is read at run time from `--config` (default configs/tiny_cpu.yaml) through the
 project's config loader; the study changes only what it studies: all nine scenarios
 (`env.scenarios`), room for bundle's five-call references in the store (`data.max_steps`),
-`algorithm` and `seed` per run, and SFT/RL steps times `--budget` (flat training keys, set where
-the file keeps them). One store is built once (`ecomrlve pipeline --skip-train` into OUT/data);
-every training is the real entry point (`python -m ecomrlve train` in a subprocess). Per seed:
-one SFT run (base eval, SFT, SFT eval; 0 RL steps), then DAPO and the `algorithm: grpo` preset
-each from that run's model with 0 SFT steps, so the two start from the same weights, play the
-same held-out tasks and spend the same RL budget (the GRPO run drops the recipe's own
+`algorithm` and `seed` per run, SFT steps times `--sft-budget` (default 1) and RL steps times
+`--rl-budget` (default 0.25: 10 of the recipe's 40 a run) (flat training keys, set where the
+file keeps them). One store is built once (`ecomrlve pipeline --skip-train` into OUT/data);
+every training is the real entry point (`python -m ecomrlve train` in a subprocess). One SFT run
+(seed 0: base eval, SFT, SFT eval; 0 RL steps); then per seed DAPO and the `algorithm: grpo`
+preset, each from that SFT model with 0 SFT steps, so the two start from the same weights, play
+the same held-out tasks and spend the same RL budget (the GRPO run drops the recipe's own
 clip-higher, dynamic-sampling, token-mean and overlong settings so that the preset holds:
 symmetric clip 0.2, no group filter, seq-mean-token-mean, no overlong shaping; every other
-setting is the recipe's). Their first evaluation re-measures the SFT model (printed: how many
-(seed, task) pairs match the SFT run's). A rerun with the same settings reuses the finished runs
-under OUT/runs.
+setting is the recipe's). Seeds vary the RL runs (sampling, order), not the SFT model (one SFT
+run is nearly half the study's time), nor the held-out split: every run evaluates on the SFT
+run's held-out tasks (`eval.split_seed`), never on tasks the SFT model was trained on. Each
+DAPO run first re-measures the SFT model at its own seed (the tables' SFT stage, paired with
+that run's final evaluation; seed 0's must match the SFT run's own, printed); its GRPO twin
+skips that (`eval.before_train: false`). A rerun with the same settings reuses the finished
+runs under OUT/runs.
 
 Reported (printed, and written to OUT/learning.md):
 
@@ -25,7 +30,7 @@ Reported (printed, and written to OUT/learning.md):
   seeds, with task-bootstrap 95% intervals (`ecomrlve.train.metrics`: the unit is a held-out task
   of one seed; a paired difference keeps a task's two outcomes together);
 * DAPO - GRPO on held-out pass@1, per seed and pooled, with its paired interval;
-* curves: OUT/curves.png (success and reward per RL step of every run, SFT loss per seed), and
+* curves: OUT/curves.png (success and reward per RL step of every run, SFT loss), and
   each run's own plots (OUT/runs/*/plots/: reward, success by scenario, SFT loss);
 * throughput on the same tiny model and the same reference episodes: our SFT beside TRL's
   `SFTTrainer`, and our DAPO update beside the update phase of TRL's `GRPOTrainer` (its step
@@ -57,6 +62,7 @@ import yaml
 
 from ecomrlve import store
 from ecomrlve.config import (
+    FLAT_TRAINING_KEYS,
     GRPO_PRESETS,
     ConfigError,
     EcomConfig,
@@ -71,6 +77,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # (tiny_cpu: data.max_steps 3) would leave one of the nine scenarios out
 BUNDLE_MIN_STEPS = 5
 STAGES = {"base": "base", "sft": "SFT", "final": "RL"}
+# Six RL runs (DAPO and GRPO x 3 seeds) at the recipe's 40 steps would take ~1.5 h on 2 cores
+# with all nine scenarios; a quarter of them (10 steps a run) keeps the study within an hour.
+RL_BUDGET = 0.25
 # --quick: a smoke version of the same study (the recipe's model and settings, smaller budgets)
 QUICK_DATA = {"products": 1000, "tasks": 180}
 QUICK_TRAINING = {
@@ -103,34 +112,29 @@ class Run:
 
 
 def training_value(cfg: EcomConfig, key: str) -> Any:
-    """A training setting by its flat name (`sft_steps`), wherever the config model keeps it."""
-    dumped = cfg.training.model_dump()
-    if key in dumped:
-        return dumped[key]
-    for block, inner in dumped.items():
-        if isinstance(inner, dict):
-            for name in (key, key.removeprefix(f"{block}_")):
-                if name in inner:
-                    return inner[name]
-    raise KeyError(f"training.{key}")
+    """A training setting by its flat name (`sft_steps`, `algorithm`), read where the config
+    model keeps it (`training.sft.steps`, `training.algorithm.name`)."""
+    block, field = FLAT_TRAINING_KEYS.get(key, (None, key))
+    where = getattr(cfg.training, block) if block else cfg.training
+    if not hasattr(where, field):
+        raise KeyError(f"training.{key}")
+    return getattr(where, field)
 
 
 def set_training(training: dict[str, Any], key: str, value: Any) -> None:
-    """Set a flat training key where the file keeps it (flat, or inside a block such as
-    `sft: {steps: ...}`), so an override never contradicts the file's own spelling."""
-    if key in training:
+    """Set a flat training key where the file keeps it: inside its block when the file has that
+    block (`algorithm` -> `algorithm: {name: ...}`, `sft_steps` -> `sft: {steps: ...}`), else
+    flat, so an override never contradicts, or replaces, the file's own settings."""
+    block, field = FLAT_TRAINING_KEYS.get(key, (None, key))
+    if block and isinstance(training.get(block), dict):
+        training[block][field] = value
+        if key != block:  # `algorithm` flat is the block's name, never the block itself
+            training.pop(key, None)
+    else:
         training[key] = value
-        return
-    for block, inner in training.items():
-        if isinstance(inner, dict):
-            for name in (key, key.removeprefix(f"{block}_")):
-                if name in inner:
-                    inner[name] = value
-                    return
-    training[key] = value
 
 
-def study_config(path: Path, *, budget: float, quick: bool) -> dict[str, Any]:
+def study_config(path: Path, *, sft_budget: float, rl_budget: float, quick: bool) -> dict[str, Any]:
     """The recipe at `path` as a raw mapping, with the study's changes; validated."""
     recipe = load_config(path)  # the recipe itself must load first (ConfigError: exit 2)
     raw = yaml.safe_load(path.read_text()) or {}
@@ -148,7 +152,7 @@ def study_config(path: Path, *, budget: float, quick: bool) -> dict[str, Any]:
             prompts = QUICK_TRAINING["prompts_per_step"]
             set_training(training, "ppo_mini_batch_size", min(ppo, prompts))
     now = config_from_dict(copy.deepcopy(raw), source=f"{path} with the study's changes")
-    for key in (steps_key(now), "total_steps"):
+    for key, budget in ((steps_key(now), sft_budget), ("total_steps", rl_budget)):
         current = int(training_value(now, key))
         set_training(training, key, max(1, round(current * budget)) if current else 0)
     config_from_dict(copy.deepcopy(raw), source=f"{path} with the study's changes")
@@ -162,11 +166,11 @@ def steps_key(cfg: EcomConfig) -> str:
 
 def drop_training(training: dict[str, Any], key: str) -> None:
     """Remove a flat training key wherever the file keeps it (see `set_training`)."""
-    training.pop(key, None)
-    for block, inner in training.items():
-        if isinstance(inner, dict):
-            for name in (key, key.removeprefix(f"{block}_")):
-                inner.pop(name, None)
+    block, field = FLAT_TRAINING_KEYS.get(key, (None, key))
+    if key != block:  # `algorithm` flat is the block's name, never the block itself
+        training.pop(key, None)
+    if block and isinstance(training.get(block), dict):
+        training[block].pop(field, None)
 
 
 def run_config(raw: dict[str, Any], path: Path, model: Path | None = None, **training: Any) -> bool:
@@ -336,7 +340,7 @@ def comparison_table(dapo: pl.DataFrame, grpo: pl.DataFrame, seeds: list[int]) -
 
 def plot_study(steps: pl.DataFrame, sft: pl.DataFrame, runs: list[Run], path: Path) -> Path:
     """Success and reward per RL step of every RL run (DAPO solid, GRPO dashed; colour = seed),
-    and the SFT loss of each seed."""
+    and the SFT run's loss."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -599,17 +603,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "tiny_cpu.yaml")
     parser.add_argument("--seeds", type=int, default=None, help="default 3 (--quick: 2)")
-    parser.add_argument("--budget", type=float, default=1.0, help="x the recipe's SFT/RL steps")
+    parser.add_argument("--sft-budget", type=float, default=1.0, help="x the recipe's SFT steps")
+    parser.add_argument(
+        "--rl-budget", type=float, default=RL_BUDGET, help="x the recipe's RL steps, per run"
+    )
     parser.add_argument("--quick", action="store_true", help="smoke version: a few minutes")
     parser.add_argument("--throughput-steps", type=int, default=None, help="SFT steps timed")
     parser.add_argument("--out", type=Path, default=ROOT / "experiments" / "learning")
     args = parser.parse_args()
     args.seeds = args.seeds or (2 if args.quick else 3)
-    if args.seeds < 1 or args.budget <= 0:
-        print("--seeds must be >= 1 and --budget > 0", file=sys.stderr)
+    if args.seeds < 1 or args.sft_budget <= 0 or args.rl_budget <= 0:
+        print("--seeds must be >= 1 and the budgets > 0", file=sys.stderr)
         sys.exit(2)
     try:
-        raw = study_config(args.config, budget=args.budget, quick=args.quick)
+        raw = study_config(
+            args.config, sft_budget=args.sft_budget, rl_budget=args.rl_budget, quick=args.quick
+        )
     except ConfigError as err:
         print(err, file=sys.stderr)
         sys.exit(2)
@@ -633,29 +642,34 @@ def main() -> None:
         )
     print(f"store: {data} ({store_s:.0f} s)")
 
-    runs = []
+    # SFT once (seed 0: base eval, SFT, SFT eval; RL steps 0); every DAPO and GRPO run starts
+    # from its model with SFT steps 0, so the two algorithms differ in nothing but themselves.
+    # Each DAPO run first evaluates that model at its own seed (the SFT stage of the tables,
+    # paired with the run's final evaluation); the GRPO run of the seed starts from the same
+    # model at the same seed, so it skips that evaluation (`eval.before_train: false`).
+    sft = Run("sft", 0, out / "runs" / "sft")
+    changed = run_config(raw, sft.output.with_suffix(".yaml"), seed=0, total_steps=0)
+    train(sft, sft.output.with_suffix(".yaml"), changed, data)
+    print(f"{sft.name}: {sft.run_id} ({sft.seconds:.0f} s wall, {sft.cpu_s:.0f} s CPU)")
+    runs = [sft]
     for seed in range(args.seeds):
-        # SFT once per seed (base eval, SFT, SFT eval; RL steps 0); DAPO and GRPO then start from
-        # that model with SFT steps 0, so they differ in nothing but the algorithm
-        sft = Run("sft", seed, out / "runs" / f"sft-seed{seed}")
-        for run in (
-            sft,
-            Run("dapo", seed, sft.output.parent / f"dapo-seed{seed}"),
-            Run("grpo", seed, sft.output.parent / f"grpo-seed{seed}"),
-        ):
+        for algorithm in ("dapo", "grpo"):
+            run = Run(algorithm, seed, sft.output.parent / f"{algorithm}-seed{seed}")
             config = run.output.with_suffix(".yaml")
-            if run is sft:
-                changed = run_config(raw, config, seed=seed, total_steps=0)
-            else:
-                changed = run_config(
-                    raw,
-                    config,
-                    sft.output / "model",
-                    seed=seed,
-                    algorithm=run.algorithm,
-                    **{steps_key(cfg): 0},
-                )
-            train(run, config, changed or (run is not sft and sft.seconds > 0), data)
+            # the held-out split stays the SFT run's (the split follows the run's seed): a run
+            # of another seed would otherwise be evaluated on tasks the SFT model trained on
+            split = {} if seed == sft.seed else {"eval_split_seed": sft.seed}
+            changed = run_config(
+                raw,
+                config,
+                sft.output / "model",
+                seed=seed,
+                algorithm=algorithm,
+                eval_before_train=algorithm == "dapo",
+                **split,
+                **{steps_key(cfg): 0},
+            )
+            train(run, config, changed or sft.seconds > 0, data)
             print(f"{run.name}: {run.run_id} ({run.seconds:.0f} s wall, {run.cpu_s:.0f} s CPU)")
             runs.append(run)
 
@@ -667,33 +681,32 @@ def main() -> None:
         f"FROM eval_episodes WHERE run_id IN ({marks})",
         ids,
     )
-    sft = [r for r in runs if r.algorithm == "sft"]
     dapo = [r for r in runs if r.algorithm == "dapo"]
     grpo = [r for r in runs if r.algorithm == "grpo"]
     stages = {
-        "base": per_task(episodes, sft, "base"),
-        "SFT": per_task(episodes, sft, "sft"),
+        "base": per_task(episodes, [sft], "base"),
+        "SFT": per_task(episodes, dapo, "base"),  # each DAPO run's opening evaluation
         "DAPO": per_task(episodes, dapo, "final"),
         "GRPO": per_task(episodes, grpo, "final"),
     }
-    # the RL runs evaluate their starting point first: the SFT model, on the same tasks and seeds
-    start = paired(per_task(episodes, dapo + grpo, "base"), stages["SFT"])
+    # the SFT run's own evaluation and seed 0's DAPO run play the same model at the same seed
+    start = paired(per_task(episodes, [sft], "sft"), stages["SFT"])
     reproduced = (
-        f"the RL runs' opening evaluation of the SFT model matches the SFT run's on "
-        f"{int((start == 0).sum())} of {start.size} (seed, task) pairs"
+        f"seed 0's DAPO run re-measured the SFT model: its opening evaluation matches the SFT "
+        f"run's on {int((start == 0).sum())} of {start.size} held-out tasks"
     )
     steps = read(data, f"SELECT * FROM train_steps WHERE run_id IN ({marks})", ids)
-    sft = read(data, f"SELECT * FROM sft_steps WHERE run_id IN ({marks})", ids)
-    curves = plot_study(steps, sft, runs, out / "curves.png")
+    sft_loss = read(data, "SELECT * FROM sft_steps WHERE run_id = ?", [sft.run_id])
+    curves = plot_study(steps, sft_loss, runs, out / "curves.png")
     own_cpu = time.process_time()
     throughput = throughput_table(raw, data, runs, throughput_steps, out)
     minutes = (time.perf_counter() - started) / 60
     cpu_minutes = (sum(r.cpu_s for r in runs) + time.process_time() - own_cpu) / 60
 
     recipe = (
-        f"recipe {args.config.name} x budget {args.budget:g}{' (--quick)' if args.quick else ''}: "
+        f"recipe {args.config.name}{' (--quick)' if args.quick else ''}: "
         f"{len(SCENARIOS)} scenarios, {training_value(cfg, 'sft_steps')} SFT steps, "
-        f"{training_value(cfg, 'total_steps')} RL steps, {training_value(cfg, 'eval_tasks')} "
+        f"{training_value(cfg, 'total_steps')} RL steps a run, {training_value(cfg, 'eval_tasks')} "
         f"held-out tasks x {training_value(cfg, 'eval_samples')} samples per seed, "
         f"{args.seeds} seeds; {minutes:.1f} min wall; trainings + throughput "
         f"{cpu_minutes:.1f} CPU-min (on 2 idle cores: between half of that and all of it)"

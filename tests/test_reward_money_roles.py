@@ -10,6 +10,10 @@
 * An order's price answer states the item's price and may state the order's total (shipping
   in): "you paid $34.98 for it; the order total was $29.99" swapped them and was paid. The
   generator now gives the price its role ("price") and the total its own ("order").
+* How far an order is from free shipping is worked out, not stored: "you're $15 away from
+  free shipping" was a conflicting amount. An amount said as what the order lacks ("$15 away",
+  "add $15 more", role "gap") is allowed when it is the fact's threshold minus its order value,
+  and only in that role: the same $15 as a bare guess, or a wrong gap, still conflicts.
 * A price change must be told with the new price; the old one may be told as what it was:
   "the price changed from $25 to $20" (the new $20 said as the old one) was paid. The event's
   fact now holds the new price as "price" and the old one as "was".
@@ -159,6 +163,64 @@ def test_shipping_answers_that_tell_the_rule_pass_and_a_free_claim_for_a_fee_fai
         f"free shipping: {failed} false free claims failed, {passed} answers with the rule passed"
     )
     assert failed >= 30 and passed >= 30
+
+
+# ---- how far an order is from free shipping: threshold - order, worked out ------------------------
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Shipping on your $35 order is $4.99; you're $15 away from free shipping at $50.",
+        "It's $4.99 to ship. Add $15 more and it ships free (free over $50).",
+        "Shipping is $4.99; spend another $15.00 to qualify for free shipping.",
+        "Shipping is $4.99, $15 short of the $50 free-shipping threshold.",
+        "You'd pay $4.99; spend $15 more to get free shipping.",
+        "Add $15 to your cart to ship free; otherwise shipping is $4.99.",
+        "It's another $4.99 for shipping.",  # "another" before a fee said as shipping
+    ],
+)
+def test_the_amount_left_to_free_shipping_may_be_told(answer):
+    checked = check_answer(answer, FEE, ASK_35)
+    assert checked.ok, (answer, checked)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Shipping is $4.99; you're $20 away from free shipping.",  # the gap wrong
+        "Shipping is $4.99; add $20 more to ship free.",
+        "Shipping is $15 or $4.99.",  # the gap's amount as a bare guess
+        "Shipping costs $4.99 or maybe $15 more.",
+        "Shipping is $15 away.",  # the gap instead of the fee
+        "Your order qualifies for free shipping.",
+        "Shipping is $4.99. Your order is going to ship free.",  # "to ship free", no condition
+        "Shipping is $4.99 and you're going to get free shipping.",
+        "Shipping is $4.99; your $35 order is going to ship free.",
+    ],
+)
+def test_a_wrong_gap_or_the_gap_as_a_guess_fails(answer):
+    assert not check_answer(answer, FEE, ASK_35).ok, answer
+
+
+def test_a_free_order_has_no_gap_to_tell():
+    answer = "Your $60 order ships free; you're $10 away from free shipping."
+    assert not check_answer(answer, FREE, ASK_60).ok
+
+
+def test_over_generated_tasks_the_right_gap_passes_and_a_wrong_one_fails(ctx):
+    told = refused = 0
+    for task, fact in _shipping_tasks(ctx):
+        fee, (value, threshold) = float(fact.value), map(float, fact.allowed[:2])
+        if fee == 0 or value >= threshold:
+            continue
+        F, T = money(fee), money(threshold)
+        right, wrong = money(threshold - value), money(threshold - value + 5)
+        for gap, ok in ((right, True), (wrong, False)):
+            sentence = f"Shipping is {F}; add {gap} more to reach the {T} free-shipping threshold."
+            verdict = verify(task, _replaced(task, fact.say, sentence), ctx.catalog)
+            assert verdict.success is ok, (task.task_id, sentence, verdict.violations)
+            told, refused = told + ok, refused + (not ok)
+    print(f"gap to free shipping: {told} right gaps passed, {refused} wrong ones failed")
+    assert told >= 20 and refused >= 20
 
 
 # ---- an order's item price and its total ---------------------------------------------------------

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ecomrlve.config import config_from_dict, load_config
+from ecomrlve.config import CPU_MICRO_BATCH_TOKENS, config_from_dict, load_config
 from ecomrlve.train.memory import (
-    DEFAULT_MICRO_BATCH_TOKENS,
     choose_memory_settings,
     micro_batch_tokens,
     token_budgets,
@@ -71,7 +70,7 @@ def test_without_cuda_the_cpu_defaults_are_used() -> None:
     t = settle_memory_settings(_config(), cuda_available=False, gpus=1, gpu_memory_gb=0).training
     assert (t.scale.gradient_checkpointing, t.scale.max_tokens_per_micro_batch) == (
         False,
-        DEFAULT_MICRO_BATCH_TOKENS,
+        CPU_MICRO_BATCH_TOKENS,
     )
 
 

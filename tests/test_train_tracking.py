@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from ecomrlve import store
 from ecomrlve.cli import app
-from ecomrlve.config import ConfigError, config_from_dict
+from ecomrlve.config import CPU_MICRO_BATCH_TOKENS, ConfigError, config_from_dict
 from ecomrlve.testing.training import TINY_RUN, train_store_dir
 from ecomrlve.train.tracking import check_loggers, scalars
 
@@ -127,12 +127,13 @@ def test_wandb_offline_run_folder_holds_the_logged_keys(tracked_run) -> None:
 
 @pytest.mark.slow
 def test_the_run_records_the_memory_settings_it_used(tracked_run) -> None:
-    """Left unset, the memory settings are made concrete before training (on CPU: the
-    defaults) and the run folder's config says which were used."""
+    """Left unset, the memory settings are made concrete before training (on CPU: no
+    recomputation, the CPU's micro-batch budget) and the run folder's config says which were
+    used."""
     output = tracked_run[0]
     used = yaml.safe_load((output / "config.yaml").read_text())["training"]["scale"]
     assert used["gradient_checkpointing"] is False
-    assert used["max_tokens_per_micro_batch"] == 16384
+    assert used["max_tokens_per_micro_batch"] == CPU_MICRO_BATCH_TOKENS == 4096
 
 
 def test_a_missing_backend_names_its_extra(monkeypatch, tmp_path) -> None:

@@ -7,6 +7,8 @@ import copy
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ecomrlve.config import config_from_dict
 from ecomrlve.testing.training import tiny_lm_pair
@@ -58,14 +60,43 @@ def test_chunked_logprobs_equal_the_full_vocab_path_with_gradients(chunk_element
         torch.testing.assert_close(grads[name], param.grad, rtol=1e-4, atol=1e-6)
 
 
-def test_token_micro_batches_keep_the_padded_budget_and_the_order():
+def test_token_micro_batches_keep_the_padded_budget_and_sort_by_length():
     lengths = [30, 10, 50, 20, 20, 90, 5]
     cuts = token_micro_batches(range(7), lengths, max_tokens=60, max_sequences=2)
-    assert [i for cut in cuts for i in cut] == list(range(7))
+    flat = [i for cut in cuts for i in cut]
+    assert sorted(flat) == list(range(7))
+    assert flat == sorted(range(7), key=lambda i: lengths[i])  # shortest first, ties in order
     for cut in cuts:
         assert len(cut) <= 2
         assert len(cut) == 1 or len(cut) * max(lengths[i] for i in cut) <= 60
     assert [90 in [lengths[i] for i in cut] for cut in cuts].count(True) == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 1500), min_size=1, max_size=32),
+    max_tokens=st.sampled_from([512, 2048, 4096, 16384]),
+    max_sequences=st.integers(1, 16),
+)
+def test_micro_batches_hold_every_sequence_once_within_limits_shortest_first(
+    lengths, max_tokens, max_sequences
+):
+    cuts = token_micro_batches(range(len(lengths)), lengths, max_tokens, max_sequences)
+    flat = [i for cut in cuts for i in cut]
+    assert sorted(flat) == list(range(len(lengths)))
+    assert [lengths[i] for i in flat] == sorted(lengths)
+    for cut in cuts:
+        assert len(cut) <= max_sequences
+        assert len(cut) == 1 or len(cut) * max(lengths[i] for i in cut) <= max_tokens
+
+
+def test_a_long_reference_no_longer_pads_a_steps_short_ones():
+    """One 1,000-token sequence among fifteen of 100: one batch padded to the longest computes
+    16,000 positions; the CPU budget's length-sorted cut computes 2,500."""
+    lengths = [100] * 7 + [1000] + [100] * 8
+    cuts = token_micro_batches(range(16), lengths, max_tokens=4096, max_sequences=16)
+    assert cuts == [[0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15], [7]]
+    assert sum(len(c) * max(lengths[i] for i in c) for c in cuts) == 2500
 
 
 def test_bf16_compute_keeps_fp32_master_weights_that_a_1e6_step_moves():

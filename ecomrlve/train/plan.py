@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ecomrlve.config import EcomConfig, TrainingConfig, with_training_block
+from ecomrlve.config import (
+    CPU_MICRO_BATCH_TOKENS,
+    EcomConfig,
+    TrainingConfig,
+    with_training_block,
+)
 
 log = logging.getLogger(__name__)
 
@@ -217,8 +222,8 @@ def settle_memory_settings(
     """`cfg` with `gradient_checkpointing` and `max_tokens_per_micro_batch` made concrete for
     the run: where the config leaves them unset, the memory planner's choice for `gpus` cards of
     `gpu_memory_gb` GB (what `ecomrlve train --dry-run` prints); without CUDA the defaults
-    (no recomputation, 16384 tokens). An unset pair that cannot fit takes the most frugal
-    choice with a warning (the dry-run is where a plan is refused)."""
+    (no recomputation, `CPU_MICRO_BATCH_TOKENS`). An unset pair that cannot fit takes the most
+    frugal choice with a warning (the dry-run is where a plan is refused)."""
     from ecomrlve.train.memory import (
         DEFAULT_GRADIENT_CHECKPOINTING,
         DEFAULT_MICRO_BATCH_TOKENS,
@@ -239,7 +244,7 @@ def settle_memory_settings(
             else t.scale.gradient_checkpointing
         ),
         "max_tokens_per_micro_batch": t.scale.max_tokens_per_micro_batch
-        or DEFAULT_MICRO_BATCH_TOKENS,
+        or (DEFAULT_MICRO_BATCH_TOKENS if cuda_available else CPU_MICRO_BATCH_TOKENS),
     }
     if not cuda_available:
         log.info("memory settings without CUDA: %s", defaults)

@@ -217,7 +217,8 @@ def train_from_config(
         raised before anything is written.
     """
     run = _setup(cfg, Path(data), Path(output), curriculum, progress)
-    _evaluate_stage(run, "base")
+    if cfg.training.eval.before_train:
+        _evaluate_stage(run, "base")
     sft_steps = cfg.training.sft.steps
     if (cfg.training.sft.epochs if sft_steps is None else sft_steps) > 0:
         _sft_stage(run)
@@ -266,7 +267,8 @@ def _setup(
     tools = offered_tools(agent.tools)
     if agent.tools is not None:
         _warn_unsolvable(frame, set(agent.tools))
-    train_frame, heldout_frame = split_heldout(frame, training.eval.tasks, training.seed)
+    split_seed = training.seed if training.eval.split_seed is None else training.eval.split_seed
+    train_frame, heldout_frame = split_heldout(frame, training.eval.tasks, split_seed)
     catalog = Catalog.load(paths.root)
     plan = plan_for_this_machine(cfg)  # vLLM + FSDP + bf16 with CUDA, HF + fp32 without
     ctx = init_distributed()

@@ -176,9 +176,17 @@ class AnswerPlan:
 
 
 def _with_roles(fact: AnswerFact) -> list[tuple[str, str]]:
-    """(value, role) of each of the fact's `allowed` values."""
+    """(value, role) of each of the fact's `allowed` values, and of what an answer may work out
+    from them: an order under the free-shipping threshold is threshold - order away from it
+    ("you're $15 away from free shipping"), said in that role only (`MoneyKind.fits`)."""
     roles = fact.allowed_roles
-    return [(a, roles[j] if j < len(roles) else "") for j, a in enumerate(fact.allowed)]
+    pairs = [(a, roles[j] if j < len(roles) else "") for j, a in enumerate(fact.allowed)]
+    if fact.kind == "money":
+        by_role = {role: float(a) for a, role in pairs if role in (v.THRESHOLD, v.ORDER)}
+        gap = by_role.get(v.THRESHOLD, 0.0) - by_role.get(v.ORDER, float("inf"))
+        if gap > 0:
+            pairs.append((f"{gap:.2f}", v.GAP))
+    return pairs
 
 
 @dataclass

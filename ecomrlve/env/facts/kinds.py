@@ -236,6 +236,8 @@ class MoneyKind(Kind):
         return super().shown(seen) + _numbers(seen, MONEY_KEYS)
 
     def fits(self, value, role):
+        if role == v.GAP:  # worked out, never a bare amount: only when said as what is lacking
+            return self.role(value) == v.GAP
         # the fee of the shop's rule ("orders under $50 pay $4.99") states an order's fee too
         return super().fits(value, role) or (role == v.SHIPPING and self.role(value) == v.BASE)
 

@@ -8,6 +8,7 @@ import datetime as dt
 import functools
 import itertools
 import re
+from dataclasses import dataclass
 from typing import NamedTuple
 
 # ---- dates -----------------------------------------------------------------------------------
@@ -52,6 +53,7 @@ PLACED, ARRIVAL = "placed", "arrival"
 SHIPPING, ORDER, THRESHOLD = "shipping", "order", "threshold"
 PRICE, WAS = "price", "was"  # an item's price (now), and the price it had before a change
 BASE = "base"  # the shipping fee of orders under the free-shipping threshold, told as the rule
+GAP = "gap"  # what the order lacks to ship free ("you're |$15 away"): threshold minus order
 
 
 class Dates(frozenset):
@@ -86,6 +88,36 @@ def _around(text: str, start: int, end: int, width: int = 60) -> tuple[str, str]
     return before, after
 
 
+@dataclass(frozen=True)
+class Cue:
+    """Words that give a stated value `role`: `before` found at the end of the words before it
+    ("the window is |21 days"), `after` at the start of the words after it ("21 days| ago") or
+    `value` inside the value itself ("5 more days"); any one of them is enough, and `near`, when
+    set, must also be somewhere in the sentence around it."""
+
+    role: str
+    before: re.Pattern[str] | None = None
+    after: re.Pattern[str] | None = None
+    value: re.Pattern[str] | None = None
+    near: str | None = None
+
+    def reads(self, before: str, after: str, value: str) -> bool:
+        said = (
+            (self.before is not None and self.before.search(before) is not None)
+            or (self.after is not None and self.after.match(after) is not None)
+            or (self.value is not None and self.value.search(value) is not None)
+        )
+        return said and (self.near is None or self.near in before + after)
+
+
+def read_role(cues: tuple[Cue, ...], text: str, start: int, end: int, width: int) -> str:
+    """The role of the first of `cues` (their order is the precedence) that the sentence
+    around `text[start:end]` (`width` chars each side) says, else UNKNOWN."""
+    before, after = _around(text, start, end, width)
+    value = text[start:end]
+    return next((c.role for c in cues if c.reads(before, after, value)), UNKNOWN)
+
+
 # a date right after "placed (on)", "ordered (on)": when the order was placed; after
 # "delivered", "arrived", "arrives", "due", "expected", "delivery date": when it arrives
 _PLACED_BEFORE = re.compile(
@@ -98,14 +130,12 @@ _ARRIVAL_BEFORE = re.compile(
 )
 
 
+DATE_CUES = (Cue(PLACED, before=_PLACED_BEFORE), Cue(ARRIVAL, before=_ARRIVAL_BEFORE))
+
+
 def date_role(text: str, start: int, end: int) -> str:
     """The role the sentence gives the date at `text[start:end]`: placed, arrival or unknown."""
-    before, _ = _around(text, start, end, 40)
-    if _PLACED_BEFORE.search(before):
-        return PLACED
-    if _ARRIVAL_BEFORE.search(before):
-        return ARRIVAL
-    return UNKNOWN
+    return read_role(DATE_CUES, text, start, end, 40)
 
 
 def _valid(year: int | None, month: int, day: int) -> bool:
@@ -286,28 +316,39 @@ _BASE_BEFORE = re.compile(
 _BASE_AFTER = re.compile(r"[^,]*?\b(?:for|on) (?:all |any )?(?:orders|purchases) (?:under|below)\b")
 
 
+# the amount an order lacks to reach the threshold: "|$15 away", "|$15 short of", "|$15 more to
+# qualify", "|$15 to ship free", "add |$15", "spend another |$15"
+_FREE_AFTER_GAP = (
+    r"(?:to|and) (?:it |you |your order )?(?:ships?|get|qualify for|unlock|reach) free\b"
+)
+_GAP_AFTER = re.compile(
+    rf"\s*(?:more )?(?:away|short|shy)\b|\s*more (?:to|and|for|until|before)\b"
+    rf"|\s*(?:more )?{_FREE_AFTER_GAP}"
+)
+_GAP_BEFORE = re.compile(
+    r"\b(?:add(?:ing)?|spend(?:ing)?)(?: another| an extra)?\s*$|\banother\s*$"
+)
+
+
+MONEY_CUES = (
+    Cue(GAP, after=_GAP_AFTER),  # before the threshold's "spend |$50": "spend |$15 more to ..."
+    Cue(THRESHOLD, before=_THRESHOLD_BEFORE, after=_THRESHOLD_AFTER),
+    Cue(BASE, before=_BASE_BEFORE, after=_BASE_AFTER),
+    Cue(SHIPPING, before=_SHIPPING_ON_ORDER),  # though "order is" comes right before it
+    Cue(ORDER, before=_ORDER_BEFORE, after=_ORDER_AFTER),
+    Cue(SHIPPING, after=_SHIPPING_AFTER),
+    Cue(SHIPPING, before=_SHIPPING_BEFORE, near="ship"),
+    Cue(GAP, before=_GAP_BEFORE),  # after the shipping cues: "another |$4.99 for shipping"
+    # before the WAS cues: "from $X to |$13.49 before checkout" is the new price
+    Cue(PRICE, before=_PRICE_BEFORE),
+    Cue(WAS, before=_WAS_BEFORE, after=_WAS_AFTER),
+    Cue(PRICE, after=_PRICE_AFTER),
+)
+
+
 def money_role(text: str, start: int, end: int) -> str:
     """The role the sentence gives the amount at `text[start:end]`."""
-    before, after = _around(text, start, end, 50)
-    if _THRESHOLD_AFTER.match(after) or _THRESHOLD_BEFORE.search(before):
-        return THRESHOLD
-    if _BASE_BEFORE.search(before) or _BASE_AFTER.match(after):
-        return BASE
-    if _SHIPPING_ON_ORDER.search(before):
-        return SHIPPING
-    if _ORDER_AFTER.match(after) or _ORDER_BEFORE.search(before):
-        return ORDER
-    if _SHIPPING_AFTER.match(after) or (
-        _SHIPPING_BEFORE.search(before) and "ship" in before + after
-    ):
-        return SHIPPING
-    if _PRICE_BEFORE.search(before):  # before "|$13.49 before checkout" reads as the old one
-        return PRICE
-    if _WAS_BEFORE.search(before) or _WAS_AFTER.match(after):
-        return WAS
-    if _PRICE_AFTER.match(after):
-        return PRICE
-    return UNKNOWN
+    return read_role(MONEY_CUES, text, start, end, 50)
 
 
 def extract_money(text: str) -> list[tuple[int, float]]:
@@ -335,6 +376,11 @@ _RULE_FREE_AFTER = re.compile(
 _RULE_FREE_BEFORE = re.compile(
     r"\b(?:orders|purchases|members)\b|\b(?:away from|short of|reach|unlock|towards?)\s*$"
     r"|(?:\bcould|\bwould|'d|\bmight) (?:get|have|qualify for)\s*$"
+    # "spend $15 more to get free shipping", "add $15 more and it ships free": what the order
+    # would do, not what it does ("your order is going to ship free" still says it does)
+    r"|\b(?:add|spend|more|enough|another|extra)\b[^,]*\bto (?:get|qualify for|earn|ship)\s*$"
+    r"|\b(?:add|spend)\b[^,]*\$\s?[\d.,]+[^,]*\band (?:it|you|your order)(?:'ll| will)?"
+    r" (?:ships?|get|qualify for)\s*$"
 )
 _CONDITION = re.compile(r"\s*(?:for|on|over|above|with) (?:all |any )?(?:orders|purchases)\b"
                         r"|\s*(?:if|once|when|whenever)\b")  # fmt: skip
@@ -407,19 +453,16 @@ _WINDOW_BEFORE = re.compile(
     r"|\b(?:give|gives|gave|allow|allows|allowed|offer|offers)(?: you)?)"
     r" (?:only |just |a full |a total of )?$"
 )
-_LEFT_WORDS = ("more", "extra", "additional")  # "5 more days": days left
+DURATION_CUES = (
+    Cue(ELAPSED, before=_ELAPSED_BEFORE, after=_ELAPSED_AFTER),
+    Cue(LEFT, after=_LEFT_AFTER, value=re.compile(r"more|extra|additional")),  # "5 more days"
+    Cue(WINDOW, before=_WINDOW_BEFORE, after=_WINDOW_AFTER),
+)
 
 
 def duration_role(text: str, start: int, end: int) -> str:
     """The role the sentence gives the duration at `text[start:end]` ("21-day", "21 days")."""
-    before, after = _around(text, start, end)
-    if _ELAPSED_AFTER.match(after) or _ELAPSED_BEFORE.search(before):
-        return ELAPSED
-    if _LEFT_AFTER.match(after) or any(w in text[start:end] for w in _LEFT_WORDS):
-        return LEFT
-    if _WINDOW_AFTER.match(after) or _WINDOW_BEFORE.search(before):
-        return WINDOW
-    return UNKNOWN
+    return read_role(DURATION_CUES, text, start, end, 60)
 
 
 def extract_durations(text: str) -> list[tuple[int, Duration]]:
