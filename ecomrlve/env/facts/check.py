@@ -182,8 +182,9 @@ def _with_roles(fact: AnswerFact) -> list[tuple[str, str]]:
     roles = fact.allowed_roles
     pairs = [(a, roles[j] if j < len(roles) else "") for j, a in enumerate(fact.allowed)]
     if fact.kind == "money":
-        by_role = {role: float(a) for a, role in pairs if role in (v.THRESHOLD, v.ORDER)}
-        gap = by_role.get(v.THRESHOLD, 0.0) - by_role.get(v.ORDER, float("inf"))
+        by_role = {role: parse("money", a) for a, role in pairs if role in (v.THRESHOLD, v.ORDER)}
+        threshold, order = by_role.get(v.THRESHOLD), by_role.get(v.ORDER)
+        gap = threshold - order if threshold is not None and order is not None else 0.0
         if gap > 0:
             pairs.append((f"{gap:.2f}", v.GAP))
     return pairs
