@@ -1,6 +1,6 @@
 """The learning study: does training on this environment make the tiny agent better at shopping?
 
-    python benchmarks/learning.py                      # the study: ~1 h on 2 cores (RESULTS.md)
+    python benchmarks/learning.py                      # the study: ~42 min on 2 cores
     python benchmarks/learning.py --quick              # smoke version: a few minutes
     python benchmarks/learning.py --seeds 5 --rl-budget 1 --out experiments/learning
 
@@ -17,7 +17,7 @@ the same held-out tasks and spend the same RL budget (the GRPO run drops the rec
 clip-higher, dynamic-sampling, token-mean and overlong settings so that the preset holds:
 symmetric clip 0.2, no group filter, seq-mean-token-mean, no overlong shaping; every other
 setting is the recipe's). Seeds vary the RL runs (sampling, order), not the SFT model (one SFT
-run is nearly half the study's time), nor the held-out split: every run evaluates on the SFT
+run is half the study's time), nor the held-out split: every run evaluates on the SFT
 run's held-out tasks (`eval.split_seed`), never on tasks the SFT model was trained on. Each
 DAPO run first re-measures the SFT model at its own seed (the tables' SFT stage, paired with
 that run's final evaluation; seed 0's must match the SFT run's own, printed); its GRPO twin
@@ -77,8 +77,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # (tiny_cpu: data.max_steps 3) would leave one of the nine scenarios out
 BUNDLE_MIN_STEPS = 5
 STAGES = {"base": "base", "sft": "SFT", "final": "RL"}
-# Six RL runs (DAPO and GRPO x 3 seeds) at the recipe's 40 steps would take ~1.5 h on 2 cores
-# with all nine scenarios; a quarter of them (10 steps a run) keeps the study within an hour.
+# Measured alone on 2 cores (RESULTS.md): the SFT run 1,291 s; at 10 RL steps a DAPO run 248 s
+# (two evaluations ~90 s each, RL 54 s) and a GRPO run 129 s: the study ~42 min. At the recipe's
+# 40 steps the six RL runs would add ~13 min (RL 4x), ~55 min in all: at the edge of the hour.
 RL_BUDGET = 0.25
 # --quick: a smoke version of the same study (the recipe's model and settings, smaller budgets)
 QUICK_DATA = {"products": 1000, "tasks": 180}
@@ -658,7 +659,6 @@ def main() -> None:
             config = run.output.with_suffix(".yaml")
             # the held-out split stays the SFT run's (the split follows the run's seed): a run
             # of another seed would otherwise be evaluated on tasks the SFT model trained on
-            split = {} if seed == sft.seed else {"eval_split_seed": sft.seed}
             changed = run_config(
                 raw,
                 config,
@@ -666,7 +666,7 @@ def main() -> None:
                 seed=seed,
                 algorithm=algorithm,
                 eval_before_train=algorithm == "dapo",
-                **split,
+                eval_split_seed=sft.seed,
                 **{steps_key(cfg): 0},
             )
             train(run, config, changed or sft.seconds > 0, data)
