@@ -294,6 +294,12 @@ class RolloutConfig(StrictModel):
     adaptive_window: int = Field(4, ge=1, le=4)
     adaptive_threshold: float = Field(0.9, gt=0.0, le=1.0)
     adaptive_episodes: int = Field(32, ge=1)
+    reserved_tasks: int = Field(
+        0,
+        ge=0,
+        description="training tasks SFT never sees, kept for RL, which samples only them "
+        "(0: SFT and RL share every training task)",
+    )
     # --- tool curriculum (AReaL): each scenario's own tools first, all of them once success holds
     tool_curriculum: bool = Field(
         False, description="offer each task only its scenario's tools until success holds"
@@ -428,7 +434,7 @@ FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
         (
             "prompts_per_step group_size vllm_gpu_memory_utilization curriculum "
             "adaptive_difficulty adaptive_window adaptive_threshold adaptive_episodes "
-            "tool_curriculum tool_curriculum_threshold tool_curriculum_window"
+            "reserved_tasks tool_curriculum tool_curriculum_threshold tool_curriculum_window"
         ),
     ),
     **_in_block(

@@ -64,3 +64,64 @@ def test_without_before_train_only_the_trained_model_is_evaluated(tmp_path) -> N
     # the closing line names the one stage it has, and no gain (nothing to pair it with)
     text = held_out_text({"algorithm": "dapo", "held_out": summary.held_out})
     assert text.startswith("held-out pass@1 DAPO ") and "−" not in text
+
+
+# ---------------------------------------------------------------------------------------------
+# training.rollout.reserved_tasks: tasks SFT never sees, which RL samples
+# ---------------------------------------------------------------------------------------------
+
+
+def test_reserved_tasks_split_the_training_tasks_between_sft_and_rl() -> None:
+    import polars as pl
+
+    from ecomrlve.train.run import _reserve_rl_tasks
+
+    scenarios = ["cancel", "return", "order_status"]
+    train = pl.DataFrame(
+        {"task_id": [f"T{i}" for i in range(60)], "scenario": [scenarios[i % 3] for i in range(60)]}
+    )
+    sft, rl = _reserve_rl_tasks(train, 12, seed=0)
+    assert rl.height == 12 and sft.height == 48
+    assert set(sft["task_id"]).isdisjoint(rl["task_id"])
+    assert set(sft["task_id"]) | set(rl["task_id"]) == set(train["task_id"])
+    assert rl["scenario"].value_counts()["count"].to_list() == [4, 4, 4]  # round-robin
+    assert _reserve_rl_tasks(train, 12, seed=0)[1].equals(rl)  # seeded
+    assert _reserve_rl_tasks(train, 0, seed=0) == (train, train)  # off: both share all
+    with pytest.raises(ValueError, match="reserved_tasks \\(60\\) must be smaller"):
+        _reserve_rl_tasks(train, 60, seed=0)
+
+
+def test_reserved_tasks_loads_flat_or_nested() -> None:
+    flat = config_from_dict({"training": {"reserved_tasks": 5}})
+    nested = config_from_dict({"training": {"rollout": {"reserved_tasks": 5}}})
+    assert flat.training.rollout.reserved_tasks == nested.training.rollout.reserved_tasks == 5
+    assert config_from_dict({}).training.rollout.reserved_tasks == 0
+
+
+@pytest.mark.slow  # a tiny SFT + RL run
+def test_rl_samples_only_the_reserved_tasks_and_sft_never_sees_them(tmp_path, monkeypatch) -> None:
+    from ecomrlve.train import run as run_module
+
+    referenced: list[str] = []  # the tasks SFT builds its references from
+
+    def spy(tasks, *args, **kwargs):
+        referenced.extend(t.task_id for t in tasks)
+        return reference_data(tasks, *args, **kwargs)
+
+    reference_data = run_module.reference_data
+    monkeypatch.setattr(run_module, "reference_data", spy)
+    raw = copy.deepcopy(TINY_RUN)
+    raw["training"].update(total_steps=2, reserved_tasks=3, eval_before_train=False)
+    data = train_store_dir()
+    summary = run_module.train_from_config(config_from_dict(raw), data, tmp_path / "run")
+
+    played = {
+        task
+        for (task,) in sql_rows(
+            data, "SELECT DISTINCT task_id FROM train_rollouts WHERE run_id = ?", [summary.run_id]
+        )
+    }
+    assert played and len(played) <= 3  # RL drew only from the three reserved tasks
+    assert summary.rl_only_tasks == 3
+    assert len(referenced) == summary.train_tasks - 3  # SFT: every other training task
+    assert played.isdisjoint(referenced)

@@ -126,6 +126,7 @@ class TrainSummary:
     algorithm: str
     curriculum: str | None
     train_tasks: int
+    rl_only_tasks: int  # of train_tasks, kept from SFT for RL (rollout.reserved_tasks)
     task_source: str  # "curriculum NAME" or "store tasks where PREDICATE"
     heldout_tasks: int
     sft_sequences: int
@@ -157,7 +158,9 @@ class TrainRun:
     data: Path
     output: Path
     curriculum: str | None
-    train_frame: pl.DataFrame
+    train_frame: pl.DataFrame  # every task not held out
+    sft_frame: pl.DataFrame  # SFT's references: train_frame less rollout.reserved_tasks
+    rl_frame: pl.DataFrame  # what RL samples: the reserved tasks, or train_frame without any
     heldout: list[Task]
     catalog: Catalog
     plan: EnginePlan
@@ -269,6 +272,7 @@ def _setup(
         _warn_unsolvable(frame, set(agent.tools))
     split_seed = training.seed if training.eval.split_seed is None else training.eval.split_seed
     train_frame, heldout_frame = split_heldout(frame, training.eval.tasks, split_seed)
+    sft_frame, rl_frame = _reserve_rl_tasks(train_frame, training.rollout.reserved_tasks, split_seed)
     catalog = Catalog.load(paths.root)
     plan = plan_for_this_machine(cfg)  # vLLM + FSDP + bf16 with CUDA, HF + fp32 without
     ctx = init_distributed()
@@ -325,6 +329,7 @@ def _setup(
         algorithm=training.algorithm.name,
         curriculum=name,
         train_tasks=train_frame.height,
+        rl_only_tasks=training.rollout.reserved_tasks,
         task_source=source,
         heldout_tasks=heldout_frame.height,
         sft_sequences=0,
@@ -338,6 +343,8 @@ def _setup(
         output=output,
         curriculum=name,
         train_frame=train_frame,
+        sft_frame=sft_frame,
+        rl_frame=rl_frame,
         heldout=[row_to_task(r) for r in heldout_frame.iter_rows(named=True)],
         catalog=catalog,
         plan=plan,
@@ -352,6 +359,24 @@ def _setup(
         started=started,
         tools=tool_curriculum,
     )
+
+
+def _reserve_rl_tasks(
+    train: pl.DataFrame, reserved: int, seed: int
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(SFT's tasks, RL's tasks). With `reserved` > 0, that many training tasks (round-robin
+    over scenarios, seeded like the held-out split) are kept from SFT and are all RL samples:
+    after SFT a model succeeds on most of the tasks it was trained on, so groups drawn from them
+    are mostly all-success and dropped, while on unseen tasks its groups are mixed and teach."""
+    if reserved <= 0:
+        return train, train
+    if reserved >= train.height:
+        raise ValueError(
+            f"training.rollout.reserved_tasks ({reserved}) must be smaller than the "
+            f"{train.height} training tasks left after the held-out split: SFT needs some"
+        )
+    sft, rl = split_heldout(train, reserved, seed)
+    return sft, rl
 
 
 def _load_policy(
@@ -431,7 +456,7 @@ def _sft_stage(run: TrainRun) -> None:
     """SFT warm-start on the reference trajectories of the training tasks."""
     cfg, summary = run.cfg, run.summary
     started = time.perf_counter()
-    tasks = [row_to_task(r) for r in run.train_frame.iter_rows(named=True)]
+    tasks = [row_to_task(r) for r in run.sft_frame.iter_rows(named=True)]
     data = reference_data(tasks, run.chat, run.catalog, cfg.env, cfg.agent, run.tools_for())
     sft = train_sft(
         run.policy,
@@ -468,12 +493,12 @@ def _sampler(run: TrainRun) -> CurriculumSampler:
     adaptive = None
     if training.rollout.adaptive_difficulty:
         adaptive = AdaptiveDifficulty(
-            CurriculumSampler.levels_of(run.train_frame),
+            CurriculumSampler.levels_of(run.rl_frame),
             width=training.rollout.adaptive_window,
             threshold=training.rollout.adaptive_threshold,
             episodes=training.rollout.adaptive_episodes,
         )
-    return CurriculumSampler(run.train_frame, seed=training.seed, adaptive=adaptive)
+    return CurriculumSampler(run.rl_frame, seed=training.seed, adaptive=adaptive)
 
 
 def _dapo_stage(run: TrainRun, sampler: CurriculumSampler) -> None:
