@@ -2,13 +2,15 @@
 `val_before_train`) skips the starting model's, for a run that continues from a checkpoint
 whose evaluation is already in the store; `training.eval.split_seed` pins the held-out split,
 so a run continuing from a checkpoint with another seed is not evaluated on tasks the
-checkpoint was trained on."""
+checkpoint was trained on (unset, a run from an earlier run's model keeps that run's split);
+`training.rollout.reserved_tasks` keeps tasks from SFT for RL."""
 
 from __future__ import annotations
 
 import copy
 
 import pytest
+import yaml
 
 from ecomrlve.config import config_from_dict
 from ecomrlve.flows.pipeline import held_out_text
@@ -23,11 +25,13 @@ def test_before_train_is_on_by_default_and_loads_flat_or_nested() -> None:
     assert flat.training.eval.before_train is nested.training.eval.before_train is False
 
 
-def _held_out(tmp_path, name: str, **training) -> set[str]:
+def _held_out(tmp_path, name: str, model: str | None = None, **training) -> set[str]:
     from ecomrlve.train.run import train_from_config
 
     raw = copy.deepcopy(TINY_RUN)
     raw["training"].update(total_steps=0, sft_epochs=0, **training)
+    if model is not None:
+        raw["agent"]["model"] = model
     data = train_store_dir()
     summary = train_from_config(config_from_dict(raw), data, tmp_path / name)
     rows = sql_rows(
@@ -43,6 +47,24 @@ def test_split_seed_pins_the_held_out_tasks_whatever_the_runs_seed(tmp_path) -> 
     pinned = _held_out(tmp_path, "c", seed=3, eval_split_seed=0)
     assert seed3 != seed0  # the split follows the run's seed unless pinned
     assert pinned == seed0
+
+
+@pytest.mark.slow  # three tiny evaluations
+def test_a_run_from_an_earlier_runs_model_keeps_that_runs_split(tmp_path, caplog) -> None:
+    seed0 = _held_out(tmp_path, "a", seed=0)  # its model/ sits beside config.yaml
+    model = str(tmp_path / "a" / "model")
+    inherited = _held_out(tmp_path, "b", seed=3, model=model)
+    assert inherited == seed0  # not seed 3's split: those tasks may be ones "a" trained on
+    # and recorded, so a third run from b's model keeps it too
+    assert (
+        config_from_dict(
+            yaml.safe_load((tmp_path / "b" / "config.yaml").read_text())
+        ).training.eval.split_seed
+        == 0
+    )
+    with caplog.at_level("WARNING"):
+        _held_out(tmp_path, "c", seed=3, eval_split_seed=3, model=model)
+    assert "differs from the split (seed 0)" in caplog.text
 
 
 @pytest.mark.slow  # a tiny RL run

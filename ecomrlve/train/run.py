@@ -39,7 +39,7 @@ import torch
 import yaml
 
 from ecomrlve import store
-from ecomrlve.config import EcomConfig, EnvConfig
+from ecomrlve.config import EcomConfig, EnvConfig, config_from_dict
 from ecomrlve.env import Catalog, EcomEnv, reference_turns, tool_schemas
 from ecomrlve.procs import run_bound
 from ecomrlve.store import DataPaths, StoreError
@@ -252,6 +252,7 @@ def _setup(
     checked before anything is written (then rank 0 prepares the run folder)."""
     started = time.perf_counter()
     cfg = memory_settings_for_this_machine(cfg)  # unset memory knobs: the planner's choice
+    cfg = with_split_seed(cfg)  # recorded in OUTPUT/config.yaml, for runs from this one's model
     check_loggers(cfg.training.loggers)  # a missing tensorboard/wandb, before anything loads
     training, agent = cfg.training, cfg.agent
     paths = DataPaths.of(data)
@@ -270,9 +271,12 @@ def _setup(
     tools = offered_tools(agent.tools)
     if agent.tools is not None:
         _warn_unsolvable(frame, set(agent.tools))
-    split_seed = training.seed if training.eval.split_seed is None else training.eval.split_seed
+    split_seed = training.eval.split_seed
+    assert split_seed is not None  # with_split_seed settled it
     train_frame, heldout_frame = split_heldout(frame, training.eval.tasks, split_seed)
-    sft_frame, rl_frame = _reserve_rl_tasks(train_frame, training.rollout.reserved_tasks, split_seed)
+    sft_frame, rl_frame = _reserve_rl_tasks(
+        train_frame, training.rollout.reserved_tasks, split_seed
+    )
     catalog = Catalog.load(paths.root)
     plan = plan_for_this_machine(cfg)  # vLLM + FSDP + bf16 with CUDA, HF + fp32 without
     ctx = init_distributed()
@@ -359,6 +363,44 @@ def _setup(
         started=started,
         tools=tool_curriculum,
     )
+
+
+def with_split_seed(cfg: EcomConfig) -> EcomConfig:
+    """`cfg` with `training.eval.split_seed` settled: as given; else, for a model trained by an
+    earlier run (a run folder's `model/`, beside its `config.yaml`), that run's split, so its
+    held-out tasks (and reserved RL tasks) stay the ones it never trained on whatever this run's
+    seed; else `training.seed`. A given seed other than the model's run's is warned about."""
+    training = cfg.training
+    origin = _origin_split_seed(cfg.agent.model)
+    given = training.eval.split_seed
+    if given is not None and origin is not None and given != origin:
+        log.warning(
+            "training.eval.split_seed %d differs from the split (seed %d) of the run %s was "
+            "trained in: held-out tasks may be ones it was trained on",
+            given,
+            origin,
+            cfg.agent.model,
+        )
+    if given is None and origin is not None and origin != training.seed:
+        log.info("held-out split: seed %d, the one %s was trained with", origin, cfg.agent.model)
+    seed = given if given is not None else origin if origin is not None else training.seed
+    block = training.eval.model_copy(update={"split_seed": seed})
+    return cfg.model_copy(update={"training": training.model_copy(update={"eval": block})})
+
+
+def _origin_split_seed(model: str) -> int | None:
+    """The held-out split seed of the run whose `model/` folder `model` is (None: not one)."""
+    folder = Path(model).expanduser()
+    config = folder.parent / "config.yaml"
+    if folder.name != "model" or not (folder / "config.json").is_file() or not config.is_file():
+        return None
+    try:
+        raw = yaml.safe_load(config.read_text()) or {}
+        training = config_from_dict(raw).training
+    except (OSError, ValueError, yaml.YAMLError) as e:  # not ours: nothing to inherit
+        log.warning("could not read the split seed of %s (%s)", config, e)
+        return None
+    return training.seed if training.eval.split_seed is None else training.eval.split_seed
 
 
 def _reserve_rl_tasks(
