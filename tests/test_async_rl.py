@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import ecomrlve
 from ecomrlve.config import ConfigError, config_from_dict
 from ecomrlve.testing.training import (
     EVEN_TURN_TOKENS,
@@ -396,8 +397,10 @@ def _running(pid: int) -> bool:
 def test_the_rollout_process_ends_when_its_trainer_is_killed(tmp_path: Path):
     script = tmp_path / "trainer.py"
     script.write_text(_KEEP_WORKERS)
+    root = str(Path(ecomrlve.__file__).parents[1])  # this checkout, not another install
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     trainer = subprocess.Popen(
-        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=os.getcwd()
+        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env
     )
     try:
         worker = int(trainer.stdout.readline())

@@ -16,8 +16,8 @@ sampled too many versions before the update that would consume it (`loop.py`).
 
 `RolloutWorkers` is the interface the loop needs. `ProcessRolloutWorkers` is the one
 implementation so far: one spawned process running the HF engine on CPU, which ends with the
-trainer however the trainer ends (a daemon process that also watches its parent's pid, so a
-SIGKILL of the trainer ends it too). A vLLM engine on its own GPUs or the endpoint server pool
+trainer however the trainer ends: a daemon process (a normal exit ends it), handed to
+`procs.reap_on_exit` (a SIGKILL of the trainer ends it), which also watches its parent's pid. A vLLM engine on its own GPUs or the endpoint server pool
 would implement the same four calls (their `publish` is the engine's `sync_weights`); the config
 refuses them by name until they do (`config._check_async`).
 """
@@ -42,7 +42,7 @@ import torch.multiprocessing as mp
 
 from ecomrlve.config import AgentConfig, EnvConfig
 from ecomrlve.env import Catalog
-from ecomrlve.procs import exit_with_parent
+from ecomrlve.procs import exit_with_parent, reap_on_exit
 from ecomrlve.tasks import Task
 from ecomrlve.train.chat import ChatFormat
 from ecomrlve.train.rollout import Episode, run_episodes
@@ -163,6 +163,9 @@ class ProcessRolloutWorkers:
             daemon=True,  # ended by this process's exit; a SIGKILL is caught by the worker itself
         )
         self._process.start()
+        # a SIGKILL of the trainer skips the daemon cleanup: the reaper ends the worker then,
+        # even while it still imports torch (its own parent watch starts only after that)
+        reap_on_exit(self._process.pid)
         torch.set_num_threads(max(1, usable_cpus() - spec.threads))
         log.info(
             "rollout process %d started (%d torch thread(s)); trainer keeps %d",
