@@ -241,11 +241,15 @@ def test_eta_zero_reproduces_the_synchronous_losses_exactly(world, tmp_path: Pat
 
     # stopped after step 1 and resumed (as after a SIGKILL): still the synchronous run
     root = tmp_path / "checkpoints"
-    _run(world, _cfg(1, **{"async": True, "max_staleness": 0}), checkpoints=Checkpointer(root))
+    _run(
+        world,
+        _cfg(1, **{"async": True, "max_staleness": 0}),
+        checkpoints=Checkpointer(root, every=50),
+    )
     resumed = _run(
         world,
         _cfg(**{"async": True, "max_staleness": 0}),
-        checkpoints=Checkpointer(root, resume=True),
+        checkpoints=Checkpointer(root, every=50, resume=True),
     )
     assert [h["step"] for h in resumed[2].history] == list(range(2, STEPS + 1))
     for mine, theirs in zip(resumed[2].history, sync[2].history[1:], strict=True):

@@ -16,10 +16,11 @@ sampled too many versions before the update that would consume it (`loop.py`).
 
 `RolloutWorkers` is the interface the loop needs. `ProcessRolloutWorkers` is the one
 implementation so far: one spawned process running the HF engine on CPU, which ends with the
-trainer however the trainer ends: a daemon process (a normal exit ends it), handed to
-`procs.reap_on_exit` (a SIGKILL of the trainer ends it), which also watches its parent's pid. A vLLM engine on its own GPUs or the endpoint server pool
-would implement the same four calls (their `publish` is the engine's `sync_weights`); the config
-refuses them by name until they do (`config._check_async`).
+trainer however the trainer ends: it is a daemon process (a normal exit ends it), handed to
+`procs.reap_on_exit` (a SIGKILL of the trainer ends it), and it watches its parent's pid. A vLLM
+engine on its own GPUs or the endpoint server pool would implement the same calls (their
+`publish` is the engine's `sync_weights`); the config refuses them by name until they do
+(`config._check_async`).
 """
 
 from __future__ import annotations
