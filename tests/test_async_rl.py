@@ -419,3 +419,53 @@ def test_the_rollout_process_ends_when_its_trainer_is_killed(tmp_path: Path):
         if trainer.poll() is None:
             trainer.kill()
             trainer.wait()
+
+
+# ---------------------------------------------------------------------------------------------
+# What users run
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # a tiny SFT + 3 asynchronous DAPO steps through `ecomrlve train`
+def test_ecomrlve_train_runs_asynchronously_and_records_staleness(tmp_path: Path):
+    import multiprocessing
+
+    import yaml
+    from typer.testing import CliRunner
+
+    from ecomrlve.cli import app
+    from ecomrlve.testing.env_tasks import sql_rows
+    from ecomrlve.testing.training import TINY_RUN
+
+    data = train_store_dir()
+    raw = copy.deepcopy(TINY_RUN)
+    raw["training"] |= {
+        "async": True,
+        "max_staleness": 1,
+        "total_steps": 3,
+        "sft_steps": 1,
+        "eval_tasks": 2,
+        "eval_before_train": False,
+    }
+    config = tmp_path / "async.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    output = tmp_path / "run"
+    args = ["train", "--config", str(config), "--output", str(output), "--data", str(data)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    run_id = yaml.safe_load((output / "summary.json").read_text())["run_id"]
+    saved = yaml.safe_load((output / "config.yaml").read_text())["training"]["rollout"]
+    assert saved["asynchronous"] is True and saved["max_staleness"] == 1
+    rows = sql_rows(
+        data,
+        "SELECT step, policy_version, staleness FROM train_rollouts WHERE run_id = ?",
+        [run_id],
+    )
+    assert rows and all(s <= 1 and s == step - 1 - v for step, v, s in rows)
+    steps = sql_rows(
+        data,
+        "SELECT staleness_max, stale_dropped, queue_fill FROM train_steps WHERE run_id = ?",
+        [run_id],
+    )
+    assert len(steps) == 3 and all(m <= 1 and d == 0 and q is not None for m, d, q in steps)
+    assert not [p for p in multiprocessing.active_children() if p.name == "ecomrlve-rollout"]
