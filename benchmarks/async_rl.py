@@ -3,6 +3,7 @@
     python benchmarks/async_rl.py --quick                # a few minutes: small store, short runs
     python benchmarks/async_rl.py --steps 10 --etas 1 2 4 --out experiments/async_rl
     python benchmarks/async_rl.py --data DIR --sft-model RUN/model   # an existing SFT model
+    python benchmarks/async_rl.py --loop --steps 12      # the loop alone: seconds, no store
 
 The recipe is `--config` (default configs/tiny_cpu.yaml), read through the project's config
 loader. One store is built (`ecomrlve pipeline --skip-train` into OUT/data) unless `--data` names
@@ -19,6 +20,11 @@ Reported per run (printed, and written to OUT/async_rl.md), from summary.json an
   played batch) over its wall time;
 * staleness (mean and max over trained episodes) and batches dropped as too stale;
 * held-out pass@1 after the run's steps, with its task-bootstrap 95% interval.
+
+`--loop` measures the loop's mechanics alone, in this process: `train_dapo` on the tests'
+tiny rewardable task (`ecomrlve.testing.training.even_id_play`: one 6-token turn, reward = share
+of even token ids) with the tests' one-layer model, synchronous vs asynchronous; its quality
+column is the policy's probability of an even first token after the same number of steps.
 
 Timings are wall time on whatever else the machine runs: compare rows of one invocation only.
 """
@@ -41,7 +47,8 @@ from ecomrlve import store
 from ecomrlve.config import ConfigError, config_from_dict, load_config
 
 QUICK_DATA = {"products": 1000, "tasks": 240}
-QUICK = {"sft_steps": 60, "steps": 4, "eval_tasks": 24, "eval_samples": 2}
+QUICK = {"sft_steps": 60, "steps": 3, "eval_tasks": 12, "eval_samples": 2}
+QUICK_ROLLOUT = {"prompts_per_step": 4, "group_size": 4, "ppo_mini_batch_size": 2}
 
 
 def recipe(path: Path, *, quick: bool, eval_tasks: int | None) -> dict[str, Any]:
@@ -52,6 +59,8 @@ def recipe(path: Path, *, quick: bool, eval_tasks: int | None) -> dict[str, Any]
     if quick:
         raw.setdefault("data", {}).update(QUICK_DATA)
         set_training(training, "eval_samples", QUICK["eval_samples"])
+        for key, value in QUICK_ROLLOUT.items():
+            set_training(training, key, value)
     tasks = eval_tasks if eval_tasks is not None else (QUICK["eval_tasks"] if quick else None)
     if tasks is not None:
         set_training(training, "eval_tasks", tasks)
@@ -134,6 +143,98 @@ def table(rows: list[dict[str, Any]]) -> list[list[str]]:
     return out
 
 
+def loop_row(name: str, eta: int | None, steps: int, prompts: int, group: int) -> dict[str, Any]:
+    """One `--loop` run: the real loop on the tiny rewardable task, `steps` steps."""
+    import torch
+
+    from ecomrlve.testing.env_tasks import all_tasks, small_catalog
+    from ecomrlve.testing.training import (
+        EVEN_TURN_TOKENS,
+        even_id_play,
+        even_mass,
+        tiny_lm_pair,
+    )
+    from ecomrlve.train.chat import ChatFormat
+    from ecomrlve.train.curriculum import CurriculumSampler
+    from ecomrlve.train.engines.hf import HFEngine
+    from ecomrlve.train.loop import train_dapo
+    from ecomrlve.train.rollout_workers import ProcessRolloutWorkers, WorkerSpec
+
+    model, tokenizer = tiny_lm_pair()
+    chat = ChatFormat(tokenizer, [])
+    tasks = pl.DataFrame([t.to_row() for t in all_tasks(small_catalog())])
+    training: dict[str, Any] = {
+        "total_steps": steps,
+        "prompts_per_step": prompts,
+        "group_size": group,
+        "ppo_mini_batch_size": max(1, prompts // 2),
+        "learning_rate": 2e-2,
+        "weight_decay": 0.0,
+        "dynamic_sampling_metric": "reward",
+        "overlong_buffer": 16,
+        "adaptive_difficulty": False,
+        "seed": 1,
+        "async": eta is not None,
+        "max_staleness": eta or 0,
+    }
+    cfg = config_from_dict(
+        {
+            "agent": {"max_new_tokens": EVEN_TURN_TOKENS, "max_episode_tokens": 128},
+            "training": training,
+        }
+    )
+    torch.manual_seed(0)
+    policy = copy.deepcopy(model)
+    sampler = CurriculumSampler(tasks, seed=0)
+    engine = HFEngine(policy, chat.pad_token_id)
+    rows: list[dict[str, Any]] = []
+    record = lambda metrics, scenarios, rollouts: rows.append(  # noqa: E731
+        {**metrics, "done_at": time.perf_counter()}
+    )
+    if eta is None:
+        train_dapo(policy, engine, chat, None, sampler, cfg, play=even_id_play, record=record)
+    else:
+        spec = WorkerSpec(
+            policy, chat.pad_token_id, chat, cfg.env, cfg.agent, group, play=even_id_play
+        )
+        with ProcessRolloutWorkers(spec) as workers:
+            train_dapo(policy, engine, chat, None, sampler, cfg, workers=workers, record=record)
+    # steps 2..N, from the end of step 1 (which pays for starting the worker) to the last one
+    timed = rows[1:]
+    wall = rows[-1]["done_at"] - rows[0]["done_at"]
+    ages = [r.get("staleness_mean", 0.0) for r in rows]
+    return {
+        "run": name,
+        "steps": len(timed),
+        "updates": sum(1 for r in rows if r.get("loss") is not None),
+        "rl_s": wall,
+        "steps_per_h": 3600 * len(timed) / wall,
+        "episodes_per_h": 3600 * sum(r["groups_sampled"] for r in timed) * group / wall,
+        "idle_share": sum(r["rollout_s"] for r in timed) / wall,
+        "staleness_mean": sum(ages) / len(ages),
+        "staleness_max": max(r.get("staleness_max", 0) for r in rows),
+        "stale_dropped": sum(r.get("stale_dropped", 0) for r in rows),
+        "pass_at_1": even_mass(policy, chat),
+        "ci": (None, None),
+    }
+
+
+def loop_main(args: argparse.Namespace, steps: int) -> None:
+    rows = [
+        loop_row("sync" if eta is None else f"async eta={eta}", eta, steps, 8, 8)
+        for eta in [None, *args.etas]
+    ]
+    printed = table(rows)
+    printed[0][-1] = "P(even first token)"
+    for row, data in zip(printed[1:], rows, strict=True):
+        row[-1] = f"{data['pass_at_1']:.3f}"
+    print(text_table(printed))
+    print(
+        f"the loop alone, {steps} steps of 8 prompts x 8 samples (timed: steps 2-{steps}); "
+        "wall time on a shared machine"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "tiny_cpu.yaml")
@@ -144,12 +245,19 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=None, help="an existing store")
     parser.add_argument("--eval-tasks", type=int, default=None, help="held-out tasks")
     parser.add_argument("--quick", action="store_true", help="small store, short runs")
+    parser.add_argument("--loop", action="store_true", help="the loop alone, tiny task")
     parser.add_argument("--out", type=Path, default=ROOT / "experiments" / "async_rl")
     args = parser.parse_args()
     steps = args.steps or (QUICK["steps"] if args.quick else 10)
     if steps < 1 or any(eta < 0 for eta in args.etas):
         print("--steps must be >= 1 and every eta >= 0", file=sys.stderr)
         sys.exit(2)
+    if args.loop:
+        if steps < 2:
+            print("--loop times steps 2..N: --steps must be >= 2", file=sys.stderr)
+            sys.exit(2)
+        loop_main(args, steps)
+        return
     try:
         raw = recipe(args.config, quick=args.quick, eval_tasks=args.eval_tasks)
     except ConfigError as err:
@@ -174,7 +282,9 @@ def main() -> None:
     if model is None:
         sft = out / "runs" / "sft"
         sft_steps = args.sft_steps or (QUICK["sft_steps"] if args.quick else None)
-        overrides = {"total_steps": 0, **({"sft_steps": sft_steps} if sft_steps else {})}
+        overrides: dict[str, Any] = {"total_steps": 0, "eval_before_train": False}
+        if sft_steps:
+            overrides["sft_steps"] = sft_steps
         if (
             run_config(raw, sft.with_suffix(".yaml"), **overrides)
             or not (sft / "summary.json").exists()
