@@ -220,10 +220,11 @@ def loop_row(name: str, eta: int | None, steps: int, prompts: int, group: int) -
 
 
 def loop_main(args: argparse.Namespace, steps: int) -> None:
-    rows = [
-        loop_row("sync" if eta is None else f"async eta={eta}", eta, steps, 8, 8)
-        for eta in [None, *args.etas]
-    ]
+    rows = []
+    for eta in [None, *args.etas]:
+        rows.append(loop_row("sync" if eta is None else f"async eta={eta}", eta, steps, 8, 8))
+        done = rows[-1]
+        print(f"{done['run']}: {done['rl_s']:.1f} s for {done['steps']} steps", flush=True)
     printed = table(rows)
     printed[0][-1] = "P(even first token)"
     for row, data in zip(printed[1:], rows, strict=True):
