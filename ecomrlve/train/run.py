@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import logging
 import sys
@@ -84,6 +85,7 @@ from ecomrlve.train.plan import (
     plan_for_this_machine,
 )
 from ecomrlve.train.results import RUN_SCHEMA, RunLog, append
+from ecomrlve.train.rollout_workers import ProcessRolloutWorkers, WorkerSpec
 from ecomrlve.train.sft import reference_data, train_sft
 from ecomrlve.train.tool_curriculum import FULL_WIDTH, ToolCurriculum, scenario_tools
 from ecomrlve.train.tracking import Tracking, check_loggers, open_tracking
@@ -544,29 +546,50 @@ def _sampler(run: TrainRun) -> CurriculumSampler:
 
 
 def _dapo_stage(run: TrainRun, sampler: CurriculumSampler) -> None:
-    """DAPO on the curriculum, checkpointed (and resumable) under OUTPUT/checkpoints."""
+    """DAPO on the curriculum, checkpointed (and resumable) under OUTPUT/checkpoints; with
+    `training.rollout.async`, a rollout process plays the episodes while the trainer updates."""
     training = run.cfg.training
     started = time.perf_counter()
-    loop = train_dapo(
-        run.policy,
-        run.engine,
-        run.chat,
-        run.catalog,
-        sampler,
-        run.cfg,
-        record=run.run_log.record_step,
-        progress=run.stage_progress("dapo"),
-        checkpoints=Checkpointer(
-            run.output / "checkpoints",
-            every=training.checkpoint.save_every,
-            keep_last=training.checkpoint.keep,
-            resume=training.checkpoint.resume,
-        ),
-        ctx=run.ctx,
-        tools=run.tools,
-    )
+    with _rollout_workers(run) as workers:
+        loop = train_dapo(
+            run.policy,
+            run.engine,
+            run.chat,
+            run.catalog,
+            sampler,
+            run.cfg,
+            record=run.run_log.record_step,
+            progress=run.stage_progress("dapo"),
+            checkpoints=Checkpointer(
+                run.output / "checkpoints",
+                every=training.checkpoint.save_every,
+                keep_last=training.checkpoint.keep,
+                resume=training.checkpoint.resume,
+            ),
+            ctx=run.ctx,
+            tools=run.tools,
+            workers=workers,
+        )
     run.summary.rl_steps = loop.steps
     run.summary.stage_seconds["rl"] = time.perf_counter() - started
+
+
+def _rollout_workers(run: TrainRun) -> contextlib.AbstractContextManager[Any]:
+    """The rollout process of an asynchronous run (None, in a null context, for a synchronous
+    one); it loads the data folder's catalog itself."""
+    rollout = run.cfg.training.rollout
+    if not rollout.asynchronous:
+        return contextlib.nullcontext(None)
+    spec = WorkerSpec(
+        model=run.policy,
+        pad_token_id=run.chat.pad_token_id,
+        chat=run.chat,
+        env=run.cfg.env,
+        agent=run.cfg.agent,
+        group_size=rollout.group_size,
+        catalog=functools.partial(Catalog.load, run.data),
+    )
+    return ProcessRolloutWorkers(spec)
 
 
 def _write_outputs(run: TrainRun, sampler: CurriculumSampler) -> None:
