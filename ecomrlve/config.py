@@ -132,7 +132,7 @@ class DataConfig(StrictModel):
     seed: int = Field(0, ge=0)
     # 900 per difficulty: the CPU demo trains on d0-1 of its three scenarios, 1,800 tasks (with
     # 490 of them it memorised the training ids instead of learning to copy; see the README)
-    tasks: int = Field(9_900, ge=1)
+    tasks: int = Field(13_200, ge=1)
     difficulty: tuple[int, int] = (0, 10)
     min_steps: int | None = Field(None, ge=1)
     max_steps: int | None = Field(None, ge=1)
