@@ -18,7 +18,8 @@ clip-higher, dynamic-sampling, token-mean and overlong settings so that the pres
 symmetric clip 0.2, no group filter, seq-mean-token-mean, no overlong shaping; every other
 setting is the recipe's). Seeds vary the RL runs (sampling, order), not the SFT model (one SFT
 run is half the study's time), nor the held-out split: every run evaluates on the SFT
-run's held-out tasks (`eval.split_seed`), never on tasks the SFT model was trained on. Each
+run's held-out tasks (`eval.split_seed`), never on tasks the SFT model was trained on, and RL
+samples the recipe's reserved tasks (`rollout.reserved_tasks`), which SFT never saw. Each
 DAPO run first re-measures the SFT model at its own seed (the tables' SFT stage, paired with
 that run's final evaluation; seed 0's must match the SFT run's own, printed); its GRPO twin
 skips that (`eval.before_train: false`). A rerun with the same settings reuses the finished
@@ -91,6 +92,7 @@ QUICK_TRAINING = {
     "eval_tasks": 18,
     "eval_samples": 2,
 }
+QUICK_RESERVED_TASKS = 40  # of the quick store's 162 training tasks, when the recipe reserves
 
 
 @dataclass
@@ -152,6 +154,9 @@ def study_config(path: Path, *, sft_budget: float, rl_budget: float, quick: bool
         if ppo is not None:
             prompts = QUICK_TRAINING["prompts_per_step"]
             set_training(training, "ppo_mini_batch_size", min(ppo, prompts))
+        reserved = training_value(recipe, "reserved_tasks")
+        if reserved:  # the recipe's 600 would leave SFT nothing of 180 tasks
+            set_training(training, "reserved_tasks", min(reserved, QUICK_RESERVED_TASKS))
     now = config_from_dict(copy.deepcopy(raw), source=f"{path} with the study's changes")
     for key, budget in ((steps_key(now), sft_budget), ("total_steps", rl_budget)):
         current = int(training_value(now, key))

@@ -132,7 +132,7 @@ class DataConfig(StrictModel):
     seed: int = Field(0, ge=0)
     # 900 per difficulty: the CPU demo trains on d0-1 of its three scenarios, 1,800 tasks (with
     # 490 of them it memorised the training ids instead of learning to copy; see the README)
-    tasks: int = Field(9_900, ge=1)
+    tasks: int = Field(13_200, ge=1)
     difficulty: tuple[int, int] = (0, 10)
     min_steps: int | None = Field(None, ge=1)
     max_steps: int | None = Field(None, ge=1)
@@ -270,6 +270,13 @@ class AlgorithmConfig(StrictModel):
     overlong_buffer: int = Field(1024, ge=0, description="tokens before the budget where it starts")
     overlong_penalty: float = Field(1.0, ge=0.0, description="penalty at the budget")
     kl_coef: float = Field(0.0, ge=0.0, description="DAPO uses no KL term")
+    # --- asynchronous RL (AReaL's decoupled PPO): only stale episodes are reweighted
+    behaviour_ratio_cap: float | None = Field(
+        5.0,
+        gt=1.0,
+        description="stale tokens whose pi_proximal / pi_behaviour exceeds it are left out of "
+        "the loss (AReaL's behav_imp_weight_cap); None: no cap",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> AlgorithmConfig:
@@ -294,6 +301,12 @@ class RolloutConfig(StrictModel):
     adaptive_window: int = Field(4, ge=1, le=4)
     adaptive_threshold: float = Field(0.9, gt=0.0, le=1.0)
     adaptive_episodes: int = Field(32, ge=1)
+    reserved_tasks: int = Field(
+        0,
+        ge=0,
+        description="training tasks SFT never sees, kept for RL, which samples only them "
+        "(0: SFT and RL share every training task)",
+    )
     # --- tool curriculum (AReaL): each scenario's own tools first, all of them once success holds
     tool_curriculum: bool = Field(
         False, description="offer each task only its scenario's tools until success holds"
@@ -322,6 +335,29 @@ class RolloutConfig(StrictModel):
     )
     api_key_env: str | None = Field(None, description="env variable holding the API key")
     concurrency: int = Field(64, ge=1, description="requests in flight over the pool")
+    # --- asynchronous RL (ecomrlve/train/rollout_workers.py; AReaL's max_head_offpolicyness)
+    asynchronous: bool = Field(
+        False,
+        description="a rollout process keeps generating while the trainer updates (flat key: "
+        "async); engine hf only for now",
+    )
+    max_staleness: int = Field(
+        2,
+        ge=0,
+        description="eta: an episode is trained on by an update at most this many weight "
+        "versions after the one that sampled it, else dropped; 0: synchronous",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _async_key(cls, raw: Any) -> Any:
+        """`async` is a Python keyword, so the field is `asynchronous`; both spellings load."""
+        if isinstance(raw, dict) and "async" in raw:
+            raw = dict(raw)
+            value = raw.pop("async")
+            _agree("async", value, "asynchronous", raw, block="rollout.")
+            raw["asynchronous"] = value
+        return raw
 
     @model_validator(mode="after")
     def _check(self) -> RolloutConfig:
@@ -418,7 +454,7 @@ FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
             "learning_rate lr_schedule weight_decay max_grad_norm total_steps ppo_mini_batch_size "
             "ppo_epochs clip_ratio_c clip_ratio_low clip_ratio_high dynamic_sampling "
             "dynamic_sampling_metric max_num_gen_batches loss_agg_mode overlong_shaping "
-            "overlong_buffer overlong_penalty kl_coef"
+            "overlong_buffer overlong_penalty kl_coef behaviour_ratio_cap"
         ),
     ),
     "algorithm": ("algorithm", "name"),
@@ -428,9 +464,11 @@ FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
         (
             "prompts_per_step group_size vllm_gpu_memory_utilization curriculum "
             "adaptive_difficulty adaptive_window adaptive_threshold adaptive_episodes "
-            "tool_curriculum tool_curriculum_threshold tool_curriculum_window"
+            "reserved_tasks tool_curriculum tool_curriculum_threshold tool_curriculum_window "
+            "max_staleness"
         ),
     ),
+    "async": ("rollout", "asynchronous"),
     **_in_block(
         "rollout",
         "engine endpoints endpoint_model weights_dir api_key_env concurrency",
@@ -590,7 +628,26 @@ class TrainingConfig(StrictModel):
                 f"at most rollout.prompts_per_step ({rollout.prompts_per_step}): it splits each "
                 "rollout batch"
             )
+        if rollout.asynchronous:
+            _check_async(self)
         return self
+
+
+def _check_async(training: TrainingConfig) -> None:
+    """What asynchronous RL runs on today: ecomrlve's loop, one rank, the hf engine in a rollout
+    process. Everything else is refused by name rather than run synchronously."""
+    rollout, scale = training.rollout, training.scale
+    if training.engine != "ecomrlve":
+        raise ValueError("rollout.async is ecomrlve's own loop; verl schedules its own rollouts")
+    if rollout.engine in ("vllm", "endpoint"):
+        raise ValueError(
+            f"rollout.async with rollout.engine {rollout.engine} is not supported yet: the "
+            "rollout process runs the hf engine (engine: hf or auto on CPU)"
+        )
+    if scale.gpus > 1 or scale.distributed == "fsdp":
+        raise ValueError("rollout.async runs one trainer rank; set scale.gpus: 1")
+    if scale.lora_rank > 0:
+        raise ValueError("rollout.async does not support LoRA adapters yet (lora_rank: 0)")
 
 
 class EcomConfig(StrictModel):

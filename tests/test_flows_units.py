@@ -41,7 +41,7 @@ def test_prefect_env_is_private_quiet_and_respects_the_user(tmp_path, monkeypatc
 
 def test_default_config_pairs_data_defaults_with_the_tiny_trainer() -> None:
     cfg, source = resolve_config(None, {})
-    assert (cfg.data.products, cfg.data.tasks) == (20_000, 9_900)
+    assert (cfg.data.products, cfg.data.tasks) == (20_000, 13_200)
     assert cfg.agent.model == "tiny-qwen3" and "tiny_cpu.yaml" in source
     # the demo trains on the tasks its own data block describes, in its scenarios
     tiny = load_config(TINY_TRAINING_CONFIG)

@@ -87,3 +87,12 @@ def test_dapo_and_grpo_start_from_the_sft_model_and_differ_only_in_the_algorithm
     )
     assert again is False
     assert yaml.safe_load((tmp_path / "grpo.yaml").read_text())["agent"]["model"] == str(model)
+
+
+def test_the_quick_study_reserves_what_its_small_store_can_spare(bench) -> None:
+    raw = bench.study_config(RECIPE, sft_budget=1, rl_budget=1, quick=True)
+    cfg = load_config(RECIPE)
+    assert cfg.training.rollout.reserved_tasks > raw["data"]["tasks"]  # the recipe's would not fit
+    quick = raw["training"]["rollout"]["reserved_tasks"]
+    assert 0 < quick == bench.QUICK_RESERVED_TASKS
+    assert quick < raw["data"]["tasks"] - raw["training"]["eval"]["tasks"]  # SFT keeps the rest

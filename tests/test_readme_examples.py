@@ -386,7 +386,7 @@ def test_yaml_blocks_load_through_the_config_model() -> None:
 
     base = yaml.safe_load((ROOT / "configs" / "tiny_cpu.yaml").read_text())
     blocks = [b for b, _ in assigned("test_yaml_blocks_load_through_the_config_model")]
-    assert len(blocks) == 3 and all(b.lang == "yaml" for b in blocks)
+    assert len(blocks) == 4 and all(b.lang == "yaml" for b in blocks)
     for block in blocks:
         fragment = yaml.safe_load(block.text)
         cfg = config_from_dict(_merged(base, fragment), source=f"README.md:{block.line}")

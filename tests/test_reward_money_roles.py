@@ -10,6 +10,8 @@
 * An order's price answer states the item's price and may state the order's total (shipping
   in): "you paid $34.98 for it; the order total was $29.99" swapped them and was paid. The
   generator now gives the price its role ("price") and the total its own ("order").
+* "free returns", "returns are free", "free exchanges" price nothing a fact holds, so beside a
+  $4.99 fee they are no $0 claim (they conflicted); "shipping and returns are free" still is.
 * How far an order is from free shipping is worked out, not stored: "you're $15 away from
   free shipping" was a conflicting amount. An amount said as what the order lacks ("$15 away",
   "add $15 more", role "gap") is allowed when it is the fact's threshold minus its order value,
@@ -116,6 +118,50 @@ def test_a_free_order_told_with_or_without_the_rule_passes(answer):
 )
 def test_the_rule_alone_or_a_fee_for_a_free_order_fails(answer):
     assert not check_answer(answer, FREE, ASK_60).ok, answer
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Shipping on your $35 order is $4.99, and we offer free returns.",
+        "Shipping is $4.99; returns are free within 30 days.",
+        "It's $4.99 to ship. Free exchanges too.",
+    ],
+)
+def test_free_returns_beside_a_fee_are_no_shipping_claim(answer):
+    checked = check_answer(answer, FEE, ASK_35)
+    assert checked.ok, (answer, checked)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Shipping is free and so are returns.",
+        "Free returns, and shipping is free.",
+        "Shipping and returns are free.",
+        "You get free returns.",  # answers nothing about shipping
+    ],
+)
+def test_free_shipping_beside_free_returns_still_claims_0_for_a_fee(answer):
+    assert not check_answer(answer, FEE, ASK_35).ok, answer
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Shipping and returns are free.",
+        "Your order ships free, and returns are free too.",
+        "Free returns and free shipping on your order.",
+    ],
+)
+def test_a_free_order_told_beside_free_returns_passes(answer):
+    checked = check_answer(answer, FREE, ASK_60)
+    assert checked.ok, (answer, checked)
+
+
+def test_free_returns_alone_do_not_answer_a_free_orders_shipping():
+    assert not check_answer("You get free returns.", FREE, ASK_60).ok
+    assert not check_answer("Returns are free; shipping is $4.99.", FREE, ASK_60).ok
 
 
 def _shipping_tasks(ctx) -> list[tuple[Task, AnswerFact]]:

@@ -12,53 +12,26 @@ from __future__ import annotations
 
 import copy
 
-import numpy as np
 import pytest
 import torch
 
 from ecomrlve.config import config_from_dict
-from ecomrlve.env.verifier import Verdict
-from ecomrlve.testing.training import tiny_lm_pair, train_store_dir
+from ecomrlve.testing.training import (
+    EVEN_TURN_TOKENS,
+    even_id_play,
+    even_mass,
+    tiny_lm_pair,
+    train_store_dir,
+)
 from ecomrlve.train import dapo
-from ecomrlve.train.chat import ChatFormat, TokenSequence
+from ecomrlve.train.chat import ChatFormat
 from ecomrlve.train.curriculum import CurriculumSampler, read_store_tasks
-from ecomrlve.train.engine import SamplingParams
 from ecomrlve.train.engines.hf import HFEngine
 from ecomrlve.train.loop import train_dapo
-from ecomrlve.train.rollout import Episode
 
 pytestmark = pytest.mark.slow  # real DAPO training runs
 
-TURN_TOKENS = 6
-PROMPT = "<|im_start|>user\nred running shoes<|im_end|>\n<|im_start|>assistant\n"
-
-
-def even_id_play(tasks, engine, chat, catalog, *, samples_per_task, group_seeds, **_):
-    """One-turn episodes from a fixed prompt; reward = share of even token ids sampled."""
-    prompt = chat.encode(PROMPT)
-    episodes = []
-    for group, task in enumerate(tasks):
-        seeds = tuple(
-            int(np.random.SeedSequence([group_seeds[group], s]).generate_state(1)[0])
-            for s in range(samples_per_task)
-        )
-        sampling = SamplingParams(max_new_tokens=TURN_TOKENS, row_seeds=seeds)
-        for sample, completion in enumerate(engine.generate([prompt] * samples_per_task, sampling)):
-            sequence = TokenSequence()
-            sequence.add_prompt(prompt)
-            sequence.add_generated(completion.token_ids, completion.logprobs)
-            share = float(np.mean([t % 2 == 0 for t in completion.token_ids]))
-            verdict = Verdict(task.task_id, share >= 0.5, share, {"even": share}, 1)
-            episodes.append(Episode(task, group, sample, sequence, [""], verdict, finish="length"))
-    return episodes
-
-
-def even_mass(policy, chat) -> float:
-    """Probability of an even next token right after the prompt."""
-    ids = torch.tensor([chat.encode(PROMPT)])
-    with torch.no_grad():
-        probs = torch.softmax(policy(input_ids=ids).logits[0, -1].float(), dim=-1)  # (V,)
-    return float(probs[::2].sum())
+TURN_TOKENS = EVEN_TURN_TOKENS
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,7 @@ TINY_TRAINING_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "tiny_c
 def resolve_config(path: Path | None, overrides: dict[str, Any]) -> tuple[Any, str]:
     """The pipeline's config: `path`, or the embedded defaults; `--flags` override `data.*`.
 
-    Without a config file the data block keeps its defaults (20k products, 9.9k tasks) and the
+    Without a config file the data block keeps its defaults (20k products, 13.2k tasks) and the
     agent/training blocks come from the tiny CPU training config; the tiny model trains on the
     tasks that config's data block describes (easy, short), so the default run finishes on a
     laptop. Raises `ConfigError` naming the bad key.

@@ -162,3 +162,51 @@ def dapo_world(models_dir: Path, total_steps: int, max_new_tokens: int):
         }
     )
     return catalog, frame, model_dir, cfg
+
+
+# ---- a tiny rewardable task for the real DAPO loop (the env is swapped out via `play`)
+EVEN_TURN_TOKENS = 6
+EVEN_PROMPT = "<|im_start|>user\nred running shoes<|im_end|>\n<|im_start|>assistant\n"
+
+
+def even_id_play(tasks, engine, chat, catalog, *, samples_per_task, group_seeds, **_):
+    """`run_episodes`' stand-in: one-turn episodes from a fixed prompt; reward = share of even
+    token ids sampled. Importable by name, so a rollout process can play it too."""
+    import numpy as np
+
+    from ecomrlve.env.verifier import Verdict
+    from ecomrlve.train.chat import TokenSequence
+    from ecomrlve.train.engine import SamplingParams
+    from ecomrlve.train.rollout import Episode
+
+    prompt = chat.encode(EVEN_PROMPT)
+    episodes = []
+    for group, task in enumerate(tasks):
+        seeds = tuple(
+            int(np.random.SeedSequence([group_seeds[group], s]).generate_state(1)[0])
+            for s in range(samples_per_task)
+        )
+        sampling = SamplingParams(max_new_tokens=EVEN_TURN_TOKENS, row_seeds=seeds)
+        for sample, completion in enumerate(engine.generate([prompt] * samples_per_task, sampling)):
+            sequence = TokenSequence()
+            sequence.add_prompt(prompt)
+            sequence.add_generated(completion.token_ids, completion.logprobs)
+            share = float(np.mean([t % 2 == 0 for t in completion.token_ids]))
+            verdict = Verdict(task.task_id, share >= 0.5, share, {"even": share}, 1)
+            episodes.append(Episode(task, group, sample, sequence, [""], verdict, finish="length"))
+    return episodes
+
+
+def even_mass(policy, chat) -> float:
+    """Probability of an even next token right after `EVEN_PROMPT`."""
+    import torch
+
+    ids = torch.tensor([chat.encode(EVEN_PROMPT)])
+    with torch.no_grad():
+        probs = torch.softmax(policy(input_ids=ids).logits[0, -1].float(), dim=-1)  # (V,)
+    return float(probs[::2].sum())
+
+
+def failing_play(tasks, engine, chat, catalog, **_):
+    """A `play` that raises, to see a rollout process's error reach the trainer."""
+    raise RuntimeError(f"cannot play {len(tasks)} task(s)")

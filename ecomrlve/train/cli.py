@@ -120,9 +120,11 @@ def _print_summary(cfg, summary) -> None:
             f"(paired task bootstrap 95% CI [{gain['ci_low']:+.3f}, {gain['ci_high']:+.3f}], "
             f"{int(gain['tasks'])} tasks)"
         )
+    rl_tasks = summary.rl_only_tasks or summary.train_tasks
     console.print(
         f"run {summary.run_id}: {summary.sft_steps} SFT steps on {summary.sft_sequences} "
         f"references, {summary.rl_steps} {summary.algorithm.upper()} steps on "
+        f"{rl_tasks}{' reserved' if summary.rl_only_tasks else ''} of "
         f"{summary.train_tasks} tasks ({summary.task_source}) in {summary.seconds:.0f} s; "
         f"model {summary.model_dir}; "
         f"plots {summary.output / 'plots'}"

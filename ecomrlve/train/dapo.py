@@ -10,6 +10,12 @@ them switched off:
 | token-level loss | loss_agg_mode | `aggregate` |
 | overlong shaping | overlong_shaping, overlong_buffer, overlong_penalty | `overlong_penalty` |
 
+Asynchronous training (`training.async`) adds AReaL's decoupled objective to `policy_loss`: the
+clip is taken against the proximal policy (the trainer's weights when the update starts, the
+`old_logprobs` of the synchronous loop) and each token of a stale episode is weighted by
+pi_proximal / pi_behaviour, the behaviour policy being the older weights that sampled it
+(`behaviour_logprobs`); tokens whose weight exceeds `behaviour_ratio_cap` are left out.
+
 Advantages are group-normalised outcome rewards, (r - mean_group) / (std_group + eps), with the
 population std of the group, broadcast to every token of the sequence.
 """
@@ -144,6 +150,7 @@ class LossStats:
     clipped_low: float
     clipped_high: float
     kl: float
+    behaviour_capped: float = 0.0  # stale tokens left out: pi_prox / pi_behaviour above the cap
 
 
 def policy_loss(
@@ -160,6 +167,8 @@ def policy_loss(
     ref_logprobs: torch.Tensor | None = None,
     total_tokens: float | None = None,
     total_sequences: float | None = None,
+    behaviour_logprobs: torch.Tensor | None = None,
+    behaviour_ratio_cap: float | None = None,
 ) -> tuple[torch.Tensor, LossStats]:
     """The clipped surrogate with DAPO's decoupled clip range, aggregated by `loss_agg_mode`.
 
@@ -167,10 +176,18 @@ def policy_loss(
     with dual-clip (`clip_ratio_c` = c > 1), tokens with A < 0 are capped at -A * c, so a huge
     ratio on a bad token cannot blow up the loss; plus kl_coef * k3(pi || pi_ref) when
     kl_coef > 0 (DAPO uses none).
-    Shapes: logprobs, old_logprobs, mask, ref_logprobs (B, T); advantages (B,).
+
+    Decoupled PPO (AReaL, for asynchronous training): `old_logprobs` are the proximal policy's
+    and `behaviour_logprobs` those of the policy that sampled the tokens. The clipped term is
+    then weighted per token by w = pi_prox / pi_behaviour (no gradient), and tokens with
+    w > `behaviour_ratio_cap` are left out of the sum (they stay in the denominator). Where
+    behaviour_logprobs equal old_logprobs, w is exactly 1 and the loss is the plain one.
+    Shapes: logprobs, old_logprobs, mask, ref_logprobs, behaviour_logprobs (B, T); advantages (B,).
     """
     if kl_coef > 0 and ref_logprobs is None:
         raise ValueError("kl_coef > 0 needs ref_logprobs")
+    if behaviour_ratio_cap is not None and behaviour_ratio_cap <= 1.0:
+        raise ValueError(f"behaviour_ratio_cap must be > 1, got {behaviour_ratio_cap}")
     mask = mask.to(logprobs.dtype)  # (B, T)
     adv = advantages[:, None].to(logprobs.dtype)  # (B, 1)
     ratio = torch.exp(logprobs - old_logprobs)  # (B, T)
@@ -182,6 +199,14 @@ def policy_loss(
         capped = torch.minimum(per_token, -adv * clip_ratio_c)  # (B, T)
         dual = (adv < 0) & (capped < per_token)  # (B, T)
         per_token = torch.where(adv < 0, capped, per_token)  # (B, T)
+    capped_out = torch.zeros_like(mask)  # (B, T)
+    if behaviour_logprobs is not None:
+        weight = torch.exp(old_logprobs - behaviour_logprobs).detach()  # (B, T) pi_prox / pi_behav
+        if behaviour_ratio_cap is not None:
+            over = weight > behaviour_ratio_cap  # (B, T)
+            capped_out = over.to(mask.dtype) * mask
+            weight = torch.where(over, torch.zeros_like(weight), weight)  # (B, T)
+        per_token = per_token * weight  # (B, T)
     kl_value = 0.0
     if kl_coef > 0:
         log_ratio_ref = ref_logprobs - logprobs  # (B, T)
@@ -205,6 +230,7 @@ def policy_loss(
             clipped_low=float(low.sum()),
             clipped_high=float(high.sum()),
             kl=kl_value,
+            behaviour_capped=float(capped_out.sum()),
         )
     return loss, stats
 

@@ -20,6 +20,19 @@ One step:
   5. sync        push the new weights into the rollout engine
   6. record      metrics, per-scenario success and difficulty windows, rollouts (rank 0)
 
+Asynchronous (`training.rollout.async`, one rank, `workers` given): step 1 takes batches that a
+rollout process has played while the previous updates ran (`rollout_workers.py`) instead of
+playing them. Each batch is drawn from the curriculum when it is submitted; at most
+`max_staleness` + 1 are in flight, so an episode is at most `max_staleness` (eta) weight versions
+behind the update that trains on it, and a batch that is older anyway (a pool that completes out
+of order) is dropped, never trained. Weights version v is the policy at the end of step v; step 5
+publishes it to the workers every step. Step 4 then uses AReaL's decoupled objective: the clip
+is taken against the proximal policy (the weights at the start of the update, step 3's old
+log-probs, as in the synchronous loop) and each token of a stale episode is weighted by
+pi_proximal / pi_behaviour (its sampling log-probs), left out above `behaviour_ratio_cap`. An
+episode sampled by the very weights the update starts from has weight exactly 1, so with eta = 0
+the asynchronous loop computes the synchronous loop's losses bit for bit.
+
 Mechanics live elsewhere: rollouts in `rollout.py`, tensors in `batching.py`, the loss in
 `dapo.py`, curriculum in `curriculum.py`, ranks in `distributed.py`, tables in `results.py`.
 """
@@ -60,6 +73,7 @@ from ecomrlve.train.distributed import (
 from ecomrlve.train.engine import RolloutEngine
 from ecomrlve.train.memory import micro_batch_tokens
 from ecomrlve.train.rollout import Episode, run_episodes
+from ecomrlve.train.rollout_workers import RolloutOrder, RolloutWorkers
 from ecomrlve.train.schedule import lr_factor, set_lr
 from ecomrlve.train.tool_curriculum import FULL_WIDTH, ToolCurriculum
 
@@ -98,6 +112,7 @@ class Outcome:
     response_tokens: int
     generated_tokens: int
     policy_version: int | None = None  # the weights version a server pool sampled it with
+    staleness: int = 0  # versions between its sampling weights and the update's starting ones
 
     @property
     def key(self) -> Key:
@@ -123,6 +138,7 @@ def train_dapo(
     ctx: DistContext | None = None,
     play: PlayFn | None = None,
     tools: ToolCurriculum | None = None,
+    workers: RolloutWorkers | None = None,
 ) -> LoopResult:
     """Run `training.algorithm.total_steps` DAPO steps on `policy`; `record(step_row, scenario_rows,
     rollout_rows)` receives each step's results (on rank 0). With `checkpoints`, a resumed run
@@ -130,10 +146,19 @@ def train_dapo(
     torchrun every rank calls this with the same sampler and config (`ctx` says which rank).
     `play` plays the episodes (`rollout.run_episodes` against `EcomEnv`; a test swaps in a
     tiny rewardable task). `tools`, the tool curriculum, says which tools each prompt offers
-    and widens to the full set when the steps' success holds."""
+    and widens to the full set when the steps' success holds. With `training.rollout.async`,
+    `workers` play the episodes (`rollout_workers.ProcessRolloutWorkers`; `play` is theirs)."""
     training = cfg.training
     algorithm = training.algorithm
     ctx = ctx or DistContext(device=next(policy.parameters()).device)
+    if training.rollout.asynchronous != (workers is not None):
+        raise ValueError(
+            "training.rollout.async needs rollout workers (rollout_workers.ProcessRolloutWorkers)"
+            if workers is None
+            else "rollout workers were given but training.rollout.async is false"
+        )
+    if workers is not None and ctx.is_distributed:
+        raise ValueError("asynchronous rollouts run with one trainer rank")
     play = play or run_episodes
     if tools is not None:  # each prompt offers the tools of the width in force at its step
         play = functools.partial(play, tools_for=tools.schemas_for)
@@ -152,6 +177,8 @@ def train_dapo(
         start = checkpoints.restore(policy, optimizer, stateful)
         if start:
             engine.sync_weights(policy)
+    if workers is not None:  # version `start`: the weights the first step's batches sample
+        workers.publish(policy, start)
 
     for step in range(start + 1, algorithm.total_steps + 1):
         # ======================================================================================
@@ -169,7 +196,10 @@ def train_dapo(
         )
         started = time.perf_counter()
         tools_offered = tools.width if tools is not None else FULL_WIDTH
-        rollouts = _rollouts(policy, engine, chat, catalog, sampler, cfg, step, ctx, play)
+        if workers is None:
+            rollouts = _rollouts(policy, engine, chat, catalog, sampler, cfg, step, ctx, play)
+        else:
+            rollouts = _async_rollouts(workers, sampler, cfg, step, tools)
         rollout_s = time.perf_counter() - started
         if hasattr(engine, "sleep"):  # vLLM frees its GPU memory for the update; sync wakes it
             engine.sleep()
@@ -187,7 +217,9 @@ def train_dapo(
             "overlong_penalty_mean": float(np.mean([o.penalty for o in rollouts.sampled])),
             "tools_offered": tools_offered,
         }
-        metrics.update(_rollout_metrics(rollouts.sampled, rollout_s))
+        metrics.update(_rollout_metrics(rollouts.sampled, rollouts.play_s or rollout_s))
+        if workers is not None:
+            metrics.update(_staleness_metrics(rollouts, trained))
         if tools is not None:  # widens from the next step when success at this width holds
             tools.record(step, metrics["success_rate"])
         skip_reason = _unusable_batch(trained)
@@ -203,11 +235,14 @@ def train_dapo(
             # ==================================================================================
             # 5. Sync: the engine samples the next step from the updated policy
             # ==================================================================================
-            engine.sync_weights(policy)
+            if workers is None:
+                engine.sync_weights(policy)
         elif skip_reason is not None:
             log.warning("step %d: %s; update skipped", step, skip_reason)
         else:
             log.info("step %d: every group was all success or all failure; no update", step)
+        if workers is not None:  # every step is a version, updated or not: staleness counts steps
+            workers.publish(policy, step)
 
         # ======================================================================================
         # 6. Record
@@ -231,6 +266,7 @@ def train_dapo(
                 "response_tokens": o.response_tokens,
                 "trained": o.key in trained_keys,
                 "policy_version": o.policy_version,
+                "staleness": o.staleness,
             }
             for o in rollouts.sampled
         ]
@@ -261,6 +297,9 @@ class _Rollouts:
     local: dict[Key, Episode]  # the episodes this rank played
     gen_batches: int
     dropped: int
+    play_s: float = 0.0  # asynchronous: the workers' time playing the taken batches
+    stale_dropped: int = 0  # asynchronous: batches older than max_staleness, never trained
+    ready: list[int] = field(default_factory=list)  # batches waiting at each take (async)
 
 
 def _rollouts(
@@ -309,29 +348,89 @@ def _rollouts(
         batch = sorted(
             (o for part in all_gather_objects(local, ctx) for o in part), key=lambda o: o.key
         )
-        out.gen_batches += 1
-        if sampler.adaptive is not None:
-            for o in batch:
-                sampler.adaptive.record(o.scenario, o.difficulty, o.success)
-        out.sampled.extend(batch)
-        groups: dict[int, list[Outcome]] = {}
-        for o in batch:
-            groups.setdefault(o.group, []).append(o)
-        out.groups.update(groups)
-        keep = [True] * len(groups)
-        if algorithm.dynamic_sampling:
-            success = algorithm.dynamic_sampling_metric == "success"
-            values = torch.tensor([float(o.success) if success else o.reward for o in batch])
-            local_index = {g: i for i, g in enumerate(groups)}
-            group_index = torch.tensor([local_index[o.group] for o in batch])  # (n,)
-            keep = dapo.informative_groups(values, group_index).tolist()  # (g,)
-        out.dropped += sum(not k for k in keep)
-        out.kept.extend(g for g, k in zip(groups, keep, strict=True) if k)
+        _take_batch(out, batch, sampler, cfg)
     out.kept = out.kept[:prompts]
     return out
 
 
-def _outcomes(episodes: list[Episode], cfg: EcomConfig) -> list[Outcome]:
+def _async_rollouts(
+    workers: RolloutWorkers,
+    sampler: CurriculumSampler,
+    cfg: EcomConfig,
+    step: int,
+    tools: ToolCurriculum | None,
+) -> _Rollouts:
+    """Step 1, asynchronously: take batches as the workers complete them until
+    `prompts_per_step` informative groups are kept (or the generation budget is spent). Before
+    each take, orders are topped up to `max_staleness` + 1 in flight; a batch sampled by weights
+    more than `max_staleness` versions before this update's (version step - 1) is dropped."""
+    training = cfg.training
+    algorithm, rollout = training.algorithm, training.rollout
+    prompts, eta = rollout.prompts_per_step, rollout.max_staleness
+    max_gen_batches = algorithm.max_num_gen_batches if algorithm.dynamic_sampling else 1
+    out = _Rollouts([], {}, [], {}, 0, 0)
+    submitted = 0  # orders drawn in this step; with eta = 0 the sync loop's gen batches
+    while len(out.kept) < prompts and out.gen_batches < max_gen_batches:
+        while workers.in_flight <= eta:
+            tasks = sampler.next_tasks(prompts)
+            offset = submitted * prompts
+            workers.submit(
+                RolloutOrder(
+                    order=(step, submitted),
+                    tasks=tasks,
+                    seed=rollout_seed(training.seed, step, offset),
+                    group_seeds=[
+                        rollout_seed(training.seed, step, offset + g) for g in range(len(tasks))
+                    ],
+                    tools=[tools.schemas_for(t) for t in tasks] if tools is not None else None,
+                )
+            )
+            submitted += 1
+        out.ready.append(workers.ready)
+        played = workers.next_batch()
+        staleness = step - 1 - played.policy_version
+        if staleness > eta:
+            out.stale_dropped += 1
+            log.info("step %d: batch %s is %d versions old; dropped", step, played.order, staleness)
+            continue
+        offset = out.gen_batches * prompts
+        for episode in played.episodes:
+            episode.group = offset + episode.group
+            out.local[(episode.group, episode.sample)] = episode
+        out.play_s += played.seconds
+        batch = sorted(_outcomes(played.episodes, cfg, staleness), key=lambda o: o.key)
+        _take_batch(out, batch, sampler, cfg)
+    out.kept = out.kept[:prompts]
+    return out
+
+
+def _take_batch(
+    out: _Rollouts, batch: list[Outcome], sampler: CurriculumSampler, cfg: EcomConfig
+) -> None:
+    """One complete gen batch into `out`: the adaptive curriculum sees every episode, and dynamic
+    sampling keeps the groups whose samples differ (`dynamic_sampling_metric`)."""
+    algorithm = cfg.training.algorithm
+    out.gen_batches += 1
+    if sampler.adaptive is not None:
+        for o in batch:
+            sampler.adaptive.record(o.scenario, o.difficulty, o.success)
+    out.sampled.extend(batch)
+    groups: dict[int, list[Outcome]] = {}
+    for o in batch:
+        groups.setdefault(o.group, []).append(o)
+    out.groups.update(groups)
+    keep = [True] * len(groups)
+    if algorithm.dynamic_sampling:
+        success = algorithm.dynamic_sampling_metric == "success"
+        values = torch.tensor([float(o.success) if success else o.reward for o in batch])
+        local_index = {g: i for i, g in enumerate(groups)}
+        group_index = torch.tensor([local_index[o.group] for o in batch])  # (n,)
+        keep = dapo.informative_groups(values, group_index).tolist()  # (g,)
+    out.dropped += sum(not k for k in keep)
+    out.kept.extend(g for g, k in zip(groups, keep, strict=True) if k)
+
+
+def _outcomes(episodes: list[Episode], cfg: EcomConfig, staleness: int = 0) -> list[Outcome]:
     """Step 2's shaping: DAPO's soft overlong penalty on each episode's response length against
     its response budget (the episode budget minus its prompt)."""
     if not episodes:
@@ -368,6 +467,7 @@ def _outcomes(episodes: list[Episode], cfg: EcomConfig) -> list[Outcome]:
             response_tokens=e.sequence.response_length,
             generated_tokens=e.sequence.generated_tokens,
             policy_version=e.policy_version,
+            staleness=staleness,
         )
         for e, p in zip(episodes, penalty.tolist(), strict=True)
     ]
@@ -402,8 +502,9 @@ def _update(
     per_mini = algorithm.ppo_mini_batch_size or training.rollout.prompts_per_step
     minis = [rollouts.kept[i : i + per_mini] for i in range(0, len(rollouts.kept), per_mini)]
     plans = [_mini_batch(mini, rollouts, cfg, chat, ctx) for mini in minis]
+    stale = {o.key for o in trained if o.staleness > 0}  # sampled by older weights (async)
 
-    # ---- 3. old policy: log-probs of the sampled tokens before any update (no grad)
+    # ---- 3. old (proximal) policy: log-probs of the sampled tokens before any update (no grad)
     policy.eval()
     mismatch = 0.0
     with torch.no_grad():
@@ -412,6 +513,11 @@ def _update(
                 batch = micro.batch
                 old, _ = forward_logprobs(policy, batch, temperature=agent.temperature)
                 micro.old = old  # (b, L-1)
+                rows = torch.tensor([k in stale for k in micro.keys], device=old.device)  # (b,)
+                if bool(rows.any()):  # behaviour policy: the older weights that sampled them
+                    micro.behaviour = torch.where(
+                        rows[:, None], batch.sampling_logprobs.to(old.dtype), old
+                    )  # (b, L-1)
                 gap = (old - batch.sampling_logprobs).abs() * batch.loss_mask * micro.weight
                 mismatch += float(gap.sum())
                 if reference is not None:
@@ -422,7 +528,8 @@ def _update(
 
     # ---- 4. update: ppo_epochs x mini-batches optimizer steps, micro-batches accumulated
     losses, grad_norms = [], []
-    totals = torch.zeros(6, dtype=torch.float64)  # tokens, clipped, low, high, kl, entropy
+    # tokens, clipped, low, high, kl, entropy, stale tokens left out by behaviour_ratio_cap
+    totals = torch.zeros(7, dtype=torch.float64)
     skip_reason = None
     for epoch in range(algorithm.ppo_epochs):
         for plan in plans:
@@ -447,6 +554,8 @@ def _update(
                     ref_logprobs=micro.ref,
                     total_tokens=plan.tokens,
                     total_sequences=plan.sequences,
+                    behaviour_logprobs=micro.behaviour,
+                    behaviour_ratio_cap=algorithm.behaviour_ratio_cap,
                 )
                 (loss * micro.weight).backward()
                 step_loss += float(loss.detach()) * micro.weight
@@ -459,6 +568,7 @@ def _update(
                         stats.clipped_high,
                         stats.kl,
                         ent,
+                        stats.behaviour_capped,
                     ],
                     dtype=torch.float64,
                 )
@@ -485,7 +595,7 @@ def _update(
     if ctx.is_distributed:
         summed = torch.tensor([*totals.tolist(), mismatch], dtype=torch.float64)
         torch.distributed.all_reduce(summed)
-        totals, mismatch = summed[:6], float(summed[6])
+        totals, mismatch = summed[:-1], float(summed[-1])
     tokens_once = float(sum(o.generated_tokens for o in trained))
     passes = max(totals[0].item(), 1.0)  # trained tokens summed over every optimizer step
     out: dict[str, Any] = {
@@ -497,6 +607,7 @@ def _update(
         "clip_fraction_low": float(totals[2]) / passes,
         "clip_fraction_high": float(totals[3]) / passes,
         "kl": float(totals[4]) / passes,
+        "behaviour_capped_fraction": float(totals[6]) / passes,
         "logprob_mismatch": mismatch / max(tokens_once, 1.0),
         "update_s": time.perf_counter() - started,
     }
@@ -512,6 +623,7 @@ class _Micro:
     weight: float  # 0 for the padding micro-batch of a rank with fewer micro-batches
     old: torch.Tensor | None = None
     ref: torch.Tensor | None = None
+    behaviour: torch.Tensor | None = None  # set only where some row is stale (async)
 
 
 @dataclass
@@ -576,6 +688,17 @@ def _unusable_batch(trained: list[Outcome]) -> str | None:
     if sum(o.generated_tokens for o in trained) == 0:
         return "no trainable tokens (every generated token is masked)"
     return None
+
+
+def _staleness_metrics(rollouts: _Rollouts, trained: list[Outcome]) -> dict[str, Any]:
+    """How far behind the trained episodes were, and how full the workers kept the queue."""
+    ages = [o.staleness for o in trained] or [0]
+    return {
+        "staleness_mean": float(np.mean(ages)),
+        "staleness_max": int(max(ages)),
+        "stale_dropped": rollouts.stale_dropped,
+        "queue_fill": float(np.mean(rollouts.ready)) if rollouts.ready else None,
+    }
 
 
 def _rollout_metrics(outcomes: list[Outcome], seconds: float) -> dict[str, Any]:

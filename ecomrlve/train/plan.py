@@ -98,7 +98,10 @@ def resolve_engines(
 
     # ---- rollout engine
     if t.rollout.engine == "auto":
-        if cuda_available and vllm_installed:
+        if t.rollout.asynchronous:  # the rollout process runs HF generate (vLLM: not yet)
+            engine = "hf"
+            reasons.append("rollout_engine auto -> hf: rollout.async runs hf in its own process")
+        elif cuda_available and vllm_installed:
             engine = "vllm"
             reasons.append("rollout_engine auto -> vllm (CUDA present)")
         elif cuda_available:
@@ -117,6 +120,11 @@ def resolve_engines(
                 "training.rollout.engine is vllm but vllm is not installed: "
                 "pip install 'ecomrlve[gpu]' (on CPU: scripts/vllm_cpu_env.sh)"
             )
+
+    if t.rollout.asynchronous and world_size > 1:
+        raise PlanError(
+            f"training.rollout.async runs one trainer rank, but {world_size} were launched"
+        )
 
     # ---- data parallelism
     if t.scale.distributed == "auto":

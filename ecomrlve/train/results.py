@@ -65,6 +65,12 @@ STEP_SCHEMA: dict[str, pl.DataType] = {
     "skipped": pl.Boolean,  # the update was skipped (non-finite reward/loss, no tokens)
     "skip_reason": pl.String,
     "tools_offered": pl.String,  # the tool curriculum's width: scenario (own tools) or all
+    # asynchronous RL (training.rollout.async; null in synchronous runs)
+    "staleness_mean": pl.Float64,  # weight versions the trained episodes were behind
+    "staleness_max": pl.Int64,
+    "stale_dropped": pl.Int64,  # batches older than max_staleness, dropped untrained
+    "queue_fill": pl.Float64,  # played batches waiting when the trainer asked for one (mean)
+    "behaviour_capped_fraction": pl.Float64,  # stale tokens left out by behaviour_ratio_cap
 }
 SFT_STEP_SCHEMA: dict[str, pl.DataType] = {
     "run_id": pl.String,
@@ -102,8 +108,12 @@ ROLLOUT_SCHEMA: dict[str, pl.DataType] = {
     "truncated": pl.Boolean,
     "response_tokens": pl.Int64,
     "trained": pl.Boolean,
-    # the weights version an endpoint pool sampled the episode with (null for local engines)
+    # the weights version an endpoint pool sampled the episode with (null for local engines);
+    # asynchronous runs: the step whose weights sampled it (0: the starting weights)
     "policy_version": pl.Int64,
+    # versions between the sampling weights and those the consuming update (`step`) starts
+    # from: at most training.rollout.max_staleness; 0 in synchronous runs
+    "staleness": pl.Int64,
 }
 EVAL_SCHEMA: dict[str, pl.DataType] = {
     "run_id": pl.String,

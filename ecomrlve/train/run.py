@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import logging
 import sys
@@ -39,7 +40,7 @@ import torch
 import yaml
 
 from ecomrlve import store
-from ecomrlve.config import EcomConfig, EnvConfig
+from ecomrlve.config import EcomConfig, EnvConfig, config_from_dict
 from ecomrlve.env import Catalog, EcomEnv, reference_turns, tool_schemas
 from ecomrlve.procs import run_bound
 from ecomrlve.store import DataPaths, StoreError
@@ -84,6 +85,7 @@ from ecomrlve.train.plan import (
     plan_for_this_machine,
 )
 from ecomrlve.train.results import RUN_SCHEMA, RunLog, append
+from ecomrlve.train.rollout_workers import ProcessRolloutWorkers, WorkerSpec
 from ecomrlve.train.sft import reference_data, train_sft
 from ecomrlve.train.tool_curriculum import FULL_WIDTH, ToolCurriculum, scenario_tools
 from ecomrlve.train.tracking import Tracking, check_loggers, open_tracking
@@ -126,6 +128,7 @@ class TrainSummary:
     algorithm: str
     curriculum: str | None
     train_tasks: int
+    rl_only_tasks: int  # of train_tasks, kept from SFT for RL (rollout.reserved_tasks)
     task_source: str  # "curriculum NAME" or "store tasks where PREDICATE"
     heldout_tasks: int
     sft_sequences: int
@@ -157,7 +160,9 @@ class TrainRun:
     data: Path
     output: Path
     curriculum: str | None
-    train_frame: pl.DataFrame
+    train_frame: pl.DataFrame  # every task not held out
+    sft_frame: pl.DataFrame  # SFT's references: train_frame less rollout.reserved_tasks
+    rl_frame: pl.DataFrame  # what RL samples: the reserved tasks, or train_frame without any
     heldout: list[Task]
     catalog: Catalog
     plan: EnginePlan
@@ -249,6 +254,7 @@ def _setup(
     checked before anything is written (then rank 0 prepares the run folder)."""
     started = time.perf_counter()
     cfg = memory_settings_for_this_machine(cfg)  # unset memory knobs: the planner's choice
+    cfg = with_split_seed(cfg)  # recorded in OUTPUT/config.yaml, for runs from this one's model
     check_loggers(cfg.training.loggers)  # a missing tensorboard/wandb, before anything loads
     training, agent = cfg.training, cfg.agent
     paths = DataPaths.of(data)
@@ -267,8 +273,12 @@ def _setup(
     tools = offered_tools(agent.tools)
     if agent.tools is not None:
         _warn_unsolvable(frame, set(agent.tools))
-    split_seed = training.seed if training.eval.split_seed is None else training.eval.split_seed
+    split_seed = training.eval.split_seed
+    assert split_seed is not None  # with_split_seed settled it
     train_frame, heldout_frame = split_heldout(frame, training.eval.tasks, split_seed)
+    sft_frame, rl_frame = _reserve_rl_tasks(
+        train_frame, training.rollout.reserved_tasks, split_seed
+    )
     catalog = Catalog.load(paths.root)
     plan = plan_for_this_machine(cfg)  # vLLM + FSDP + bf16 with CUDA, HF + fp32 without
     ctx = init_distributed()
@@ -325,6 +335,7 @@ def _setup(
         algorithm=training.algorithm.name,
         curriculum=name,
         train_tasks=train_frame.height,
+        rl_only_tasks=training.rollout.reserved_tasks,
         task_source=source,
         heldout_tasks=heldout_frame.height,
         sft_sequences=0,
@@ -338,6 +349,8 @@ def _setup(
         output=output,
         curriculum=name,
         train_frame=train_frame,
+        sft_frame=sft_frame,
+        rl_frame=rl_frame,
         heldout=[row_to_task(r) for r in heldout_frame.iter_rows(named=True)],
         catalog=catalog,
         plan=plan,
@@ -352,6 +365,62 @@ def _setup(
         started=started,
         tools=tool_curriculum,
     )
+
+
+def with_split_seed(cfg: EcomConfig) -> EcomConfig:
+    """`cfg` with `training.eval.split_seed` settled: as given; else, for a model trained by an
+    earlier run (a run folder's `model/`, beside its `config.yaml`), that run's split, so its
+    held-out tasks (and reserved RL tasks) stay the ones it never trained on whatever this run's
+    seed; else `training.seed`. A given seed other than the model's run's is warned about."""
+    training = cfg.training
+    origin = _origin_split_seed(cfg.agent.model)
+    given = training.eval.split_seed
+    if given is not None and origin is not None and given != origin:
+        log.warning(
+            "training.eval.split_seed %d differs from the split (seed %d) of the run %s was "
+            "trained in: held-out tasks may be ones it was trained on",
+            given,
+            origin,
+            cfg.agent.model,
+        )
+    if given is None and origin is not None and origin != training.seed:
+        log.info("held-out split: seed %d, the one %s was trained with", origin, cfg.agent.model)
+    seed = given if given is not None else origin if origin is not None else training.seed
+    block = training.eval.model_copy(update={"split_seed": seed})
+    return cfg.model_copy(update={"training": training.model_copy(update={"eval": block})})
+
+
+def _origin_split_seed(model: str) -> int | None:
+    """The held-out split seed of the run whose `model/` folder `model` is (None: not one)."""
+    folder = Path(model).expanduser()
+    config = folder.parent / "config.yaml"
+    if folder.name != "model" or not (folder / "config.json").is_file() or not config.is_file():
+        return None
+    try:
+        raw = yaml.safe_load(config.read_text()) or {}
+        training = config_from_dict(raw).training
+    except (OSError, ValueError, yaml.YAMLError) as e:  # not ours: nothing to inherit
+        log.warning("could not read the split seed of %s (%s)", config, e)
+        return None
+    return training.seed if training.eval.split_seed is None else training.eval.split_seed
+
+
+def _reserve_rl_tasks(
+    train: pl.DataFrame, reserved: int, seed: int
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(SFT's tasks, RL's tasks). With `reserved` > 0, that many training tasks (round-robin
+    over scenarios, seeded like the held-out split) are kept from SFT and are all RL samples:
+    after SFT a model succeeds on most of the tasks it was trained on, so groups drawn from them
+    are mostly all-success and dropped, while on unseen tasks its groups are mixed and teach."""
+    if reserved <= 0:
+        return train, train
+    if reserved >= train.height:
+        raise ValueError(
+            f"training.rollout.reserved_tasks ({reserved}) must be smaller than the "
+            f"{train.height} training tasks left after the held-out split: SFT needs some"
+        )
+    sft, rl = split_heldout(train, reserved, seed)
+    return sft, rl
 
 
 def _load_policy(
@@ -431,7 +500,7 @@ def _sft_stage(run: TrainRun) -> None:
     """SFT warm-start on the reference trajectories of the training tasks."""
     cfg, summary = run.cfg, run.summary
     started = time.perf_counter()
-    tasks = [row_to_task(r) for r in run.train_frame.iter_rows(named=True)]
+    tasks = [row_to_task(r) for r in run.sft_frame.iter_rows(named=True)]
     data = reference_data(tasks, run.chat, run.catalog, cfg.env, cfg.agent, run.tools_for())
     sft = train_sft(
         run.policy,
@@ -468,38 +537,59 @@ def _sampler(run: TrainRun) -> CurriculumSampler:
     adaptive = None
     if training.rollout.adaptive_difficulty:
         adaptive = AdaptiveDifficulty(
-            CurriculumSampler.levels_of(run.train_frame),
+            CurriculumSampler.levels_of(run.rl_frame),
             width=training.rollout.adaptive_window,
             threshold=training.rollout.adaptive_threshold,
             episodes=training.rollout.adaptive_episodes,
         )
-    return CurriculumSampler(run.train_frame, seed=training.seed, adaptive=adaptive)
+    return CurriculumSampler(run.rl_frame, seed=training.seed, adaptive=adaptive)
 
 
 def _dapo_stage(run: TrainRun, sampler: CurriculumSampler) -> None:
-    """DAPO on the curriculum, checkpointed (and resumable) under OUTPUT/checkpoints."""
+    """DAPO on the curriculum, checkpointed (and resumable) under OUTPUT/checkpoints; with
+    `training.rollout.async`, a rollout process plays the episodes while the trainer updates."""
     training = run.cfg.training
     started = time.perf_counter()
-    loop = train_dapo(
-        run.policy,
-        run.engine,
-        run.chat,
-        run.catalog,
-        sampler,
-        run.cfg,
-        record=run.run_log.record_step,
-        progress=run.stage_progress("dapo"),
-        checkpoints=Checkpointer(
-            run.output / "checkpoints",
-            every=training.checkpoint.save_every,
-            keep_last=training.checkpoint.keep,
-            resume=training.checkpoint.resume,
-        ),
-        ctx=run.ctx,
-        tools=run.tools,
-    )
+    with _rollout_workers(run) as workers:
+        loop = train_dapo(
+            run.policy,
+            run.engine,
+            run.chat,
+            run.catalog,
+            sampler,
+            run.cfg,
+            record=run.run_log.record_step,
+            progress=run.stage_progress("dapo"),
+            checkpoints=Checkpointer(
+                run.output / "checkpoints",
+                every=training.checkpoint.save_every,
+                keep_last=training.checkpoint.keep,
+                resume=training.checkpoint.resume,
+            ),
+            ctx=run.ctx,
+            tools=run.tools,
+            workers=workers,
+        )
     run.summary.rl_steps = loop.steps
     run.summary.stage_seconds["rl"] = time.perf_counter() - started
+
+
+def _rollout_workers(run: TrainRun) -> contextlib.AbstractContextManager[Any]:
+    """The rollout process of an asynchronous run (None, in a null context, for a synchronous
+    one); it loads the data folder's catalog itself."""
+    rollout = run.cfg.training.rollout
+    if not rollout.asynchronous:
+        return contextlib.nullcontext(None)
+    spec = WorkerSpec(
+        model=run.policy,
+        pad_token_id=run.chat.pad_token_id,
+        chat=run.chat,
+        env=run.cfg.env,
+        agent=run.cfg.agent,
+        group_size=rollout.group_size,
+        catalog=functools.partial(Catalog.load, run.data),
+    )
+    return ProcessRolloutWorkers(spec)
 
 
 def _write_outputs(run: TrainRun, sampler: CurriculumSampler) -> None:

@@ -387,6 +387,23 @@ _CONDITION = re.compile(r"\s*(?:for|on|over|above|with) (?:all |any )?(?:orders|
 _CLAUSE_END = re.compile(r"[;:!?\n]|\.(?!\d)")
 
 
+# "free" of something no fact prices ("free returns", "returns are free", "free exchanges"):
+# no amount of shipping, so it is no $0 beside a $4.99 fee ("shipping is free" still is)
+_OTHER_FREE_AFTER = re.compile(r"\s+(?:returns?|exchanges?|gift wrap(?:ping)?)\b")
+_OTHER_FREE_BEFORE = re.compile(
+    r"(?<!shipping and )(?<!shipping & )\b(?:returns?|returning it|exchanges?)"
+    r"\s+(?:are|is)\s+(?:always\s+|also\s+)?$"
+)
+
+
+def _other_free(text: str, start: int, end: int) -> bool:
+    """Is the "free" at `text[start:end]` about returns or exchanges, not shipping?"""
+    return bool(
+        _OTHER_FREE_AFTER.match(text, end)
+        or _OTHER_FREE_BEFORE.search(text[max(0, start - 40) : start])
+    )
+
+
 def _rule_free(text: str, start: int, end: int) -> bool:
     """Is the "free" at `text[start:end]` the shop's free-shipping rule, not this order's fee?"""
     after = _CLAUSE_END.split(text[end : end + 50], maxsplit=1)[0]
@@ -404,7 +421,7 @@ def _money_zero(text: str) -> list[tuple[int, float]]:
     return [
         (m.start(), Amount(0.0))
         for m in _MONEY_ZERO.finditer(text)
-        if m[0] != "free" or not _rule_free(text, *m.span())
+        if m[0] != "free" or not (_rule_free(text, *m.span()) or _other_free(text, *m.span()))
     ]
 
 
