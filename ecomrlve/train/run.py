@@ -40,7 +40,7 @@ import torch
 import yaml
 
 from ecomrlve import store
-from ecomrlve.config import EcomConfig, EnvConfig, config_from_dict
+from ecomrlve.config import ConfigError, EcomConfig, EnvConfig, load_config
 from ecomrlve.env import Catalog, EcomEnv, reference_turns, tool_schemas
 from ecomrlve.procs import run_bound
 from ecomrlve.store import DataPaths, StoreError
@@ -397,9 +397,8 @@ def _origin_split_seed(model: str) -> int | None:
     if folder.name != "model" or not (folder / "config.json").is_file() or not config.is_file():
         return None
     try:
-        raw = yaml.safe_load(config.read_text()) or {}
-        training = config_from_dict(raw).training
-    except (OSError, ValueError, yaml.YAMLError) as e:  # not ours: nothing to inherit
+        training = load_config(config).training
+    except ConfigError as e:  # unreadable, or not ours: nothing to inherit
         log.warning("could not read the split seed of %s (%s)", config, e)
         return None
     return training.seed if training.eval.split_seed is None else training.eval.split_seed
@@ -419,8 +418,7 @@ def _reserve_rl_tasks(
             f"training.rollout.reserved_tasks ({reserved}) must be smaller than the "
             f"{train.height} training tasks left after the held-out split: SFT needs some"
         )
-    sft, rl = split_heldout(train, reserved, seed)
-    return sft, rl
+    return split_heldout(train, reserved, seed)
 
 
 def _load_policy(
