@@ -339,7 +339,7 @@ class RolloutConfig(StrictModel):
     asynchronous: bool = Field(
         False,
         description="a rollout process keeps generating while the trainer updates (flat key: "
-        "async); engine hf only for now",
+        "async); engine hf (a rollout process) or endpoint (the server pool)",
     )
     max_staleness: int = Field(
         2,
@@ -634,15 +634,17 @@ class TrainingConfig(StrictModel):
 
 
 def _check_async(training: TrainingConfig) -> None:
-    """What asynchronous RL runs on today: ecomrlve's loop, one rank, the hf engine in a rollout
-    process. Everything else is refused by name rather than run synchronously."""
+    """What asynchronous RL runs on: ecomrlve's loop, one rank, with the hf engine in a rollout
+    process or the endpoint server pool driven from a rollout thread. Everything else is
+    refused by name rather than run synchronously."""
     rollout, scale = training.rollout, training.scale
     if training.engine != "ecomrlve":
         raise ValueError("rollout.async is ecomrlve's own loop; verl schedules its own rollouts")
-    if rollout.engine in ("vllm", "endpoint"):
+    if rollout.engine == "vllm":
         raise ValueError(
-            f"rollout.async with rollout.engine {rollout.engine} is not supported yet: the "
-            "rollout process runs the hf engine (engine: hf or auto on CPU)"
+            "rollout.async with rollout.engine vllm is not supported: an in-process vLLM shares "
+            "the trainer's GPUs, so nothing overlaps; serve the policy on GPUs of its own and "
+            "use rollout.engine endpoint (or hf on CPU)"
         )
     if scale.gpus > 1 or scale.distributed == "fsdp":
         raise ValueError("rollout.async runs one trainer rank; set scale.gpus: 1")

@@ -40,6 +40,7 @@ from ecomrlve.train.engines.hf import HFEngine
 from ecomrlve.train.loop import train_dapo
 from ecomrlve.train.results import ROLLOUT_SCHEMA, STEP_SCHEMA, frame
 from ecomrlve.train.rollout_workers import (
+    EngineRolloutWorkers,
     PlayedBatch,
     ProcessRolloutWorkers,
     RolloutOrder,
@@ -114,12 +115,11 @@ def test_async_keys_load_flat_and_nested_and_unsupported_engines_are_refused():
     assert config_from_dict({}).training.rollout.max_staleness == 2
     with pytest.raises(ConfigError, match="same setting"):
         config_from_dict({"training": {"async": True, "rollout": {"asynchronous": False}}})
-    for engine in ("vllm", "endpoint"):
-        raw = {"async": True, "rollout_engine": engine}
-        if engine == "endpoint":
-            raw |= {"rollout_endpoints": ["http://127.0.0.1:1/v1"], "rollout_weights_dir": "w"}
-        with pytest.raises(ConfigError, match=f"engine {engine} is not supported yet"):
-            config_from_dict({"training": raw})
+    with pytest.raises(ConfigError, match="engine vllm is not supported: an in-process vLLM"):
+        config_from_dict({"training": {"async": True, "rollout_engine": "vllm"}})
+    pool = {"rollout_endpoints": ["http://127.0.0.1:1/v1"], "rollout_weights_dir": "w"}
+    training = {"async": True, "rollout_engine": "endpoint", **pool}
+    assert config_from_dict({"training": training}).training.rollout.asynchronous
     with pytest.raises(ConfigError, match="one trainer rank"):
         config_from_dict({"training": {"async": True, "gpus": 2}})
 
@@ -189,8 +189,9 @@ def _trainer_threads():
         torch.set_num_threads(before)
 
 
-def _run(world, cfg, *, policy=None, checkpoints=None, record=None, play=even_id_play):
-    """(policy, sampler, result) of the real DAPO loop, asynchronous when `cfg` says so."""
+def _run(world, cfg, *, policy=None, checkpoints=None, record=None, play=even_id_play, pool=None):
+    """(policy, sampler, result) of the real DAPO loop, asynchronous when `cfg` says so: with a
+    rollout process, or with `EngineRolloutWorkers` driving `pool` (a `PoolEngine`)."""
     model, chat, tasks = world
     torch.manual_seed(0)
     policy = policy if policy is not None else copy.deepcopy(model)
@@ -212,9 +213,26 @@ def _run(world, cfg, *, policy=None, checkpoints=None, record=None, play=even_id
         group_size=cfg.training.rollout.group_size,
         play=play,
     )
+    if pool is not None:  # a thread driving an engine of its own, on the trainer's threads
+        with _trainer_threads(), EngineRolloutWorkers(spec, pool, holds=0) as workers:
+            result = train_dapo(policy, engine, chat, None, sampler, cfg, workers=workers, **kwargs)
+        return policy, sampler, result
     with ProcessRolloutWorkers(spec) as workers:
         result = train_dapo(policy, engine, chat, None, sampler, cfg, workers=workers, **kwargs)
     return policy, sampler, result
+
+
+class PoolEngine(HFEngine):
+    """An engine with weights of its own, as a server pool has: they change only by a push,
+    and every push is counted (with the step the trainer was at)."""
+
+    def __init__(self, model, pad_token_id: int) -> None:
+        super().__init__(copy.deepcopy(model), pad_token_id)
+        self.pushes = 0
+
+    def sync_weights(self, policy) -> None:
+        super().sync_weights(policy)
+        self.pushes += 1
 
 
 def _same_run(ours, ref) -> None:
@@ -274,6 +292,27 @@ def test_staleness_never_exceeds_eta_in_the_recorded_rows(world):
     assert step_rows["staleness_max"].max() <= 1
     assert step_rows["stale_dropped"].to_list() == [0] * 4  # one FIFO worker is never too late
     assert step_rows["queue_fill"].null_count() == 0
+
+
+@pytest.mark.slow  # two short DAPO runs and one asynchronous one on a pool's engine
+def test_engine_workers_push_between_batches_and_keep_eta(world):
+    """`EngineRolloutWorkers` (the endpoint pool's workers): with eta 0 the synchronous run, bit
+    for bit; with eta 1 the pool receives each new version before the batch that samples it."""
+    model, chat, _ = world
+    sync = _run(world, _cfg())
+    pool = PoolEngine(model, chat.pad_token_id)
+    _same_run(_run(world, _cfg(**{"async": True, "max_staleness": 0}), pool=pool), sync)
+    assert pool.pushes == STEPS - 1  # version 0 was served already; the last is never sampled
+
+    pool = PoolEngine(model, chat.pad_token_id)
+    rows = []
+    record = lambda metrics, scenarios, rollouts: rows.extend(rollouts)  # noqa: E731
+    cfg = _cfg(4, **{"async": True, "max_staleness": 1})
+    _, _, result = _run(world, cfg, record=record, pool=pool)
+    assert result.steps == 4 and rows
+    assert all(r["staleness"] == r["step"] - 1 - r["policy_version"] <= 1 for r in rows)
+    versions = sorted({r["policy_version"] for r in rows})
+    assert pool.pushes >= len(versions) - 1 >= 1  # each version sampled was pushed first
 
 
 class ScriptedWorkers:
@@ -367,8 +406,11 @@ def test_train_dapo_refuses_async_without_workers_and_workers_without_async(worl
 
 
 def test_an_error_in_the_rollout_process_reaches_the_trainer(world):
-    with pytest.raises(RuntimeError, match="cannot play 4 task"):
+    with pytest.raises(RuntimeError, match=r"(?s)rollout process failed:.*cannot play 4 task"):
         _run(world, _cfg(1, **{"async": True}), play=failing_play)
+    pool = PoolEngine(world[0], world[1].pad_token_id)
+    with pytest.raises(RuntimeError, match=r"(?s)rollout thread failed:.*cannot play 4 task"):
+        _run(world, _cfg(1, **{"async": True}), play=failing_play, pool=pool)
 
 
 _KEEP_WORKERS = """

@@ -14,13 +14,18 @@ Three channels between the trainer and a worker, and nothing else:
 The trainer decides what is trained: it bounds how many orders are in flight, and drops a batch
 sampled too many versions before the update that would consume it (`loop.py`).
 
-`RolloutWorkers` is the interface the loop needs. `ProcessRolloutWorkers` is the one
-implementation so far: one spawned process running the HF engine on CPU, which ends with the
-trainer however the trainer ends: it is a daemon process (a normal exit ends it), handed to
-`procs.reap_on_exit` (a SIGKILL of the trainer ends it), and it watches its parent's pid. A vLLM
-engine on its own GPUs or the endpoint server pool would implement the same calls (their
-`publish` is the engine's `sync_weights`); the config refuses them by name until they do
-(`config._check_async`).
+`RolloutWorkers` is the interface the loop needs. Two implementations:
+
+* `ProcessRolloutWorkers`: one spawned process running the HF engine on CPU (the CPU demo: one
+  rollout core, one trainer core). It ends with the trainer however the trainer ends: it is a
+  daemon process (a normal exit ends it), handed to `procs.reap_on_exit` (a SIGKILL of the
+  trainer ends it), and it watches its parent's pid.
+* `EngineRolloutWorkers`: a thread of the trainer driving an engine that generates elsewhere,
+  the endpoint server pool (vLLM/SGLang servers on their own GPUs); `publish` stages the
+  weights and the thread pushes them with the engine's `sync_weights` between batches.
+
+A vLLM engine inside the trainer's process is refused by name (`config._check_async`): it
+shares the trainer's GPUs, so there is nothing to overlap; serve it as an endpoint pool instead.
 """
 
 from __future__ import annotations
@@ -31,12 +36,13 @@ import logging
 import os
 import queue
 import signal
+import threading
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import torch
 import torch.multiprocessing as mp
@@ -125,7 +131,72 @@ def usable_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-class ProcessRolloutWorkers:
+class _OrderQueue:
+    """What every implementation shares: orders in, completed batches out, in completion order.
+    Subclasses start the player and say whether it still runs (`_alive`)."""
+
+    _orders: Any
+    _results: Any
+    _who = "the rollout worker"
+
+    def __init__(self) -> None:
+        self._pending: set[tuple[int, int]] = set()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+    @property
+    def ready(self) -> int:
+        try:
+            return self._results.qsize()
+        except NotImplementedError:  # macOS has no sem_getvalue
+            return 0
+
+    def submit(self, order: RolloutOrder) -> None:
+        if order.order in self._pending:
+            raise ValueError(f"order {order.order} is already in flight")
+        self._pending.add(order.order)
+        self._orders.put(order)
+
+    def next_batch(self) -> PlayedBatch:
+        if not self._pending:
+            raise RuntimeError("no rollout order in flight: submit one before waiting for it")
+        while True:
+            try:
+                message = self._results.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                ended = self._ended()
+                if ended is not None:
+                    raise RuntimeError(
+                        f"{ended} with {len(self._pending)} order(s) in flight"
+                    ) from None
+                continue
+            if isinstance(message, str):  # the worker's traceback
+                raise RuntimeError(f"{self._who} failed:\n{message}")
+            self._pending.discard(message.order)
+            return message
+
+    def _ended(self) -> str | None:
+        """How the player ended, or None while it runs."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class ProcessRolloutWorkers(_OrderQueue):
     """One rollout process with the HF engine. Use as a context manager: the trainer's torch
     threads are cut to the cores the worker leaves free until it closes.
 
@@ -133,9 +204,12 @@ class ProcessRolloutWorkers:
     ...     train_dapo(policy, engine, chat, catalog, sampler, cfg, workers=workers)
     """
 
+    _who = "the rollout process"
+
     def __init__(self, spec: WorkerSpec) -> None:
         if next(spec.model.parameters()).device.type != "cpu":
             raise ValueError("ProcessRolloutWorkers runs the HF engine on CPU; got a GPU model")
+        super().__init__()
         context = mp.get_context("spawn")
         model = copy.deepcopy(spec.model).eval().requires_grad_(False)
         # the staging copy publishes write into; the worker copies it out between batches
@@ -144,11 +218,9 @@ class ProcessRolloutWorkers:
         }
         self._version = context.Value("q", -1, lock=False)
         self._lock = context.Lock()
-        self._orders: Any = context.Queue()
-        self._results: Any = context.Queue()
-        self._pending: set[tuple[int, int]] = set()
+        self._orders = context.Queue()
+        self._results = context.Queue()
         self._trainer_threads = torch.get_num_threads()
-        self._spec = spec
         self._process = context.Process(
             target=_worker_main,
             args=(
@@ -179,22 +251,10 @@ class ProcessRolloutWorkers:
     def pid(self) -> int | None:
         return self._process.pid
 
-    @property
-    def in_flight(self) -> int:
-        return len(self._pending)
-
-    @property
-    def ready(self) -> int:
-        try:
-            return self._results.qsize()
-        except NotImplementedError:  # macOS has no sem_getvalue
-            return 0
-
-    def submit(self, order: RolloutOrder) -> None:
-        if order.order in self._pending:
-            raise ValueError(f"order {order.order} is already in flight")
-        self._pending.add(order.order)
-        self._orders.put(order)
+    def _ended(self) -> str | None:
+        if self._process.is_alive():
+            return None
+        return f"the rollout process ended (exit code {self._process.exitcode})"
 
     def publish(self, policy: torch.nn.Module, version: int) -> None:
         state = policy.state_dict()
@@ -202,24 +262,6 @@ class ProcessRolloutWorkers:
             for name, tensor in self._weights.items():
                 tensor.copy_(state[name])
             self._version.value = version
-
-    def next_batch(self) -> PlayedBatch:
-        if not self._pending:
-            raise RuntimeError("no rollout order in flight: submit one before waiting for it")
-        while True:
-            try:
-                message = self._results.get(timeout=POLL_SECONDS)
-            except queue.Empty:
-                if not self._process.is_alive():
-                    raise RuntimeError(
-                        f"the rollout process ended (exit code {self._process.exitcode}) with "
-                        f"{len(self._pending)} order(s) in flight"
-                    ) from None
-                continue
-            if isinstance(message, str):  # the worker's traceback
-                raise RuntimeError(f"the rollout process failed:\n{message}")
-            self._pending.discard(message.order)
-            return message
 
     def close(self) -> None:
         """End the worker now (nothing it holds is worth waiting for) and give the trainer its
@@ -236,16 +278,66 @@ class ProcessRolloutWorkers:
         self._pending.clear()
         torch.set_num_threads(self._trainer_threads)
 
-    def __enter__(self) -> ProcessRolloutWorkers:
-        return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+class EngineRolloutWorkers(_OrderQueue):
+    """Rollout workers for an engine that generates away from the trainer: the endpoint server
+    pool (`rollout.engine: endpoint`). A thread of the trainer's process plays the orders in
+    turn (its requests run on the servers, so the trainer's cores stay the trainer's) and,
+    between batches, pushes the newest published weights with the engine's `sync_weights`, so
+    a push never lands in the middle of a batch. `holds` is the version the engine serves
+    already (None: unknown, the first batch pushes)."""
+
+    _who = "the rollout thread"
+
+    def __init__(self, spec: WorkerSpec, engine: Any, *, holds: int | None = None) -> None:
+        super().__init__()
+        self._spec = spec
+        self._engine = engine
+        # publishes copy into this staging model; the thread pushes it between batches
+        self._staging = copy.deepcopy(spec.model).eval().requires_grad_(False)
+        self._staged = -1 if holds is None else holds
+        self._holds = -1 if holds is None else holds
+        self._lock = threading.Lock()
+        self._orders = queue.Queue()
+        self._results = queue.Queue()
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._main, name="ecomrlve-rollout", daemon=True)
+        self._thread.start()
+
+    def _ended(self) -> str | None:
+        return None if self._thread.is_alive() else "the rollout thread ended"
+
+    def publish(self, policy: torch.nn.Module, version: int) -> None:
+        state = policy.state_dict()
+        with self._lock, torch.no_grad():
+            for name, tensor in self._staging.state_dict().items():
+                tensor.copy_(state[name])
+            self._staged = version
+
+    def _main(self) -> None:
+        try:
+            catalog = self._spec.catalog() if self._spec.catalog is not None else None
+            while True:
+                order = self._orders.get()
+                if order is None or self._closed.is_set():
+                    return
+                with self._lock:  # between batches: push the newest weights, whole
+                    if self._staged != self._holds:
+                        self._engine.sync_weights(self._staging)
+                        self._holds = self._staged
+                played = _play(self._spec, self._engine, catalog, order, self._holds)
+                if self._closed.is_set():
+                    return
+                self._results.put(played)
+        except BaseException:
+            self._results.put(traceback.format_exc())
+
+    def close(self) -> None:
+        """Stop taking orders. A batch being played runs out on the servers (a request cannot
+        be recalled) and is discarded; no push follows it."""
+        self._closed.set()
+        self._orders.put(None)
+        self._pending.clear()
 
 
 def _worker_main(
@@ -277,27 +369,35 @@ def _worker_main(
             if version.value != have:
                 model.load_state_dict(weights)
                 have = int(version.value)
-        started = time.perf_counter()
         try:
-            extra: dict[str, Any] = {}
-            if order.tools is not None:
-                offered = {t.task_id: s for t, s in zip(order.tasks, order.tools, strict=True)}
-                extra["tools_for"] = lambda task, offered=offered: offered[task.task_id]
-            episodes = spec.play(
-                order.tasks,
-                engine,
-                spec.chat,
-                catalog,
-                env_config=spec.env,
-                agent=spec.agent,
-                samples_per_task=spec.group_size,
-                seed=order.seed,
-                group_seeds=order.group_seeds,
-                **extra,
-            )
+            played = _play(spec, engine, catalog, order, have)
         except BaseException:
             results.put(traceback.format_exc())
             return
-        for episode in episodes:
-            episode.policy_version = have
-        results.put(PlayedBatch(order.order, episodes, have, time.perf_counter() - started))
+        results.put(played)
+
+
+def _play(
+    spec: WorkerSpec, engine: Any, catalog: Catalog | None, order: RolloutOrder, version: int
+) -> PlayedBatch:
+    """Play one order with `engine`, whose weights are `version`; every episode records it."""
+    started = time.perf_counter()
+    extra: dict[str, Any] = {}
+    if order.tools is not None:
+        offered = {t.task_id: s for t, s in zip(order.tasks, order.tools, strict=True)}
+        extra["tools_for"] = lambda task: offered[task.task_id]
+    episodes = spec.play(
+        order.tasks,
+        engine,
+        spec.chat,
+        catalog,
+        env_config=spec.env,
+        agent=spec.agent,
+        samples_per_task=spec.group_size,
+        seed=order.seed,
+        group_seeds=order.group_seeds,
+        **extra,
+    )
+    for episode in episodes:
+        episode.policy_version = version
+    return PlayedBatch(order.order, episodes, version, time.perf_counter() - started)
