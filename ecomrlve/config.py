@@ -347,6 +347,12 @@ class RolloutConfig(StrictModel):
         description="eta: an episode is trained on by an update at most this many weight "
         "versions after the one that sampled it, else dropped; 0: synchronous",
     )
+    processes: int = Field(
+        1,
+        ge=1,
+        description="rollout processes of an asynchronous run with the hf engine, one torch "
+        "thread each (flat key: rollout_processes); they play orders side by side",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -471,7 +477,7 @@ FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
     "async": ("rollout", "asynchronous"),
     **_in_block(
         "rollout",
-        "engine endpoints endpoint_model weights_dir api_key_env concurrency",
+        "engine endpoints endpoint_model weights_dir api_key_env concurrency processes",
         prefix="rollout_",
     ),
     **_in_block(
@@ -630,6 +636,8 @@ class TrainingConfig(StrictModel):
             )
         if rollout.asynchronous:
             _check_async(self)
+        elif rollout.processes > 1:
+            raise ValueError("rollout.processes > 1 needs rollout.async: true (rollout workers)")
         return self
 
 
@@ -645,6 +653,11 @@ def _check_async(training: TrainingConfig) -> None:
             "rollout.async with rollout.engine vllm is not supported: an in-process vLLM shares "
             "the trainer's GPUs, so nothing overlaps; serve the policy on GPUs of its own and "
             "use rollout.engine endpoint (or hf on CPU)"
+        )
+    if rollout.engine == "endpoint" and rollout.processes > 1:
+        raise ValueError(
+            "rollout.processes is for the hf engine's rollout processes; with engine endpoint "
+            "the pool plays the episodes (set rollout.concurrency instead)"
         )
     if scale.gpus > 1 or scale.distributed == "fsdp":
         raise ValueError("rollout.async runs one trainer rank; set scale.gpus: 1")

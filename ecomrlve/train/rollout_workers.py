@@ -16,8 +16,8 @@ sampled too many versions before the update that would consume it (`loop.py`).
 
 `RolloutWorkers` is the interface the loop needs. Two implementations:
 
-* `ProcessRolloutWorkers`: one spawned process running the HF engine on CPU (the CPU demo: one
-  rollout core, one trainer core). It ends with the trainer however the trainer ends: it is a
+* `ProcessRolloutWorkers`: spawned processes (`rollout.processes`) running the HF engine on
+  CPU with one torch thread each. Each ends with the trainer however the trainer ends: it is a
   daemon process (a normal exit ends it), handed to `procs.reap_on_exit` (a SIGKILL of the
   trainer ends it), and it watches its parent's pid.
 * `EngineRolloutWorkers`: a thread of the trainer driving an engine that generates elsewhere,
@@ -124,7 +124,8 @@ class WorkerSpec:
     group_size: int
     catalog: Callable[[], Catalog | None] | None = None
     play: Callable[..., list[Episode]] = run_episodes
-    threads: int = 1  # torch threads of the worker
+    threads: int = 1  # torch threads of each worker
+    processes: int = 1  # rollout processes (`rollout.processes`), taking orders from one queue
 
 
 def usable_cpus() -> int:
@@ -197,14 +198,16 @@ class _OrderQueue:
 
 
 class ProcessRolloutWorkers(_OrderQueue):
-    """One rollout process with the HF engine. Use as a context manager: the trainer's torch
-    threads are cut to the cores the worker leaves free until it closes.
+    """Rollout processes with the HF engine (`spec.processes`, one torch thread each), taking
+    orders from one queue, so batches may complete out of order (the loop drops any that is
+    too stale). Use as a context manager: the trainer's torch threads are cut to the cores the
+    workers leave free (at least one) until it closes.
 
     >>> with ProcessRolloutWorkers(spec) as workers:  # doctest: +SKIP
     ...     train_dapo(policy, engine, chat, catalog, sampler, cfg, workers=workers)
     """
 
-    _who = "the rollout process"
+    _who = "a rollout process"
 
     def __init__(self, spec: WorkerSpec) -> None:
         if next(spec.model.parameters()).device.type != "cpu":
@@ -212,7 +215,7 @@ class ProcessRolloutWorkers(_OrderQueue):
         super().__init__()
         context = mp.get_context("spawn")
         model = copy.deepcopy(spec.model).eval().requires_grad_(False)
-        # the staging copy publishes write into; the worker copies it out between batches
+        # the staging copy publishes write into; each worker copies it out between batches
         self._weights = {
             k: v.detach().clone().share_memory_() for k, v in model.state_dict().items()
         }
@@ -221,40 +224,45 @@ class ProcessRolloutWorkers(_OrderQueue):
         self._orders = context.Queue()
         self._results = context.Queue()
         self._trainer_threads = torch.get_num_threads()
-        self._process = context.Process(
-            target=_worker_main,
-            args=(
-                dataclasses.replace(spec, model=model),
-                self._weights,
-                self._version,
-                self._lock,
-                self._orders,
-                self._results,
-                os.getpid(),
-            ),
-            name="ecomrlve-rollout",
-            daemon=True,  # ended by this process's exit; a SIGKILL is caught by the worker itself
-        )
-        self._process.start()
-        # a SIGKILL of the trainer skips the daemon cleanup: the reaper ends the worker then,
-        # even while it still imports torch (its own parent watch starts only after that)
-        reap_on_exit(self._process.pid)
-        torch.set_num_threads(max(1, usable_cpus() - spec.threads))
+        self._processes = [
+            context.Process(
+                target=_worker_main,
+                args=(
+                    dataclasses.replace(spec, model=model),
+                    self._weights,
+                    self._version,
+                    self._lock,
+                    self._orders,
+                    self._results,
+                    os.getpid(),
+                ),
+                name="ecomrlve-rollout",
+                daemon=True,  # ended by this process's exit; a SIGKILL is caught by each worker
+            )
+            for _ in range(spec.processes)
+        ]
+        for process in self._processes:
+            process.start()
+            # a SIGKILL of the trainer skips the daemon cleanup: the reaper ends the worker
+            # then, even while it still imports torch (its own parent watch starts after that)
+            reap_on_exit(process.pid)
+        torch.set_num_threads(max(1, usable_cpus() - spec.processes * spec.threads))
         log.info(
-            "rollout process %d started (%d torch thread(s)); trainer keeps %d",
-            self._process.pid,
+            "%d rollout process(es) started (%d torch thread(s) each); trainer keeps %d",
+            spec.processes,
             spec.threads,
             torch.get_num_threads(),
         )
 
     @property
-    def pid(self) -> int | None:
-        return self._process.pid
+    def pids(self) -> list[int | None]:
+        return [process.pid for process in self._processes]
 
     def _ended(self) -> str | None:
-        if self._process.is_alive():
-            return None
-        return f"the rollout process ended (exit code {self._process.exitcode})"
+        for process in self._processes:
+            if not process.is_alive():
+                return f"rollout process {process.pid} ended (exit code {process.exitcode})"
+        return None
 
     def publish(self, policy: torch.nn.Module, version: int) -> None:
         state = policy.state_dict()
@@ -266,12 +274,14 @@ class ProcessRolloutWorkers(_OrderQueue):
     def close(self) -> None:
         """End the worker now (nothing it holds is worth waiting for) and give the trainer its
         threads back."""
-        if self._process.is_alive():
-            self._process.terminate()
-            self._process.join(5)
-            if self._process.is_alive():
-                self._process.kill()
-                self._process.join()
+        for process in self._processes:
+            if process.is_alive():
+                process.terminate()
+        for process in self._processes:
+            process.join(5)
+            if process.is_alive():
+                process.kill()
+                process.join()
         for channel in (self._orders, self._results):
             channel.cancel_join_thread()  # orders never read must not block our exit
             channel.close()

@@ -594,6 +594,7 @@ def _rollout_workers(run: TrainRun) -> contextlib.AbstractContextManager[Any]:
         agent=run.cfg.agent,
         group_size=rollout.group_size,
         catalog=(lambda: run.catalog) if pool else functools.partial(Catalog.load, run.data),
+        processes=rollout.processes,
     )
     return EngineRolloutWorkers(spec, run.engine, holds=0) if pool else ProcessRolloutWorkers(spec)
 
