@@ -134,7 +134,7 @@ def usable_cpus() -> int:
 
 class _OrderQueue:
     """What every implementation shares: orders in, completed batches out, in completion order.
-    Subclasses start the player and say whether it still runs (`_alive`)."""
+    Subclasses start the players and say how one ended (`_ended`)."""
 
     _orders: Any
     _results: Any
