@@ -1,7 +1,7 @@
 """Synchronous vs asynchronous RL on the CPU demo (issue 32, AReaL's lesson).
 
     python benchmarks/async_rl.py --quick                # a few minutes: small store, short runs
-    python benchmarks/async_rl.py --steps 10 --etas 1 2 4 --out experiments/async_rl
+    python benchmarks/async_rl.py --steps 10 --etas 1 2 4 --processes 1 2 --out experiments/async_rl
     python benchmarks/async_rl.py --data DIR --sft-model RUN/model   # an existing SFT model
     python benchmarks/async_rl.py --loop --steps 12      # the loop alone: seconds, no store
 
@@ -9,8 +9,9 @@ The recipe is `--config` (default configs/tiny_cpu.yaml), read through the proje
 loader. One store is built (`ecomrlve pipeline --skip-train` into OUT/data) unless `--data` names
 one; one SFT run (RL steps 0) gives the model every RL run starts from, unless `--sft-model`
 names one. Then the same number of DAPO steps (`--steps`) from that model, same seed, same
-held-out split, once synchronously and once per eta in `--etas` with `training.async: true,
-max_staleness: eta`, each through the real entry point (`python -m ecomrlve train`).
+held-out split, once synchronously and once per eta in `--etas` and rollout process count in
+`--processes` with `training.async: true, max_staleness: eta, rollout_processes: n`, each through
+the real entry point (`python -m ecomrlve train`).
 
 Reported per run (printed, and written to OUT/async_rl.md), from summary.json and the run's
 `train_steps` rows:
@@ -143,7 +144,9 @@ def table(rows: list[dict[str, Any]]) -> list[list[str]]:
     return out
 
 
-def loop_row(name: str, eta: int | None, steps: int, prompts: int, group: int) -> dict[str, Any]:
+def loop_row(
+    name: str, eta: int | None, steps: int, prompts: int, group: int, processes: int = 1
+) -> dict[str, Any]:
     """One `--loop` run: the real loop on the tiny rewardable task, `steps` steps."""
     import torch
 
@@ -195,7 +198,14 @@ def loop_row(name: str, eta: int | None, steps: int, prompts: int, group: int) -
         train_dapo(policy, engine, chat, None, sampler, cfg, play=even_id_play, record=record)
     else:
         spec = WorkerSpec(
-            policy, chat.pad_token_id, chat, cfg.env, cfg.agent, group, play=even_id_play
+            policy,
+            chat.pad_token_id,
+            chat,
+            cfg.env,
+            cfg.agent,
+            group,
+            play=even_id_play,
+            processes=processes,
         )
         with ProcessRolloutWorkers(spec) as workers:
             train_dapo(policy, engine, chat, None, sampler, cfg, workers=workers, record=record)
@@ -221,8 +231,8 @@ def loop_row(name: str, eta: int | None, steps: int, prompts: int, group: int) -
 
 def loop_main(args: argparse.Namespace, steps: int) -> None:
     rows = []
-    for eta in [None, *args.etas]:
-        rows.append(loop_row("sync" if eta is None else f"async eta={eta}", eta, steps, 8, 8))
+    for eta, processes in variants(args):
+        rows.append(loop_row(run_name(eta, processes)[0], eta, steps, 8, 8, processes))
         done = rows[-1]
         print(f"{done['run']}: {done['rl_s']:.1f} s for {done['steps']} steps", flush=True)
     printed = table(rows)
@@ -236,11 +246,33 @@ def loop_main(args: argparse.Namespace, steps: int) -> None:
     )
 
 
+def variants(args: argparse.Namespace) -> list[tuple[int | None, int]]:
+    """(eta, rollout processes) of each run: synchronous first (eta None), then every eta with
+    every process count."""
+    return [(None, 1)] + [(eta, n) for n in args.processes for eta in args.etas]
+
+
+def run_name(eta: int | None, processes: int) -> tuple[str, str]:
+    """(table name, folder name) of a run."""
+    if eta is None:
+        return "sync", "sync"
+    if processes == 1:
+        return f"async eta={eta}", f"async-eta{eta}"
+    return f"async eta={eta} x{processes}", f"async-eta{eta}-x{processes}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "tiny_cpu.yaml")
     parser.add_argument("--steps", type=int, default=None, help="RL steps per run (default 10)")
     parser.add_argument("--etas", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument(
+        "--processes",
+        type=int,
+        nargs="+",
+        default=[1, 2],
+        help="rollout processes of the asynchronous runs (rollout.processes)",
+    )
     parser.add_argument("--sft-steps", type=int, default=None, help="default: the recipe's")
     parser.add_argument("--sft-model", type=Path, default=None, help="start RL from this model")
     parser.add_argument("--data", type=Path, default=None, help="an existing store")
@@ -250,8 +282,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "experiments" / "async_rl")
     args = parser.parse_args()
     steps = args.steps or (QUICK["steps"] if args.quick else 10)
-    if steps < 1 or any(eta < 0 for eta in args.etas):
-        print("--steps must be >= 1 and every eta >= 0", file=sys.stderr)
+    if steps < 1 or any(eta < 0 for eta in args.etas) or min(args.processes) < 1:
+        print("--steps must be >= 1, every eta >= 0 and every process count >= 1", file=sys.stderr)
         sys.exit(2)
     if args.loop:
         if steps < 2:
@@ -295,9 +327,9 @@ def main() -> None:
         model = sft / "model"
 
     rows = []
-    for eta in [None, *args.etas]:
-        name = "sync" if eta is None else f"async eta={eta}"
-        output = out / "runs" / ("sync" if eta is None else f"async-eta{eta}")
+    for eta, processes in variants(args):
+        name, folder = run_name(eta, processes)
+        output = out / "runs" / folder
         settings: dict[str, Any] = {
             "total_steps": steps,
             "sft_steps": 0,
@@ -306,7 +338,7 @@ def main() -> None:
             "async": eta is not None,
         }
         if eta is not None:
-            settings["max_staleness"] = eta
+            settings |= {"max_staleness": eta, "rollout_processes": processes}
         run_config(raw, output.with_suffix(".yaml"), model, **settings)
         seconds, _ = train(output, data)
         rows.append(rl_row(name, output, data, cfg.training.rollout.group_size))

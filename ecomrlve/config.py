@@ -339,13 +339,19 @@ class RolloutConfig(StrictModel):
     asynchronous: bool = Field(
         False,
         description="a rollout process keeps generating while the trainer updates (flat key: "
-        "async); engine hf only for now",
+        "async); engine hf (a rollout process) or endpoint (the server pool)",
     )
     max_staleness: int = Field(
         2,
         ge=0,
         description="eta: an episode is trained on by an update at most this many weight "
         "versions after the one that sampled it, else dropped; 0: synchronous",
+    )
+    processes: int = Field(
+        1,
+        ge=1,
+        description="rollout processes of an asynchronous run with the hf engine, one torch "
+        "thread each (flat key: rollout_processes); they play orders side by side",
     )
 
     @model_validator(mode="before")
@@ -471,7 +477,7 @@ FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
     "async": ("rollout", "asynchronous"),
     **_in_block(
         "rollout",
-        "engine endpoints endpoint_model weights_dir api_key_env concurrency",
+        "engine endpoints endpoint_model weights_dir api_key_env concurrency processes",
         prefix="rollout_",
     ),
     **_in_block(
@@ -630,19 +636,28 @@ class TrainingConfig(StrictModel):
             )
         if rollout.asynchronous:
             _check_async(self)
+        elif rollout.processes > 1:
+            raise ValueError("rollout.processes > 1 needs rollout.async: true (rollout workers)")
         return self
 
 
 def _check_async(training: TrainingConfig) -> None:
-    """What asynchronous RL runs on today: ecomrlve's loop, one rank, the hf engine in a rollout
-    process. Everything else is refused by name rather than run synchronously."""
+    """What asynchronous RL runs on: ecomrlve's loop, one rank, with the hf engine in a rollout
+    process or the endpoint server pool driven from a rollout thread. Everything else is
+    refused by name rather than run synchronously."""
     rollout, scale = training.rollout, training.scale
     if training.engine != "ecomrlve":
         raise ValueError("rollout.async is ecomrlve's own loop; verl schedules its own rollouts")
-    if rollout.engine in ("vllm", "endpoint"):
+    if rollout.engine == "vllm":
         raise ValueError(
-            f"rollout.async with rollout.engine {rollout.engine} is not supported yet: the "
-            "rollout process runs the hf engine (engine: hf or auto on CPU)"
+            "rollout.async with rollout.engine vllm is not supported: an in-process vLLM shares "
+            "the trainer's GPUs, so nothing overlaps; serve the policy on GPUs of its own and "
+            "use rollout.engine endpoint (or hf on CPU)"
+        )
+    if rollout.engine == "endpoint" and rollout.processes > 1:
+        raise ValueError(
+            "rollout.processes is for the hf engine's rollout processes; with engine endpoint "
+            "the pool plays the episodes (set rollout.concurrency instead)"
         )
     if scale.gpus > 1 or scale.distributed == "fsdp":
         raise ValueError("rollout.async runs one trainer rank; set scale.gpus: 1")

@@ -40,6 +40,7 @@ from ecomrlve.train.engines.hf import HFEngine
 from ecomrlve.train.loop import train_dapo
 from ecomrlve.train.results import ROLLOUT_SCHEMA, STEP_SCHEMA, frame
 from ecomrlve.train.rollout_workers import (
+    EngineRolloutWorkers,
     PlayedBatch,
     ProcessRolloutWorkers,
     RolloutOrder,
@@ -114,12 +115,17 @@ def test_async_keys_load_flat_and_nested_and_unsupported_engines_are_refused():
     assert config_from_dict({}).training.rollout.max_staleness == 2
     with pytest.raises(ConfigError, match="same setting"):
         config_from_dict({"training": {"async": True, "rollout": {"asynchronous": False}}})
-    for engine in ("vllm", "endpoint"):
-        raw = {"async": True, "rollout_engine": engine}
-        if engine == "endpoint":
-            raw |= {"rollout_endpoints": ["http://127.0.0.1:1/v1"], "rollout_weights_dir": "w"}
-        with pytest.raises(ConfigError, match=f"engine {engine} is not supported yet"):
-            config_from_dict({"training": raw})
+    with pytest.raises(ConfigError, match="engine vllm is not supported: an in-process vLLM"):
+        config_from_dict({"training": {"async": True, "rollout_engine": "vllm"}})
+    pool = {"rollout_endpoints": ["http://127.0.0.1:1/v1"], "rollout_weights_dir": "w"}
+    training = {"async": True, "rollout_engine": "endpoint", **pool}
+    assert config_from_dict({"training": training}).training.rollout.asynchronous
+    with pytest.raises(ConfigError, match="the pool plays the episodes"):
+        config_from_dict({"training": {**training, "rollout_processes": 2}})
+    with pytest.raises(ConfigError, match=r"needs rollout\.async"):
+        config_from_dict({"training": {"rollout": {"processes": 2}}})
+    two = config_from_dict({"training": {"async": True, "rollout_processes": 2}}).training
+    assert two.rollout.processes == 2
     with pytest.raises(ConfigError, match="one trainer rank"):
         config_from_dict({"training": {"async": True, "gpus": 2}})
 
@@ -189,8 +195,9 @@ def _trainer_threads():
         torch.set_num_threads(before)
 
 
-def _run(world, cfg, *, policy=None, checkpoints=None, record=None, play=even_id_play):
-    """(policy, sampler, result) of the real DAPO loop, asynchronous when `cfg` says so."""
+def _run(world, cfg, *, policy=None, checkpoints=None, record=None, play=even_id_play, pool=None):
+    """(policy, sampler, result) of the real DAPO loop, asynchronous when `cfg` says so: with a
+    rollout process, or with `EngineRolloutWorkers` driving `pool` (a `PoolEngine`)."""
     model, chat, tasks = world
     torch.manual_seed(0)
     policy = policy if policy is not None else copy.deepcopy(model)
@@ -211,10 +218,28 @@ def _run(world, cfg, *, policy=None, checkpoints=None, record=None, play=even_id
         agent=cfg.agent,
         group_size=cfg.training.rollout.group_size,
         play=play,
+        processes=cfg.training.rollout.processes,
     )
+    if pool is not None:  # a thread driving an engine of its own, on the trainer's threads
+        with _trainer_threads(), EngineRolloutWorkers(spec, pool, holds=0) as workers:
+            result = train_dapo(policy, engine, chat, None, sampler, cfg, workers=workers, **kwargs)
+        return policy, sampler, result
     with ProcessRolloutWorkers(spec) as workers:
         result = train_dapo(policy, engine, chat, None, sampler, cfg, workers=workers, **kwargs)
     return policy, sampler, result
+
+
+class PoolEngine(HFEngine):
+    """An engine with weights of its own, as a server pool has: they change only by a push,
+    and every push is counted (with the step the trainer was at)."""
+
+    def __init__(self, model, pad_token_id: int) -> None:
+        super().__init__(copy.deepcopy(model), pad_token_id)
+        self.pushes = 0
+
+    def sync_weights(self, policy) -> None:
+        super().sync_weights(policy)
+        self.pushes += 1
 
 
 def _same_run(ours, ref) -> None:
@@ -258,11 +283,13 @@ def test_eta_zero_reproduces_the_synchronous_losses_exactly(world, tmp_path: Pat
     assert all(torch.equal(t, ref_state[k]) for k, t in resumed[0].state_dict().items())
 
 
-@pytest.mark.slow  # a short asynchronous run with a rollout process
-def test_staleness_never_exceeds_eta_in_the_recorded_rows(world):
+@pytest.mark.slow  # a short asynchronous run with one or two rollout processes
+@pytest.mark.parametrize("processes", [1, 2])
+def test_staleness_never_exceeds_eta_in_the_recorded_rows(world, processes: int):
     steps, rows = [], []
     record = lambda metrics, scenarios, rollouts: (steps.append(metrics), rows.extend(rollouts))  # noqa: E731
-    _, _, result = _run(world, _cfg(4, **{"async": True, "max_staleness": 1}), record=record)
+    cfg = _cfg(4, **{"async": True, "max_staleness": 1, "rollout_processes": processes})
+    _, _, result = _run(world, cfg, record=record)
     assert result.steps == 4 and result.updates >= 1
     table = frame(rows, ROLLOUT_SCHEMA)  # the train_rollouts columns
     assert table["staleness"].max() <= 1
@@ -272,8 +299,30 @@ def test_staleness_never_exceeds_eta_in_the_recorded_rows(world):
     assert table["staleness"].max() == 1
     step_rows = frame([{**m, "success_by_scenario": "{}"} for m in steps], STEP_SCHEMA)
     assert step_rows["staleness_max"].max() <= 1
-    assert step_rows["stale_dropped"].to_list() == [0] * 4  # one FIFO worker is never too late
+    if processes == 1:  # one FIFO worker is never too late; two may finish out of order
+        assert step_rows["stale_dropped"].to_list() == [0] * 4
     assert step_rows["queue_fill"].null_count() == 0
+
+
+@pytest.mark.slow  # two short DAPO runs and one asynchronous one on a pool's engine
+def test_engine_workers_push_between_batches_and_keep_eta(world):
+    """`EngineRolloutWorkers` (the endpoint pool's workers): with eta 0 the synchronous run, bit
+    for bit; with eta 1 the pool receives each new version before the batch that samples it."""
+    model, chat, _ = world
+    sync = _run(world, _cfg())
+    pool = PoolEngine(model, chat.pad_token_id)
+    _same_run(_run(world, _cfg(**{"async": True, "max_staleness": 0}), pool=pool), sync)
+    assert pool.pushes == STEPS - 1  # version 0 was served already; the last is never sampled
+
+    pool = PoolEngine(model, chat.pad_token_id)
+    rows = []
+    record = lambda metrics, scenarios, rollouts: rows.extend(rollouts)  # noqa: E731
+    cfg = _cfg(4, **{"async": True, "max_staleness": 1})
+    _, _, result = _run(world, cfg, record=record, pool=pool)
+    assert result.steps == 4 and rows
+    assert all(r["staleness"] == r["step"] - 1 - r["policy_version"] <= 1 for r in rows)
+    versions = sorted({r["policy_version"] for r in rows})
+    assert pool.pushes >= len(versions) - 1 >= 1  # each version sampled was pushed first
 
 
 class ScriptedWorkers:
@@ -367,8 +416,11 @@ def test_train_dapo_refuses_async_without_workers_and_workers_without_async(worl
 
 
 def test_an_error_in_the_rollout_process_reaches_the_trainer(world):
-    with pytest.raises(RuntimeError, match="cannot play 4 task"):
+    with pytest.raises(RuntimeError, match=r"(?s)rollout process failed:.*cannot play 4 task"):
         _run(world, _cfg(1, **{"async": True}), play=failing_play)
+    pool = PoolEngine(world[0], world[1].pad_token_id)
+    with pytest.raises(RuntimeError, match=r"(?s)rollout thread failed:.*cannot play 4 task"):
+        _run(world, _cfg(1, **{"async": True}), play=failing_play, pool=pool)
 
 
 _KEEP_WORKERS = """
@@ -382,9 +434,11 @@ if __name__ == "__main__":
     model, tokenizer = tiny_lm_pair()
     chat = ChatFormat(tokenizer, [])
     cfg = EcomConfig()
-    spec = WorkerSpec(model, chat.pad_token_id, chat, cfg.env, cfg.agent, 2, play=even_id_play)
+    spec = WorkerSpec(
+        model, chat.pad_token_id, chat, cfg.env, cfg.agent, 2, play=even_id_play, processes=2
+    )
     workers = ProcessRolloutWorkers(spec)
-    print(workers.pid, flush=True)
+    print(*workers.pids, flush=True)
     time.sleep(600)
 """
 
@@ -407,14 +461,15 @@ def test_the_rollout_process_ends_when_its_trainer_is_killed(tmp_path: Path):
         [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env
     )
     try:
-        worker = int(trainer.stdout.readline())
-        assert _running(worker)
+        workers = [int(pid) for pid in trainer.stdout.readline().split()]
+        assert len(workers) == 2 and all(map(_running, workers))
         os.kill(trainer.pid, signal.SIGKILL)
         trainer.wait()
         deadline = time.monotonic() + 60  # a bound, not a measurement: it polls every 0.25 s
-        while _running(worker) and time.monotonic() < deadline:
+        while any(map(_running, workers)) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _running(worker), f"rollout process {worker} outlived its trainer"
+        left = [pid for pid in workers if _running(pid)]
+        assert not left, f"rollout processes {left} outlived their trainer"
     finally:
         if trainer.poll() is None:
             trainer.kill()

@@ -422,3 +422,60 @@ def test_dapo_loop_pushes_each_update_to_the_pool(tmp_path_factory, tmp_path):
     assert [min(v) for v in sampled] == sorted(min(v) for v in sampled)  # never older
     mine, theirs = policy.state_dict(), served.model.state_dict()
     assert all(torch.equal(mine[k], theirs[k]) for k in mine)  # the pool holds the last update
+
+
+@pytest.mark.slow  # 3 asynchronous DAPO steps through `ecomrlve train`, played on a server
+def test_ecomrlve_train_plays_asynchronously_on_a_server_pool(world, tmp_path, monkeypatch):
+    """`rollout.async` with `rollout.engine: endpoint`: a rollout thread plays on the pool while
+    the trainer updates. Every version the pool sampled was pushed to it first, no episode is
+    more than eta versions old, and the pool ends with the final weights (the held-out
+    evaluation runs on it)."""
+    import torch
+
+    data, _, _, model_dir = world
+    served = LoopbackModel(model_dir, name="policy")
+    monkeypatch.setenv("ECOMRLVE_TEST_KEY", SECRET)
+    output = tmp_path / "run"
+    with serve(build_app(served, api_key=SECRET), max_seconds=300) as url:
+        training = {
+            "async": True,
+            "max_staleness": 1,
+            "rollout_engine": "endpoint",
+            "rollout_endpoints": [url],
+            "rollout_endpoint_model": "policy",
+            "rollout_weights_dir": str(tmp_path / "weights"),
+            "rollout_api_key_env": "ECOMRLVE_TEST_KEY",
+            "total_steps": 3,
+            "sft_steps": 0,
+            "prompts_per_step": 2,
+            "group_size": 2,
+            "mini_batch_size": 4,
+            "dynamic_sampling": False,
+            "learning_rate": 1e-3,
+            "eval_tasks": 2,
+            "eval_samples": 1,
+            "eval_before_train": False,
+        }
+        agent = {"model": str(model_dir), **AGENT, "temperature": 1.0}
+        config = tmp_path / "async-pool.yaml"
+        config.write_text(
+            yaml.safe_dump({"env": {"max_steps": 4}, "agent": agent, "training": training})
+        )
+        args = ["train", "--config", str(config), "--output", str(output), "--data", str(data)]
+        result = CliRunner().invoke(app, args)
+    served.close()
+    assert result.exit_code == 0, result.output
+    assert SECRET not in result.output
+    run_id = json.loads((output / "summary.json").read_text())["run_id"]
+    rows = sql_rows(
+        data,
+        "SELECT step, policy_version, staleness FROM train_rollouts WHERE run_id = ?",
+        [run_id],
+    )
+    assert rows and all(s == step - 1 - v <= 1 for step, v, s in rows)
+    # the build pushed version 0; each later version sampled, then the final one, were pushed
+    sampled = {v for _, v, _ in rows}
+    assert served.weights_loaded >= 1 + len(sampled - {0}) + 1
+    trained, _ = load_model_and_tokenizer(str(output / "model"), device="cpu")
+    mine, theirs = trained.state_dict(), served.model.state_dict()
+    assert all(torch.equal(mine[k], theirs[k]) for k in mine)

@@ -5,6 +5,8 @@ resumes from it and ends with the very weights of an uninterrupted run."""
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import logging
 import math
 import os
@@ -202,8 +204,30 @@ def _weights(model_dir: Path) -> dict[str, torch.Tensor]:
     return load_file(str(model_dir / "model.safetensors"))
 
 
-@pytest.mark.slow  # a subprocess
-def test_train_killed_after_a_checkpoint_resumes_to_the_same_weights(tmp_path: Path) -> None:
+def _children(pid: int) -> list[int]:
+    """The live child processes of `pid` (Linux /proc)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.slow  # subprocesses
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_train_killed_after_a_checkpoint_resumes_to_the_same_weights(
+    tmp_path: Path, asynchronous: bool
+) -> None:
+    """SIGKILL of `ecomrlve train` after a checkpoint, then `resume: true`: the weights of the
+    run that was never stopped. Asynchronous with max_staleness 0 (so both runs sample the
+    same versions) the rollout process dies with its trainer and the resumed run starts one."""
     from ecomrlve.catalogs import build_catalog
     from ecomrlve.generators import generate_tasks, write_tasks
     from ecomrlve.train.checkpoint import latest_checkpoint, list_checkpoints
@@ -212,12 +236,13 @@ def test_train_killed_after_a_checkpoint_resumes_to_the_same_weights(tmp_path: P
     build_catalog(data, 2000, seed=3)
     tasks, _ = generate_tasks(data, 72, seed=5, difficulty=(0, 1), max_steps=3)
     write_tasks(data, tasks, "gen_s5")
+    run = copy.deepcopy(CLI_RUN)
+    if asynchronous:
+        run["training"] |= {"async": True, "max_staleness": 0}
     config = tmp_path / "run.yaml"
-    config.write_text(yaml.safe_dump(CLI_RUN))
+    config.write_text(yaml.safe_dump(run))
     resume = tmp_path / "resume.yaml"
-    resume.write_text(
-        yaml.safe_dump({**CLI_RUN, "training": {**CLI_RUN["training"], "resume": True}})
-    )
+    resume.write_text(yaml.safe_dump({**run, "training": {**run["training"], "resume": True}}))
     env = {**os.environ, "PYTHONHASHSEED": "0"}
 
     reference = tmp_path / "reference"
@@ -233,17 +258,27 @@ def test_train_killed_after_a_checkpoint_resumes_to_the_same_weights(tmp_path: P
         stderr=subprocess.DEVNULL,
         env=env,
     )
+    workers: list[int] = []
     try:
         deadline = time.monotonic() + 120
         while not first.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
         assert first.exists(), "the run wrote no first checkpoint"
-    finally:
+        workers = _children(proc.pid)
         with_pid = proc.poll() is None
-        if with_pid:
-            os.killpg(proc.pid, signal.SIGKILL)
+        if with_pid:  # the trainer alone: its rollout process must end by itself
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 60  # a bound, not a measurement
+        while any(map(_running, workers)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [w for w in workers if _running(w)], "a child outlived the killed trainer"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # anything left of the group
         proc.wait()
     assert with_pid, "the run finished before it could be killed"
+    assert workers or not asynchronous, "the asynchronous run had no rollout process"
     assert not (killed / "summary.json").exists()
     steps_before = [step for step, _ in list_checkpoints(killed / "checkpoints")]
     assert 1 <= steps_before[-1] < CLI_STEPS

@@ -147,13 +147,13 @@ def train_dapo(
     `play` plays the episodes (`rollout.run_episodes` against `EcomEnv`; a test swaps in a
     tiny rewardable task). `tools`, the tool curriculum, says which tools each prompt offers
     and widens to the full set when the steps' success holds. With `training.rollout.async`,
-    `workers` play the episodes (`rollout_workers.ProcessRolloutWorkers`; `play` is theirs)."""
+    `workers` play the episodes (`rollout_workers`; `play` is theirs)."""
     training = cfg.training
     algorithm = training.algorithm
     ctx = ctx or DistContext(device=next(policy.parameters()).device)
     if training.rollout.asynchronous != (workers is not None):
         raise ValueError(
-            "training.rollout.async needs rollout workers (rollout_workers.ProcessRolloutWorkers)"
+            "training.rollout.async needs rollout workers (rollout_workers.py)"
             if workers is None
             else "rollout workers were given but training.rollout.async is false"
         )
@@ -175,7 +175,7 @@ def train_dapo(
     stateful: dict[str, Any] = {"sampler": sampler, **({"tools": tools} if tools else {})}
     if checkpoints is not None:  # weights, optimizer, sampler + adaptive windows, RNGs
         start = checkpoints.restore(policy, optimizer, stateful)
-        if start:
+        if start and workers is None:  # workers receive the restored weights by publish
             engine.sync_weights(policy)
     if workers is not None:  # version `start`: the weights the first step's batches sample
         workers.publish(policy, start)

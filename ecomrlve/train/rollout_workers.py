@@ -14,13 +14,18 @@ Three channels between the trainer and a worker, and nothing else:
 The trainer decides what is trained: it bounds how many orders are in flight, and drops a batch
 sampled too many versions before the update that would consume it (`loop.py`).
 
-`RolloutWorkers` is the interface the loop needs. `ProcessRolloutWorkers` is the one
-implementation so far: one spawned process running the HF engine on CPU, which ends with the
-trainer however the trainer ends: it is a daemon process (a normal exit ends it), handed to
-`procs.reap_on_exit` (a SIGKILL of the trainer ends it), and it watches its parent's pid. A vLLM
-engine on its own GPUs or the endpoint server pool would implement the same calls (their
-`publish` is the engine's `sync_weights`); the config refuses them by name until they do
-(`config._check_async`).
+`RolloutWorkers` is the interface the loop needs. Two implementations:
+
+* `ProcessRolloutWorkers`: spawned processes (`rollout.processes`) running the HF engine on
+  CPU with one torch thread each. Each ends with the trainer however the trainer ends: it is a
+  daemon process (a normal exit ends it), handed to `procs.reap_on_exit` (a SIGKILL of the
+  trainer ends it), and it watches its parent's pid.
+* `EngineRolloutWorkers`: a thread of the trainer driving an engine that generates elsewhere,
+  the endpoint server pool (vLLM/SGLang servers on their own GPUs); `publish` stages the
+  weights and the thread pushes them with the engine's `sync_weights` between batches.
+
+A vLLM engine inside the trainer's process is refused by name (`config._check_async`): it
+shares the trainer's GPUs, so there is nothing to overlap; serve it as an endpoint pool instead.
 """
 
 from __future__ import annotations
@@ -31,12 +36,13 @@ import logging
 import os
 import queue
 import signal
+import threading
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import torch
 import torch.multiprocessing as mp
@@ -118,66 +124,24 @@ class WorkerSpec:
     group_size: int
     catalog: Callable[[], Catalog | None] | None = None
     play: Callable[..., list[Episode]] = run_episodes
-    threads: int = 1  # torch threads of the worker
+    threads: int = 1  # torch threads of each worker
+    processes: int = 1  # rollout processes (`rollout.processes`), taking orders from one queue
 
 
 def usable_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-class ProcessRolloutWorkers:
-    """One rollout process with the HF engine. Use as a context manager: the trainer's torch
-    threads are cut to the cores the worker leaves free until it closes.
+class _OrderQueue:
+    """What every implementation shares: orders in, completed batches out, in completion order.
+    Subclasses start the players and say how one ended (`_ended`)."""
 
-    >>> with ProcessRolloutWorkers(spec) as workers:  # doctest: +SKIP
-    ...     train_dapo(policy, engine, chat, catalog, sampler, cfg, workers=workers)
-    """
+    _orders: Any
+    _results: Any
+    _who = "the rollout worker"
 
-    def __init__(self, spec: WorkerSpec) -> None:
-        if next(spec.model.parameters()).device.type != "cpu":
-            raise ValueError("ProcessRolloutWorkers runs the HF engine on CPU; got a GPU model")
-        context = mp.get_context("spawn")
-        model = copy.deepcopy(spec.model).eval().requires_grad_(False)
-        # the staging copy publishes write into; the worker copies it out between batches
-        self._weights = {
-            k: v.detach().clone().share_memory_() for k, v in model.state_dict().items()
-        }
-        self._version = context.Value("q", -1, lock=False)
-        self._lock = context.Lock()
-        self._orders: Any = context.Queue()
-        self._results: Any = context.Queue()
+    def __init__(self) -> None:
         self._pending: set[tuple[int, int]] = set()
-        self._trainer_threads = torch.get_num_threads()
-        self._spec = spec
-        self._process = context.Process(
-            target=_worker_main,
-            args=(
-                dataclasses.replace(spec, model=model),
-                self._weights,
-                self._version,
-                self._lock,
-                self._orders,
-                self._results,
-                os.getpid(),
-            ),
-            name="ecomrlve-rollout",
-            daemon=True,  # ended by this process's exit; a SIGKILL is caught by the worker itself
-        )
-        self._process.start()
-        # a SIGKILL of the trainer skips the daemon cleanup: the reaper ends the worker then,
-        # even while it still imports torch (its own parent watch starts only after that)
-        reap_on_exit(self._process.pid)
-        torch.set_num_threads(max(1, usable_cpus() - spec.threads))
-        log.info(
-            "rollout process %d started (%d torch thread(s)); trainer keeps %d",
-            self._process.pid,
-            spec.threads,
-            torch.get_num_threads(),
-        )
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid
 
     @property
     def in_flight(self) -> int:
@@ -196,13 +160,6 @@ class ProcessRolloutWorkers:
         self._pending.add(order.order)
         self._orders.put(order)
 
-    def publish(self, policy: torch.nn.Module, version: int) -> None:
-        state = policy.state_dict()
-        with self._lock, torch.no_grad():
-            for name, tensor in self._weights.items():
-                tensor.copy_(state[name])
-            self._version.value = version
-
     def next_batch(self) -> PlayedBatch:
         if not self._pending:
             raise RuntimeError("no rollout order in flight: submit one before waiting for it")
@@ -210,33 +167,25 @@ class ProcessRolloutWorkers:
             try:
                 message = self._results.get(timeout=POLL_SECONDS)
             except queue.Empty:
-                if not self._process.is_alive():
+                ended = self._ended()
+                if ended is not None:
                     raise RuntimeError(
-                        f"the rollout process ended (exit code {self._process.exitcode}) with "
-                        f"{len(self._pending)} order(s) in flight"
+                        f"{ended} with {len(self._pending)} order(s) in flight"
                     ) from None
                 continue
             if isinstance(message, str):  # the worker's traceback
-                raise RuntimeError(f"the rollout process failed:\n{message}")
+                raise RuntimeError(f"{self._who} failed:\n{message}")
             self._pending.discard(message.order)
             return message
 
-    def close(self) -> None:
-        """End the worker now (nothing it holds is worth waiting for) and give the trainer its
-        threads back."""
-        if self._process.is_alive():
-            self._process.terminate()
-            self._process.join(5)
-            if self._process.is_alive():
-                self._process.kill()
-                self._process.join()
-        for channel in (self._orders, self._results):
-            channel.cancel_join_thread()  # orders never read must not block our exit
-            channel.close()
-        self._pending.clear()
-        torch.set_num_threads(self._trainer_threads)
+    def _ended(self) -> str | None:
+        """How the player ended, or None while it runs."""
+        raise NotImplementedError
 
-    def __enter__(self) -> ProcessRolloutWorkers:
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -246,6 +195,159 @@ class ProcessRolloutWorkers:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class ProcessRolloutWorkers(_OrderQueue):
+    """Rollout processes with the HF engine (`spec.processes`, one torch thread each), taking
+    orders from one queue, so batches may complete out of order (the loop drops any that is
+    too stale). Use as a context manager: the trainer's torch threads are cut to the cores the
+    workers leave free (at least one) until it closes.
+
+    >>> with ProcessRolloutWorkers(spec) as workers:  # doctest: +SKIP
+    ...     train_dapo(policy, engine, chat, catalog, sampler, cfg, workers=workers)
+    """
+
+    _who = "a rollout process"
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        if next(spec.model.parameters()).device.type != "cpu":
+            raise ValueError("ProcessRolloutWorkers runs the HF engine on CPU; got a GPU model")
+        super().__init__()
+        context = mp.get_context("spawn")
+        model = copy.deepcopy(spec.model).eval().requires_grad_(False)
+        # the staging copy publishes write into; each worker copies it out between batches
+        self._weights = {
+            k: v.detach().clone().share_memory_() for k, v in model.state_dict().items()
+        }
+        self._version = context.Value("q", -1, lock=False)
+        self._lock = context.Lock()
+        self._orders = context.Queue()
+        self._results = context.Queue()
+        self._trainer_threads = torch.get_num_threads()
+        self._processes = [
+            context.Process(
+                target=_worker_main,
+                args=(
+                    dataclasses.replace(spec, model=model),
+                    self._weights,
+                    self._version,
+                    self._lock,
+                    self._orders,
+                    self._results,
+                    os.getpid(),
+                ),
+                name="ecomrlve-rollout",
+                daemon=True,  # ended by this process's exit; a SIGKILL is caught by each worker
+            )
+            for _ in range(spec.processes)
+        ]
+        for process in self._processes:
+            process.start()
+            # a SIGKILL of the trainer skips the daemon cleanup: the reaper ends the worker
+            # then, even while it still imports torch (its own parent watch starts after that)
+            reap_on_exit(process.pid)
+        torch.set_num_threads(max(1, usable_cpus() - spec.processes * spec.threads))
+        log.info(
+            "%d rollout process(es) started (%d torch thread(s) each); trainer keeps %d",
+            spec.processes,
+            spec.threads,
+            torch.get_num_threads(),
+        )
+
+    @property
+    def pids(self) -> list[int | None]:
+        return [process.pid for process in self._processes]
+
+    def _ended(self) -> str | None:
+        for process in self._processes:
+            if not process.is_alive():
+                return f"rollout process {process.pid} ended (exit code {process.exitcode})"
+        return None
+
+    def publish(self, policy: torch.nn.Module, version: int) -> None:
+        state = policy.state_dict()
+        with self._lock, torch.no_grad():
+            for name, tensor in self._weights.items():
+                tensor.copy_(state[name])
+            self._version.value = version
+
+    def close(self) -> None:
+        """End the worker now (nothing it holds is worth waiting for) and give the trainer its
+        threads back."""
+        for process in self._processes:
+            if process.is_alive():
+                process.terminate()
+        for process in self._processes:
+            process.join(5)
+            if process.is_alive():
+                process.kill()
+                process.join()
+        for channel in (self._orders, self._results):
+            channel.cancel_join_thread()  # orders never read must not block our exit
+            channel.close()
+        self._pending.clear()
+        torch.set_num_threads(self._trainer_threads)
+
+
+class EngineRolloutWorkers(_OrderQueue):
+    """Rollout workers for an engine that generates away from the trainer: the endpoint server
+    pool (`rollout.engine: endpoint`). A thread of the trainer's process plays the orders in
+    turn (its requests run on the servers, so the trainer's cores stay the trainer's) and,
+    between batches, pushes the newest published weights with the engine's `sync_weights`, so
+    a push never lands in the middle of a batch. `holds` is the version the engine serves
+    already (None: unknown, the first batch pushes)."""
+
+    _who = "the rollout thread"
+
+    def __init__(self, spec: WorkerSpec, engine: Any, *, holds: int | None = None) -> None:
+        super().__init__()
+        self._spec = spec
+        self._engine = engine
+        # publishes copy into this staging model; the thread pushes it between batches
+        self._staging = copy.deepcopy(spec.model).eval().requires_grad_(False)
+        self._staged = -1 if holds is None else holds
+        self._holds = -1 if holds is None else holds
+        self._lock = threading.Lock()
+        self._orders = queue.Queue()
+        self._results = queue.Queue()
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._main, name="ecomrlve-rollout", daemon=True)
+        self._thread.start()
+
+    def _ended(self) -> str | None:
+        return None if self._thread.is_alive() else "the rollout thread ended"
+
+    def publish(self, policy: torch.nn.Module, version: int) -> None:
+        state = policy.state_dict()
+        with self._lock, torch.no_grad():
+            for name, tensor in self._staging.state_dict().items():
+                tensor.copy_(state[name])
+            self._staged = version
+
+    def _main(self) -> None:
+        try:
+            catalog = self._spec.catalog() if self._spec.catalog is not None else None
+            while True:
+                order = self._orders.get()
+                if order is None or self._closed.is_set():
+                    return
+                with self._lock:  # between batches: push the newest weights, whole
+                    if self._staged != self._holds:
+                        self._engine.sync_weights(self._staging)
+                        self._holds = self._staged
+                played = _play(self._spec, self._engine, catalog, order, self._holds)
+                if self._closed.is_set():
+                    return
+                self._results.put(played)
+        except BaseException:
+            self._results.put(traceback.format_exc())
+
+    def close(self) -> None:
+        """Stop taking orders. A batch being played runs out on the servers (a request cannot
+        be recalled) and is discarded; no push follows it."""
+        self._closed.set()
+        self._orders.put(None)
+        self._pending.clear()
 
 
 def _worker_main(
@@ -277,27 +379,35 @@ def _worker_main(
             if version.value != have:
                 model.load_state_dict(weights)
                 have = int(version.value)
-        started = time.perf_counter()
         try:
-            extra: dict[str, Any] = {}
-            if order.tools is not None:
-                offered = {t.task_id: s for t, s in zip(order.tasks, order.tools, strict=True)}
-                extra["tools_for"] = lambda task, offered=offered: offered[task.task_id]
-            episodes = spec.play(
-                order.tasks,
-                engine,
-                spec.chat,
-                catalog,
-                env_config=spec.env,
-                agent=spec.agent,
-                samples_per_task=spec.group_size,
-                seed=order.seed,
-                group_seeds=order.group_seeds,
-                **extra,
-            )
+            played = _play(spec, engine, catalog, order, have)
         except BaseException:
             results.put(traceback.format_exc())
             return
-        for episode in episodes:
-            episode.policy_version = have
-        results.put(PlayedBatch(order.order, episodes, have, time.perf_counter() - started))
+        results.put(played)
+
+
+def _play(
+    spec: WorkerSpec, engine: Any, catalog: Catalog | None, order: RolloutOrder, version: int
+) -> PlayedBatch:
+    """Play one order with `engine`, whose weights are `version`; every episode records it."""
+    started = time.perf_counter()
+    extra: dict[str, Any] = {}
+    if order.tools is not None:
+        offered = {t.task_id: s for t, s in zip(order.tasks, order.tools, strict=True)}
+        extra["tools_for"] = lambda task: offered[task.task_id]
+    episodes = spec.play(
+        order.tasks,
+        engine,
+        spec.chat,
+        catalog,
+        env_config=spec.env,
+        agent=spec.agent,
+        samples_per_task=spec.group_size,
+        seed=order.seed,
+        group_seeds=order.group_seeds,
+        **extra,
+    )
+    for episode in episodes:
+        episode.policy_version = version
+    return PlayedBatch(order.order, episodes, version, time.perf_counter() - started)

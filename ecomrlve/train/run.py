@@ -85,7 +85,11 @@ from ecomrlve.train.plan import (
     plan_for_this_machine,
 )
 from ecomrlve.train.results import RUN_SCHEMA, RunLog, append
-from ecomrlve.train.rollout_workers import ProcessRolloutWorkers, WorkerSpec
+from ecomrlve.train.rollout_workers import (
+    EngineRolloutWorkers,
+    ProcessRolloutWorkers,
+    WorkerSpec,
+)
 from ecomrlve.train.sft import reference_data, train_sft
 from ecomrlve.train.tool_curriculum import FULL_WIDTH, ToolCurriculum, scenario_tools
 from ecomrlve.train.tracking import Tracking, check_loggers, open_tracking
@@ -545,7 +549,7 @@ def _sampler(run: TrainRun) -> CurriculumSampler:
 
 def _dapo_stage(run: TrainRun, sampler: CurriculumSampler) -> None:
     """DAPO on the curriculum, checkpointed (and resumable) under OUTPUT/checkpoints; with
-    `training.rollout.async`, a rollout process plays the episodes while the trainer updates."""
+    `training.rollout.async`, rollout workers play the episodes while the trainer updates."""
     training = run.cfg.training
     started = time.perf_counter()
     with _rollout_workers(run) as workers:
@@ -568,16 +572,20 @@ def _dapo_stage(run: TrainRun, sampler: CurriculumSampler) -> None:
             tools=run.tools,
             workers=workers,
         )
+    if workers is not None:  # the engine evaluates next: it serves the final weights
+        run.engine.sync_weights(run.policy)
     run.summary.rl_steps = loop.steps
     run.summary.stage_seconds["rl"] = time.perf_counter() - started
 
 
 def _rollout_workers(run: TrainRun) -> contextlib.AbstractContextManager[Any]:
-    """The rollout process of an asynchronous run (None, in a null context, for a synchronous
-    one); it loads the data folder's catalog itself."""
+    """The rollout workers of an asynchronous run (None, in a null context, for a synchronous
+    one): a rollout process with the HF engine, which loads the data folder's catalog itself,
+    or a thread that drives the endpoint pool (serving the policy since SFT: version 0)."""
     rollout = run.cfg.training.rollout
     if not rollout.asynchronous:
         return contextlib.nullcontext(None)
+    pool = run.plan.rollout_engine == "endpoint"
     spec = WorkerSpec(
         model=run.policy,
         pad_token_id=run.chat.pad_token_id,
@@ -585,9 +593,10 @@ def _rollout_workers(run: TrainRun) -> contextlib.AbstractContextManager[Any]:
         env=run.cfg.env,
         agent=run.cfg.agent,
         group_size=rollout.group_size,
-        catalog=functools.partial(Catalog.load, run.data),
+        catalog=(lambda: run.catalog) if pool else functools.partial(Catalog.load, run.data),
+        processes=rollout.processes,
     )
-    return ProcessRolloutWorkers(spec)
+    return EngineRolloutWorkers(spec, run.engine, holds=0) if pool else ProcessRolloutWorkers(spec)
 
 
 def _write_outputs(run: TrainRun, sampler: CurriculumSampler) -> None:
