@@ -18,7 +18,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +29,8 @@ from ecomrlve.testing.training import (
     EVEN_TURN_TOKENS,
     even_id_play,
     failing_play,
+    outliving,
+    running,
     tiny_lm_pair,
     train_store_dir,
 )
@@ -443,14 +444,6 @@ if __name__ == "__main__":
 """
 
 
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    return "\nState:\tZ" not in state  # a zombie has ended
-
-
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
 def test_the_rollout_process_ends_when_its_trainer_is_killed(tmp_path: Path):
     script = tmp_path / "trainer.py"
@@ -462,13 +455,10 @@ def test_the_rollout_process_ends_when_its_trainer_is_killed(tmp_path: Path):
     )
     try:
         workers = [int(pid) for pid in trainer.stdout.readline().split()]
-        assert len(workers) == 2 and all(map(_running, workers))
+        assert len(workers) == 2 and all(map(running, workers))
         os.kill(trainer.pid, signal.SIGKILL)
         trainer.wait()
-        deadline = time.monotonic() + 60  # a bound, not a measurement: it polls every 0.25 s
-        while any(map(_running, workers)) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        left = [pid for pid in workers if _running(pid)]
+        left = outliving(workers)  # each worker polls its parent every 0.25 s
         assert not left, f"rollout processes {left} outlived their trainer"
     finally:
         if trainer.poll() is None:

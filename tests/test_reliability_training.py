@@ -1,7 +1,8 @@
 """Training robustness: a NaN/inf reward or loss, or a batch without trainable tokens, skips the
 optimizer step (weights and AdamW state untouched), says why in the log and in the step's
 metrics, and the run goes on; `ecomrlve train` killed with SIGKILL after its first checkpoint
-resumes from it and ends with the very weights of an uninterrupted run."""
+resumes from it and ends with the very weights of an uninterrupted run (asynchronous too: its
+rollout process ends with the killed trainer)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,12 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 import torch
 import yaml
+
+from ecomrlve.testing.training import outliving
 
 N_STEPS = 2
 
@@ -204,22 +208,6 @@ def _weights(model_dir: Path) -> dict[str, torch.Tensor]:
     return load_file(str(model_dir / "model.safetensors"))
 
 
-def _children(pid: int) -> list[int]:
-    """The live child processes of `pid` (Linux /proc)."""
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        with contextlib.suppress(OSError):
-            found += [int(c) for c in (task / "children").read_text().split()]
-    return found
-
-
-def _running(pid: int) -> bool:
-    try:
-        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.slow  # subprocesses
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
 def test_train_killed_after_a_checkpoint_resumes_to_the_same_weights(
@@ -264,15 +252,12 @@ def test_train_killed_after_a_checkpoint_resumes_to_the_same_weights(
         while not first.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
         assert first.exists(), "the run wrote no first checkpoint"
-        workers = _children(proc.pid)
+        workers = [child.pid for child in psutil.Process(proc.pid).children()]
         with_pid = proc.poll() is None
         if with_pid:  # the trainer alone: its rollout process must end by itself
             os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        deadline = time.monotonic() + 60  # a bound, not a measurement
-        while any(map(_running, workers)) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not [w for w in workers if _running(w)], "a child outlived the killed trainer"
+        assert not outliving(workers), "a child outlived the killed trainer"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # anything left of the group

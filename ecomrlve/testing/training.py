@@ -10,6 +10,7 @@ import contextlib
 import functools
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -210,3 +211,20 @@ def even_mass(policy, chat) -> float:
 def failing_play(tasks, engine, chat, catalog, **_):
     """A `play` that raises, to see a rollout process's error reach the trainer."""
     raise RuntimeError(f"cannot play {len(tasks)} task(s)")
+
+
+def running(pid: int) -> bool:
+    """Whether process `pid` still runs (Linux /proc); a zombie has ended."""
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+
+
+def outliving(pids: list[int], bound_s: float = 60.0) -> list[int]:
+    """The processes of `pids` still running once all have ended or `bound_s` has passed (a
+    bound, not a measurement: it polls every 0.1 s)."""
+    deadline = time.monotonic() + bound_s
+    while any(map(running, pids)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [pid for pid in pids if running(pid)]
