@@ -130,8 +130,9 @@ class DataConfig(StrictModel):
 
     products: int = Field(20_000, ge=1)
     seed: int = Field(0, ge=0)
-    # 900 per difficulty: the CPU demo trains on d0-1 of its three scenarios, 1,800 tasks (with
-    # 490 of them it memorised the training ids instead of learning to copy; see the README)
+    # 1,200 per difficulty: the CPU demo trains on d0-1 of its three scenarios, 2,400 tasks (144
+    # held out, 1,656 for SFT, 600 reserved for RL); with 1,056 for SFT it memorised their ids
+    # instead of learning to copy (see the README)
     tasks: int = Field(13_200, ge=1)
     difficulty: tuple[int, int] = (0, 10)
     min_steps: int | None = Field(None, ge=1)

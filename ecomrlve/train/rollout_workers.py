@@ -128,6 +128,14 @@ class WorkerSpec:
     processes: int = 1  # rollout processes (`rollout.processes`), taking orders from one queue
 
 
+def _copy_weights(policy: torch.nn.Module, into: dict[str, torch.Tensor]) -> None:
+    """Copy `policy`'s weights into the tensors of `into` (same names), in place."""
+    state = policy.state_dict()
+    with torch.no_grad():
+        for name, tensor in into.items():
+            tensor.copy_(state[name])
+
+
 def usable_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
@@ -265,10 +273,8 @@ class ProcessRolloutWorkers(_OrderQueue):
         return None
 
     def publish(self, policy: torch.nn.Module, version: int) -> None:
-        state = policy.state_dict()
-        with self._lock, torch.no_grad():
-            for name, tensor in self._weights.items():
-                tensor.copy_(state[name])
+        with self._lock:
+            _copy_weights(policy, self._weights)
             self._version.value = version
 
     def close(self) -> None:
@@ -318,10 +324,8 @@ class EngineRolloutWorkers(_OrderQueue):
         return None if self._thread.is_alive() else "the rollout thread ended"
 
     def publish(self, policy: torch.nn.Module, version: int) -> None:
-        state = policy.state_dict()
-        with self._lock, torch.no_grad():
-            for name, tensor in self._staging.state_dict().items():
-                tensor.copy_(state[name])
+        with self._lock:
+            _copy_weights(policy, self._staging.state_dict())
             self._staged = version
 
     def _main(self) -> None:
