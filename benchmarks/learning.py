@@ -1,32 +1,39 @@
-"""The learning study: does training on this environment make the tiny agent better at shopping?
+"""The learning study: does training on this environment make the tiny agent better at shopping,
+and does DAPO's gain over SFT survive RL seeds and float paths?
 
-    python benchmarks/learning.py                      # the study: ~42 min on 2 cores
+    python benchmarks/learning.py                      # the study: ~2 h on 2 cores
+    python benchmarks/learning.py --parallel 2         # two RL runs at a time (same results)
     python benchmarks/learning.py --quick              # smoke version: a few minutes
-    python benchmarks/learning.py --seeds 5 --rl-budget 1 --out experiments/learning
+    python benchmarks/learning.py --rl-seeds 5 --threads 2 --no-grpo --out experiments/learning
+    python benchmarks/learning.py --all-scenarios      # all nine scenarios, not the recipe's
 
 The demo recipe is read at run time from `--config` (default configs/tiny_cpu.yaml) through the
-project's config loader; the study changes only what it studies: all nine scenarios
-(`env.scenarios`), room for bundle's five-call references in the store (`data.max_steps`),
-`algorithm` and `seed` per run, SFT steps times `--sft-budget` (default 1) and RL steps times
-`--rl-budget` (default 0.25: 10 of the recipe's 40 a run) (flat training keys, set where the
-file keeps them). One store is built once (`ecomrlve pipeline --skip-train` into OUT/data);
-every training is the real entry point (`python -m ecomrlve train` in a subprocess). One SFT run
-(seed 0: base eval, SFT, SFT eval; 0 RL steps); then per seed DAPO and the `algorithm: grpo`
-preset, each from that SFT model with 0 SFT steps, so the two start from the same weights, play
-the same held-out tasks and spend the same RL budget (the GRPO run drops the recipe's own
-clip-higher, dynamic-sampling, token-mean and overlong settings so that the preset holds:
+project's config loader; the study changes only what it studies: `algorithm`, `seed` and the
+torch thread count per run, SFT steps times `--sft-budget` and RL steps times `--rl-budget`
+(default 1: the recipe's own), and with `--all-scenarios` all nine scenarios (`env.scenarios`,
+with room for bundle's five-call references in the store: `data.max_steps`). One store is built
+once (`ecomrlve pipeline --skip-train` into OUT/data); every training is the real entry point
+(`python -m ecomrlve train` in a subprocess). One SFT run (seed 0, every core: base eval, SFT,
+SFT eval; 0 RL steps); then DAPO from that SFT model (0 SFT steps) at RL seeds 0..N-1 for each
+`--threads` count (1 and 2 by default: two float paths, since the order of a reduction follows
+the thread count), and with `--grpo` (default) each seed's `algorithm: grpo` twin at the last
+thread count: the same weights, held-out tasks and RL budget (the GRPO run drops the recipe's
+own clip-higher, dynamic-sampling, token-mean and overlong settings so that the preset holds:
 symmetric clip 0.2, no group filter, seq-mean-token-mean, no overlong shaping; every other
-setting is the recipe's). Seeds vary the RL runs (sampling, order), not the SFT model (one SFT
-run is half the study's time), nor the held-out split: every run evaluates on the SFT
-run's held-out tasks (`eval.split_seed`), never on tasks the SFT model was trained on, and RL
-samples the recipe's reserved tasks (`rollout.reserved_tasks`), which SFT never saw. Each
-DAPO run first re-measures the SFT model at its own seed (the tables' SFT stage, paired with
-that run's final evaluation; seed 0's must match the SFT run's own, printed); its GRPO twin
-skips that (`eval.before_train: false`). A rerun with the same settings reuses the finished
-runs under OUT/runs.
+setting is the recipe's). Seeds vary the RL runs (sampling, order), not the SFT model, nor the
+held-out split: every run evaluates on the SFT run's held-out tasks (`eval.split_seed`), never
+on tasks the SFT model was trained on, and RL samples the recipe's reserved tasks
+(`rollout.reserved_tasks`), which SFT never saw. Each DAPO run first re-measures the SFT model
+at its own seed (the tables' SFT stage, paired with that run's final evaluation; the one at
+seed 0 on every core must match the SFT run's own, printed); its GRPO twin skips that
+(`eval.before_train: false`). A rerun with the same settings reuses the finished runs under
+OUT/runs (the SFT run's config leaves out the RL algorithm block it never reads, so a change of
+an RL setting reuses the SFT model).
 
 Reported (printed, and written to OUT/learning.md):
 
+* each DAPO run on its own: held-out base / SFT / DAPO, DAPO - SFT (paired), and its
+  training-rollout success in the first vs the last quarter of RL with a group-bootstrap CI;
 * held-out pass@1 of base / SFT / DAPO (and GRPO) per scenario and per step band, pooled over the
   seeds, with task-bootstrap 95% intervals (`ecomrlve.train.metrics`: the unit is a held-out task
   of one seed; a paired difference keeps a task's two outcomes together);
@@ -53,6 +60,7 @@ import resource
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,10 +86,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # (tiny_cpu: data.max_steps 3) would leave one of the nine scenarios out
 BUNDLE_MIN_STEPS = 5
 STAGES = {"base": "base", "sft": "SFT", "final": "RL"}
-# Measured alone on 2 cores (RESULTS.md): the SFT run 1,291 s; at 10 RL steps a DAPO run 248 s
-# (two evaluations ~90 s each, RL 54 s) and a GRPO run 129 s: the study ~42 min. At the recipe's
-# 40 steps the six RL runs would add ~13 min (RL 4x), ~55 min in all: at the edge of the hour.
-RL_BUDGET = 0.25
+# the recipe's own RL steps per run (--rl-budget scales them): the claim is the demo's gain
+RL_BUDGET = 1.0
+DEFAULT_THREADS = len(os.sched_getaffinity(0))  # torch's own default: one thread per core
 # --quick: a smoke version of the same study (the recipe's model and settings, smaller budgets)
 QUICK_DATA = {"products": 1000, "tasks": 180}
 QUICK_TRAINING = {
@@ -100,13 +107,14 @@ class Run:
     algorithm: str
     seed: int
     output: Path
+    threads: int  # torch threads: each count is its own float path (reduction order)
     run_id: str = ""
     seconds: float = 0.0  # 0: reused from an earlier invocation
     cpu_s: float = 0.0
 
     @property
     def name(self) -> str:
-        return f"{self.algorithm}-seed{self.seed}"
+        return f"{self.algorithm}-seed{self.seed}-t{self.threads}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -137,14 +145,18 @@ def set_training(training: dict[str, Any], key: str, value: Any) -> None:
         training[key] = value
 
 
-def study_config(path: Path, *, sft_budget: float, rl_budget: float, quick: bool) -> dict[str, Any]:
-    """The recipe at `path` as a raw mapping, with the study's changes; validated."""
+def study_config(
+    path: Path, *, sft_budget: float, rl_budget: float, quick: bool, all_scenarios: bool = False
+) -> dict[str, Any]:
+    """The recipe at `path` as a raw mapping, with the study's changes; validated. The recipe's
+    own scenarios, or with `all_scenarios` all nine (and room for bundle's references)."""
     recipe = load_config(path)  # the recipe itself must load first (ConfigError: exit 2)
     raw = yaml.safe_load(path.read_text()) or {}
-    raw.setdefault("env", {})["scenarios"] = list(SCENARIOS)
     data = raw.setdefault("data", {})
-    if recipe.data.max_steps is not None and recipe.data.max_steps < BUNDLE_MIN_STEPS:
-        data["max_steps"] = BUNDLE_MIN_STEPS
+    if all_scenarios:
+        raw.setdefault("env", {})["scenarios"] = list(SCENARIOS)
+        if recipe.data.max_steps is not None and recipe.data.max_steps < BUNDLE_MIN_STEPS:
+            data["max_steps"] = BUNDLE_MIN_STEPS
     training = raw.setdefault("training", {})
     if quick:
         data.update(QUICK_DATA)
@@ -213,16 +225,19 @@ def run_config(raw: dict[str, Any], path: Path, model: Path | None = None, **tra
 # ---------------------------------------------------------------------------------------------
 
 
-def cli(args: list[str], log_path: Path) -> tuple[float, float]:
-    """`python -m ecomrlve ARGS` in a subprocess (output to `log_path`); its wall and CPU
-    seconds (CPU time is what a busy machine does not inflate: on 2 idle cores the wall time
-    of a run lies between half its CPU time and all of it)."""
+def cli(args: list[str], log_path: Path, threads: int = DEFAULT_THREADS) -> tuple[float, float]:
+    """`python -m ecomrlve ARGS` in a subprocess (output to `log_path`), with `threads` torch
+    threads; its wall and CPU seconds (CPU time is what a busy machine
+    does not inflate: on 2 idle cores the wall time of a run lies between half its CPU time
+    and all of it)."""
     env = {
         # the pipeline's temporary Prefect server can take minutes to start on a busy machine
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "600",
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
+    if threads != DEFAULT_THREADS:  # torch reads it at start-up for its intra-op pool
+        env["OMP_NUM_THREADS"] = str(threads)
     started, cpu = time.perf_counter(), _children_cpu()
     with log_path.open("w") as log:
         done = subprocess.run(
@@ -249,6 +264,7 @@ def train(run: Run, config: Path, changed: bool, data: Path) -> None:
         run.seconds, run.cpu_s = cli(
             ["train", "--config", str(config), "--data", str(data), "--output", str(run.output)],
             run.output.with_suffix(".log"),
+            run.threads,
         )
     run.run_id = json.loads(summary.read_text())["run_id"]
 
@@ -266,12 +282,17 @@ def read(data: Path, query: str, params: list[Any]) -> pl.DataFrame:
 
 
 def per_task(episodes: pl.DataFrame, runs: list[Run], stage: str) -> pl.DataFrame:
-    """One row per (seed, held-out task) of `runs` at `stage`: pass@1, scenario, step band."""
+    """One row per (seed, threads, held-out task) of `runs` at `stage`: pass@1, scenario, step
+    band."""
     frames = []
     for run in runs:
         part = episodes.filter((pl.col("run_id") == run.run_id) & (pl.col("stage") == stage))
         if part.height:
-            frames.append(metrics.per_task(part, 1).with_columns(pl.lit(run.seed).alias("seed")))
+            frames.append(
+                metrics.per_task(part, 1).with_columns(
+                    pl.lit(run.seed).alias("seed"), pl.lit(run.threads).alias("threads")
+                )
+            )
     return pl.concat(frames) if frames else pl.DataFrame()
 
 
@@ -286,10 +307,11 @@ def interval(values: np.ndarray, *, signed: bool = False) -> str:
 
 
 def paired(after: pl.DataFrame, before: pl.DataFrame) -> np.ndarray:
-    """after - before per (seed, task), the tasks both hold."""
+    """after - before per (seed, threads, task), the tasks both hold."""
     if after.is_empty() or before.is_empty():
         return np.array([])
-    joined = after.join(before.select("seed", "task_id", "pass_at_1"), on=["seed", "task_id"])
+    key = ["seed", "threads", "task_id"]
+    joined = after.join(before.select(*key, "pass_at_1"), on=key)
     return (joined["pass_at_1"] - joined["pass_at_1_right"]).to_numpy()
 
 
@@ -319,6 +341,31 @@ def timing_table(runs: list[Run]) -> list[list[str]]:
         wall = f"{run.seconds:.0f}" if run.seconds else "reused"
         cells = [f"{seconds[s]:.0f}" if s in seconds else "-" for s in stages]
         rows.append([run.name, wall, f"{run.cpu_s:.0f}" if run.seconds else "-", *cells])
+    return rows
+
+
+def per_run_table(stages: dict[str, pl.DataFrame], runs: list[Run]) -> list[list[str]]:
+    """Each DAPO run on its own: held-out base / SFT / DAPO, the paired DAPO - SFT gain, and
+    whether its training-rollout success rose (last quarter of RL minus the first)."""
+    rows = [["run", "base", "SFT", "DAPO", "DAPO - SFT (paired)", "train success q1 -> q4"]]
+    for run in runs:
+        chosen = {
+            name: frame.filter((pl.col("seed") == run.seed) & (pl.col("threads") == run.threads))
+            if name != "base"
+            else frame
+            for name, frame in stages.items()
+            if name in ("base", "SFT", "DAPO") and frame.height
+        }
+        cells = [interval(f["pass_at_1"].to_numpy()) for f in chosen.values()]
+        quarters = json.loads((run.output / "summary.json").read_text()).get("rl_success_quarters")
+        trend = (
+            f"{quarters['first']:.2f} -> {quarters['last']:.2f}, {quarters['diff']:+.3f} "
+            f"[{quarters['ci_low']:+.3f}, {quarters['ci_high']:+.3f}]"
+            if quarters
+            else "-"
+        )
+        gain = interval(paired(chosen["DAPO"], chosen["SFT"]), signed=True)
+        rows.append([run.name, *cells, gain, trend])
     return rows
 
 
@@ -605,10 +652,36 @@ def markdown_table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "tiny_cpu.yaml")
-    parser.add_argument("--seeds", type=int, default=None, help="default 3 (--quick: 2)")
+    parser.add_argument(
+        "--rl-seeds",
+        "--seeds",
+        dest="seeds",
+        type=int,
+        default=None,
+        help="RL seeds per thread count, from one SFT model (default 3; --quick: 2)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        nargs="+",
+        default=[1, 2],
+        help="torch threads of the RL runs: each count is its own float path (default 1 2)",
+    )
+    parser.add_argument(
+        "--grpo",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="a GRPO twin of each seed's DAPO run (at the last thread count)",
+    )
+    parser.add_argument(
+        "--all-scenarios", action="store_true", help="all nine scenarios, not the recipe's"
+    )
+    parser.add_argument(
+        "--parallel", type=int, default=1, help="RL runs at a time (results do not change)"
+    )
     parser.add_argument("--sft-budget", type=float, default=1.0, help="x the recipe's SFT steps")
     parser.add_argument(
         "--rl-budget", type=float, default=RL_BUDGET, help="x the recipe's RL steps, per run"
@@ -617,13 +690,47 @@ def main() -> None:
     parser.add_argument("--throughput-steps", type=int, default=None, help="SFT steps timed")
     parser.add_argument("--out", type=Path, default=ROOT / "experiments" / "learning")
     args = parser.parse_args()
-    args.seeds = args.seeds or (2 if args.quick else 3)
-    if args.seeds < 1 or args.sft_budget <= 0 or args.rl_budget <= 0:
-        print("--seeds must be >= 1 and the budgets > 0", file=sys.stderr)
-        sys.exit(2)
+    args.seeds = args.seeds if args.seeds is not None else (2 if args.quick else 3)
+    bad = args.seeds < 1 or args.sft_budget <= 0 or args.rl_budget <= 0
+    if bad or args.parallel < 1 or min(args.threads) < 1:
+        parser.error("--rl-seeds, --threads and --parallel must be >= 1 and the budgets > 0")
+    return args
+
+
+def sft_run_config(raw: dict[str, Any], path: Path) -> bool:
+    """The SFT run's config (seed 0, 0 RL steps): the recipe without its RL algorithm block,
+    which an SFT-only run never reads, so changing an RL setting reuses the SFT model."""
+    raw = copy.deepcopy(raw)
+    raw.setdefault("training", {}).pop("algorithm", None)
+    return run_config(raw, path, seed=0, total_steps=0)
+
+
+def rl_runs(args: argparse.Namespace, sft: Run) -> list[tuple[Run, dict[str, Any]]]:
+    """The RL runs and their overrides: DAPO at every seed x thread count; with --grpo, each
+    seed's GRPO twin at the last thread count (the SFT run's)."""
+    plans = []
+    for threads in args.threads:
+        for seed in range(args.seeds):
+            plans.append((Run("dapo", seed, sft.output.parent, threads), {"algorithm": "dapo"}))
+    if args.grpo:
+        for seed in range(args.seeds):
+            plans.append(
+                (Run("grpo", seed, sft.output.parent, args.threads[-1]), {"algorithm": "grpo"})
+            )
+    for run, _ in plans:
+        run.output = run.output / run.name
+    return plans
+
+
+def main() -> None:
+    args = parse_args()
     try:
         raw = study_config(
-            args.config, sft_budget=args.sft_budget, rl_budget=args.rl_budget, quick=args.quick
+            args.config,
+            sft_budget=args.sft_budget,
+            rl_budget=args.rl_budget,
+            quick=args.quick,
+            all_scenarios=args.all_scenarios,
         )
     except ConfigError as err:
         print(err, file=sys.stderr)
@@ -640,44 +747,56 @@ def main() -> None:
     (out / "runs").mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     study_yaml = out / "study.yaml"
-    store_s = 0.0  # 0: the store of an earlier invocation with the same config
-    if run_config(raw, study_yaml) or not store.DataPaths.of(data).db.exists():
+    store_s = 0.0  # 0: the store of an earlier invocation with the same data block
+    data_block = copy.deepcopy(raw)
+    data_block["training"] = {}  # the store depends on data/env, not on the training settings
+    if run_config(data_block, study_yaml) or not store.DataPaths.of(data).db.exists():
         store_s, _ = cli(
             ["pipeline", "--config", str(study_yaml), "--data", str(data), "--skip-train"],
             out / "pipeline.log",
         )
     print(f"store: {data} ({store_s:.0f} s)")
 
-    # SFT once (seed 0: base eval, SFT, SFT eval; RL steps 0); every DAPO and GRPO run starts
-    # from its model with SFT steps 0, so the two algorithms differ in nothing but themselves.
-    # Each DAPO run first evaluates that model at its own seed (the SFT stage of the tables,
-    # paired with the run's final evaluation); the GRPO run of the seed starts from the same
-    # model at the same seed, so it skips that evaluation (`eval.before_train: false`).
-    sft = Run("sft", 0, out / "runs" / "sft")
-    changed = run_config(raw, sft.output.with_suffix(".yaml"), seed=0, total_steps=0)
+    # SFT once (seed 0: base eval, SFT, SFT eval; RL steps 0), on every core; every
+    # RL run starts from its model with SFT steps 0, so DAPO and GRPO differ in nothing but
+    # themselves. Each DAPO run first evaluates that model at its own seed (the SFT stage of
+    # the tables, paired with the run's final evaluation); the GRPO run of the seed starts from
+    # the same model at the same seed, so it skips that evaluation (`eval.before_train: false`).
+    sft = Run("sft", 0, out / "runs" / "sft", DEFAULT_THREADS)
+    changed = sft_run_config(raw, sft.output.with_suffix(".yaml"))
     train(sft, sft.output.with_suffix(".yaml"), changed, data)
     print(f"{sft.name}: {sft.run_id} ({sft.seconds:.0f} s wall, {sft.cpu_s:.0f} s CPU)")
-    runs = [sft]
-    for seed in range(args.seeds):
-        for algorithm in ("dapo", "grpo"):
-            run = Run(algorithm, seed, sft.output.parent / f"{algorithm}-seed{seed}")
-            config = run.output.with_suffix(".yaml")
-            # the held-out split stays the SFT run's (the split follows the run's seed): a run
-            # of another seed would otherwise be evaluated on tasks the SFT model trained on
-            changed = run_config(
-                raw,
-                config,
-                sft.output / "model",
-                seed=seed,
-                algorithm=algorithm,
-                eval_before_train=algorithm == "dapo",
-                eval_split_seed=sft.seed,
-                **{steps_key(cfg): 0},
-            )
-            train(run, config, changed or sft.seconds > 0, data)
+    jobs = []
+    for run, overrides in rl_runs(args, sft):
+        config = run.output.with_suffix(".yaml")
+        # the held-out split stays the SFT run's (the split follows the run's seed): a run of
+        # another seed would otherwise be evaluated on tasks the SFT model trained on
+        changed = run_config(
+            raw,
+            config,
+            sft.output / "model",
+            seed=run.seed,
+            eval_before_train=overrides["algorithm"] == "dapo",
+            eval_split_seed=sft.seed,
+            **overrides,
+            **{steps_key(cfg): 0},
+        )
+        jobs.append((run, config, changed or sft.seconds > 0))
+    with ThreadPoolExecutor(args.parallel) as pool:  # each run is its own process
+        for run in pool.map(lambda job: train_and_report(*job, data), jobs):
             print(f"{run.name}: {run.run_id} ({run.seconds:.0f} s wall, {run.cpu_s:.0f} s CPU)")
-            runs.append(run)
+    runs = [sft, *(job[0] for job in jobs)]
+    report(args, raw, cfg, runs, data, out, started, throughput_steps)
 
+
+def train_and_report(run: Run, config: Path, changed: bool, data: Path) -> Run:
+    train(run, config, changed, data)
+    return run
+
+
+def report(args, raw, cfg, runs: list[Run], data: Path, out: Path, started: float, tp_steps: int):
+    """The study's tables (printed and written to OUT/learning.md) and curves."""
+    sft = runs[0]
     ids = [r.run_id for r in runs]
     marks = ",".join("?" * len(ids))
     episodes = read(
@@ -694,42 +813,49 @@ def main() -> None:
         "DAPO": per_task(episodes, dapo, "final"),
         "GRPO": per_task(episodes, grpo, "final"),
     }
-    # the SFT run's own evaluation and seed 0's DAPO run play the same model at the same seed
-    start = paired(per_task(episodes, [sft], "sft"), stages["SFT"])
+    # the SFT run's own evaluation and the DAPO run at seed 0 and the SFT run's thread count
+    # play the same model at the same seed
+    twin = [r for r in dapo if r.seed == 0 and r.threads == sft.threads]
+    start = paired(per_task(episodes, [sft], "sft"), per_task(episodes, twin, "base"))
     reproduced = (
-        f"seed 0's DAPO run re-measured the SFT model: its opening evaluation matches the SFT "
-        f"run's on {int((start == 0).sum())} of {start.size} held-out tasks"
+        f"the DAPO run at seed 0, {sft.threads} thread(s) re-measured the SFT model: its opening "
+        f"evaluation matches the SFT run's on {int((start == 0).sum())} of {start.size} tasks"
     )
     steps = read(data, f"SELECT * FROM train_steps WHERE run_id IN ({marks})", ids)
     sft_loss = read(data, "SELECT * FROM sft_steps WHERE run_id = ?", [sft.run_id])
     curves = plot_study(steps, sft_loss, runs, out / "curves.png")
     own_cpu = time.process_time()
-    throughput = throughput_table(raw, data, runs, throughput_steps, out)
+    throughput = throughput_table(raw, data, runs, tp_steps, out)
     minutes = (time.perf_counter() - started) / 60
     cpu_minutes = (sum(r.cpu_s for r in runs) + time.process_time() - own_cpu) / 60
 
     recipe = (
         f"recipe {args.config.name}{' (--quick)' if args.quick else ''}: "
-        f"{len(SCENARIOS)} scenarios, {training_value(cfg, 'sft_steps')} SFT steps, "
+        f"{len(cfg.env.scenarios)} scenarios, {training_value(cfg, 'sft_steps')} SFT steps, "
         f"{training_value(cfg, 'total_steps')} RL steps a run, {training_value(cfg, 'eval_tasks')} "
-        f"held-out tasks x {training_value(cfg, 'eval_samples')} samples per seed, "
-        f"{args.seeds} seeds; {minutes:.1f} min wall; trainings + throughput "
-        f"{cpu_minutes:.1f} CPU-min (on 2 idle cores: between half of that and all of it)"
+        f"held-out tasks x {training_value(cfg, 'eval_samples')} samples, RL seeds "
+        f"0-{args.seeds - 1} x threads {args.threads}; {minutes:.1f} min wall; trainings + "
+        f"throughput {cpu_minutes:.1f} CPU-min (on 2 idle cores: between half of that and all)"
     )
+    grpo_threads = stages["DAPO"].filter(pl.col("threads") == args.threads[-1]) if grpo else None
     sections = [
+        ("Each DAPO run (held-out pass@1, 95% task-bootstrap CI)", per_run_table(stages, dapo)),
         (
-            "Held-out pass@1 by scenario (pooled over seeds; 95% task-bootstrap CI)",
+            "Held-out pass@1 by scenario (pooled over the runs; 95% task-bootstrap CI)",
             held_out_table(stages, "scenario"),
         ),
         ("Held-out pass@1 by step band", held_out_table(stages, "step_band")),
-        (
-            "DAPO vs GRPO, same seeds and budget: held-out pass@1 after RL",
-            comparison_table(stages["DAPO"], stages["GRPO"], list(range(args.seeds))),
-        ),
-        (
-            f"Throughput, same tiny model and references ({throughput_steps} SFT steps timed)",
-            throughput,
-        ),
+    ]
+    if grpo:
+        sections.append(
+            (
+                f"DAPO vs GRPO, same seeds, {args.threads[-1]} thread(s) and budget: held-out "
+                "pass@1 after RL",
+                comparison_table(grpo_threads, stages["GRPO"], list(range(args.seeds))),
+            )
+        )
+    sections += [
+        (f"Throughput, same tiny model and references ({tp_steps} SFT steps timed)", throughput),
         ("Time per run (stages: wall seconds)", timing_table(runs)),
     ]
     print(recipe)

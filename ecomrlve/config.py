@@ -302,6 +302,11 @@ class RolloutConfig(StrictModel):
     adaptive_window: int = Field(4, ge=1, le=4)
     adaptive_threshold: float = Field(0.9, gt=0.0, le=1.0)
     adaptive_episodes: int = Field(32, ge=1)
+    shuffle: bool = Field(
+        False,
+        description="draw RL tasks in a seeded shuffle, a new one per pass (false: the "
+        "curriculum's easy-to-hard order)",
+    )
     reserved_tasks: int = Field(
         0,
         ge=0,
@@ -470,7 +475,7 @@ FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
         "rollout",
         (
             "prompts_per_step group_size vllm_gpu_memory_utilization curriculum "
-            "adaptive_difficulty adaptive_window adaptive_threshold adaptive_episodes "
+            "adaptive_difficulty adaptive_window adaptive_threshold adaptive_episodes shuffle "
             "reserved_tasks tool_curriculum tool_curriculum_threshold tool_curriculum_window "
             "max_staleness"
         ),

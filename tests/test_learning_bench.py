@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ecomrlve.config import GRPO_PRESETS, load_config
+from ecomrlve.config import GRPO_PRESETS, config_from_dict, load_config
 from ecomrlve.generators.registry import SCENARIOS
 from ecomrlve.testing.bench import load_script
 
@@ -21,9 +21,18 @@ def bench():
     return load_script(ROOT / "benchmarks" / "learning.py")
 
 
+def test_the_study_keeps_the_recipes_scenarios_unless_asked_for_all_nine(bench) -> None:
+    recipe = load_config(RECIPE)
+    raw = bench.study_config(RECIPE, sft_budget=1, rl_budget=1, quick=False)
+    assert config_from_dict(raw).env.scenarios == recipe.env.scenarios
+    assert raw["training"]["algorithm"]["total_steps"] == recipe.training.algorithm.total_steps
+
+
 def test_the_study_plays_all_nine_scenarios_at_its_budgets(bench) -> None:
     recipe = load_config(RECIPE).training
-    raw = bench.study_config(RECIPE, sft_budget=0.5, rl_budget=0.25, quick=False)
+    raw = bench.study_config(
+        RECIPE, sft_budget=0.5, rl_budget=0.25, quick=False, all_scenarios=True
+    )
     assert raw["env"]["scenarios"] == list(SCENARIOS)
     assert raw["data"]["max_steps"] >= bench.BUNDLE_MIN_STEPS
     training = raw["training"]
@@ -96,3 +105,27 @@ def test_the_quick_study_reserves_what_its_small_store_can_spare(bench) -> None:
     quick = raw["training"]["rollout"]["reserved_tasks"]
     assert 0 < quick == bench.QUICK_RESERVED_TASKS
     assert quick < raw["data"]["tasks"] - raw["training"]["eval"]["tasks"]  # SFT keeps the rest
+
+
+def test_dapo_runs_at_every_seed_and_thread_count_from_one_sft_model(bench, tmp_path) -> None:
+    args = bench.argparse.Namespace(seeds=3, threads=[1, 2], grpo=True)
+    sft = bench.Run("sft", 0, tmp_path / "runs" / "sft", bench.DEFAULT_THREADS)
+    plans = bench.rl_runs(args, sft)
+    names = [run.name for run, _ in plans]
+    assert names == [
+        *(f"dapo-seed{s}-t{t}" for t in (1, 2) for s in range(3)),
+        *(f"grpo-seed{s}-t2" for s in range(3)),
+    ]
+    assert len({run.output for run, _ in plans}) == len(plans)  # each its own folder
+    assert all(run.output.parent == sft.output.parent for run, _ in plans)
+
+
+def test_the_sft_run_ignores_rl_settings_so_changing_them_reuses_its_model(bench, tmp_path):
+    raw = bench.study_config(RECIPE, sft_budget=1, rl_budget=1, quick=False)
+    path = tmp_path / "sft.yaml"
+    assert bench.sft_run_config(raw, path)
+    sft = load_config(path).training
+    assert sft.algorithm.total_steps == 0 and sft.seed == 0
+    assert sft.sft == load_config(RECIPE).training.sft
+    raw["training"]["algorithm"]["learning_rate"] = 1.0e-5
+    assert bench.sft_run_config(raw, path) is False  # unchanged: the finished run is reused

@@ -83,6 +83,25 @@ def test_sampler_follows_the_stream_and_resumes_exactly(store):
     assert ids[tasks.height :] == tasks["task_id"].head(2).to_list()
 
 
+def test_a_shuffled_stream_visits_every_task_once_per_pass_in_a_seeded_order(store):
+    tasks = read_store_tasks(store)
+    n = tasks.height
+    sampler = CurriculumSampler(tasks, seed=3, shuffle=True)
+    ids = [t.task_id for t in sampler.next_tasks(2 * n + 5)]
+    first, second = ids[:n], ids[n : 2 * n]
+    assert sorted(first) == sorted(second) == sorted(tasks["task_id"].to_list())  # each pass
+    assert first != tasks["task_id"].to_list() and first != second  # a new order each pass
+    same = CurriculumSampler(tasks, seed=3, shuffle=True)
+    assert [t.task_id for t in same.next_tasks(2 * n + 5)] == ids  # the seed decides it
+    other = CurriculumSampler(tasks, seed=4, shuffle=True)
+    assert [t.task_id for t in other.next_tasks(n)] != first
+    stopped = CurriculumSampler(tasks, seed=3, shuffle=True)
+    stopped.next_tasks(n + 2)
+    resumed = CurriculumSampler(tasks, seed=3, shuffle=True)  # resumes mid-pass exactly
+    resumed.load_state_dict(json.loads(stopped.to_json()))
+    assert [t.task_id for t in resumed.next_tasks(3)] == ids[n + 2 : n + 5]
+
+
 def test_curriculum_shards_are_read_in_manifest_order(store):
     from ecomrlve.flows.curriculum import build_curriculum
 

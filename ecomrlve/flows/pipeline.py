@@ -690,4 +690,11 @@ def held_out_text(train: dict[str, Any]) -> str:
         f"{g['diff']:+.2f}{interval(g, '+')}"
         for key, g in train.get("held_out_gain", {}).items()
     )
-    return f"held-out pass@1 {stages}" + (f"; {gains}" if gains else "")
+    text = f"held-out pass@1 {stages}" + (f"; {gains}" if gains else "")
+    quarters = train.get("rl_success_quarters")
+    if quarters:  # the RL curve in one figure: did training-rollout success rise?
+        text += (
+            f"; training success first → last quarter {quarters['first']:.2f} → "
+            f"{quarters['last']:.2f} ({quarters['diff']:+.2f}{interval(quarters, '+')})"
+        )
+    return text

@@ -120,6 +120,13 @@ def _print_summary(cfg, summary) -> None:
             f"(paired task bootstrap 95% CI [{gain['ci_low']:+.3f}, {gain['ci_high']:+.3f}], "
             f"{int(gain['tasks'])} tasks)"
         )
+    quarters = summary.rl_success_quarters
+    if quarters:
+        console.print(
+            f"training-rollout success, first -> last quarter of RL: {quarters['first']:.2f} -> "
+            f"{quarters['last']:.2f}, {quarters['diff']:+.3f} (group bootstrap 95% CI "
+            f"[{quarters['ci_low']:+.3f}, {quarters['ci_high']:+.3f}])"
+        )
     rl_tasks = summary.rl_only_tasks or summary.train_tasks
     console.print(
         f"run {summary.run_id}: {summary.sft_steps} SFT steps on {summary.sft_sequences} "

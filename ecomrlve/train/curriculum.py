@@ -267,17 +267,27 @@ class CurriculumSampler:
 
     The stream position picks the scenario; with `adaptive`, a seeded draw picks a difficulty in
     the scenario's window and the next unused task of that (scenario, difficulty) cell is taken.
-    Cells and the stream wrap around when used up (one more epoch). State is a few counters, so
-    `state_dict` is small JSON.
+    Cells and the stream wrap around when used up (one more epoch). With `shuffle`, each pass
+    over the stream is a fresh permutation drawn from `seed` and the pass number (RL seeds then
+    differ in the order they see the tasks, and a run's early and late steps draw from the same
+    mix, so its success curve shows learning rather than the curriculum's rising difficulty).
+    State is a few counters, so `state_dict` is small JSON.
     """
 
     def __init__(
-        self, tasks: pl.DataFrame, *, seed: int, adaptive: AdaptiveDifficulty | None = None
+        self,
+        tasks: pl.DataFrame,
+        *,
+        seed: int,
+        adaptive: AdaptiveDifficulty | None = None,
+        shuffle: bool = False,
     ) -> None:
         _check_columns(tasks, "training tasks")
         self.tasks = tasks
         self.seed = seed
         self.adaptive = adaptive
+        self.shuffle = shuffle
+        self._pass_order: tuple[int, np.ndarray] | None = None  # (pass, permutation)
         self.scenarios: list[str] = tasks["scenario"].to_list()
         self.cells: dict[tuple[str, int], list[int]] = defaultdict(list)
         for i, (s, d) in enumerate(zip(tasks["scenario"], tasks["difficulty"], strict=True)):
@@ -295,7 +305,7 @@ class CurriculumSampler:
         return [row_to_task(self.tasks.row(self._next_index(), named=True)) for _ in range(n)]
 
     def _next_index(self) -> int:
-        index = self.cursor % self.tasks.height
+        index = self._stream_index(self.cursor)
         self.cursor += 1
         if self.adaptive is None:
             return index
@@ -309,6 +319,16 @@ class CurriculumSampler:
         position = self.cell_cursors.get(key, 0)
         self.cell_cursors[key] = position + 1
         return cell[position % len(cell)]
+
+    def _stream_index(self, cursor: int) -> int:
+        """The row at stream position `cursor`: in curriculum order, or this pass's shuffle."""
+        epoch, position = divmod(cursor, self.tasks.height)
+        if not self.shuffle:
+            return position
+        if self._pass_order is None or self._pass_order[0] != epoch:
+            rng = np.random.default_rng(np.random.SeedSequence([self.seed, 11, epoch]))
+            self._pass_order = (epoch, rng.permutation(self.tasks.height))
+        return int(self._pass_order[1][position])
 
     def state_dict(self) -> dict[str, Any]:
         return {

@@ -598,6 +598,9 @@ def _update(
         totals, mismatch = summed[:-1], float(summed[-1])
     tokens_once = float(sum(o.generated_tokens for o in trained))
     passes = max(totals[0].item(), 1.0)  # trained tokens summed over every optimizer step
+    # where the signal lives: how large the advantages are, and which tokens carry them
+    magnitudes = [abs(advantages[o.key]) for o in trained]
+    positive_tokens = sum(o.generated_tokens for o in trained if advantages[o.key] > 0)
     out: dict[str, Any] = {
         "optimizer_steps": len(losses),
         "loss": float(np.mean(losses)) if losses else None,
@@ -609,6 +612,8 @@ def _update(
         "kl": float(totals[4]) / passes,
         "behaviour_capped_fraction": float(totals[6]) / passes,
         "logprob_mismatch": mismatch / max(tokens_once, 1.0),
+        "advantage_abs_mean": float(np.mean(magnitudes)),
+        "positive_token_fraction": positive_tokens / max(tokens_once, 1.0),
         "update_s": time.perf_counter() - started,
     }
     if skip_reason is not None:

@@ -154,3 +154,41 @@ def stage_intervals(
             "tasks": float(gain.size),
         }
     return cis, diffs
+
+
+def quarter_gain(
+    rollouts: pl.DataFrame, *, seed: int, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES
+) -> dict[str, float] | None:
+    """Training-rollout success in the last quarter of RL steps minus the first quarter, with a
+    bootstrap interval that resamples groups (the prompts drawn: a group's samples share a task
+    and are not independent). `rollouts` holds `train_rollouts` rows (step, group, success).
+    None with fewer than four steps (no quarters to compare).
+
+    >>> rows = pl.DataFrame({"step": [1, 1, 2, 3, 4, 4], "group": [0, 0, 0, 0, 0, 0],
+    ...                      "success": [False, False, False, True, True, True]})
+    >>> quarter_gain(rows, seed=0)["diff"]
+    1.0
+    """
+    steps = sorted(rollouts["step"].unique().to_list())
+    if len(steps) < 4:
+        return None
+    quarter = len(steps) // 4
+    groups = rollouts.group_by("step", "group").agg(
+        success=pl.col("success").cast(pl.Float64).mean()
+    )
+    first = groups.filter(pl.col("step").is_in(steps[:quarter]))["success"].to_numpy()
+    last = groups.filter(pl.col("step").is_in(steps[-quarter:]))["success"].to_numpy()
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 101]))
+    diffs = last[rng.integers(0, last.size, size=(resamples, last.size))].mean(axis=1) - first[
+        rng.integers(0, first.size, size=(resamples, first.size))
+    ].mean(axis=1)  # (R,)
+    tail = (1.0 - level) / 2.0 * 100.0
+    low, high = np.percentile(diffs, [tail, 100.0 - tail])
+    return {
+        "first": float(first.mean()),
+        "last": float(last.mean()),
+        "diff": float(last.mean() - first.mean()),
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "steps_per_quarter": float(quarter),
+    }

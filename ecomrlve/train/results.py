@@ -28,6 +28,7 @@ from typing import Any
 import polars as pl
 
 from ecomrlve import store
+from ecomrlve.train.metrics import quarter_gain
 from ecomrlve.train.tracking import Tracking
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,8 @@ STEP_SCHEMA: dict[str, pl.DataType] = {
     "rollout_s": pl.Float64,
     "update_s": pl.Float64,
     "logprob_mismatch": pl.Float64,
+    "advantage_abs_mean": pl.Float64,  # mean |advantage| of the trained episodes
+    "positive_token_fraction": pl.Float64,  # trained tokens in episodes with advantage > 0
     "lr": pl.Float64,
     "skipped": pl.Boolean,  # the update was skipped (non-finite reward/loss, no tokens)
     "skip_reason": pl.String,
@@ -239,6 +242,9 @@ def plot_curves(
     if steps.height:
         ax.plot(steps["step"], steps["reward_mean"], marker="o", ms=3, label="reward (mean)")
         ax.plot(steps["step"], steps["success_rate"], marker="s", ms=3, label="success rate")
+        window = max(steps.height // 4, 1)  # a quarter of the run: the trend under the noise
+        trend = steps["success_rate"].rolling_mean(window, min_samples=1)
+        ax.plot(steps["step"], trend, lw=2, label=f"success, mean of last {window} steps")
         ax.legend()
     else:  # an SFT-only run (0 RL steps) still gets the plot, saying why it is empty
         ax.text(0.5, 0.5, "no RL steps", ha="center", va="center", transform=ax.transAxes)
@@ -350,6 +356,7 @@ class RunLog:
         self.steps: list[dict[str, Any]] = []
         self.scenarios: list[dict[str, Any]] = []
         self.sft: list[dict[str, Any]] = []
+        self.outcomes: list[tuple[int, int, bool]] = []  # (step, group, success) per episode
 
     def record_step(
         self,
@@ -370,7 +377,16 @@ class RunLog:
         )
         self.steps.append(step)
         self.scenarios.extend(scenarios)
+        self.outcomes.extend((r["step"], r["group"], r["success"]) for r in rollout_rows)
         self.tracking.log_rl_step(metrics)
+
+    def success_quarters(self, seed: int) -> dict[str, float] | None:
+        """Training-rollout success, last quarter of the RL steps vs the first, with a CI
+        (`metrics.quarter_gain`); None before four steps."""
+        if not self.outcomes:
+            return None
+        rows = pl.DataFrame(self.outcomes, schema=["step", "group", "success"], orient="row")
+        return quarter_gain(rows, seed=seed)
 
     def record_sft(self, rows: list[dict[str, Any]]) -> None:
         """The SFT stage's per-step rows (`sft.SFTResult.rows`) into `sft_steps`."""

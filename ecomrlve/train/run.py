@@ -141,6 +141,8 @@ class TrainSummary:
     held_out: dict[str, dict[str, float]] = field(default_factory=dict)
     # paired task-bootstrap 95% intervals of stage gains, e.g. "final-sft": {diff, ci_low, ...}
     held_out_gain: dict[str, dict[str, float]] = field(default_factory=dict)
+    # training-rollout success, last quarter of RL minus the first: {first, last, diff, ci_*}
+    rl_success_quarters: dict[str, float] | None = None
     tables: list[str] = field(default_factory=list)
     plots: list[Path] = field(default_factory=list)
     stage_seconds: dict[str, float] = field(default_factory=dict)
@@ -544,7 +546,9 @@ def _sampler(run: TrainRun) -> CurriculumSampler:
             threshold=training.rollout.adaptive_threshold,
             episodes=training.rollout.adaptive_episodes,
         )
-    return CurriculumSampler(run.rl_frame, seed=training.seed, adaptive=adaptive)
+    return CurriculumSampler(
+        run.rl_frame, seed=training.seed, adaptive=adaptive, shuffle=training.rollout.shuffle
+    )
 
 
 def _dapo_stage(run: TrainRun, sampler: CurriculumSampler) -> None:
@@ -575,6 +579,10 @@ def _dapo_stage(run: TrainRun, sampler: CurriculumSampler) -> None:
     if workers is not None:  # the engine evaluates next: it serves the final weights
         run.engine.sync_weights(run.policy)
     run.summary.rl_steps = loop.steps
+    quarters = run.run_log.success_quarters(training.seed)
+    run.summary.rl_success_quarters = quarters
+    if quarters and run.ctx.is_main:
+        run.run_log.tracking.log_rl_quarters(quarters, loop.steps)
     run.summary.stage_seconds["rl"] = time.perf_counter() - started
 
 

@@ -150,6 +150,10 @@ class Tracking:
         step = int(metrics["step"])
         self._emit("rl", step, scalars({k: v for k, v in metrics.items() if k != "step"}, "rl"))
 
+    def log_rl_quarters(self, quarters: Mapping[str, float], rl_step: int) -> None:
+        """Training-rollout success, first vs last quarter of RL (`metrics.quarter_gain`)."""
+        self._emit("rl", rl_step, scalars(quarters, "rl/success_quarters"))
+
     def log_sft(self, losses: Sequence[float]) -> None:
         """The SFT loss curve, one record per optimizer step (1-based)."""
         for step, loss in enumerate(losses, start=1):
