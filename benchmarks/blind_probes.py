@@ -222,8 +222,9 @@ def unrelated(with_writes: bool) -> Maker:
 
 
 def no_policy_lookup(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
-    numbers = {n for p in ep.policies for n in re.findall(r"\d+(?:\.\d\d)?", p)}
-    stated = set(re.findall(r"(?<![OIN\d])\d+(?:\.\d\d)?", ep.answer)) & numbers
+    term = r"\$(\d+(?:\.\d\d)?)|(\d+)(?:-day| days|%| to \d+ business days)"  # a window, fee
+    numbers = {n for p in ep.policies for m in re.findall(term, p) for n in m if n}
+    stated = {n for m in re.findall(term, ep.answer) for n in m if n} & numbers
     if ep.policies and (ep.task.scenario == "policy" or stated):  # the answer uses the book
         calls = [(n, a) for n, a in ep.calls if n != "search_policy"]
         yield calls or [("list_orders", {})], ep.answer
