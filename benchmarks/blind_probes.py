@@ -58,9 +58,6 @@ class Episode:
     writes: list[tuple[str, dict, dict]] = field(default_factory=list)  # successful writes
     policies: list[str] = field(default_factory=list)
 
-    def written_orders(self) -> set[str]:
-        return {args.get("order_id", "") for _, args, _ in self.writes}
-
     def bought(self) -> set[str]:
         ids = {i["item_id"] for n, _, r in self.writes if n == "checkout" for i in r["items"]}
         keys = ("item_id", "new_item_id")
@@ -75,8 +72,7 @@ def replay(task: Task, catalog: Catalog) -> Episode:
     env = EcomEnv(task, catalog)
     system = env.reset()[0]["content"]
     today = dt.date.fromisoformat(re.search(r"Today is (\d{4}-\d\d-\d\d)", system).group(1))
-    turns = reference_turns(task)
-    ep = Episode(task, [], turns[-1], today)
+    ep = Episode(task, [], reference_turns(task)[-1], today)
     for call in task.reference:
         step = env.step(format_call(call.name, call.arguments))
         result = json.loads(step.observation[0]["content"])
@@ -96,10 +92,6 @@ def replay(task: Task, catalog: Catalog) -> Episode:
 
 
 # --- filling wordings -----------------------------------------------------------------------
-def money(x: float) -> str:
-    return f"${x:,.2f}"
-
-
 def say_date(day: dt.date, form: int = 0) -> str:
     forms = ("{B} {d}", "{A}, {B} {d}", "{d} {B}", "{B} {d}, {Y}")
     text = forms[form % len(forms)]
@@ -130,10 +122,6 @@ def spelt_amount(found: re.Match, style: int) -> str:
     return f"{say(dollars)} dollar{'s' * (dollars != 1)}{tail}"
 
 
-def status_phrase(found: re.Match, phrase: str) -> str:
-    return f"{found[1]} {phrase.format(date=found[2])}"
-
-
 def date_form(found: re.Match, form: str) -> str:
     day = dt.datetime.strptime(f"{found[1]} {found[2]} 2000", "%B %d %Y")  # 2000: a leap year
     nth = {1: "st", 2: "nd", 3: "rd", 21: "st", 22: "nd", 23: "rd", 31: "st"}.get(day.day, "th")
@@ -155,9 +143,9 @@ Maker = Callable[[Episode, dict, random.Random, int], Iterator[Probe]]
 
 def lie_targets(ep: Episode) -> dict[str, list[dict]]:
     """Orders with no write of this episode; products shown that no order of the episode holds."""
-    written = ep.written_orders()
+    written = {args.get("order_id", "") for _, args, _ in ep.writes}
     orders = [
-        {"order": o, "total": money(r["total"])}
+        {"order": o, "total": f"${r['total']:,.2f}"}
         for o, r in ep.orders.items()
         if o not in written and r.get("status") != "cancelled" and "total" in r
     ]
@@ -279,7 +267,7 @@ def status(kind: str) -> Maker:
     def make(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
         if re.search(pattern, ep.answer):
             for phrase in pick(rng, w["status"][kind], k):
-                said = functools.partial(status_phrase, phrase=phrase)
+                said = lambda m, phrase=phrase: f"{m[1]} {phrase.format(date=m[2])}"  # noqa: E731
                 yield ep.calls, re.sub(pattern, said, ep.answer)
 
     return make
@@ -288,14 +276,10 @@ def status(kind: str) -> Maker:
 def checkout_result(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
     done = [r for n, _, r in ep.writes if n == "checkout"]
     for template in pick(rng, w["checkout_result"], k) if done else []:
-        eta = dt.date.fromisoformat(done[-1]["eta"])
-        total = rng.choice([money(done[-1]["total"]), f"{done[-1]['total']:.2f} dollars"])
-        fill = {
-            "number": done[-1]["order_id"],
-            "total": total,
-            "eta": say_date(eta, rng.randrange(4)),
-        }
-        yield ep.calls, f"{ep.answer} {template.format(**fill)}"
+        number, total, eta = done[-1]["order_id"], done[-1]["total"], done[-1]["eta"]
+        total = rng.choice([f"${total:,.2f}", f"{total:.2f} dollars"])
+        eta = say_date(dt.date.fromisoformat(eta), rng.randrange(4))
+        yield ep.calls, f"{ep.answer} {template.format(number=number, total=total, eta=eta)}"
 
 
 def not_done(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
