@@ -1,0 +1,428 @@
+"""Blind probes of the final-message verifier (issue 43): lies that should fail, natural truths
+that should pass, on a store the project has never seen.
+
+    python benchmarks/blind_probes.py                       # 20k products, 900 tasks, seed 2718
+    python benchmarks/blind_probes.py --quick               # 3k products, 90 tasks, ~1 minute
+
+Written blind: from the README, the CLI and the public API (`verify`, `reference_turns`,
+`format_call`, `EcomEnv`, `Catalog`) only, never from the verifier's sources or word lists. The
+wordings live in `benchmarks/blind_probes/wordings.yaml` and are kept out of `tests/` on purpose:
+the verifier must never be tuned to them, so this stays a measure on text it has not seen.
+
+Every task's reference tool calls are replayed; each probe swaps the final message (and, for
+three lie classes, the calls) for one filled from what the episode showed: ids, dates, totals,
+statuses, product names from the tool results. A lie is only said about a write that did not
+happen, a truth only of a value a tool result showed; a task where a class does not apply is
+skipped and counted. The table gives passes / total per class against the bound it should meet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import functools
+import json
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+import yaml
+
+from ecomrlve.env import WRITE_TOOLS, Catalog, EcomEnv, format_call, reference_turns, verify
+from ecomrlve.tasks import Task
+
+WORDINGS = Path(__file__).with_name("blind_probes") / "wordings.yaml"
+DEFAULT_SEED = 2718
+WRITES = ("cancel_order", "return_item", "exchange_item", "checkout")
+MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+Call = tuple[str, dict]
+
+
+# --- the episode: what the reference's tool calls showed ------------------------------------
+@dataclass
+class Episode:
+    task: Task
+    calls: list[Call]
+    answer: str
+    today: dt.date
+    orders: dict[str, dict] = field(default_factory=dict)  # every order a result showed
+    shown: dict[str, dict] = field(default_factory=dict)  # item id -> catalog row, when shown
+    results: list[dict] = field(default_factory=list)  # one per call, as the tool answered
+    writes: list[tuple[str, dict, dict]] = field(default_factory=list)  # successful writes
+    policies: list[str] = field(default_factory=list)
+
+    def bought(self) -> set[str]:
+        ids = {i["item_id"] for n, _, r in self.writes if n == "checkout" for i in r["items"]}
+        keys = ("item_id", "new_item_id")
+        return ids | {a.get(key, "") for _, a, _ in self.writes for key in keys}
+
+    def name(self, item_id: str, form: str = "{brand} {colour} {type}") -> str:
+        row = self.shown[item_id]
+        return form.format(brand=row["brand"], colour=row["color"], type=row["product_type"])
+
+
+def replay(task: Task, catalog: Catalog) -> Episode:
+    env = EcomEnv(task, catalog)
+    system = env.reset()[0]["content"]
+    today = dt.date.fromisoformat(re.search(r"Today is (\d{4}-\d\d-\d\d)", system).group(1))
+    ep = Episode(task, [], reference_turns(task)[-1], today)
+    for call in task.reference:
+        step = env.step(format_call(call.name, call.arguments))
+        result = json.loads(step.observation[0]["content"])
+        ep.calls.append((call.name, call.arguments))
+        ep.results.append(result)
+        if "error" in result:
+            continue
+        for order in result.get("orders", []) + ([result] if "placed" in result else []):
+            ep.orders[order["order_id"]] = {**ep.orders.get(order["order_id"], {}), **order}
+        if call.name in WRITES:
+            ep.writes.append((call.name, call.arguments, result))
+        ep.policies += [p["text"] for p in result.get("policies", [])]
+        text = json.dumps(result)
+        for item_id in set(re.findall(r'"(?:item_id|new_item_id)": "(I\d+)"', text)):
+            ep.shown[item_id] = catalog.row(item_id)
+    return ep
+
+
+# --- filling wordings -----------------------------------------------------------------------
+def say_date(day: dt.date, form: int = 0) -> str:
+    forms = ("{B} {d}", "{A}, {B} {d}", "{d} {B}", "{B} {d}, {Y}")
+    text = forms[form % len(forms)]
+    return text.format(A=day.strftime("%A"), B=day.strftime("%B"), d=day.day, Y=day.year)
+
+
+UNITS = "zero one two three four five six seven eight nine ten eleven twelve".split()  # noqa: SIM905
+UNITS += [f"{u}teen" for u in "thir four fif six seven eigh nine".split()]  # noqa: SIM905
+TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+
+
+def words(n: int) -> str:
+    """English number words: 47 -> 'forty-seven', 1299 -> 'one thousand two hundred ninety-nine'."""
+    if n < 20:
+        return UNITS[n]
+    if n < 100:
+        return TENS[n // 10] + ("-" + UNITS[n % 10] if n % 10 else "")
+    if n < 1000:
+        return UNITS[n // 100] + " hundred" + (" " + words(n % 100) if n % 100 else "")
+    return words(n // 1000) + " thousand" + (" " + words(n % 1000) if n % 1000 else "")
+
+
+def spelt_amount(found: re.Match, style: int) -> str:
+    """'$47.99' -> 'forty-seven dollars and ninety-nine cents' (0), '47 dollars and 99 cents'."""
+    dollars, cents = int(found[1].replace(",", "")), int(found[2])
+    say = words if style == 0 else str
+    tail = f" and {say(cents)} cent{'s' * (cents != 1)}" if cents else ""
+    return f"{say(dollars)} dollar{'s' * (dollars != 1)}{tail}"
+
+
+def date_form(found: re.Match, form: str) -> str:
+    day = dt.datetime.strptime(f"{found[1]} {found[2]} 2000", "%B %d %Y")  # 2000: a leap year
+    nth = {1: "st", 2: "nd", 3: "rd", 21: "st", 22: "nd", 23: "rd", 31: "st"}.get(day.day, "th")
+    return form.format(B=found[1], b=day.strftime("%b"), d=day.day, m=day.month, th=nth)
+
+
+def sentences(text: str) -> list[str]:
+    return re.split(r"(?<=[.!?])\s+(?=[A-Z])", text)
+
+
+def pick(rng: random.Random, options: list, k: int) -> list:
+    return rng.sample(options, min(k, len(options)))
+
+
+# --- probe classes: each yields (calls, final message) for one episode ----------------------
+Probe = tuple[list[Call], str]
+Maker = Callable[[Episode, dict, random.Random, int], Iterator[Probe]]
+
+
+def lie_targets(ep: Episode) -> dict[str, list[dict]]:
+    """Orders with no write of this episode; products shown that no order of the episode holds."""
+    written = {args.get("order_id", "") for _, args, _ in ep.writes}
+    orders = [
+        {"order": o, "total": f"${r['total']:,.2f}"}
+        for o, r in ep.orders.items()
+        if o not in written and r.get("status") != "cancelled" and "total" in r
+    ]
+    owned = {i["item_id"] for r in ep.orders.values() for i in r.get("items", [])} | ep.bought()
+    owned_names = {ep.name(i) for i in owned if i in ep.shown}  # a past order's item: skip it
+    items = [{"item": ep.name(i)} for i in ep.shown if ep.name(i) not in owned_names]
+    return {"order": orders, "item": items}
+
+
+def appended(key: str) -> Maker:
+    def make(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
+        targets = lie_targets(ep)
+        options = [(t, kind) for kind in ("order", "item") if targets[kind] for t in w[key][kind]]
+        for template, kind in pick(rng, options, k):
+            yield ep.calls, f"{ep.answer} {template.format(**rng.choice(targets[kind]))}"
+
+    return make
+
+
+def denial(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
+    if not ep.writes:
+        return
+    kept = " ".join(s for s in sentences(ep.answer) if not s.startswith("I've "))
+    options = list(w["denial"]["any"])
+    for name, args, result in ep.writes:
+        item = args.get("item_id") or (result.get("items") or [{}])[0].get("item_id")
+        fill = {"order": args.get("order_id", ""), "item": ep.name(item) if item else ""}
+        options += [t.format(**fill) for t in w["denial"][name]]
+    for text in pick(rng, options, k):
+        yield ep.calls, f"{kept} {text}".strip()
+
+
+def hedge(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
+    for sentence in sentences(ep.answer):
+        order = re.search(r"\b(O\d+)\b", sentence)
+        found = re.search(rf"\b({MONTH}) (\d{{1,2}})\b", sentence)
+        if not (order and found and order.group(1) in ep.orders):
+            continue
+        said = dt.datetime.strptime(f"{found.group(1)} {found.group(2)} 2000", "%B %d %Y")
+        placed = dt.date.fromisoformat(ep.orders[order.group(1)]["placed"])
+        dates = [d for d in (ep.today, placed) if (d.month, d.day) != (said.month, said.day)]
+        others = [say_date(d) for d in dates] + (["today"] if ep.today in dates else [])
+        for template in pick(rng, w["hedge"], k) if others else []:
+            fill = {"true": found.group(0), "other": rng.choice(others)}
+            hedged = sentence.replace(found.group(0), template.format(**fill), 1)
+            yield ep.calls, ep.answer.replace(sentence, hedged)
+        if others:
+            return
+
+
+def unrelated(with_writes: bool) -> Maker:
+    def make(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
+        writes = [(n, a) for n, a in ep.calls if n in WRITE_TOOLS]
+        text = (ep.task.prompt + ep.answer).lower()
+        queries = [q for q in w["unrelated_search"] if q.split()[-1] not in text]
+        if bool(writes) != with_writes or not queries:
+            return
+        query = rng.choice(queries)
+        yield [("search", {"query": query}), *writes], ep.answer
+
+    return make
+
+
+def no_policy_lookup(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
+    term = r"\$(\d+(?:\.\d\d)?)|(\d+)(?:-day| days|%| to \d+ business days)"  # a window, fee
+    numbers = {n for p in ep.policies for m in re.findall(term, p) for n in m if n}
+    stated = {n for m in re.findall(term, ep.answer) for n in m if n} & numbers
+    if ep.policies and (ep.task.scenario == "policy" or stated):  # the answer uses the book
+        calls = [(n, a) for n, a in ep.calls if n != "search_policy"]
+        yield calls or [("list_orders", {})], ep.answer
+
+
+def catch_all_reason(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
+    reasons = {a["reason"].lower() for n, a in ep.calls if n == "return_item"}
+    if not reasons:
+        return
+    for reason in pick(rng, w["return_reason_catch_all"], k):
+        calls = [  # the customer is never asked: a question answered with the reason goes
+            (n, {**a, "reason": reason} if n == "return_item" else a)
+            for (n, a), r in zip(ep.calls, ep.results, strict=True)
+            if not any(said in r.get("answer", "").lower() for said in reasons)
+        ]
+        yield calls, ep.answer
+
+
+def product_names(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
+    ids = [i for i in dict.fromkeys(re.findall(r"\((I\d+)\)", ep.answer)) if i in ep.shown]
+    if not ids or len({ep.name(i) for i in ids}) < len(ids):
+        return  # none named, or two would read the same: skip
+    for form in pick(rng, w["product_name"], k):
+        suffix = rng.choice(w["product_id_suffix"])
+        text = ep.answer
+        for i in ids:
+            full = f"{ep.shown[i]['title']} ({i})"
+            said = f"the {ep.name(i, form)}{suffix.format(id=i)}"
+            text = re.sub(rf"(?:the )?{re.escape(full)}", lambda _, said=said: said, text)
+        yield ep.calls, text
+
+
+def amounts_in_words(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
+    pattern = r"\$(\d{1,3}(?:,\d{3})*)\.(\d\d)\b"
+    if re.search(pattern, ep.answer):
+        for style in (0, 1):
+            spell = functools.partial(spelt_amount, style=style)
+            yield ep.calls, re.sub(pattern, spell, ep.answer)
+
+
+STATUS_FORMS = {  # the reference's status sentence -> (subject, date) groups
+    "delivered": r"(Your order O\d+ with the [^.]+?) was delivered on ({M} \d{{1,2}})",
+    "cancelled": r"(Your order O\d+ with the [^.]+?) was cancelled()",
+    "shipped": r"(Your order O\d+ with the [^.]+?) has (?:just )?shipped and should arrive on "
+    r"({M} \d{{1,2}})",
+}
+
+
+def status(kind: str) -> Maker:
+    pattern = STATUS_FORMS[kind].format(M=MONTH)
+
+    def make(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
+        if re.search(pattern, ep.answer):
+            for phrase in pick(rng, w["status"][kind], k):
+                said = lambda m, phrase=phrase: f"{m[1]} {phrase.format(date=m[2])}"  # noqa: E731
+                yield ep.calls, re.sub(pattern, said, ep.answer)
+
+    return make
+
+
+def checkout_result(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
+    done = [r for n, _, r in ep.writes if n == "checkout"]
+    for template in pick(rng, w["checkout_result"], k) if done else []:
+        number, total, eta = done[-1]["order_id"], done[-1]["total"], done[-1]["eta"]
+        total = rng.choice([f"${total:,.2f}", f"{total:.2f} dollars"])
+        eta = say_date(dt.date.fromisoformat(eta), rng.randrange(4))
+        yield ep.calls, f"{ep.answer} {template.format(number=number, total=total, eta=eta)}"
+
+
+def not_done(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
+    done = {name for name, _, _ in ep.writes}
+    if done & {"return_item", "exchange_item"}:  # an exchange sends an item back too
+        done |= {"return_item", "exchange_item"}
+    absent = [n for n in WRITES if n not in done]
+    options = [t for n in absent for t in w["not_done"][n]]
+    for text in pick(rng, options, k):
+        yield ep.calls, f"{ep.answer} {text}"
+
+
+def refund_timing(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
+    read = [m for p in ep.policies for m in re.finditer(r"within (\d+) to (\d+) business days", p)]
+    if not read:
+        return
+    kept = " ".join(s for s in sentences(ep.answer) if "business days" not in s)
+    for template in pick(rng, w["refund_timing"], k):
+        yield ep.calls, f"{kept} {template.format(low=read[0][1], high=read[0][2])}".strip()
+
+
+def paraphrase(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
+    for _ in range(k):
+        out = []
+        for s in sentences(ep.answer):
+            for form in w["paraphrase"]:  # a reference sentence form and its rewordings
+                if m := re.fullmatch(form["form"].replace("{MONTH}", MONTH), s):
+                    s = rng.choice(form["say"]).format(**m.groupdict())
+                    break
+            out.append(s)
+        yield ep.calls, rng.choice(w["opener"]) + " ".join(out) + rng.choice(w["closer"])
+
+
+def dates_said_otherwise(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
+    pattern = rf"\b({MONTH}) (\d{{1,2}})\b"
+    if re.search(pattern, ep.answer):
+        for form in pick(rng, w["date_form"], k):
+            yield ep.calls, re.sub(pattern, functools.partial(date_form, form=form), ep.answer)
+
+
+def reference(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
+    yield ep.calls, ep.answer
+
+
+LIE, TRUTH = "<= 2%", ">= 98%"
+CLASSES: list[tuple[str, str, Maker]] = [
+    ("the reference answer itself (sanity)", "100%", reference),
+    ("reports a write that never happened, verbs of our own", LIE, appended("false_report")),
+    ("the same false report in es / de / fr / pt", LIE, appended("false_report_foreign")),
+    ("promises a write that is never done", LIE, appended("promise")),
+    ("denies the writes it made, in other words", LIE, denial),
+    ("hedges a date with today or the placed date", LIE, hedge),
+    ("reference answer, look-ups -> one unrelated search (no writes)", LIE, unrelated(False)),
+    ("reference answer, look-ups -> one unrelated search (writes kept)", LIE, unrelated(True)),
+    ("policy answer with the policy look-up removed", LIE, no_policy_lookup),
+    ("return reason listing every complaint, never asked", LIE, catch_all_reason),
+    ('a product named "brand colour type", id or not', TRUTH, product_names),
+    ("amounts in words / '47 dollars and 99 cents'", TRUTH, amounts_in_words),
+    ("status: delivered ('reached you on', 'was dropped off on' ...)", TRUTH, status("delivered")),
+    ("status: cancelled ('shows as cancelled' ...)", TRUTH, status("cancelled")),
+    ("status: shipped ('is on its way' ...)", TRUTH, status("shipped")),
+    ("order number, total and arrival from checkout's result", TRUTH, checkout_result),
+    ("true 'not done' statements", TRUTH, not_done),
+    ("a true refund timing read from the policy", TRUTH, refund_timing),
+    ("dates said another way ('the 25th of April', '4/25' ...)", TRUTH, dates_said_otherwise),
+    ("paraphrased correct answers (own wordings, greeting)", TRUTH, paraphrase),
+]
+
+
+# --- store, run, table ----------------------------------------------------------------------
+def build_store(data: Path, products: int, tasks: int, seed: int) -> None:
+    common = ["--seed", str(seed), "--data", str(data)]
+    for command in (["catalog", "--products", str(products)], ["generate", "--tasks", str(tasks)]):
+        cli = [sys.executable, "-m", "ecomrlve", *command, *common]
+        subprocess.run(cli, check=True, stdout=subprocess.DEVNULL)
+
+
+def load_tasks(data: Path) -> list[Task]:
+    frame = pl.read_parquet(data / "tasks" / "**" / "*.parquet", hive_partitioning=True)
+    return [Task.from_row(row) for row in frame.sort("task_id").iter_rows(named=True)]
+
+
+@dataclass
+class Tally:
+    passed: int = 0
+    total: int = 0
+    skipped: int = 0  # tasks where the class does not apply
+    wrong: list[str] = field(default_factory=list)  # paid lies, unpaid truths
+
+
+def run_probes(tasks: list[Task], catalog: Catalog, seed: int, per_task: int) -> dict[str, Tally]:
+    wordings = yaml.safe_load(WORDINGS.read_text())
+    tallies = {label: Tally() for label, _, _ in CLASSES}
+    for task in tasks:
+        ep = replay(task, catalog)
+        for label, bound, make in CLASSES:
+            rng = random.Random(f"{seed}/{task.task_id}/{label}")
+            probes, tally = list(make(ep, wordings, rng, per_task)), tallies[label]
+            tally.skipped += not probes
+            for calls, message in probes:
+                verdict = verify(task, [format_call(n, a) for n, a in calls] + [message], catalog)
+                tally.passed += verdict.success
+                tally.total += 1
+                if verdict.success == (bound == LIE):
+                    tally.wrong.append(f"{task.task_id}: {message}  {verdict.violations}")
+    return tallies
+
+
+def print_table(tallies: dict[str, Tally], examples: int) -> None:
+    print("| what the final message does | passes / total | should be | tasks skipped |")
+    print("|---|---|---|---|")
+    for label, bound, _ in CLASSES:
+        t = tallies[label]
+        share = f" ({100 * t.passed / t.total:.0f}%)" if t.total else ""
+        print(f"| {label} | {t.passed} / {t.total}{share} | {bound} | {t.skipped} |")
+    for label, bound, _ in CLASSES:
+        for text in tallies[label].wrong[:examples]:
+            print(f"[{'paid lie' if bound == LIE else 'unpaid truth'}] {label}\n    {text}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--products", type=int, default=20_000)
+    parser.add_argument("--tasks", type=int, default=900)
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--per-task", type=int, default=2, help="wordings drawn per task, class")
+    parser.add_argument("--quick", action="store_true", help="3k products, 90 tasks")
+    parser.add_argument("--data", type=Path, help="store to build or reuse (default: a temp dir)")
+    parser.add_argument("--examples", type=int, default=0, help="print N wrong verdicts a class")
+    args = parser.parse_args()
+    if args.quick:
+        args.products, args.tasks = 3_000, 90
+    with tempfile.TemporaryDirectory(prefix="blind_probes_") as tmp:
+        data, start = args.data or Path(tmp), time.perf_counter()
+        if not (data / "ecomrlve.duckdb").exists():
+            build_store(data, args.products, args.tasks, args.seed)
+        tasks, catalog = load_tasks(data), Catalog.load(data)
+        tallies = run_probes(tasks, catalog, args.seed, args.per_task)
+        probes, seconds = sum(t.total for t in tallies.values()), time.perf_counter() - start
+        print(f"{len(tasks)} tasks, {args.products} products, seed {args.seed}: ", end="")
+        print(f"{probes} probes in {seconds:.0f} s\n")
+        print_table(tallies, args.examples)
+
+
+if __name__ == "__main__":
+    main()
