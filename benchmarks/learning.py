@@ -697,11 +697,28 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+# the rollout settings an SFT-only run reads: which tasks SFT keeps, which tools its prompts
+# offer, and what plays its evaluations
+SFT_ROLLOUT_KEYS = (
+    "curriculum",
+    "reserved_tasks",
+    "tool_curriculum",
+    "tool_curriculum_threshold",
+    "tool_curriculum_window",
+    "engine",
+)
+
+
 def sft_run_config(raw: dict[str, Any], path: Path) -> bool:
-    """The SFT run's config (seed 0, 0 RL steps): the recipe without its RL algorithm block,
-    which an SFT-only run never reads, so changing an RL setting reuses the SFT model."""
+    """The SFT run's config (seed 0, 0 RL steps): the recipe without the RL settings an
+    SFT-only run never reads (the algorithm block, the rollout batch and task order), so a
+    change of an RL setting reuses the SFT model."""
     raw = copy.deepcopy(raw)
-    raw.setdefault("training", {}).pop("algorithm", None)
+    training = raw.setdefault("training", {})
+    training.pop("algorithm", None)
+    rollout = training.get("rollout")
+    if isinstance(rollout, dict):
+        training["rollout"] = {k: v for k, v in rollout.items() if k in SFT_ROLLOUT_KEYS}
     return run_config(raw, path, seed=0, total_steps=0)
 
 

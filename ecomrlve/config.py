@@ -307,6 +307,12 @@ class RolloutConfig(StrictModel):
         description="draw RL tasks in a seeded shuffle, a new one per pass (false: the "
         "curriculum's easy-to-hard order)",
     )
+    replay_after_update: bool = Field(
+        False,
+        description="diagnosis: replay each step's trained groups with the updated weights and "
+        "the same sampling seeds (train_steps.replay_success_before/after: did the update help "
+        "the prompts it was computed on?); costs a second rollout of those groups",
+    )
     reserved_tasks: int = Field(
         0,
         ge=0,
@@ -476,8 +482,8 @@ FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
         (
             "prompts_per_step group_size vllm_gpu_memory_utilization curriculum "
             "adaptive_difficulty adaptive_window adaptive_threshold adaptive_episodes shuffle "
-            "reserved_tasks tool_curriculum tool_curriculum_threshold tool_curriculum_window "
-            "max_staleness"
+            "replay_after_update reserved_tasks tool_curriculum tool_curriculum_threshold "
+            "tool_curriculum_window max_staleness"
         ),
     ),
     "async": ("rollout", "asynchronous"),

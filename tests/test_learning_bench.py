@@ -127,5 +127,7 @@ def test_the_sft_run_ignores_rl_settings_so_changing_them_reuses_its_model(bench
     sft = load_config(path).training
     assert sft.algorithm.total_steps == 0 and sft.seed == 0
     assert sft.sft == load_config(RECIPE).training.sft
+    assert sft.rollout.reserved_tasks == load_config(RECIPE).training.rollout.reserved_tasks
     raw["training"]["algorithm"]["learning_rate"] = 1.0e-5
+    raw["training"]["rollout"].update(group_size=4, shuffle=True)
     assert bench.sft_run_config(raw, path) is False  # unchanged: the finished run is reused

@@ -106,3 +106,21 @@ def test_a_sign_flip_stops_learning(world, monkeypatch, name):
     monkeypatch.setattr(dapo, name, FLIPS[name])
     before, after, _ = run(world)
     assert after < before, (name, before, after)
+
+
+def test_replaying_the_trained_groups_shows_the_update_helped_and_changes_nothing(world):
+    model, chat, frame, cfg = world
+    _, after, history = run(world)
+    rollout = cfg.training.rollout.model_copy(update={"replay_after_update": True})
+    training = cfg.training.model_copy(update={"rollout": rollout})
+    _, replayed_after, replayed = run(
+        (model, chat, frame, cfg.model_copy(update={"training": training}))
+    )
+    # a diagnosis only: the same losses, weights and rollouts as without it
+    assert replayed_after == after
+    assert [h["loss"] for h in replayed] == [h["loss"] for h in history]
+    assert all("replay_success_before" not in h for h in history)
+    updated = [h for h in replayed if h.get("loss") is not None]
+    before = sum(h["replay_success_before"] for h in updated) / len(updated)
+    helped = sum(h["replay_success_after"] for h in updated) / len(updated)
+    assert helped > before  # the same prompts and seeds do better right after their update

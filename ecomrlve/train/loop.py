@@ -237,6 +237,8 @@ def train_dapo(
             # ==================================================================================
             if workers is None:
                 engine.sync_weights(policy)
+                if training.rollout.replay_after_update and not ctx.is_distributed:
+                    metrics.update(_replay(rollouts, engine, chat, catalog, cfg, step, play))
         elif skip_reason is not None:
             log.warning("step %d: %s; update skipped", step, skip_reason)
         else:
@@ -402,6 +404,38 @@ def _async_rollouts(
         _take_batch(out, batch, sampler, cfg)
     out.kept = out.kept[:prompts]
     return out
+
+
+def _replay(
+    rollouts: _Rollouts,
+    engine: RolloutEngine,
+    chat: ChatFormat,
+    catalog: Catalog,
+    cfg: EcomConfig,
+    step: int,
+    play: PlayFn,
+) -> dict[str, float]:
+    """Diagnosis (`rollout.replay_after_update`): the trained groups played again by the
+    updated weights with the seeds that sampled them, so the two success rates differ only by
+    the update. One process (every group's episodes are local)."""
+    training = cfg.training
+    tasks = [rollouts.local[(g, 0)].task for g in rollouts.kept]
+    episodes = play(
+        tasks,
+        engine,
+        chat,
+        catalog,
+        env_config=cfg.env,
+        agent=cfg.agent,
+        samples_per_task=training.rollout.group_size,
+        seed=rollout_seed(training.seed, step, 0),
+        group_seeds=[rollout_seed(training.seed, step, g) for g in rollouts.kept],
+    )
+    before = [o.success for g in rollouts.kept for o in rollouts.groups[g]]
+    return {
+        "replay_success_before": float(np.mean(before)),
+        "replay_success_after": float(np.mean([e.success for e in episodes])),
+    }
 
 
 def _take_batch(

@@ -64,6 +64,10 @@ STEP_SCHEMA: dict[str, pl.DataType] = {
     "logprob_mismatch": pl.Float64,
     "advantage_abs_mean": pl.Float64,  # mean |advantage| of the trained episodes
     "positive_token_fraction": pl.Float64,  # trained tokens in episodes with advantage > 0
+    # rollout.replay_after_update: the trained groups' success as sampled, and replayed with the
+    # same seeds by the updated weights (null when off)
+    "replay_success_before": pl.Float64,
+    "replay_success_after": pl.Float64,
     "lr": pl.Float64,
     "skipped": pl.Boolean,  # the update was skipped (non-finite reward/loss, no tokens)
     "skip_reason": pl.String,
