@@ -41,7 +41,7 @@ class ProductNames:
         nouns = set(catalog._text["category"].display_vocab)
         if "product_type" in catalog._series:
             nouns.update(catalog._series["product_type"].unique().to_list())
-        for noun in nouns:
+        for noun in sorted(nouns):  # a spelling two nouns share goes to the first, always
             canonical = noun.lower()
             for spelling in _spellings(canonical):
                 self.nouns.setdefault(spelling, canonical)
@@ -59,7 +59,9 @@ class ProductNames:
         nouns = {str(catalog.value("category", row)).lower()}
         if "product_type" in catalog._series:
             nouns.add(str(catalog._series["product_type"][row]).lower())
-        return str(catalog.value("brand", row)), nouns
+        # in the canonical spelling `read` gives a text's nouns: "laptop" and the category
+        # "Laptops" share their spellings, so both sides must name one of them
+        return str(catalog.value("brand", row)), {self.nouns.get(n, n) for n in nouns}
 
     def read(self, text: str, orders: Iterable[str], items: set[str]) -> Mentions:
         """The orders, products, brands and product types `text` names."""
