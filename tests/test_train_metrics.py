@@ -5,12 +5,14 @@ from __future__ import annotations
 import itertools
 from math import comb
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ecomrlve.flows.pipeline import held_out_text
+from ecomrlve.train import metrics
 from ecomrlve.train.metrics import (
     overall,
     pass_at_k,
@@ -132,6 +134,13 @@ def test_paired_gain_keeps_each_tasks_two_outcomes_together():
     )
     assert text.startswith("held-out pass@1 SFT 0.25 [") and "→ DAPO 0.50 [" in text
     assert text.endswith("DAPO − SFT +0.25 [+0.25, +0.25]")
+    quarters = {"first": 0.3, "last": 0.45, "diff": 0.15, "ci_low": 0.05, "ci_high": 0.25}
+    with_curve = held_out_text(
+        {"algorithm": "dapo", "held_out_gain": gains, "rl_success_quarters": quarters}
+    )
+    assert with_curve.endswith(
+        "training success first → last quarter 0.30 → 0.45 (+0.15 [+0.05, +0.25])"
+    )
 
 
 def test_the_statistics_read_only_columns_the_episode_tables_store() -> None:
@@ -140,3 +149,27 @@ def test_the_statistics_read_only_columns_the_episode_tables_store() -> None:
 
     assert set(EPISODE_COLUMNS) <= set(EPISODE_SCHEMA)
     assert set(EPISODE_COLUMNS) <= set(ROLLOUT_SCHEMA)
+
+
+def _rollouts(success_by_step: list[float], groups: int = 8, samples: int = 8, seed: int = 0):
+    """train_rollouts-like rows: `groups` x `samples` episodes per step, success drawn at the
+    step's rate."""
+    rng = np.random.default_rng(seed)
+    rows = [
+        (step, group, bool(rng.random() < rate))
+        for step, rate in enumerate(success_by_step, start=1)
+        for group in range(groups)
+        for _ in range(samples)
+    ]
+    return pl.DataFrame(rows, schema=["step", "group", "success"], orient="row")
+
+
+def test_quarter_gain_sees_a_rise_and_not_noise():
+    rising = metrics.quarter_gain(_rollouts(list(np.linspace(0.2, 0.6, 40))), seed=0)
+    assert rising["first"] < rising["last"] and rising["ci_low"] > 0
+    assert rising["steps_per_quarter"] == 10
+    flat = metrics.quarter_gain(_rollouts([0.4] * 40, seed=1), seed=0)
+    assert flat["ci_low"] < 0 < flat["ci_high"]
+    assert metrics.quarter_gain(_rollouts([0.4] * 3), seed=0) is None  # no quarters yet
+    again = metrics.quarter_gain(_rollouts(list(np.linspace(0.2, 0.6, 40))), seed=0)
+    assert again == rising  # seeded bootstrap
