@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import shutil
 import time
 import uuid
@@ -91,6 +92,10 @@ class DataPaths:
     @property
     def plots(self) -> Path:
         return self.root / "plots"
+
+    def curriculum_build_command(self, name: str) -> str:
+        """The command that writes DATA/curricula/NAME: what a missing curriculum advises."""
+        return f"ecomrlve curriculum build --name {name} --data {shlex.quote(str(self.root))}"
 
 
 def validate_identifier(name: str, what: str = "name") -> str:
