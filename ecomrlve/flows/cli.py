@@ -117,6 +117,14 @@ def _run_with_progress(title: str, stages: tuple[str, ...], run: Any) -> Any:
             return run()
 
 
+def _check_scheduler(task_runner: str, address: str | None) -> None:
+    """An unreachable Dask scheduler: one line before any flow starts."""
+    if task_runner == "dask" and address:
+        from ecomrlve.generators.fanout import check_dask_scheduler
+
+        check_dask_scheduler(address)
+
+
 def _flow_run_text(name: str | None, url: str | None) -> str:
     """The flow run's name, and its UI page when a Prefect server is configured
     (`PREFECT_API_URL`); the temporary server of a plain run ends with the command."""
@@ -190,6 +198,7 @@ def pipeline_command(
             skip_train=skip_train,
             train_output=str(train_output) if train_output else None,
         )
+        _check_scheduler(cfg.data.task_runner, cfg.data.dask_address)
     with writer_lock(data), prefect_session(data, _verbose()):  # a second writer: refused here
         from ecomrlve.flows.pipeline import pipeline
 
@@ -301,6 +310,7 @@ def curriculum_regenerate(
             workers=workers,
             dask_address=dask_address,
         )
+        _check_scheduler(params.task_runner, params.dask_address)
         preflight(params)
     with writer_lock(data), prefect_session(data, _verbose()):
         from ecomrlve.flows.pipeline import regenerate_curriculum
