@@ -396,11 +396,20 @@ def with_split_seed(cfg: EcomConfig) -> EcomConfig:
     return cfg.model_copy(update={"training": training.model_copy(update={"eval": block})})
 
 
-def _origin_split_seed(model: str) -> int | None:
-    """The held-out split seed of the run whose `model/` folder `model` is (None: not one)."""
+def run_config_path(model: str) -> Path | None:
+    """The `config.yaml` of the run whose `model/` folder `model` is (None: not one): the
+    agent settings the model was trained with."""
     folder = Path(model).expanduser()
     config = folder.parent / "config.yaml"
     if folder.name != "model" or not (folder / "config.json").is_file() or not config.is_file():
+        return None
+    return config
+
+
+def _origin_split_seed(model: str) -> int | None:
+    """The held-out split seed of the run whose `model/` folder `model` is (None: not one)."""
+    config = run_config_path(model)
+    if config is None:
         return None
     try:
         training = load_config(config).training
