@@ -24,6 +24,7 @@ from ecomrlve.cli_common import (
     writer_lock,
 )
 from ecomrlve.config import NO_EVENTS
+from ecomrlve.progress import ProgressEvent
 
 log = logging.getLogger(__name__)
 
@@ -108,10 +109,10 @@ def _run_with_progress(title: str, stages: tuple[str, ...], run: Any) -> Any:
     done: dict[str, float] = {}
     with progress_bar(title) as update:
 
-        def on_progress(stage: str, fraction: float) -> None:
-            done[stage] = fraction
+        def on_progress(event: ProgressEvent) -> None:
+            done[event.stage or event.phase] = event.whole
             total = sum(done.get(s, 0.0) for s in stages) / len(stages)
-            update(stage, min(total, 1.0))
+            update(event.replace(overall=min(total, 1.0)))
 
         with progress_listener(on_progress), user_errors():
             return run()

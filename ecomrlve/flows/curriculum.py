@@ -36,7 +36,7 @@ import polars as pl
 
 from ecomrlve import store
 from ecomrlve.catalogs import catalog_hash as current_catalog_hash
-from ecomrlve.config import ProgressFn
+from ecomrlve.progress import ProgressEvent, ProgressFn
 from ecomrlve.read_sql import ReadOnlySQLError, check_read_query
 from ecomrlve.tasks import SHARD_COLUMNS, Task, step_band, with_column_defaults
 from ecomrlve.train.curriculum import CurriculumError  # one class: building and reading
@@ -356,7 +356,7 @@ def build_curriculum(
                 }
             )
             if progress:
-                progress("shards", (i + 1) / n_shards)
+                progress(ProgressEvent("shards", i + 1, n_shards, unit="shard"))
         manifest: dict[str, Any] = {
             "format": MANIFEST_FORMAT,
             "name": name,
