@@ -6,7 +6,7 @@ import contextlib
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 import polars as pl
@@ -17,6 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ecomrlve.config import DataConfig, format_validation_error
+from ecomrlve.progress import PhaseETA, ProgressEvent, ProgressFn, duration
 
 console = Console()
 err_console = Console(stderr=True)
@@ -73,69 +74,118 @@ PROGRESS_LINE_EVERY_S = 20.0
 
 @contextlib.contextmanager
 def progress_bar(
-    description: str, total: float = 1.0, *, line_every_s: float = PROGRESS_LINE_EVERY_S
-) -> Iterator[callable]:
-    """A rich progress bar; yields `update(stage, fraction)`.
+    description: str,
+    *,
+    line_every_s: float = PROGRESS_LINE_EVERY_S,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[ProgressFn]:
+    """Show a command's `ProgressEvent`s; yields the callback that takes them.
 
-    When stderr is not a terminal, the bar becomes one plain line (stage, percent, elapsed)
-    every `line_every_s` seconds while the command runs, so a redirected run (`make run > log`)
-    shows it is alive; a short command prints none (its stderr stays one error line or empty).
+    On a terminal: a live rich bar (the whole command's share done, the phase with its step
+    i/N and metrics, elapsed, the phase's ETA). Otherwise one plain line of the same facts every
+    `line_every_s` seconds, so a redirected run (`make run > log`) says where it is; a short
+    command prints none (its stderr stays one error line or empty).
     """
     if not sys.stderr.isatty():
-        with _progress_lines(description, line_every_s) as update:
-            yield update
+        lines = ProgressLines(description, line_every_s, clock=clock)
+        with lines.heartbeat():
+            yield lines.update
         return
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         TextColumn("{task.percentage:>3.0f}%"),
+        TextColumn("{task.fields[detail]}"),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[eta]}"),
         console=err_console,
         transient=False,
     )
+    eta = PhaseETA()
     with progress:
-        task = progress.add_task(description, total=total)
+        task = progress.add_task(description, total=1.0, detail="starting", eta="")
 
-        def update(stage: str, fraction: float) -> None:
-            progress.update(task, completed=fraction * total, description=f"{description}: {stage}")
+        def update(event: ProgressEvent) -> None:
+            left = eta.seconds_left(event, clock())
+            progress.update(
+                task,
+                completed=event.whole,
+                detail=_event_text(event),
+                eta="" if left is None else f"ETA {duration(left)}",
+            )
 
         yield update
 
 
-@contextlib.contextmanager
-def _progress_lines(description: str, every_s: float) -> Iterator[callable]:
-    """`progress_bar` for a non-terminal: a heartbeat line every `every_s` seconds."""
-    started = time.monotonic()
-    state = {"stage": "starting", "fraction": 0.0}
-    lock = threading.Lock()
-    stop = threading.Event()
+def _event_text(event: ProgressEvent) -> str:
+    return f"{event.stage}: {event.text()}" if event.stage else event.text()
 
-    def line() -> None:
-        with lock:
-            stage, fraction = state["stage"], state["fraction"]
-        elapsed = time.monotonic() - started
-        err_console.print(
-            f"{description}: {stage} {fraction:4.0%} ({elapsed:.0f} s)",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
 
-    def heartbeat() -> None:
-        while not stop.wait(every_s):
-            line()
+class ProgressLines:
+    """`progress_bar` for a non-terminal: the latest event as one line once `every_s` seconds
+    have passed since the last line (checked on each event and by a heartbeat thread, so a
+    phase that reports rarely still shows it is alive). `clock` is injectable for tests."""
 
-    def update(stage: str, fraction: float) -> None:
-        with lock:
-            state["stage"], state["fraction"] = stage, min(max(fraction, 0.0), 1.0)
+    def __init__(
+        self,
+        description: str,
+        every_s: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        write: Callable[[str], None] | None = None,
+    ) -> None:
+        self.description = description
+        self.every_s = every_s
+        self._clock = clock
+        self._write = write or _err_line
+        self._started = self._last_line = clock()
+        self._event: ProgressEvent | None = None
+        self._eta = PhaseETA()
+        self._left: float | None = None
+        self._lock = threading.Lock()
 
-    thread = threading.Thread(target=heartbeat, name=f"progress-{description}", daemon=True)
-    thread.start()
-    try:
-        yield update
-    finally:
-        stop.set()
-        thread.join()
+    def update(self, event: ProgressEvent) -> None:
+        with self._lock:
+            self._event = event
+            self._left = self._eta.seconds_left(event, self._clock())
+        self.line_if_due()
+
+    def line(self) -> str:
+        with self._lock:
+            event, left = self._event, self._left
+        elapsed = duration(self._clock() - self._started)
+        if event is None:
+            return f"{self.description}: starting ({elapsed})"
+        eta = "" if left is None else f", ETA {duration(left)}"
+        return f"{self.description} {event.whole:4.0%}: {_event_text(event)} ({elapsed}{eta})"
+
+    def line_if_due(self) -> None:
+        now = self._clock()
+        with self._lock:
+            if now - self._last_line < self.every_s:
+                return
+            self._last_line = now
+        self._write(self.line())
+
+    @contextlib.contextmanager
+    def heartbeat(self) -> Iterator[None]:
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(min(self.every_s, 1.0)):
+                self.line_if_due()
+
+        thread = threading.Thread(target=beat, name=f"progress-{self.description}", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+
+
+def _err_line(text: str) -> None:
+    err_console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 def frame_table(df: pl.DataFrame, title: str | None = None, max_rows: int = 200) -> Table:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,9 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 log = logging.getLogger(__name__)
 
-# What every long stage (catalog build, generation, sharding, training) reports progress to:
-# (stage name, fraction done in [0, 1]).
-ProgressFn = Callable[[str, float], None]
 
 SCENARIOS: tuple[str, ...] = (
     "product_discovery",

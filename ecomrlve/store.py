@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import shutil
 import time
 import uuid
@@ -91,6 +92,10 @@ class DataPaths:
     @property
     def plots(self) -> Path:
         return self.root / "plots"
+
+    def curriculum_build_command(self, name: str) -> str:
+        """The command that writes DATA/curricula/NAME: what a missing curriculum advises."""
+        return f"ecomrlve curriculum build --name {name} --data {shlex.quote(str(self.root))}"
 
 
 def validate_identifier(name: str, what: str = "name") -> str:
@@ -218,10 +223,95 @@ def _view_sources(paths: DataPaths) -> dict[str, str]:
     return views
 
 
+PARQUET_MAGIC = b"PAR1"
+QUARANTINE_DIR = "quarantine"
+
+
+def parquet_damage(path: Path) -> str | None:
+    """Why `path` is not a whole Parquet file (None when its frame is intact).
+
+    Checks the frame only (magic bytes at both ends, a footer that fits in the file): a file cut
+    short by a crash or a full disk fails this, and reading a few bytes is cheap enough for
+    every writer to check every file.
+    """
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+            if size < 12:
+                return f"truncated ({size} bytes)"
+            fh.seek(size - 8)
+            tail = fh.read(8)
+    except OSError as err:
+        return f"unreadable ({err.strerror or type(err).__name__})"
+    if head != PARQUET_MAGIC:
+        return "not a Parquet file (no magic bytes at its start)"
+    if tail[4:] != PARQUET_MAGIC:
+        return "truncated (no footer at its end)"
+    if int.from_bytes(tail[:4], "little") + 12 > size:
+        return "truncated (footer longer than the file)"
+    return None
+
+
+def _store_parquet_files(paths: DataPaths) -> list[Path]:
+    """The Parquet files the views read (hidden temp files are not theirs)."""
+    files = [p for p in (paths.products, paths.policies) if p.exists()]
+    if paths.tasks.exists():
+        files += sorted(paths.tasks.glob("scenario=*/difficulty=*/*.parquet"))
+    return [p for p in files if not p.name.startswith(".")]
+
+
+def quarantine_damaged(data: str | os.PathLike) -> list[Path]:
+    """Move each damaged Parquet file the views read to DATA/quarantine/ (same relative path,
+    a timestamp appended), with one warning line each; return where they went.
+
+    A damaged file used to make every view refresh, so every writer, fail with DuckDB's
+    traceback. Called under the writer lock (`recover`).
+    """
+    paths = DataPaths.of(data)
+    moved: list[Path] = []
+    for path in _store_parquet_files(paths):
+        why = parquet_damage(path)
+        if why is None:
+            continue
+        rel = _relative(paths, path)
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        target = paths.root / QUARANTINE_DIR / f"{rel}.{stamp}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+        fsync_dir(path.parent)
+        log.warning(
+            "damaged Parquet file %s: %s; moved to %s (regenerate what it held)",
+            rel,
+            why,
+            _relative(paths, target),
+        )
+        moved.append(target)
+    return moved
+
+
+def damaged_file_error(data: str | os.PathLike, err: Exception) -> StoreError:
+    """One line for a read that failed: names a damaged Parquet file of the store when there is
+    one (a reader cannot move it; the next writer quarantines it), else DuckDB's first line."""
+    paths = DataPaths.of(data)
+    for path in _store_parquet_files(paths):
+        why = parquet_damage(path)
+        if why is not None:
+            return StoreError(
+                f"damaged Parquet file {path}: {why}; the next writer (e.g. `ecomrlve catalog "
+                f"--data {paths.root}`) moves it to {paths.root / QUARANTINE_DIR}"
+            )
+    return StoreError(f"SQL error: {str(err).splitlines()[0]}")
+
+
 def _create_views(con: duckdb.DuckDBPyConnection, paths: DataPaths) -> list[str]:
     views = _view_sources(paths)
     for name, select in views.items():
-        con.execute(f"CREATE OR REPLACE VIEW {name} AS {select}")
+        try:
+            con.execute(f"CREATE OR REPLACE VIEW {name} AS {select}")
+        except duckdb.Error as err:  # a file the frame check passes but DuckDB cannot read
+            first = str(err).splitlines()[0]
+            raise StoreError(f"cannot create the {name} view in {paths.root}: {first}") from None
     write_init_script(paths.root)
     return sorted(views)
 
@@ -546,13 +636,15 @@ def _owner_alive(temp: Path) -> bool:
 
 
 def recover(data: str | os.PathLike) -> bool:
-    """Finish a publish that was killed after its journal was written; drop stale temp files.
+    """Finish a publish that was killed after its journal was written; drop stale temp files;
+    move damaged Parquet files to DATA/quarantine/ (`quarantine_damaged`).
 
     Returns True when a journal was rolled forward. Called under the writer lock.
     """
     paths = DataPaths.of(data)
     journal = paths.root / JOURNAL_NAME
     rolled = False
+    quarantine_damaged(paths.root)  # before the journal: its view refresh reads every file
     if journal.exists():
         try:
             _apply_journal(journal)

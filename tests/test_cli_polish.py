@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from ecomrlve import __version__, cli_common
 from ecomrlve.cli import app
+from ecomrlve.progress import ProgressEvent
 from ecomrlve.testing import env_tasks as fx
 
 runner = CliRunner()
@@ -61,18 +62,18 @@ def test_progress_prints_lines_when_stderr_is_not_a_terminal(monkeypatch) -> Non
     captured = io.StringIO()
     monkeypatch.setattr(sys, "stderr", captured)
     with cli_common.progress_bar("stage-test", line_every_s=0.01) as update:
-        update("generate", 0.5)
+        update(ProgressEvent("generate", 5, 10, "tasks"))
         for _ in range(500):  # wait for the heartbeat thread (bounded)
             if "generate" in captured.getvalue():
                 break
             cli_common.time.sleep(0.01)
     lines = captured.getvalue().splitlines()
-    assert any(line.startswith("stage-test: generate  50%") for line in lines), lines
+    assert any(line.startswith("stage-test  50%: generate tasks 5/10") for line in lines), lines
 
 
 def test_a_short_command_prints_no_progress_line(monkeypatch) -> None:
     captured = io.StringIO()
     monkeypatch.setattr(sys, "stderr", captured)
     with cli_common.progress_bar("quick") as update:
-        update("done", 1.0)
+        update(ProgressEvent.of("done", 1.0))
     assert captured.getvalue() == ""

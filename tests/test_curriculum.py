@@ -359,3 +359,15 @@ def test_interleaved_order_properties(difficulties: list[int], shard_size: int) 
     assert ordered["difficulty"].to_list() == sorted(ordered["difficulty"].to_list())
     for _, part in ordered.with_row_index("position").group_by("difficulty", "scenario"):
         assert part.sort("position")["min_steps"].to_list() == sorted(part["min_steps"].to_list())
+
+
+def test_load_dataset_on_the_curriculum_folder_gives_train_and_validation(data_dir) -> None:
+    """`datasets.load_dataset(DIR/curricula/NAME)` used to guess its splits from the folder
+    names and silently return only the few validation rows: the folder's card names both."""
+    import datasets
+
+    data, _, _ = data_dir
+    result = build(data, shard_size=50)
+    splits = datasets.load_dataset(str(result.path))
+    assert {name: ds.num_rows for name, ds in splits.items()} == {"train": 114, "validation": 6}
+    assert "agent_name" in splits["train"].column_names

@@ -128,3 +128,26 @@ def test_no_plots_no_rows_no_training_artifacts(eight_task_run) -> None:
 
     data, _ = eight_task_run
     assert publish_training_artifacts(str(data), {"run_id": "never-ran", "plots": []}) == []
+
+
+def test_training_progress_shows_as_a_prefect_progress_artifact() -> None:
+    """The train stage's events reach Prefect's UI: a progress artifact whose percentage and
+    description follow the run (phase, step i/N, metrics)."""
+    from prefect import flow
+    from prefect.artifacts import Artifact
+
+    from ecomrlve.flows.progress import ProgressArtifact
+    from ecomrlve.progress import ProgressEvent
+
+    key = "train-progress-check"
+
+    @flow(name="progress-check")
+    def train_like() -> None:
+        artifact = ProgressArtifact(key, every_s=0.0)
+        artifact(ProgressEvent("sft", 1, 4, "step", {"loss": 2.0}, overall=0.1))
+        artifact(ProgressEvent("dapo", 3, 4, "step", {"reward": 0.5}, overall=0.75))
+
+    train_like()
+    shown = Artifact.get(key)
+    assert shown.type == "progress" and float(shown.data) == 75.0
+    assert shown.description.startswith("dapo step 3/4, reward 0.500")

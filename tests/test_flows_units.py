@@ -250,3 +250,31 @@ def test_code_modules_retries_only_the_spurious_ast_depth_error(monkeypatch) -> 
     monkeypatch.setattr(ast, "parse", broken)
     with pytest.raises(SystemError, match="something else"):
         stages.code_modules("ecomrlve.flows.params")
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("command", [("pipeline",), ("curriculum", "regenerate")])
+def test_an_unreachable_dask_scheduler_is_one_line_before_any_flow(tmp_path, command) -> None:
+    """An unreachable scheduler used to print four tracebacks (Dask's, the task's, the flow's,
+    the CLI's) after Dask's 30 s of retries: one line now, before the store is touched."""
+    from typer.testing import CliRunner
+
+    from ecomrlve.cli import app
+
+    address = f"tcp://127.0.0.1:{_closed_port()}"
+    data = tmp_path / "data"
+    args = [*command, "--data", str(data), "--task-runner", "dask", "--dask-address", address]
+    if command[0] == "curriculum":
+        args += ["--name", "hard", "--min-steps", "6", "--max-steps", "8", "--tasks", "3"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and f"cannot reach the Dask scheduler at {address}" in lines[0]

@@ -315,3 +315,27 @@ def test_training_loggers_become_verls_trainer_logger(data, tmp_path) -> None:
     quiet = EcomConfig.model_validate({"training": {"loggers": ["duckdb"]}})
     launch = launcher.verl_launch(quiet, data, "demo", tmp_path / "run", gpus=1)
     assert list(launcher.compose_verl_config(launch).trainer.logger) == ["console"]
+
+
+def test_print_only_without_the_curriculum_advises_a_command_that_works(data, tmp_path) -> None:
+    """On a store without the config's `default` curriculum the advice used to be
+    `ecomrlve curriculum build`, which fails (`Missing option '--name'`): it names it now."""
+    import shlex
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from ecomrlve.cli import app
+
+    store = tmp_path / "data"
+    shutil.copytree(data, store)
+    runner = CliRunner()
+    args = ["train", "--engine", "verl", "--print-only", "--data", str(store)]
+    missing = runner.invoke(app, args)
+    assert missing.exit_code == 2
+    advice = " ".join(missing.stderr.split()).split("run `", 1)[1].split("`", 1)[0]
+    command = shlex.split(advice)
+    assert command[:3] == ["ecomrlve", "curriculum", "build"] and "default" in command
+    built = runner.invoke(app, command[1:])
+    assert built.exit_code == 0, built.output
+    assert runner.invoke(app, args).exit_code == 0

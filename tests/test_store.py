@@ -172,3 +172,63 @@ def test_reader_waits_for_a_short_writer_in_another_process(small_catalog_dir: P
             reader.close()
     finally:
         writer.wait(timeout=30)
+
+
+def _store_with_a_truncated_part(data: Path) -> Path:
+    """A catalog, two task parts, one of them cut short by a crash, and a publish journal
+    left over from a killed publish of that part."""
+    from typer.testing import CliRunner
+
+    from ecomrlve.cli import app
+
+    built = CliRunner().invoke(app, ["catalog", "--data", str(data), "--products", "300"])
+    assert built.exit_code == 0, built.output
+    frame = pl.DataFrame({"task_id": ["a"], "scenario": ["cart"], "difficulty": [0]})
+    store.atomic_write_parquet(frame, _part(data, "cart", "good.parquet"))
+    damaged = _part(data, "return", "cut.parquet")
+    store.atomic_write_parquet(frame.with_columns(task_id=pl.lit("b")), damaged)
+    store.refresh_views(data)
+    os.truncate(damaged, 100)
+    staged = damaged.with_name(".cut.parquet.tmp-1-dead")  # renamed before the crash
+    (data / store.JOURNAL_NAME).write_text(
+        f'{{"moves": [["{staged}", "{damaged}"]], "removals": []}}'
+    )
+    return damaged
+
+
+def test_a_writer_quarantines_a_truncated_file_a_journal_points_at(tmp_path: Path) -> None:
+    """A truncated Parquet file plus a leftover journal used to make every writer, even
+    `ecomrlve catalog`, fail with DuckDB's 47-line traceback: the file is moved aside now."""
+    from typer.testing import CliRunner
+
+    from ecomrlve.cli import app
+
+    damaged = _store_with_a_truncated_part(tmp_path)
+    assert store.parquet_damage(damaged) == "truncated (no footer at its end)"
+    result = CliRunner().invoke(app, ["catalog", "--data", str(tmp_path), "--products", "300"])
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    assert not damaged.exists() and not (tmp_path / store.JOURNAL_NAME).exists()
+    [moved] = (tmp_path / store.QUARANTINE_DIR).rglob("cut.parquet.*")
+    assert moved.relative_to(tmp_path / store.QUARANTINE_DIR).parts[:2] == (
+        "tasks",
+        "scenario=return",
+    )
+    with store.connect(tmp_path) as con:
+        assert con.sql("SELECT task_id FROM tasks").fetchall() == [("a",)]
+
+
+def test_a_reader_names_the_damaged_file_in_one_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ecomrlve.cli import app
+
+    damaged = _store_with_a_truncated_part(tmp_path)
+    (tmp_path / store.JOURNAL_NAME).unlink()
+    result = CliRunner().invoke(
+        app, ["play", "--data", str(tmp_path), "--task", "a"], input=":quit\n"
+    )
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and f"damaged Parquet file {damaged}: truncated" in lines[0]
+    assert damaged.exists()  # a reader holds no writer lock: it moves nothing

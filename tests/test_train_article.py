@@ -184,3 +184,18 @@ def test_an_explicit_setting_that_cannot_fit_is_refused_naming_what_would(tmp_pa
         code, output = _dry_run(config)
     flat = " ".join(output.split())
     assert code == 0 and "planner chose gradient_checkpointing: true (not set" in flat
+
+
+def test_the_readme_figure_for_the_shipped_config_is_what_the_dry_run_prints() -> None:
+    """A new user ran the dry-run on `configs/ecom_rlve.yaml` and got 39.0 GiB where the README
+    said 63.0 GiB (the seed article's YAML): the README names the shipped config's figure."""
+    import re
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code, output = _dry_run(ROOT / "configs" / "ecom_rlve.yaml")
+    assert code == 0, output
+    peak = re.search(r"fits: peak ([\d.]+) GiB", output)
+    assert peak is not None, output
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"`configs/ecom_rlve.yaml` plans {peak.group(1)} GiB per GPU on 8 x 80 GB" in readme

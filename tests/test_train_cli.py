@@ -190,3 +190,20 @@ def test_train_on_a_store_takes_the_tasks_its_data_block_describes(tmp_path, run
         [summary["run_id"], summary["run_id"]],
     )
     assert played == [(1,)]
+
+
+def test_eval_of_a_run_model_uses_the_agent_settings_it_was_trained_with(tmp_path) -> None:
+    """`ecomrlve eval --model RUN/model` used the default agent settings: it reads the run's
+    config.yaml now (an explicit --config still wins)."""
+    from ecomrlve.train.cli import _eval_config
+
+    model = tmp_path / "run" / "model"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    (tmp_path / "run" / "config.yaml").write_text("agent: {max_new_tokens: 77, top_p: 0.5}\n")
+    cfg = _eval_config(str(model), None)
+    assert (cfg.agent.max_new_tokens, cfg.agent.top_p) == (77, 0.5)
+    explicit = tmp_path / "other.yaml"
+    explicit.write_text("agent: {max_new_tokens: 33}\n")
+    assert _eval_config(str(model), explicit).agent.max_new_tokens == 33
+    assert _eval_config(str(tmp_path / "elsewhere"), None).agent.max_new_tokens != 77

@@ -10,7 +10,7 @@ import polars as pl
 
 from ecomrlve.catalogs.policies import Shop, build_policies
 from ecomrlve.catalogs.synth import build_products
-from ecomrlve.config import ProgressFn
+from ecomrlve.progress import ProgressFn
 from ecomrlve.store import DataPaths, StoreError, ensure_writable, files_hash, publish
 
 

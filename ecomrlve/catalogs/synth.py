@@ -31,7 +31,7 @@ from ecomrlve.catalogs.taxonomy import (
     Category,
     fix_articles,
 )
-from ecomrlve.config import ProgressFn
+from ecomrlve.progress import ProgressEvent, ProgressFn
 
 # SeedSequence stream ids: each consumer of the seed gets its own stream.
 CATALOG_STREAM = 1
@@ -84,7 +84,11 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
         raise ValueError(f"number of products must be positive, got {n}")
     if seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
-    report = progress or (lambda stage, frac: None)
+
+    def report(phase: str, fraction: float) -> None:
+        if progress:
+            progress(ProgressEvent.of(phase, fraction))
+
     rng = np.random.default_rng(np.random.SeedSequence([seed, CATALOG_STREAM]))
     brands = vocab.brand_names()
     n_cat = len(CATEGORIES)

@@ -44,7 +44,7 @@ def _tasks_query(data: Path, where: str | None, params: list[Any] | None = None)
             table = con.sql(sql, params=params or None).to_arrow_table()
             frame = pl.from_arrow(table)
         except duckdb.Error as err:
-            raise store.StoreError(f"SQL error: {str(err).splitlines()[0]}") from None
+            raise store.damaged_file_error(data, err) from None
     finally:
         con.close()
     tasks = []

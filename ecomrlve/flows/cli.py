@@ -24,6 +24,7 @@ from ecomrlve.cli_common import (
     writer_lock,
 )
 from ecomrlve.config import NO_EVENTS
+from ecomrlve.progress import ProgressEvent
 
 log = logging.getLogger(__name__)
 
@@ -108,13 +109,21 @@ def _run_with_progress(title: str, stages: tuple[str, ...], run: Any) -> Any:
     done: dict[str, float] = {}
     with progress_bar(title) as update:
 
-        def on_progress(stage: str, fraction: float) -> None:
-            done[stage] = fraction
+        def on_progress(event: ProgressEvent) -> None:
+            done[event.stage or event.phase] = event.whole
             total = sum(done.get(s, 0.0) for s in stages) / len(stages)
-            update(stage, min(total, 1.0))
+            update(event.replace(overall=min(total, 1.0)))
 
         with progress_listener(on_progress), user_errors():
             return run()
+
+
+def _check_scheduler(task_runner: str, address: str | None) -> None:
+    """An unreachable Dask scheduler: one line before any flow starts."""
+    if task_runner == "dask" and address:
+        from ecomrlve.generators.fanout import check_dask_scheduler
+
+        check_dask_scheduler(address)
 
 
 def _flow_run_text(name: str | None, url: str | None) -> str:
@@ -190,6 +199,7 @@ def pipeline_command(
             skip_train=skip_train,
             train_output=str(train_output) if train_output else None,
         )
+        _check_scheduler(cfg.data.task_runner, cfg.data.dask_address)
     with writer_lock(data), prefect_session(data, _verbose()):  # a second writer: refused here
         from ecomrlve.flows.pipeline import pipeline
 
@@ -301,6 +311,7 @@ def curriculum_regenerate(
             workers=workers,
             dask_address=dask_address,
         )
+        _check_scheduler(params.task_runner, params.dask_address)
         preflight(params)
     with writer_lock(data), prefect_session(data, _verbose()):
         from ecomrlve.flows.pipeline import regenerate_curriculum

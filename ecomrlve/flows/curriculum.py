@@ -5,6 +5,8 @@
     DIR/curricula/NAME/shard-NNNNN.parquet       task fields + prompt messages + tool schemas
     DIR/curricula/NAME/verl/shard-NNNNN.parquet  the same tasks as verl / TRL dataset rows
     DIR/curricula/NAME/manifest.json             counts per shard, source query, seeds, hash
+    DIR/curricula/NAME/README.md                 dataset card: `datasets.load_dataset(DIR/
+                                                 curricula/NAME)` gives the verl rows' splits
 
 The default order is difficulty, then, within a difficulty, each scenario's tasks by min_steps
 spread evenly over the difficulty's span (scenario A's 3rd of 10 sits beside scenario B's 6th
@@ -34,7 +36,7 @@ import polars as pl
 
 from ecomrlve import store
 from ecomrlve.catalogs import catalog_hash as current_catalog_hash
-from ecomrlve.config import ProgressFn
+from ecomrlve.progress import ProgressEvent, ProgressFn
 from ecomrlve.read_sql import ReadOnlySQLError, check_read_query
 from ecomrlve.tasks import SHARD_COLUMNS, Task, step_band, with_column_defaults
 from ecomrlve.train.curriculum import CurriculumError  # one class: building and reading
@@ -43,6 +45,9 @@ from ecomrlve.train.verl import AGENT_NAME, VERL_DIR, VERL_VAL_DIR, VERL_VAL_FIL
 log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
+# Without a card `datasets.load_dataset(folder)` guesses splits from folder names and finds only
+# `verl_val/` (a validation split of a few rows, no train split); the card names both.
+DATASET_CARD = "README.md"
 VERL_VAL_MAX = 256  # validation tasks: 1 in 20 of the curriculum, 1 to this many
 DATA_SOURCE = "ecomrlve"
 ABILITY = "ecommerce_tool_use"
@@ -351,7 +356,7 @@ def build_curriculum(
                 }
             )
             if progress:
-                progress("shards", (i + 1) / n_shards)
+                progress(ProgressEvent("shards", i + 1, n_shards, unit="shard"))
         manifest: dict[str, Any] = {
             "format": MANIFEST_FORMAT,
             "name": name,
@@ -384,6 +389,7 @@ def build_curriculum(
         )
         text = json.dumps(manifest, indent=2, sort_keys=False) + "\n"
         (build / MANIFEST).write_text(text)
+        (build / DATASET_CARD).write_text(dataset_card(name, df.height, len(val_ids)))
         for file in build.rglob("*"):
             if file.is_file():
                 with open(file, "rb+") as fh:
@@ -394,6 +400,25 @@ def build_curriculum(
         raise
     log.info("curriculum %s: %d tasks in %d shards at %s", name, df.height, len(shards), final)
     return CurriculumResult(name, final, df.height, len(shards), manifest)
+
+
+def dataset_card(name: str, tasks: int, val_tasks: int) -> str:
+    """The curriculum folder's dataset card: its YAML names the train and validation files."""
+    return (
+        "---\n"
+        "configs:\n"
+        "- config_name: default\n"
+        "  data_files:\n"
+        "  - split: train\n"
+        f"    path: {VERL_DIR}/shard-*.parquet\n"
+        "  - split: validation\n"
+        f"    path: {VERL_VAL_FILE}\n"
+        "---\n"
+        f"# Curriculum `{name}`\n\n"
+        f"{tasks - val_tasks} training and {val_tasks} validation tasks as verl / TRL rows, "
+        "easy to hard (no shuffle). The trainer's shards (`shard-*.parquet`) and "
+        f"`{MANIFEST}` sit beside them.\n"
+    )
 
 
 def manifest_fingerprint(data: str | os.PathLike, name: str) -> str | None:

@@ -69,6 +69,7 @@ from ecomrlve.flows.verl_stage import verl_train_stage
 from ecomrlve.generators import feasible_cells
 from ecomrlve.generators.fanout import open_executor
 from ecomrlve.generators.generate import Chunk, check_band, plan_run
+from ecomrlve.progress import ProgressEvent
 
 PIPELINE_RUN = "pipeline"
 # Each stage's entry module: its cache key hashes every ecomrlve module that one imports,
@@ -161,11 +162,11 @@ class _Clock:
     def stage(self, name: str) -> Iterator[StageRecord]:
         record = StageRecord(stage=name, status="ran", seconds=0.0)
         started = time.perf_counter()
-        report(name, 0.0)
+        report(ProgressEvent.of(name, 0.0))
         yield record
         record.seconds = round(time.perf_counter() - started, 3)
         self.records.append(record)
-        report(name, 1.0)
+        report(ProgressEvent.of(name, 1.0))
 
 
 def _status(cached: bool) -> str:
@@ -216,7 +217,7 @@ def generate_tasks(
         for c, g in zip(chunks, generated, strict=True)
     ]
     for done, _ in enumerate(as_completed(validated), start=1):
-        report("generate", done / len(validated))
+        report(ProgressEvent("generate", done, len(validated), unit="chunk"))
     raw = [f.result() for f in generated]  # a failed chunk raises its own error here
     results = [f.result() for f in validated]
     rejected: dict[str, int] = {}
@@ -493,7 +494,7 @@ def missing_scenarios(
 @flow(name="ecomrlve-curriculum", persist_result=False)
 def curriculum(params: CurriculumParams) -> CurriculumSummary:
     """Build shards for one curriculum from a SQL selection of the store's tasks."""
-    report("curriculum", 0.0)
+    report(ProgressEvent.of("curriculum", 0.0))
     result, _ = _run_verified(
         build_curriculum_stage,
         params.data_dir,
@@ -507,7 +508,7 @@ def curriculum(params: CurriculumParams) -> CurriculumSummary:
         tasks_version=tasks_version(params.data_dir),
         code_version=source_fingerprint(*CURRICULUM_CODE),
     )
-    report("curriculum", 1.0)
+    report(ProgressEvent.of("curriculum", 1.0))
     return result
 
 

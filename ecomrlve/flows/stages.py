@@ -34,9 +34,10 @@ from prefect.utilities.hashing import hash_objects
 
 from ecomrlve import store
 from ecomrlve.config import EVENTS_FROM, EcomConfig
-from ecomrlve.flows.progress import report
+from ecomrlve.flows.progress import ProgressArtifact, report
 from ecomrlve.flows.publishing import PublishResult, publish_run
 from ecomrlve.generators.generate import Chunk
+from ecomrlve.progress import ProgressEvent
 
 log = logging.getLogger(__name__)
 
@@ -455,8 +456,11 @@ def train_stage(
 
     logger = stage_logger()
 
-    def on_progress(stage: str, fraction: float) -> None:
-        report("train", min(fraction, 1.0))
+    artifact = ProgressArtifact("train-progress")
+
+    def on_progress(event: ProgressEvent) -> None:
+        report(event.replace(stage="train"))
+        artifact(event)
 
     if config.training.scale.gpus > 1:  # FSDP2 over that many ranks, one torchrun per stage run
         result = train_with_torchrun(

@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 
 from ecomrlve import store
-from ecomrlve.config import SCENARIOS, EnvConfig, ProgressFn
+from ecomrlve.config import SCENARIOS, EnvConfig
 from ecomrlve.env import reference_turns, verify
 from ecomrlve.generators.base import GenerationError, ScenarioConfig, TaskKey, seed_sequence
 from ecomrlve.generators.context import GenContext
@@ -37,6 +37,7 @@ from ecomrlve.generators.difficulty import axes_for, check_difficulty
 from ecomrlve.generators.events import EVENTS_FROM, add_events, check_events_from
 from ecomrlve.generators.fanout import chunk_executor, spawn_can_import_main
 from ecomrlve.generators.registry import get_scenario
+from ecomrlve.progress import ProgressEvent, ProgressFn
 from ecomrlve.store import DataPaths, StoreError
 from ecomrlve.tasks import TASK_SCHEMA, Task
 
@@ -461,7 +462,7 @@ def generate_tasks(
     band, chunks, report = _plan_checked_run(
         n, seed, scenarios, difficulty, min_steps, max_steps, workers, chunk_size
     )
-    report_progress = progress or (lambda stage, fraction: None)
+    report_progress = progress or (lambda event: None)
     started = time.perf_counter()
     parts: list[list[dict[str, Any]]] = []
     done = 0
@@ -472,7 +473,9 @@ def generate_tasks(
         parts.append(rows)
         report.merge(part)
         done += chunk.count
-        report_progress(f"{chunk.scenario} d{chunk.difficulty}", done / n)
+        report_progress(
+            ProgressEvent("generate", done, n, unit="tasks", metrics={"last": _cell(chunk)})
+        )
     report.seconds = time.perf_counter() - started
     rows = [row for part in parts for row in part]
     df = rows_frame(rows)
@@ -482,6 +485,10 @@ def generate_tasks(
 
 
 SUMMARY_COLUMNS = ("task_id", "scenario", "difficulty", "min_steps")
+
+
+def _cell(chunk: Any) -> str:
+    return f"{chunk.scenario} d{chunk.difficulty}"
 
 
 def generate_to_store(
@@ -513,7 +520,7 @@ def generate_to_store(
     paths = DataPaths.of(data_dir)
     if not paths.products.exists():
         raise StoreError(f"no catalog at {paths.catalog}: run `ecomrlve catalog` first")
-    report_progress = progress or (lambda stage, fraction: None)
+    report_progress = progress or (lambda event: None)
     started = time.perf_counter()
     spill = store.temp_path_for(paths.tasks / f"spill-{run_name}")
     spilled: dict[tuple[str, int], list[Path]] = {}
@@ -533,7 +540,9 @@ def generate_to_store(
                 frame.write_parquet(path, compression="zstd", statistics=False)
                 spilled.setdefault((chunk.scenario, chunk.difficulty), []).append(path)
                 summaries.append(frame.select(SUMMARY_COLUMNS))
-            report_progress(f"{chunk.scenario} d{chunk.difficulty}", done / n)
+            report_progress(
+                ProgressEvent("generate", done, n, unit="tasks", metrics={"last": _cell(chunk)})
+            )
         report.seconds = time.perf_counter() - started
         if not spilled:
             raise StoreError(

@@ -207,8 +207,8 @@ def ecom_reward(
 def load_curriculum_dataset(data: str | os.PathLike, name: str, split: str = "train") -> Any:
     """A curriculum's verl rows as a `datasets.Dataset` (`split`: "train" or "validation").
 
-    `load_dataset(DIR/curricula/NAME)` itself fails (the folder also holds `manifest.json` and
-    the trainer shards); this names the Parquet files instead.
+    Same rows as `load_dataset(DIR/curricula/NAME)[split]` (the folder's dataset card names the
+    files), read without the card.
     """
     from datasets import load_dataset
 
@@ -222,7 +222,8 @@ def load_curriculum_dataset(data: str | os.PathLike, name: str, split: str = "tr
     else:
         raise ValueError(f"split must be 'train' or 'validation', got {split!r}")
     if not files:
-        raise ValueError(f"no {split} rows in {folder}: run `ecomrlve curriculum build` first")
+        command = DataPaths.of(data).curriculum_build_command(name)
+        raise ValueError(f"no {split} rows in {folder}: run `{command}` first")
     return load_dataset("parquet", data_files=files, split="train")
 
 

@@ -226,7 +226,6 @@ def evaluate(
     episode is kept in the run folder as it finishes: a stopped run continues with
     `ecomrlve eval --resume RUN_ID` and plays only the episodes it lacks.
     """
-    from ecomrlve.config import load_config
 
     if k < 1:
         fail(f"--k must be >= 1, got {k}")
@@ -266,7 +265,7 @@ def evaluate(
         )
         return
     with user_errors():
-        cfg = load_config(config)
+        cfg = _eval_config(model, config)
         from ecomrlve.train.evaluate import evaluate_model
 
         with progress_bar("eval") as update:
@@ -289,6 +288,17 @@ def evaluate(
         f"{total['pass_hat_k']:.3f}, mean reward {total['reward_mean']:.3f}; stored as run "
         f"{run_id} in eval_results"
     )
+
+
+def _eval_config(model: str, config: Path | None) -> EcomConfig:
+    """`--config`, else the config of the run `model` comes from (its folder's config.yaml:
+    the agent settings it was trained with), else the defaults."""
+    from ecomrlve.config import load_config
+    from ecomrlve.train.run import run_config_path
+
+    if config is None and (config := run_config_path(model)) is not None:
+        console.print(f"settings from {config} (the run the model was trained in)", highlight=False)
+    return load_config(config)
 
 
 def _evaluate_endpoint(

@@ -29,6 +29,7 @@ import polars as pl
 from ecomrlve import store
 from ecomrlve.config import EcomConfig, config_from_dict
 from ecomrlve.env import Catalog, tool_schemas
+from ecomrlve.progress import ProgressEvent, ProgressFn
 from ecomrlve.store import DataPaths
 from ecomrlve.tasks import Task
 from ecomrlve.train import metrics, results
@@ -37,8 +38,6 @@ from ecomrlve.train.engine import RolloutEngine
 from ecomrlve.train.rollout import episode_row, run_episodes
 
 log = logging.getLogger(__name__)
-
-ProgressFn = Callable[[str, float], None]
 
 
 @dataclass
@@ -237,9 +236,16 @@ class EpisodeRate:
         self.played += count
         return self.text()
 
-    def text(self) -> str:
+    def per_second(self) -> float:
         elapsed = self._clock() - self._started
-        rate = self.played / elapsed if elapsed > 0 else 0.0
+        return self.played / elapsed if elapsed > 0 else 0.0
+
+    def event(self) -> ProgressEvent:
+        metrics = {"episodes/s": self.per_second()} if self.played else {}
+        return ProgressEvent("eval", self.done, self.total, unit="episodes", metrics=metrics)
+
+    def text(self) -> str:
+        rate = self.per_second()
         left = self.total - self.done
         eta = _duration(left / rate) if rate > 0 else "?"
         return f"{self.done}/{self.total} episodes, {rate:.2f} episodes/s, ETA {eta}"
@@ -553,12 +559,12 @@ def _play_endpoint_run(
         entry = _episode_entry(episode)
         journal.append(entry)
         entries[(episode.task.task_id, episode.sample)] = entry
-        text = rate.add()
+        rate.add()
         if progress:
-            progress(text, rate.done / total)
+            progress(rate.event())
 
     if progress:
-        progress(rate.text(), resumed / total)
+        progress(rate.event())
     run_chat_episodes(
         tasks,
         engine,

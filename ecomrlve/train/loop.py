@@ -52,8 +52,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ecomrlve.config import EcomConfig, ProgressFn
+from ecomrlve.config import EcomConfig
 from ecomrlve.env import Catalog
+from ecomrlve.progress import ProgressEvent, ProgressFn
 from ecomrlve.train import dapo
 from ecomrlve.train.batching import (
     collate,
@@ -287,7 +288,19 @@ def train_dapo(
             len(rollouts.groups),
         )
         if progress:
-            progress("dapo", step / max(algorithm.total_steps, 1))
+            progress(
+                ProgressEvent(
+                    "dapo",
+                    step,
+                    algorithm.total_steps,
+                    unit="step",
+                    metrics={
+                        "reward": metrics["reward_mean"],
+                        "success": metrics["success_rate"],
+                        "groups kept": f"{len(rollouts.kept)}/{len(rollouts.groups)}",
+                    },
+                )
+            )
     return result
 
 

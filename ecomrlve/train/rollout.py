@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from ecomrlve.config import AgentConfig, EnvConfig, ProgressFn
+from ecomrlve.config import AgentConfig, EnvConfig
 from ecomrlve.env import Catalog, EcomEnv, Verdict, reference_turns, verify
+from ecomrlve.progress import ProgressEvent, ProgressFn
 from ecomrlve.tasks import Task
 from ecomrlve.train.chat import ChatFormat, TokenSequence
 from ecomrlve.train.engine import Judged, RolloutEngine, SamplingParams
@@ -97,6 +98,14 @@ def run_episodes(
     sampling_temperature = agent.temperature if temperature is None else temperature
     active = [item for item in live if not _over_budget(item, agent)]
     round_index = 0
+
+    def report() -> None:  # episodes as they finish, from before the first turn
+        if progress:
+            done = sum(1 for e in episodes if e.verdict is not None)
+            turn = {"turn": round_index + 1} if active else {}
+            progress(ProgressEvent("rollout", done, len(episodes), unit="episodes", metrics=turn))
+
+    report()
     while active:
         budgets = [
             min(agent.max_new_tokens, agent.max_episode_tokens - len(item.episode.sequence))
@@ -125,9 +134,7 @@ def run_episodes(
                 still.append(item)
         active = still
         round_index += 1
-        if progress:
-            done = sum(1 for e in episodes if e.verdict is not None)
-            progress("rollout", done / len(episodes))
+        report()
     return episodes
 
 

@@ -43,6 +43,7 @@ from ecomrlve import store
 from ecomrlve.config import ConfigError, EcomConfig, EnvConfig, load_config
 from ecomrlve.env import Catalog, EcomEnv, reference_turns, tool_schemas
 from ecomrlve.procs import run_bound
+from ecomrlve.progress import ProgressEvent, ProgressFn
 from ecomrlve.store import DataPaths, StoreError
 from ecomrlve.tasks import Task
 from ecomrlve.train import metrics
@@ -96,8 +97,6 @@ from ecomrlve.train.tracking import Tracking, check_loggers, open_tracking
 
 log = logging.getLogger(__name__)
 
-ProgressFn = Callable[[str, float], None]
-
 TINY_CORPUS_EPISODES = 256
 TINY_CORPUS_TITLES = 5000
 RESULT_TABLES = [
@@ -118,6 +117,9 @@ _STAGE_SPANS = {
     "dapo": (0.32, 0.92),
     "final": (0.92, 1.0),
 }
+
+# What the bar calls each stage (the held-out evaluations name the model they evaluate).
+_STAGE_PHASES = {"base": "eval base", "sft-eval": "eval sft", "final": "eval final"}
 
 
 @dataclass
@@ -193,11 +195,19 @@ class TrainRun:
         return self.tools.width if self.tools is not None else FULL_WIDTH
 
     def stage_progress(self, stage: str) -> ProgressFn | None:
+        """The stage's events, named after it ("sft", "sft-eval", ...), placed on the run's
+        bar by `_STAGE_SPANS`."""
         if self.progress is None or not self.ctx.is_main:
             return None
         lo, hi = _STAGE_SPANS[stage]
         report = self.progress
-        return lambda _name, fraction: report(stage, lo + (hi - lo) * fraction)
+
+        phase = _STAGE_PHASES.get(stage, stage)
+
+        def placed(event: ProgressEvent) -> None:
+            report(event.replace(phase=phase, overall=lo + (hi - lo) * event.fraction))
+
+        return placed
 
 
 def train_from_config(
@@ -217,7 +227,8 @@ def train_from_config(
         curriculum: name of a curriculum under DATA/curricula; default
             `training.rollout.curriculum`, and without either, the store's `tasks` view read easy
             to hard.
-        progress: optional `progress(stage, fraction_of_whole_run)` callback.
+        progress: optional callback of `ProgressEvent`s (phase, step i/N, metrics; `overall`:
+            the fraction of the whole run).
 
     Returns:
         A `TrainSummary` with held-out success for base -> SFT -> final, counts and paths.
@@ -240,7 +251,7 @@ def train_from_config(
         _evaluate_stage(run, "final")
     _write_outputs(run, sampler)
     if progress and run.ctx.is_main:
-        progress("done", 1.0)
+        progress(ProgressEvent.of("done", 1.0))
     return run.summary
 
 
@@ -396,11 +407,20 @@ def with_split_seed(cfg: EcomConfig) -> EcomConfig:
     return cfg.model_copy(update={"training": training.model_copy(update={"eval": block})})
 
 
-def _origin_split_seed(model: str) -> int | None:
-    """The held-out split seed of the run whose `model/` folder `model` is (None: not one)."""
+def run_config_path(model: str) -> Path | None:
+    """The `config.yaml` of the run whose `model/` folder `model` is (None: not one): the
+    agent settings the model was trained with."""
     folder = Path(model).expanduser()
     config = folder.parent / "config.yaml"
     if folder.name != "model" or not (folder / "config.json").is_file() or not config.is_file():
+        return None
+    return config
+
+
+def _origin_split_seed(model: str) -> int | None:
+    """The held-out split seed of the run whose `model/` folder `model` is (None: not one)."""
+    config = run_config_path(model)
+    if config is None:
         return None
     try:
         training = load_config(config).training

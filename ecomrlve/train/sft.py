@@ -19,6 +19,7 @@ import torch
 
 from ecomrlve.config import AgentConfig, EnvConfig, TrainingConfig
 from ecomrlve.env import Catalog
+from ecomrlve.progress import ProgressEvent, ProgressFn
 from ecomrlve.tasks import Task
 from ecomrlve.train.batching import (
     collate,
@@ -39,8 +40,6 @@ from ecomrlve.train.rollout import reference_episode
 from ecomrlve.train.schedule import lr_factor, set_lr
 
 log = logging.getLogger(__name__)
-
-ProgressFn = Callable[[str, float], None]
 
 
 @dataclass
@@ -152,7 +151,10 @@ def train_sft(
             }
         )
         if progress:
-            progress("sft", step / total)
+            elapsed = time.perf_counter() - started
+            rate = {"tokens/s": result.tokens / elapsed} if elapsed > 0 else {}
+            metrics = {"loss": loss_total, **rate}
+            progress(ProgressEvent("sft", step, total, unit="step", metrics=metrics))
     result.seconds = time.perf_counter() - started
     return result
 

@@ -95,7 +95,8 @@ def verl_launch(
     folder = root / "curricula" / validate_identifier(curriculum, "curriculum name")
     shards = sorted(str(p) for p in (folder / VERL_DIR).glob("shard-*.parquet"))
     if not shards:
-        raise ValueError(f"no verl rows in {folder}: run `ecomrlve curriculum build` first")
+        command = DataPaths.of(data).curriculum_build_command(curriculum)
+        raise ValueError(f"no verl rows in {folder}: run `{command}` first")
     val = folder / VERL_VAL_FILE
     val_files = [str(val)] if val.exists() else shards[:1]
     out = Path(output).expanduser().resolve()

@@ -45,8 +45,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ecomrlve.config import AgentConfig, EnvConfig, ProgressFn
+from ecomrlve.config import AgentConfig, EnvConfig
 from ecomrlve.env import Catalog, EcomEnv, Verdict, tool_schemas
+from ecomrlve.progress import ProgressEvent, ProgressFn
 from ecomrlve.tasks import Task
 from ecomrlve.train.engine import Completion, FinishReason, Judged, SamplingParams, has_prompts
 
@@ -540,7 +541,7 @@ async def _chat_episodes(
             if on_episode:
                 on_episode(episode)
             if progress:
-                progress("episodes", finished / len(jobs))
+                progress(ProgressEvent("eval", finished, len(jobs), unit="episodes"))
             return episode
 
         return list(await asyncio.gather(*(one(n, t, s) for n, t, s in jobs)))
