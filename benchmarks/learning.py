@@ -56,7 +56,6 @@ import copy
 import json
 import math
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -238,22 +237,20 @@ def cli(args: list[str], log_path: Path, threads: int = DEFAULT_THREADS) -> tupl
     }
     if threads != DEFAULT_THREADS:  # torch reads it at start-up for its intra-op pool
         env["OMP_NUM_THREADS"] = str(threads)
-    started, cpu = time.perf_counter(), _children_cpu()
+    started = time.perf_counter()
     with log_path.open("w") as log:
-        done = subprocess.run(
+        child = subprocess.Popen(
             [sys.executable, "-m", "ecomrlve", *args], stdout=log, stderr=subprocess.STDOUT, env=env
         )
-    if done.returncode != 0:
+        # this child's own CPU time: RUSAGE_CHILDREN would also count runs playing beside it
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
         tail = log_path.read_text().splitlines()[-15:]
         raise SystemExit(
-            f"`ecomrlve {' '.join(args)}` failed ({done.returncode}):\n" + "\n".join(tail)
+            f"`ecomrlve {' '.join(args)}` failed ({child.returncode}):\n" + "\n".join(tail)
         )
-    return time.perf_counter() - started, _children_cpu() - cpu
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
 
 
 def train(run: Run, config: Path, changed: bool, data: Path) -> None:
