@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ecomrlve.env.facts import values as v
-from ecomrlve.env.facts.kinds import KINDS, Kind, parse
-from ecomrlve.env.facts.text import _words, fold, normalise, sentence_spans
+from ecomrlve.env.facts.kinds import KINDS, OTHER, Kind, parse
+from ecomrlve.env.facts.kinds import prompt_values as _prompt_values
+from ecomrlve.env.facts.text import SUBJECT_BREAK, _words, fold, normalise, sentence_spans
 from ecomrlve.tasks import AnswerFact
 
 
@@ -57,15 +57,21 @@ class Shown:
         today: str | None = None,
         record: Any = None,
         catalog: Any = None,
+        policies: Iterable[str] = (),
     ):
         self.items = items
         self.record = record  # the EpisodeRecord, for kinds that audit the episode's actions
         self.catalog = catalog  # the product names those kinds read (None: ids only)
         self.today = dt.date.fromisoformat(today) if today else None
+        # the policy rows the request needs: a verdict counts once one of them was shown
+        self.policies = tuple(p.lower() for p in policies)
         self._strings: list[str] | None = None
         self._numbers: list[tuple[str, float]] = []  # (key, number)
         self._text: str | None = None
         self._values: dict[str, list[Any]] = {}
+        self._orders: dict[str, list[dict[str, Any]]] | None = None
+        self._about: dict[str, Shown] = {}
+        self._differences: dict[str, set[float]] = {}
 
     def strings(self) -> list[str]:
         if self._strings is None:
@@ -98,11 +104,60 @@ class Shown:
             self._text = fold(" | ".join(self.strings()))
         return self._text
 
-    def has(self, kind: Kind, value: Any) -> bool:
+    def values(self, kind: Kind) -> list[Any]:
+        """The values of `kind` shown (read once per kind)."""
         values = self._values.get(kind.name)
         if values is None:
             values = self._values[kind.name] = kind.shown(self)
-        return any(kind.same(value, w) for w in values)
+        return values
+
+    def has(self, kind: Kind, value: Any) -> bool:
+        return any(kind.same(value, w) for w in self.values(kind))
+
+    def shows(self, kind: Kind, want: Any) -> bool:
+        """Was a fact's parsed target shown?"""
+        return any(kind.matches(w, want) for w in self.values(kind))
+
+    def about(self, order_id: str) -> Shown:
+        """What was shown of one order (or item): the results (and parts of results) with its
+        id, such as its entry in the order list, `get_order`, the cancel's or the checkout's
+        result (an order line, a search hit)."""
+        if self._orders is None:
+            self._orders = {}
+            stack: list[Any] = list(self.items)
+            while stack:
+                item = stack.pop()
+                if isinstance(item, dict):
+                    # an order's records, else an item's (an order line, a product)
+                    key = item.get("order_id") or item.get("item_id")
+                    if isinstance(key, str):
+                        self._orders.setdefault(key, []).append(item)
+                    stack.extend(x for x in item.values() if isinstance(x, dict | list))
+                elif isinstance(item, list | tuple):
+                    stack.extend(item)
+        sub = self._about.get(order_id)
+        if sub is None:
+            sub = self._about[order_id] = Shown(self._orders.get(order_id, []))
+            sub.today = self.today
+        return sub
+
+    def derives(self, kind: Kind, value: Any, prompt: str) -> bool:
+        """Is `value` the difference of two values of `kind` shown or in `prompt`?"""
+        number = kind.number(value)
+        if number is None:
+            return False
+        pool = self._differences.get(kind.name)
+        if pool is None:
+            said = [*self.values(kind), *_prompt_values(prompt, kind.name)]
+            numbers = {x for x in map(kind.number, said) if x is not None}
+            pool = self._differences[kind.name] = {
+                round(a - b, 2) for a in numbers for b in numbers if a > b
+            }
+        return round(number, 2) in pool
+
+    def read_policy(self) -> bool:
+        """Was one of the policy rows the request needs shown (True when it needs none)?"""
+        return not self.policies or any(p in self.text() for p in self.policies)
 
 
 class AnswerPlan:
@@ -121,11 +176,10 @@ class AnswerPlan:
         # the checked kinds compared by value, in registry order
         self.valued = [k for k in KINDS.values() if k.valued and k.name in self.kinds]
         self.named = frozenset(f.subject for f in facts if f.subject)
-        # (cue words, subject) pairs, each once; only needed to split answers about 2+ orders
-        self.cue_pairs = (
-            list(dict.fromkeys((_words(c), f.subject) for f in facts if f.subject for c in f.cues))
-            if len(self.named) > 1
-            else []
+        # (cue words, subject) pairs, each once: to split answers about 2+ orders, or about
+        # one and another no fact is about (the order just placed)
+        self.cue_pairs = list(
+            dict.fromkeys((_words(c), f.subject) for f in facts if f.subject for c in f.cues)
         )
         topics = {f.value.partition(":")[0] for f in facts if f.kind == "verdict"}
         self.only_topic = next(iter(topics)) if len(topics) == 1 else None
@@ -190,6 +244,28 @@ def _with_roles(fact: AnswerFact) -> list[tuple[str, str]]:
     return pairs
 
 
+# an order id in the normalised answer; a sentence naming an order no fact is about (the one
+# the agent just placed) is about that order (`OTHER`): its values are judged by what the
+# episode showed, not against the facts of the orders the request is about
+_ORDER_ID = re.compile(r"\b(?:o\d{7}|n\d{4})\b")  # an initial order, one placed in the episode
+# a value offered as one of several alternatives commits to none ("either today or June 16",
+# "June 16 or 17", "maybe June 16"): it states no fact, though a wrong alternative still fails
+_HEDGE_BEFORE = re.compile(
+    r"\b(?:or|either|maybe|perhaps|possibly|probably)\s+(?:on |the |around |by |at )?$"
+)
+_HEDGE_AFTER = re.compile(
+    r"(?:[^,.;!?]|\.(?=\d)){0,24}?\s(?:or|and/or)\s+(?:on |the |maybe |possibly )?"
+    r"(?:\$|\d|today|tomorrow|yesterday|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+)
+
+
+def hedged(text: str, start: int) -> bool:
+    """Is the value stated at `text[start:]` one of several alternatives?"""
+    return bool(
+        _HEDGE_BEFORE.search(text, max(0, start - 24), start) or _HEDGE_AFTER.match(text, start)
+    )
+
+
 @dataclass
 class Segment:
     text: str
@@ -222,16 +298,25 @@ class Reading:
         self.today = parse("date", today) if today else None
         self._spans: list[tuple[int, int]] | None = None
         self._values: dict[str, list[list[Any]]] = {}
+        self._committed: dict[str, list[list[Any]]] = {}
         self._address_words: dict[int | None, str] = {}
         self._lowered: str | None = None
-        if len(plan.named) <= 1:
+        ids = {m.upper() for m in _ORDER_ID.findall(text)}
+        if len(plan.named) <= 1 and ids <= plan.named:
             self.segments = [Segment(text, plan.named)]
         else:  # a sentence names the subjects whose cue it holds, and so do the ones after it
-            self.segments, current = [], frozenset()
-            for start, end in self.spans():
+            self.segments = []
+            current = plan.named if len(plan.named) == 1 else frozenset()
+            for start, end in sentence_spans(text, SUBJECT_BREAK):
                 sentence = text[start:end]
                 words = _words(sentence)
                 named = frozenset({s for cue, s in plan.cue_pairs if cue in words})
+                ids = {m.upper() for m in _ORDER_ID.findall(sentence)}
+                if ids:  # an order id names its order, whatever its product's words say
+                    named = frozenset(ids & plan.named) or OTHER
+                if named is OTHER:  # about that order alone: the next sentence is not
+                    self.segments.append(Segment(sentence, OTHER, start))
+                    continue
                 current = named or current
                 self.segments.append(Segment(sentence, current, start))
         self.one = len(self.segments) == 1
@@ -247,13 +332,25 @@ class Reading:
         out = self._values.get(kind)
         if out is None:
             located = KINDS[kind].extract(self.text, self)
-            if self.one:
-                out = [[value for _, value in located]]
-            else:
-                out = [[] for _ in self.segments]
-                for offset, value in located:
-                    out[max(0, bisect.bisect_right(self.starts, offset) - 1)].append(value)
-            self._values[kind] = out
+            out = self._values[kind] = self._bucket(located)
+            text = self.text
+            committed = [(k, value) for k, value in located if not hedged(text, k)]
+            self._committed[kind] = (
+                out if len(committed) == len(located) else self._bucket(committed)
+            )
+        return out
+
+    def committed(self, kind: str) -> list[list[Any]]:
+        """`values(kind)` less the hedged ones (`hedged`): the values that state a fact."""
+        self.values(kind)
+        return self._committed[kind]
+
+    def _bucket(self, located: list[tuple[int, Any]]) -> list[list[Any]]:
+        if self.one:
+            return [[value for _, value in located]]
+        out: list[list[Any]] = [[] for _ in self.segments]
+        for offset, value in located:
+            out[max(0, bisect.bisect_right(self.starts, offset) - 1)].append(value)
         return out
 
     def address_words(self, k: int | None) -> str:
@@ -280,11 +377,6 @@ class Reading:
         )
 
 
-@functools.lru_cache(maxsize=8192)
-def _prompt_values(prompt: str, kind: str) -> tuple:
-    return tuple(value for _, value in KINDS[kind].extract(normalise(prompt), None))
-
-
 def check_answer(
     answer: str,
     facts: list[AnswerFact] | AnswerPlan,
@@ -302,16 +394,22 @@ def check_answer(
     if not plan.facts and shown is None:
         return result
     reading = Reading(answer, plan, prompt, tuple(known_addresses), today)
+    found = []
     for i, fact in enumerate(plan.facts):
         if KINDS[fact.kind].states(plan, i, reading):
             result.found.append(plan.labels[i])
+            found.append(i)
         else:
             (result.missing if plan.required[i] else result.unstated).append(plan.labels[i])
     # precision: every value of a checked kind is a target or allowed for its subject
     for kind in plan.valued:
         result.conflicts += kind.conflicts(plan, reading)
-    if shown is not None:
-        result.ungrounded = _ungrounded(plan, reading, shown)
+    if shown is not None:  # evidence: what the answer states, the episode showed
+        result.ungrounded = _ungrounded(reading, shown) + [
+            plan.labels[i]
+            for i in found
+            if not KINDS[plan.facts[i].kind].evident(plan, i, reading, shown)
+        ]
     for kind in KINDS.values():
         if type(kind).audit is not Kind.audit:
             getattr(result, kind.audits_into).extend(kind.audit(plan, reading, shown))
@@ -319,19 +417,23 @@ def check_answer(
     return result
 
 
-def _ungrounded(plan: AnswerPlan, reading: Reading, shown: Shown) -> list[str]:
-    """Values of kinds the facts do not check that nothing grounds."""
+def _ungrounded(reading: Reading, shown: Shown) -> list[str]:
+    """Stated values, of every kind compared by value, that nothing grounds: not today, not
+    the customer's words, not shown by a tool result of the episode, and not the difference
+    of two such values (days left, days since the window closed, what an order lacks to ship
+    free)."""
     out = []
     digits = v.FREE_DIGIT.search(reading.text) is not None
     for kind in KINDS.values():
-        if not (kind.valued and kind.grounded) or kind.name in plan.kinds:
+        if not (kind.valued and kind.grounded) or (kind.digits and not digits):
             continue
-        if kind.digits and not digits:
-            continue
-        for _, value in kind.extract(reading.text, reading):
-            if kind.name == "date" and reading.today and kind.matches(value, reading.today):
-                continue
-            if reading.in_prompt(kind, value) or shown.has(kind, value):
-                continue
-            out.append(f"{kind.name} {kind.show(value)}")
+        for found in reading.values(kind.name):
+            for value in found:
+                if kind.name == "date" and reading.today and kind.matches(value, reading.today):
+                    continue
+                if reading.in_prompt(kind, value) or shown.has(kind, value):
+                    continue
+                if shown.derives(kind, value, reading.prompt):
+                    continue
+                out.append(f"{kind.name} {kind.show(value)}")
     return list(dict.fromkeys(out))

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ecomrlve.env.claims import check_claims
 from ecomrlve.env.facts import values as v
-from ecomrlve.env.facts.text import _CLAUSE, sentence_spans
+from ecomrlve.env.facts.text import _CLAUSE, normalise, sentence_spans
 
 if TYPE_CHECKING:
     from ecomrlve.env.facts.check import AnswerPlan, Reading, Shown
@@ -50,6 +50,8 @@ class Kind:
     audits_into: ClassVar[str] = "conflicts"
     # roles in which a stated value must be a target, never a context value
     target_roles: ClassVar[frozenset[str]] = frozenset()
+    # roles of quantities only a fact without a role is about (the others conflict with none)
+    apart: ClassVar[frozenset[str]] = frozenset()
 
     def extract(self, text: str, reading: Reading | None) -> list[tuple[int, Any]]:
         return []
@@ -110,10 +112,29 @@ class Kind:
         segments = reading.segments
         return any(
             self.matches(value, want) and self.fits(value, role)
-            for k, found in enumerate(reading.values(self.name))
+            for k, found in enumerate(reading.committed(self.name))
             if reading.one or not subject or subject in segments[k].subjects
             for value in found
         )
+
+    def number(self, value: Any) -> float | None:
+        """The value as one number, for values worked out as a difference (None: never)."""
+        return None
+
+    def evident(self, plan: AnswerPlan, i: int, reading: Reading, seen: Shown) -> bool:
+        """Did the episode make fact `i`, which the answer states, known? A fact about an
+        order: its value was shown of that order (or the customer said it); other facts: each
+        stated value is grounded (`check._ungrounded`)."""
+        subject = plan.facts[i].subject
+        if not subject or not (self.valued and self.grounded):
+            return True
+        want = plan.targets[i]
+        if any(self.matches(said, want) for said in prompt_values(reading.prompt, self.name)):
+            return True
+        records = seen.about(subject)
+        if not subject.startswith("O"):  # an item: seen, its values grounded as any are
+            return bool(records.items)
+        return records.shows(self, want)
 
     def conflicts(self, plan: AnswerPlan, reading: Reading) -> list[str]:
         """Stated values that are none of the targets (in a role they fit) or allowed values
@@ -123,9 +144,9 @@ class Kind:
         # ((target, role) pairs, (context value, role) pairs) per set of subjects a segment is about
         pools: dict[frozenset[str], tuple[list, list]] = {}
         for k, found in enumerate(reading.values(self.name)):
-            if not found:
-                continue
             subjects = reading.segments[k].subjects
+            if not found or subjects == OTHER:  # an order no fact is about: evidence only
+                continue
             if subjects not in pools:
                 pools[subjects] = (
                     plan.targets_in(self.name, reading, k),
@@ -133,6 +154,8 @@ class Kind:
                 )
             targets, context = pools[subjects]
             for value in found:
+                if self.role(value) in self.apart and all(role for _, role in targets):
+                    continue  # a quantity no fact here is about (a refund's days): evidence only
                 if any(match(value, w) and self.fits(value, role) for w, role in targets):
                     continue
                 if any(match(value, w) and self.fits_context(value, r, plan) for w, r in context):
@@ -166,6 +189,15 @@ def parse(kind: str, value: str) -> Any:
         return KINDS[kind].target(value)
     except (ValueError, KeyError):
         return None
+
+
+OTHER = frozenset({"?"})  # a segment about an order no fact is about (`check.Reading`)
+
+
+@functools.lru_cache(maxsize=8192)
+def prompt_values(prompt: str, kind: str) -> tuple:
+    """The values of `kind` the customer's request states (cached per prompt)."""
+    return tuple(value for _, value in KINDS[kind].extract(normalise(prompt), None))
 
 
 # the keys of tool results whose numbers are amounts, rates and days
@@ -235,6 +267,9 @@ class MoneyKind(Kind):
     def shown(self, seen):
         return super().shown(seen) + _numbers(seen, MONEY_KEYS)
 
+    def number(self, value):
+        return float(value)
+
     def fits(self, value, role):
         if role == v.GAP:  # worked out, never a bare amount: only when said as what is lacking
             return self.role(value) == v.GAP
@@ -255,13 +290,16 @@ class PercentKind(MoneyKind):
     def shown(self, seen):
         # a rate may be stored as a fraction (0.1) or a percent (10)
         numbers = _numbers(seen, PERCENT_KEYS) + _numbers(seen, PERCENT_KEYS, 100.0)
-        return Kind.shown(self, seen) + numbers
+        # the policy the request needs, read, says what fee there is: none where it names none
+        none = [0.0] if seen.policies and seen.read_policy() else []
+        return Kind.shown(self, seen) + numbers + none
 
     def spellings(self, fact):
         return [f"{fact.value}%", f"{fact.value} percent"]
 
 
-ROLE_WORDS = {v.WINDOW: "the window", v.LEFT: "days left", v.ELAPSED: "elapsed time"}
+ROLE_WORDS = {v.WINDOW: "the window", v.LEFT: "days left", v.ELAPSED: "elapsed time",
+              v.REFUND: "a refund's time"}  # fmt: skip
 
 
 class DurationKind(Kind):
@@ -279,6 +317,7 @@ class DurationKind(Kind):
     digits = True
     name = "duration"
     target_roles = frozenset({v.WINDOW, v.LEFT})
+    apart = frozenset({v.REFUND})
 
     def extract(self, text, reading):
         return v.extract_durations(text)
@@ -292,6 +331,9 @@ class DurationKind(Kind):
 
     def same(self, a, b):
         return self.matches(a, b)
+
+    def number(self, value):
+        return float(value[0]) if value[0] == value[1] else None
 
     def show(self, value):
         low, high = value[:2]
@@ -363,7 +405,9 @@ class AddressKind(Kind):
         return v._street_line(value)
 
     def shown(self, seen):
-        return [line for s in seen.strings() for _, line in v.extract_streets(s.lower())]
+        # a street line in a text, and the first line of every address shown whole
+        lines = [line for s in seen.strings() for _, line in v.extract_streets(s.lower())]
+        return lines + [v._street_line(s) for s in seen.strings() if s[:1].isdigit() and "," in s]
 
     def states(self, plan, i, reading):
         line = f" {plan.targets[i]} "
@@ -429,6 +473,8 @@ class VerdictKind(Kind):
     def conflicts(self, plan, reading):
         out = []
         for k, found in enumerate(reading.values(self.name)):
+            if reading.segments[k].subjects == OTHER:
+                continue
             relevant = plan.about(self.name, reading, k)
             for topic, polarity in found:
                 wanted = [plan.targets[i] for i in relevant if plan.targets[i][0] == topic]
@@ -437,6 +483,9 @@ class VerdictKind(Kind):
             if self._false_final_sale(plan, reading, k, relevant):
                 out.append("term final_sale")
         return out
+
+    def evident(self, plan, i, reading, seen):
+        return _decided(plan, i, seen)
 
     @staticmethod
     def _false_final_sale(plan: AnswerPlan, reading: Reading, k: int, relevant: list[int]) -> bool:
@@ -460,11 +509,21 @@ class VerdictKind(Kind):
         return []
 
 
+def _decided(plan: AnswerPlan, i: int, seen: Shown) -> bool:
+    """A verdict or policy term counts once what decides it was read: the policy the request
+    needs and, for one about an order, that order."""
+    subject = plan.facts[i].subject
+    return seen.read_policy() and (not subject or bool(seen.about(subject).items))
+
+
 class TermKind(Kind):
     """A policy term (`values.TERMS`) stated in a sentence about the fact's subject."""
 
     name = "term"
     valued = False
+
+    def evident(self, plan, i, reading, seen):
+        return _decided(plan, i, seen)
 
     def states(self, plan, i, reading):
         pattern = v.TERMS.get(plan.facts[i].value)

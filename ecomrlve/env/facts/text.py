@@ -73,11 +73,12 @@ def sentences(text: str) -> list[str]:
     return [text[a:b] for a, b in sentence_spans(text)]
 
 
-def sentence_spans(text: str) -> list[tuple[int, int]]:
+def sentence_spans(text: str, breaks: re.Pattern[str] | None = None) -> list[tuple[int, int]]:
     """(start, end) of each non-empty sentence; a period between digits is a decimal point,
-    and an enumeration "(2)" starts a new sentence."""
+    and an enumeration "(2)" starts a new sentence. `breaks`: other sentence ends
+    (`SUBJECT_BREAK`: a semicolon goes on about the same order)."""
     cuts: list[tuple[int, int]] = []
-    for m in _BREAK.finditer(text):
+    for m in (breaks or _BREAK).finditer(text):
         a, b = m.span()
         if m.group() == ".":  # "4.99" is a number, "4." ends a sentence
             if a > 0 and b < len(text) and text[a - 1].isdigit() and text[b].isdigit():
@@ -99,6 +100,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 
 _BREAK = re.compile(r"[.!?;\n]+|\(\d\)")
+SUBJECT_BREAK = re.compile(r"[.!?\n]+|\(\d\)")
 
 
 @functools.lru_cache(maxsize=16384)
