@@ -206,7 +206,7 @@ _REASON_WORD = re.compile(r"[a-z]+")
 _REASON_STOP = frozenset((
     "its", "was", "the", "and", "but", "not", "very", "too", "than", "this", "that", "they",
     "them", "have", "has", "had", "been", "doesnt", "dont", "didnt", "isnt", "wasnt", "just",
-    "what", "from", "for", "you",
+    "what", "from", "for", "you", "does", "did", "are", "were", "will", "would", "with",
 ))  # fmt: skip
 
 
@@ -282,8 +282,10 @@ def _check_answer(
     known = [a for a in addresses if a]
     today = record.initial.get("today")
     # the system prompt shows the customer's address and saved cards; tools show the rest
+    # what a refused call told (an order "is shipped; only pending ... can be cancelled")
+    refusals = [c.error for c in record.calls if c.error and not c.ok and not c.transient]
     shown = Shown(
-        [addresses[0], *user.get("payment_methods", ()), *record.shown],
+        [addresses[0], *user.get("payment_methods", ()), *record.shown, *refusals],
         today,
         record,
         catalog,

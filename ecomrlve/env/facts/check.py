@@ -46,6 +46,9 @@ def spellings(fact: AnswerFact) -> list[str]:
     return KINDS[fact.kind].spellings(fact)
 
 
+_SHOWN_ID = re.compile(r"\b(?:O\d{7}|N\d{4}|I\d{7})\b")
+
+
 class Shown:
     """What the episode showed the agent besides the prompt: the customer's details of the
     system prompt and every successful tool result (kept by reference). Read lazily, once per
@@ -135,6 +138,9 @@ class Shown:
                     stack.extend(x for x in item.values() if isinstance(x, dict | list))
                 elif isinstance(item, list | tuple):
                     stack.extend(item)
+                elif isinstance(item, str):  # a message naming the order ("O1 is shipped; ...")
+                    for key in _SHOWN_ID.findall(item):
+                        self._orders.setdefault(key, []).append(item)
         sub = self._about.get(order_id)
         if sub is None:
             sub = self._about[order_id] = Shown(self._orders.get(order_id, []))

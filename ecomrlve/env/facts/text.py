@@ -42,6 +42,8 @@ def normalise(text: str) -> str:
         with contextlib.suppress(Exception):  # an answer must never crash the verifier
             text = alpha2digit(text, "en")
         text = re.sub(r"\bzero\b", "0", text)
+        # alpha2digit leaves a lone small number a word ("one of them"): before a unit it is one
+        text = _SMALL_UNIT.sub(lambda m: f"{_SMALL[m[1]]} {m[2]}", text)
     return text
 
 
@@ -50,6 +52,9 @@ _NUMBER_WORD = re.compile(
     r"|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|fourth|fifth|sixth|seventh|eighth"
     r"|ninth|tenth|eleventh|twelfth|\w+teenth|twentieth|thirtieth)\b"
 )
+_SMALL = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+          "seven": "7", "eight": "8", "nine": "9"}  # fmt: skip
+_SMALL_UNIT = re.compile(rf"\b({'|'.join(_SMALL)}) (dollars?|cents?|days?|weeks?)\b")
 # the hyphen of "fourteen-day", "twenty-one-week" (a letter before it, "day"/"week" after)
 _NUMBER_WORD_DAY = re.compile(r"(?<=[a-z])-(?=(?:day|week)s?\b)")
 # a substring of every word `_NUMBER_HINT` matches (checked in the tests)

@@ -222,7 +222,7 @@ _MONEY_FORMS = (
     ("usd", re.compile(rf"\busd\s?{_AMOUNT}")),
     ("usd", re.compile(rf"{_AMOUNT}\s?usd\b")),
     # "47 dollars and 99 cents" (number words are digits by now: "forty-seven dollars and ...")
-    ("dollar", re.compile(rf"{_AMOUNT}\s?dollars?\b(?:,?\s+and\s+(\d{{1,2}})\s?cents?\b)?")),
+    ("dollar", re.compile(rf"{_AMOUNT}\s?dollars?\b(?:,?\s+and\s+(\d{{1,2}}|one)\s?cents?\b)?")),
     ("buck", re.compile(rf"{_AMOUNT}\s?bucks\b")),
 )
 _MONEY_ZERO = re.compile(
@@ -243,8 +243,11 @@ _DURATION = re.compile(
 
 
 def _amount(whole: str, cents: str | None, spoken_cents: str | None = None) -> float:
-    if spoken_cents:  # "and 5 cents" is $0.05, where ".5" is $0.50
-        return float(whole.replace(",", "")) + int(spoken_cents) / 100
+    if spoken_cents:  # "and 5 cents" is $0.05, where ".5" is $0.50 ("one" stays a word)
+        return (
+            float(whole.replace(",", ""))
+            + (1 if spoken_cents == "one" else int(spoken_cents)) / 100
+        )
     return float(whole.replace(",", "")) + (float(cents.ljust(2, "0")) / 100 if cents else 0.0)
 
 
