@@ -161,3 +161,27 @@ def test_amounts_in_words_read_as_amounts(cents, variant) -> None:
 def test_a_reason_is_the_customers(given_reason, ok) -> None:
     prompt = "Please return the jeans from my May order, it doesn't fit."
     assert customers_reason(given_reason, "it doesn't fit", prompt) is ok
+
+
+def test_a_fee_on_one_item_is_no_verdict_on_a_final_sale_item_of_its_order() -> None:
+    order = "O2222222"
+    jeans, coffee = "I0000001", "I0000002"
+    facts = [
+        _fact("percent", "5", subject=jeans, cues=[order, jeans, "jeans"]),
+        _fact("verdict", "return:no", subject=coffee, cues=[order, coffee, "coffee beans"]),
+        _fact("term", "final_sale", subject=coffee, cues=[order, coffee, "coffee beans"]),
+    ]
+    shown = Shown(
+        [{"order_id": order, "items": [{"item_id": jeans}, {"item_id": coffee}]},
+         {"policies": [{"policy_id": "P1", "text": "A restocking fee of 5% applies."}]}],
+        TODAY, policies=["P1"],
+    )  # fmt: skip
+    for answer in (
+        "Yes, there is a 5% restocking fee on the jeans. The coffee beans can't be returned: "
+        "they are final sale.",
+        f"Yes, there is a 5% restocking fee on the jeans from order {order}. The coffee beans "
+        "can't be returned: they are final sale.",
+    ):
+        assert check_answer(answer, facts, "", today=TODAY, shown=shown).ok, answer
+    wrong = "Yes, you can return the coffee beans. There is a 5% restocking fee on the jeans."
+    assert not check_answer(wrong, facts, "", today=TODAY, shown=shown).ok

@@ -75,20 +75,30 @@ class Shown:
         self._orders: dict[str, list[dict[str, Any]]] | None = None
         self._about: dict[str, Shown] = {}
         self._differences: dict[str, set[float]] = {}
+        self._string_set: frozenset[str] | None = None
 
     def strings(self) -> list[str]:
+        """Every string shown; the walk also keeps the numbers by key and each order's (or
+        item's) records (`about`): dicts with its id, and messages naming it."""
         if self._strings is None:
             self._strings = []
+            self._orders = orders = {}
             stack: list[tuple[str, Any]] = [("", item) for item in self.items]
             while stack:
                 key, item = stack.pop()
                 if isinstance(item, str):
                     self._strings.append(item)
+                    if not key:  # a message ("order O1 is shipped; ...") or a user reply
+                        for named in _SHOWN_ID.findall(item):
+                            orders.setdefault(named, []).append(item)
                 elif isinstance(item, bool):
                     continue
                 elif isinstance(item, int | float):
                     self._numbers.append((key, float(item)))
                 elif isinstance(item, dict):
+                    named = item.get("order_id") or item.get("item_id")
+                    if isinstance(named, str):
+                        orders.setdefault(named, []).append(item)
                     stack.extend(item.items())
                 elif isinstance(item, list | tuple):
                     stack.extend((key, x) for x in item)
@@ -115,32 +125,24 @@ class Shown:
         return values
 
     def has(self, kind: Kind, value: Any) -> bool:
-        return any(kind.same(value, w) for w in self.values(kind))
+        # tool results state values as data ("2026-06-16", 4.99, "shipped"): looked up there
+        # first, the texts are read (`Kind.shown`) only for a value not found so
+        return kind.quick(value, self) or any(kind.same(value, w) for w in self.values(kind))
 
     def shows(self, kind: Kind, want: Any) -> bool:
         """Was a fact's parsed target shown?"""
-        return any(kind.matches(w, want) for w in self.values(kind))
+        return kind.quick(want, self) or any(kind.matches(w, want) for w in self.values(kind))
+
+    def string_set(self) -> frozenset[str]:
+        if self._string_set is None:
+            self._string_set = frozenset(self.strings())
+        return self._string_set
 
     def about(self, order_id: str) -> Shown:
         """What was shown of one order (or item): the results (and parts of results) with its
         id, such as its entry in the order list, `get_order`, the cancel's or the checkout's
         result (an order line, a search hit)."""
-        if self._orders is None:
-            self._orders = {}
-            stack: list[Any] = list(self.items)
-            while stack:
-                item = stack.pop()
-                if isinstance(item, dict):
-                    # an order's records, else an item's (an order line, a product)
-                    key = item.get("order_id") or item.get("item_id")
-                    if isinstance(key, str):
-                        self._orders.setdefault(key, []).append(item)
-                    stack.extend(x for x in item.values() if isinstance(x, dict | list))
-                elif isinstance(item, list | tuple):
-                    stack.extend(item)
-                elif isinstance(item, str):  # a message naming the order ("O1 is shipped; ...")
-                    for key in _SHOWN_ID.findall(item):
-                        self._orders.setdefault(key, []).append(item)
+        self.strings()
         sub = self._about.get(order_id)
         if sub is None:
             sub = self._about[order_id] = Shown(self._orders.get(order_id, []))
@@ -171,9 +173,9 @@ class AnswerPlan:
     subjects and their cues, parsed targets and allowed values, labels. Built once per list:
     the verifier keeps one per `Goal` (`Goal.derived`), shared by all episodes of a task."""
 
-    __slots__ = ("bound_roles", "by_kind", "cue_pairs", "facts", "kinds", "labels", "named",
-                 "only_topic", "permitted", "required", "roles", "sentences", "targets",
-                 "valued")  # fmt: skip
+    __slots__ = ("bound_roles", "by_kind", "cue_pairs", "facts", "id_cues", "kinds", "labels",
+                 "named", "only_topic", "permitted", "required", "roles", "sentences", "targets",
+                 "valued", "word_pairs")  # fmt: skip
 
     def __init__(self, facts: Iterable[AnswerFact]):
         facts = list(facts)
@@ -187,6 +189,16 @@ class AnswerPlan:
         self.cue_pairs = list(
             dict.fromkeys((_words(c), f.subject) for f in facts if f.subject for c in f.cues)
         )
+        # the pairs of cues that are no order id (a product's words, an item id)
+        self.word_pairs = [
+            (cue, s) for cue, s in self.cue_pairs if not _ORDER_ID.fullmatch(cue.strip())
+        ]
+        # each order id among the cues -> the subjects it names (the order, or its items)
+        self.id_cues: dict[str, set[str]] = {}
+        for f in facts:
+            for c in (f.subject, *f.cues) if f.subject else ():
+                if _ORDER_ID.fullmatch(c.lower()):
+                    self.id_cues.setdefault(c, set()).add(f.subject)
         topics = {f.value.partition(":")[0] for f in facts if f.kind == "verdict"}
         self.only_topic = next(iter(topics)) if len(topics) == 1 else None
         self.sentences = len(self.named) > 1 or any(k.sentences for k in self.valued)
@@ -209,8 +221,9 @@ class AnswerPlan:
         ]
         self.by_kind = {k: [i for i, f in enumerate(facts) if f.kind == k] for k in self.kinds}
 
-    def about(self, kind: str, reading: Reading, k: int) -> list[int]:
-        """Facts of `kind` that segment `k` may state: those about its subjects, or all."""
+    def about(self, kind: str, reading: Reading, k: int, fallback: bool = True) -> list[int]:
+        """Facts of `kind` that segment `k` may state: those about its subjects, or (with
+        `fallback`, when none is) all."""
         indexed = self.by_kind[kind]
         subjects = reading.segments[k].subjects
         facts = self.facts
@@ -219,7 +232,7 @@ class AnswerPlan:
             for i in indexed
             if not facts[i].subject or not subjects or facts[i].subject in subjects
         ]
-        return relevant or indexed
+        return relevant or (indexed if fallback else [])
 
     def targets_in(self, kind: str, reading: Reading, k: int) -> list[tuple[Any, str]]:
         """(target, role) of each fact of `kind` segment `k` may state (those it is about)."""
@@ -308,7 +321,7 @@ class Reading:
         self._address_words: dict[int | None, str] = {}
         self._lowered: str | None = None
         ids = {m.upper() for m in _ORDER_ID.findall(text)}
-        if len(plan.named) <= 1 and ids <= plan.named:
+        if len(plan.named) <= 1 and ids <= plan.id_cues.keys():
             self.segments = [Segment(text, plan.named)]
         else:  # a sentence names the subjects whose cue it holds, and so do the ones after it
             self.segments = []
@@ -318,8 +331,11 @@ class Reading:
                 words = _words(sentence)
                 named = frozenset({s for cue, s in plan.cue_pairs if cue in words})
                 ids = {m.upper() for m in _ORDER_ID.findall(sentence)}
-                if ids:  # an order id names its order, whatever its product's words say
-                    named = frozenset(ids & plan.named) or OTHER
+                if ids:  # an order id names its order (its items), whatever words are near it
+                    by_id = frozenset(s for i in ids for s in plan.id_cues.get(i, ()))
+                    # and a product's words (or id) pick among the items of one order
+                    by_words = {s for cue, s in plan.word_pairs if cue in words}
+                    named = (by_id & by_words or by_id) if by_id else OTHER
                 if named is OTHER:  # about that order alone: the next sentence is not
                     self.segments.append(Segment(sentence, OTHER, start))
                     continue

@@ -24,6 +24,7 @@ Adding a kind is one class here plus `register(...)`: a checker of claims about 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import re
@@ -116,6 +117,11 @@ class Kind:
             if reading.one or not subject or subject in segments[k].subjects
             for value in found
         )
+
+    def quick(self, value: Any, seen: Shown) -> bool:
+        """Is `value` (stated, or a parsed target) among the data a tool result showed, found
+        without reading texts? False: not found so (the texts may still show it)."""
+        return False
 
     def number(self, value: Any) -> float | None:
         """The value as one number, for values worked out as a difference (None: never)."""
@@ -232,6 +238,16 @@ class DateKind(Kind):
             for y2, m2, d2 in b
         )
 
+    def quick(self, value, seen):
+        readings = (value,) if isinstance(value, tuple) else value  # a target, or readings
+        shown = seen.string_set()  # tool results state days as ISO strings
+        years = (seen.today.year - 1, seen.today.year, seen.today.year + 1) if seen.today else ()
+        return any(
+            f"{y:04d}-{m:02d}-{d:02d}" in shown
+            for y0, m, d in readings
+            for y in ((y0,) if y0 else years)
+        )
+
     def same_as_said(self, value, said, today):
         # "December 30" in a request means one of the nearest December 30ths, not any year's
         if today is not None:
@@ -270,6 +286,9 @@ class MoneyKind(Kind):
     def number(self, value):
         return float(value)
 
+    def quick(self, value, seen):
+        return any(abs(value - x) < 0.005 for x in seen.numbers(MONEY_KEYS))
+
     def fits(self, value, role):
         if role == v.GAP:  # worked out, never a bare amount: only when said as what is lacking
             return self.role(value) == v.GAP
@@ -287,6 +306,9 @@ class PercentKind(MoneyKind):
     def extract(self, text, reading):
         return v.extract_percents(text)
 
+    def quick(self, value, seen):
+        return False
+
     def shown(self, seen):
         # a rate may be stored as a fraction (0.1) or a percent (10)
         numbers = _numbers(seen, PERCENT_KEYS) + _numbers(seen, PERCENT_KEYS, 100.0)
@@ -298,6 +320,7 @@ class PercentKind(MoneyKind):
         return [f"{fact.value}%", f"{fact.value} percent"]
 
 
+_ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 ROLE_WORDS = {v.WINDOW: "the window", v.LEFT: "days left", v.ELAPSED: "elapsed time",
               v.REFUND: "a refund's time"}  # fmt: skip
 
@@ -335,6 +358,9 @@ class DurationKind(Kind):
     def number(self, value):
         return float(value[0]) if value[0] == value[1] else None
 
+    def quick(self, value, seen):
+        return value[0] == value[1] and value[0] in seen.numbers(DAY_KEYS)
+
     def show(self, value):
         low, high = value[:2]
         days = f"{low} days" if low == high else f"{low}-{high} days"
@@ -345,12 +371,12 @@ class DurationKind(Kind):
         # whole numbers shown (a window in days), and days between today and a date shown
         out = super().shown(seen)
         out += [(int(x), int(x)) for x in seen.numbers(DAY_KEYS) if x == int(x) and 0 <= x < 1000]
-        if seen.today is not None:
-            for dates in KINDS["date"].shown(seen):
-                for year, month, day in dates:
-                    if year is not None:
-                        days = abs((seen.today - dt.date(year, month, day)).days)
-                        out.append((days, days))
+        if seen.today is not None:  # tool results state dates as ISO days
+            for found in _ISO_DAY.findall(seen.text()):
+                year, month, day = map(int, found)
+                with contextlib.suppress(ValueError):
+                    days = abs((seen.today - dt.date(year, month, day)).days)
+                    out.append((days, days))
         return out
 
     def spellings(self, fact):
@@ -362,6 +388,9 @@ class StatusKind(Kind):
 
     def extract(self, text, reading):
         return v.extract_statuses(text)
+
+    def quick(self, value, seen):
+        return value in seen.string_set()
 
     def shown(self, seen):
         statuses = set(v._STATUS_OF.values())
@@ -389,6 +418,13 @@ class PaymentKind(Kind):
 
     def show(self, value):
         return f"{value[0] or 'card'} ending {value[1]}"
+
+    def quick(self, value, seen):
+        brand, last4 = value
+        strings = seen.string_set()
+        if brand is not None:
+            return f"{brand}-{last4}" in strings
+        return any(s.endswith(f"-{last4}") for s in strings)
 
 
 class AddressKind(Kind):
@@ -475,7 +511,9 @@ class VerdictKind(Kind):
         for k, found in enumerate(reading.values(self.name)):
             if reading.segments[k].subjects == OTHER:
                 continue
-            relevant = plan.about(self.name, reading, k)
+            # a "yes" about an item no verdict is about ("yes, there's a 5% fee on the jeans")
+            # is no verdict on another item of its order (the final-sale coffee)
+            relevant = plan.about(self.name, reading, k, fallback=False)
             for topic, polarity in found:
                 wanted = [plan.targets[i] for i in relevant if plan.targets[i][0] == topic]
                 if wanted and (topic, polarity) not in wanted:
