@@ -78,31 +78,46 @@ class Shown:
         self._string_set: frozenset[str] | None = None
 
     def strings(self) -> list[str]:
-        """Every string shown; the walk also keeps the numbers by key and each order's (or
-        item's) records (`about`): dicts with its id, and messages naming it."""
+        """Every string shown (the walk keeps the numbers, by key, too)."""
         if self._strings is None:
             self._strings = []
-            self._orders = orders = {}
-            stack: list[tuple[str, Any]] = [("", item) for item in self.items]
-            while stack:
-                key, item = stack.pop()
-                if isinstance(item, str):
-                    self._strings.append(item)
-                    if not key:  # a message ("order O1 is shipped; ...") or a user reply
-                        for named in _SHOWN_ID.findall(item):
-                            orders.setdefault(named, []).append(item)
-                elif isinstance(item, bool):
-                    continue
-                elif isinstance(item, int | float):
-                    self._numbers.append((key, float(item)))
-                elif isinstance(item, dict):
-                    named = item.get("order_id") or item.get("item_id")
-                    if isinstance(named, str):
-                        orders.setdefault(named, []).append(item)
-                    stack.extend(item.items())
-                elif isinstance(item, list | tuple):
-                    stack.extend((key, x) for x in item)
+            self._walk("", self.items)
         return self._strings
+
+    def _walk(self, key: str, item: Any) -> None:
+        # type() tests, not isinstance: this walks every tool result of the episode
+        strings, numbers = self._strings, self._numbers
+        pairs: Any = item.items() if type(item) is dict else ((key, x) for x in item)
+        for k, x in pairs:
+            kind = type(x)
+            if kind is str:
+                strings.append(x)
+            elif kind is int or kind is float:
+                numbers.append((k, float(x)))
+            elif kind is dict or kind is list or kind is tuple:
+                self._walk(k, x)
+
+    def _index(self) -> dict[str, list[Any]]:
+        """Each order's (or item's) records: the dicts with its id (walking dicts and lists
+        only), and the messages naming it ("order O1 is shipped; ...")."""
+        if self._orders is None:
+            self._orders = orders = {}
+            stack = []
+            for item in self.items:
+                if type(item) is str:
+                    for named in _SHOWN_ID.findall(item):
+                        orders.setdefault(named, []).append(item)
+                else:
+                    stack.append(item)
+            while stack:
+                item = stack.pop()
+                values = item.values() if type(item) is dict else item
+                if type(item) is dict:
+                    named = item.get("order_id") or item.get("item_id")
+                    if type(named) is str:
+                        orders.setdefault(named, []).append(item)
+                stack.extend(x for x in values if type(x) is dict or type(x) is list)
+        return self._orders
 
     def numbers(self, keys: tuple[str, ...]) -> list[float]:
         """Numbers shown under a key holding one of `keys` ("price" in "line_price"): a stock
@@ -142,10 +157,9 @@ class Shown:
         """What was shown of one order (or item): the results (and parts of results) with its
         id, such as its entry in the order list, `get_order`, the cancel's or the checkout's
         result (an order line, a search hit)."""
-        self.strings()
         sub = self._about.get(order_id)
         if sub is None:
-            sub = self._about[order_id] = Shown(self._orders.get(order_id, []))
+            sub = self._about[order_id] = Shown(self._index().get(order_id, []))
             sub.today = self.today
         return sub
 
@@ -278,6 +292,9 @@ _HEDGE_AFTER = re.compile(
 )
 
 
+_HEDGE_WORDS = (" or ", "either", "maybe", "perhaps", "possibly", "probably")
+
+
 def hedged(text: str, start: int) -> bool:
     """Is the value stated at `text[start:]` one of several alternatives?"""
     return bool(
@@ -356,7 +373,8 @@ class Reading:
             located = KINDS[kind].extract(self.text, self)
             out = self._values[kind] = self._bucket(located)
             text = self.text
-            committed = [(k, value) for k, value in located if not hedged(text, k)]
+            hedging = any(word in text for word in _HEDGE_WORDS)
+            committed = [(k, value) for k, value in located if not (hedging and hedged(text, k))]
             self._committed[kind] = (
                 out if len(committed) == len(located) else self._bucket(committed)
             )
@@ -427,10 +445,14 @@ def check_answer(
     for kind in plan.valued:
         result.conflicts += kind.conflicts(plan, reading)
     if shown is not None:  # evidence: what the answer states, the episode showed
-        result.ungrounded = _ungrounded(reading, shown) + [
-            plan.labels[i]
-            for i in found
-            if not KINDS[plan.facts[i].kind].evident(plan, i, reading, shown)
+        evident = [i for i in found if KINDS[plan.facts[i].kind].evident(plan, i, reading, shown)]
+        # a value that is the target of a fact about an order, shown of that order, is grounded
+        known: dict[str, list[Any]] = {}
+        for i in evident:
+            if plan.facts[i].subject and plan.targets[i] is not None:
+                known.setdefault(plan.facts[i].kind, []).append(plan.targets[i])
+        result.ungrounded = _ungrounded(reading, shown, known) + [
+            plan.labels[i] for i in found if i not in evident
         ]
     for kind in KINDS.values():
         if type(kind).audit is not Kind.audit:
@@ -439,7 +461,7 @@ def check_answer(
     return result
 
 
-def _ungrounded(reading: Reading, shown: Shown) -> list[str]:
+def _ungrounded(reading: Reading, shown: Shown, known: dict[str, list[Any]]) -> list[str]:
     """Stated values, of every kind compared by value, that nothing grounds: not today, not
     the customer's words, not shown by a tool result of the episode, and not the difference
     of two such values (days left, days since the window closed, what an order lacks to ship
@@ -449,9 +471,12 @@ def _ungrounded(reading: Reading, shown: Shown) -> list[str]:
     for kind in KINDS.values():
         if not (kind.valued and kind.grounded) or (kind.digits and not digits):
             continue
+        targets = known.get(kind.name, ())
         for found in reading.values(kind.name):
             for value in found:
                 if kind.name == "date" and reading.today and kind.matches(value, reading.today):
+                    continue
+                if any(kind.matches(value, want) for want in targets):
                     continue
                 if reading.in_prompt(kind, value) or shown.has(kind, value):
                     continue
