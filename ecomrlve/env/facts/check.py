@@ -67,7 +67,7 @@ class Shown:
         self.catalog = catalog  # the product names those kinds read (None: ids only)
         self.today = dt.date.fromisoformat(today) if today else None
         # the policy rows the request needs: a verdict counts once one of them was shown
-        self.policies = tuple(p.lower() for p in policies)
+        self.policies = tuple(policies)
         self._strings: list[str] | None = None
         self._numbers: list[tuple[str, float]] = []  # (key, number)
         self._text: str | None = None
@@ -76,6 +76,8 @@ class Shown:
         self._about: dict[str, Shown] = {}
         self._differences: dict[str, set[float]] = {}
         self._string_set: frozenset[str] | None = None
+        self._by_keys: dict[tuple[str, ...], list[float]] = {}
+        self._hinted: dict[tuple[str, ...], str] = {}
 
     def strings(self) -> list[str]:
         """Every string shown (the walk keeps the numbers, by key, too)."""
@@ -98,8 +100,8 @@ class Shown:
                 self._walk(k, x)
 
     def _index(self) -> dict[str, list[Any]]:
-        """Each order's (or item's) records: the dicts with its id (walking dicts and lists
-        only), and the messages naming it ("order O1 is shipped; ...")."""
+        """Each order's (item's, policy row's) records: the dicts with its id, in a result or
+        in its lists, and the messages naming it ("order O1 is shipped; ...")."""
         if self._orders is None:
             self._orders = orders = {}
             stack = []
@@ -109,23 +111,34 @@ class Shown:
                         orders.setdefault(named, []).append(item)
                 else:
                     stack.append(item)
-            while stack:
+            while stack:  # records sit in lists ("orders", "items", "results", "policies")
                 item = stack.pop()
-                values = item.values() if type(item) is dict else item
                 if type(item) is dict:
-                    named = item.get("order_id") or item.get("item_id")
+                    named = item.get("order_id") or item.get("item_id") or item.get("policy_id")
                     if type(named) is str:
                         orders.setdefault(named, []).append(item)
-                stack.extend(x for x in values if type(x) is dict or type(x) is list)
+                    stack.extend(x for x in item.values() if type(x) is list)
+                else:
+                    stack.extend(x for x in item if type(x) is dict)
         return self._orders
 
     def numbers(self, keys: tuple[str, ...]) -> list[float]:
         """Numbers shown under a key holding one of `keys` ("price" in "line_price"): a stock
         count or a rating is no price and no duration."""
-        self.strings()
-        return [x for key, x in self._numbers if any(k in key for k in keys)]
+        out = self._by_keys.get(keys)
+        if out is None:
+            self.strings()
+            out = self._by_keys[keys] = [x for k, x in self._numbers if any(w in k for w in keys)]
+        return out
 
-    def text(self) -> str:
+    def text(self, hints: tuple[str, ...] = ()) -> str:
+        """The strings shown, folded (with `hints`: only those holding one of them)."""
+        if hints:
+            text = self._hinted.get(hints)
+            if text is None:
+                said = [s for s in self.strings() if any(h in s for h in hints)]
+                text = self._hinted[hints] = fold(" | ".join(said))
+            return text
         if self._text is None:
             # tool results state numbers in digits: folding is enough (number words in a
             # product description would cost alpha2digit ~100 us per episode)
@@ -179,7 +192,7 @@ class Shown:
 
     def read_policy(self) -> bool:
         """Was one of the policy rows the request needs shown (True when it needs none)?"""
-        return not self.policies or any(p in self.text() for p in self.policies)
+        return not self.policies or any(p in self._index() for p in self.policies)
 
 
 class AnswerPlan:

@@ -53,6 +53,8 @@ class Kind:
     target_roles: ClassVar[frozenset[str]] = frozenset()
     # roles of quantities only a fact without a role is about (the others conflict with none)
     apart: ClassVar[frozenset[str]] = frozenset()
+    # substrings one of which every shown text stating a value holds (): read only those
+    hints: ClassVar[tuple[str, ...]] = ()
 
     def extract(self, text: str, reading: Reading | None) -> list[tuple[int, Any]]:
         return []
@@ -102,7 +104,7 @@ class Kind:
 
     def shown(self, seen: Shown) -> list[Any]:
         """Values of this kind the episode showed (tool results, the customer's details)."""
-        return [value for _, value in self.extract(seen.text(), None)]
+        return [value for _, value in self.extract(seen.text(self.hints), None)]
 
     def states(self, plan: AnswerPlan, i: int, reading: Reading) -> bool:
         """Does the answer state fact `i` (in a sentence about its subject)?"""
@@ -267,6 +269,7 @@ class DateKind(Kind):
 
 class MoneyKind(Kind):
     name = "money"
+    hints = ("$", "ree", "REE", "ollar", "USD", "usd", "harge", "ost", "othing", "uck")
 
     def extract(self, text, reading):
         return v.extract_money(text)
@@ -302,6 +305,7 @@ class MoneyKind(Kind):
 
 class PercentKind(MoneyKind):
     name = "percent"
+    hints = ("%", "percent", "ercent", "fee", "Fee")
 
     def extract(self, text, reading):
         return v.extract_percents(text)
@@ -339,6 +343,7 @@ class DurationKind(Kind):
 
     digits = True
     name = "duration"
+    hints = ("day", "week", "Day", "Week")
     target_roles = frozenset({v.WINDOW, v.LEFT})
     apart = frozenset({v.REFUND})
 
