@@ -26,6 +26,13 @@ kinds after the reference's calls (want <= 2%); the reference with one invented 
 kind appended (want 0%); correct answers stating only the required facts: the reference
 without its context facts' sentences, and short sentences in three wordings (want >= 95%).
 
+An "evidence" table (issue 43, `ecomrlve.testing.evidence_probes`): the reference after its
+look-ups are replaced by one unrelated search (tasks whose facts the prompt does not state), a
+return/cancel reason listing every complaint, and a date hedged with today or the placed date
+(want <= 2% each); amounts in words, statuses said otherwise, the checkout's own order number,
+total and arrival, a refund timing from the policy read, and a price change the agent never
+saw left untold (want >= 98% each).
+
 A "red team" table (issue 27, second pass) in the same form: correct answers wrapped as a
 support agent writes them (greeting, bullets, a letter, bold ids and emoji) and with their
 action sentences in the nominal voice ("Cancellation confirmed ✅", "Return initiated for order
@@ -44,6 +51,7 @@ from ecomrlve.catalogs import Shop, build_policies
 from ecomrlve.catalogs.policies import PolicyBook
 from ecomrlve.env import Catalog, format_call, reference_turns, verify
 from ecomrlve.tasks import Task
+from ecomrlve.testing import evidence_probes
 from ecomrlve.testing import reward_probes as probes
 from ecomrlve.testing.bench import generated_store, print_table
 from ecomrlve.testing.reward_probes import (
@@ -149,6 +157,18 @@ def main() -> None:
     grounding_table(tasks, catalog)
     print("\nred team")
     final_message_table(tasks, catalog, RED_TEAM_CLASSES)
+    print("\nevidence, not knowledge (issue 43)")
+    evidence_table(tasks, catalog)
+
+
+def evidence_table(tasks: list[Task], catalog: Catalog) -> None:
+    """Each class of `ecomrlve.testing.evidence_probes`: episodes that succeed, and the want."""
+    table = [("class", "want", "success")]
+    for name, (passed, total) in evidence_probes.measure(tasks, catalog).items():
+        must_pass = evidence_probes.CLASSES[name][1]
+        rate = f"{passed}/{total} ({passed / max(1, total):.1%})"
+        table.append((name, ">= 98%" if must_pass else "<= 2%", rate))
+    print_table(table)
 
 
 def memorised_policy_rows(tasks: list[Task], catalog: Catalog, seed: int) -> None:

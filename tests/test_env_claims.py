@@ -321,9 +321,10 @@ def test_a_return_carries_the_customers_reason(tasks, catalog):
         turns = [format_call(listed.name, {}), format_call(ret.name, arguments)]
         return judge(task, answer, catalog, turns)
 
-    for reason in ("does not fit", "Doesn't fit", "wrong size, it didn't fit me"):
+    for reason in ("does not fit", "Doesn't fit", "it didn't fit me"):
         assert with_reason(reason).success, reason
-    for reason in ("customer request", "changed my mind", "damaged"):
+    # "wrong size": a complaint the customer never made (issue 43: the reason is the customer's)
+    for reason in ("customer request", "changed my mind", "damaged", "wrong size, didn't fit"):
         verdict = with_reason(reason)
         assert not verdict.success, reason
         assert any("not the customer's" in v for v in verdict.violations)

@@ -9,7 +9,8 @@ verifier judges every action on the world as it was when the action was taken:
 
 * a change that fired after the action it could have touched asks nothing more (a cancel made
   before the order shipped stays a valid cancel; an order placed before a price change paid the
-  old price and nothing needs telling);
+  old price and nothing needs telling), and so does a price change before the agent ever saw
+  the product (it only ever saw one price);
 * a change the agent ran into must be told to the customer in the final message
   (`episode_facts`): the new price of a product it ordered after the change; that a product
   in the cart or asked for went out of stock; that an order shipped before the agent cancelled
@@ -67,6 +68,8 @@ class WorldEvents:
             if k not in fired and event.after_calls <= calls_made:
                 fired[k] = calls_made
                 self.record.event_carts[k] = tuple(self.state.cart)
+                if event.item_id in self.tools.seen_ids:
+                    self.record.events_seen.add(k)
                 self._apply(k, event)
         k = self._armed.pop(tool, None)
         if k is None:
@@ -179,7 +182,11 @@ def episode_facts(task: Task, record: EpisodeRecord) -> list[AnswerFact] | None:
         fired_at = record.events_fired.get(k)
         if fired_at is None:
             continue
-        if event.kind == "price_change" and _ordered_after(record, fired_at, event.item_id):
+        if (
+            event.kind == "price_change"
+            and k in record.events_seen  # a change is news only to an agent that saw the old price
+            and _ordered_after(record, fired_at, event.item_id)
+        ):
             allowed = [f"{event.old_price:.2f}"] if event.old_price is not None else []
             # the new price as the price, the old one as what it was ("from $25 to $20" swaps)
             facts.append(

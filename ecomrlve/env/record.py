@@ -58,3 +58,5 @@ class EpisodeRecord:
     # world events that fired (event index -> tool calls made before it), and the cart then
     events_fired: dict[int, int] = field(default_factory=dict)
     event_carts: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    # price changes that fired after the agent had seen the product (its old price): news
+    events_seen: set[int] = field(default_factory=set)

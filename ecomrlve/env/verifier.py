@@ -149,6 +149,8 @@ def _check_purchase(task: Task, record: EpisodeRecord, violations: list[str]) ->
 def _check_orders(task: Task, record: EpisodeRecord, violations: list[str]) -> None:
     # an order that shipped (a world event) before the agent cancelled it can't be cancelled
     cancel = set(expected_cancels(task, record) if task.events else task.goal.cancel)
+    reason = task.goal.user_facts.get("reason")
+    said = customer_words(task, record) if reason else ""
     for initial in record.initial["orders"]:
         order_id = initial["order_id"]
         final = record.state.orders[order_id]
@@ -157,6 +159,12 @@ def _check_orders(task: Task, record: EpisodeRecord, violations: list[str]) -> N
             violations.append(f"goal: order {order_id} was cancelled but should not be")
         elif not cancelled and order_id in cancel:
             violations.append(f"goal: order {order_id} was not cancelled")
+        elif cancelled and reason and not customers_reason(final.get("cancel_reason") or "",
+                                                           reason, said):  # fmt: skip
+            violations.append(
+                f"goal: the cancel of order {order_id} gives the reason "
+                f"{final.get('cancel_reason')!r}, not the customer's ({reason!r})"
+            )
     known = {o["order_id"] for o in record.initial["orders"]}
     for order_id in sorted(cancel - known):
         violations.append(f"goal: order {order_id} to cancel is not in the initial state")
@@ -173,11 +181,13 @@ def _check_returns(task: Task, record: EpisodeRecord, violations: list[str]) -> 
         violations.append(f"goal: {item_id} from order {order_id} was not returned")
     reason = task.goal.user_facts.get("reason")
     if reason:
+        said = customer_words(task, record)
         for entry in new:
-            if entry["kind"] == "return" and not same_reason(entry.get("reason") or "", reason):
+            given = entry.get("reason") or ""
+            if entry["kind"] == "return" and not customers_reason(given, reason, said):
                 violations.append(
-                    f"goal: the return of {entry['item_id']} gives the reason "
-                    f"{entry.get('reason')!r}, not the customer's ({reason!r})"
+                    f"goal: the return of {entry['item_id']} gives the reason {given!r}, not "
+                    f"the customer's ({reason!r})"
                 )
     made_exchanges = {
         (r["order_id"], r["item_id"]): r["new_item_id"] for r in new if r["kind"] == "exchange"
@@ -196,13 +206,38 @@ _REASON_WORD = re.compile(r"[a-z]+")
 _REASON_STOP = frozenset((
     "its", "was", "the", "and", "but", "not", "very", "too", "than", "this", "that", "they",
     "them", "have", "has", "had", "been", "doesnt", "dont", "didnt", "isnt", "wasnt", "just",
-    "what", "from", "for", "you",
+    "what", "from", "for", "you", "does", "did", "are", "were", "will", "would", "with",
 ))  # fmt: skip
 
 
 def _reason_stems(text: str) -> set[str]:
     words = _REASON_WORD.findall(text.lower().replace("'", ""))
     return {w[:5] for w in words if w not in _REASON_STOP and len(w) > 2}
+
+
+# words that frame a reason without adding a complaint ("customer says it doesn't fit")
+_FRAMING = frozenset(w[:5] for w in (
+    "customer", "reason", "says", "said", "wants", "request", "requested", "return",
+    "cancel", "order", "item", "product", "because", "due", "per", "user",
+))  # fmt: skip
+
+
+def customer_words(task: Task, record: EpisodeRecord) -> str:
+    """What the customer said: the request and the simulated user's answers and messages."""
+    said = [task.prompt]
+    for shown in record.shown:
+        if isinstance(shown, str):
+            said.append(shown)
+        elif isinstance(shown, dict) and set(shown) == {"answer"}:
+            said.append(str(shown["answer"]))
+    return " ".join(said)
+
+
+def customers_reason(given: str, customer: str, said: str) -> bool:
+    """Is a write's `reason` the customer's? It shares a content word with their reason
+    (`same_reason`) and adds no complaint they never made: each of its content words is one
+    they said, or frames the reason ("customer says ...")."""
+    return same_reason(given, customer) and _reason_stems(given) <= _reason_stems(said) | _FRAMING
 
 
 def same_reason(given: str, customer: str) -> bool:
@@ -247,8 +282,14 @@ def _check_answer(
     known = [a for a in addresses if a]
     today = record.initial.get("today")
     # the system prompt shows the customer's address and saved cards; tools show the rest
+    # what a refused call told (an order "is shipped; only pending ... can be cancelled")
+    refusals = [c.error for c in record.calls if c.error and not c.ok and not c.transient]
     shown = Shown(
-        [addresses[0], *user.get("payment_methods", ()), *record.shown], today, record, catalog
+        [addresses[0], *user.get("payment_methods", ()), *record.shown, *refusals],
+        today,
+        record,
+        catalog,
+        task.goal.relevant_policies,
     )
     if changed is None:
         plan = task.goal.derived("answer_plan", lambda: AnswerPlan(facts))

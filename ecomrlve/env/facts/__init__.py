@@ -14,7 +14,8 @@ kind        value                       read from
 ==========  ==========================  ===================================================
 date        ISO day ``2026-06-16``      "June 16", "Jun 16th, 2026", "16 June", "the 16th of
                                         June", "6/16" (also read as d/m when that is a date)
-money       ``4.99`` (dollars)          "$4.99", "4.99 USD", "4.99 dollars", "$0", "free",
+money       ``4.99`` (dollars)          "$4.99", "4.99 USD", "4.99 dollars", "forty-seven
+                                        dollars and ninety-nine cents", "$0", "free",
                                         "no charge", "free of charge"
 percent     ``10``                      "10%", "10 percent", "ten percent", "no restocking
                                         fee" / "0%" for 0
@@ -22,7 +23,8 @@ duration    ``30`` or ``5-7`` (days)    "30 days", "30-day", "thirty days", "5 t
                                         days", "2 weeks"; each with a role: a window ("the
                                         30-day window", "a window of 30 days", "30 days to
                                         return it"), elapsed ("30 days ago", "30 days since
-                                        delivery", "30 days past"), or unknown
+                                        delivery", "30 days past"), a refund's time (business
+                                        days: never a return window), or unknown
 status      order status                "delivered"/"arrived", "shipped"/"on its way"/"in
                                         transit", "processing"/"being prepared", "pending",
                                         "cancelled"/"canceled" — not after "will be",
@@ -84,18 +86,38 @@ Required and context facts: a fact with `required=False` (the window length when
 was yes/no, the days left, the status before a cancel) may be left out (`AnswerCheck.unstated`)
 but, like every fact, must not be contradicted.
 
+Evidence — what the answer states, the episode made known (with `shown`; issue 43):
+
+* Every stated value of a valued kind, checked or not, is grounded: today, the prompt, a value
+  shown (`Shown`: tool results, the customer's replies, a refused call's message; data are
+  looked up first (`Kind.quick`: ISO days, amounts and days by key, statuses, cards), texts
+  read only for a value not found so), or the difference of two such values (`Shown.derives`:
+  days left = window - days since delivery, what an order lacks to ship free).
+* A fact the answer states counts only with its evidence (`Kind.evident`): a fact about an
+  order needs its target shown *of that order* (`Shown.about`: the dicts with its id, the
+  messages naming it); a verdict or policy term needs one of the policy rows the request needs
+  (`Shown.policies`) read, and its order or item shown. A fact without evidence is listed in
+  `ungrounded`.
+* Hedged alternatives state no fact (`hedged`: "either today or June 16", "June 16 or 17",
+  "maybe June 16"): the fact is missing unless stated plainly; every alternative is still
+  checked for conflicts and grounding.
+* A sentence naming an order no fact is about (an order id no cue names: the order just placed)
+  is about that order alone (`OTHER`): its values are judged by evidence, not as conflicts
+  with the facts of the orders the request is about. An order id names the facts of its order
+  (or of its items, the product's words picking among them).
+
 Precision — an answer that states a conflicting value of a checked kind fails:
 
-* Grounding (when the verifier passes what the episode showed, `Shown`): a value of a kind
-  the goal does not check — date, money, percent, duration, status, payment method, street
-  address — must be grounded: a value of the prompt, today's date, the customer's details of
-  the system prompt, or a value a successful tool result of the episode showed (its texts, and
-  its numbers under a key of the kind: "price"/"total" for money, "day"/"window" for durations;
-  durations also: days between today and a date shown). Checked kinds are not grounded by
-  observations: they allow only their targets and allowed values, as below. Ungrounded values
+* Grounding (when the verifier passes what the episode showed, `Shown`): every value — date,
+  money, percent, duration, status, payment method, street address, of a kind the goal checks
+  or not — must be grounded (see Evidence above): a value of the prompt, today's date, the
+  customer's details of the system prompt, or a value a successful tool result of the episode
+  showed (its texts, and its numbers under a key of the kind: "price"/"total" for money,
+  "day"/"window" for durations; durations also: days between today and an ISO day shown).
+  Checked kinds are also held to their targets and allowed values, as below. Ungrounded values
   fail (`AnswerCheck.ungrounded`), so a hedged list ("free, 30 days, 0%") fails unless every
   value in it was shown. Tasks without facts are checked the same way. Verdicts and terms are
-  not values: never grounded.
+  not values: they need their evidence read (`Kind.evident`).
 * A value conflicts when it is none of: the targets of that kind (for the same subject), the
   fact's `allowed` values (context the generator knows is legitimate: the order's own placed
   date, the order value the question names, the free-shipping threshold, days since delivery,

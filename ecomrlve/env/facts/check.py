@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ecomrlve.env.facts import values as v
-from ecomrlve.env.facts.kinds import KINDS, Kind, parse
-from ecomrlve.env.facts.text import _words, fold, normalise, sentence_spans
+from ecomrlve.env.facts.kinds import KINDS, OTHER, Kind, parse
+from ecomrlve.env.facts.kinds import prompt_values as _prompt_values
+from ecomrlve.env.facts.text import SUBJECT_BREAK, _words, fold, normalise, sentence_spans
 from ecomrlve.tasks import AnswerFact
 
 
@@ -46,6 +46,9 @@ def spellings(fact: AnswerFact) -> list[str]:
     return KINDS[fact.kind].spellings(fact)
 
 
+_SHOWN_ID = re.compile(r"\b(?:O\d{7}|N\d{4}|I\d{7})\b")
+
+
 class Shown:
     """What the episode showed the agent besides the prompt: the customer's details of the
     system prompt and every successful tool result (kept by reference). Read lazily, once per
@@ -57,52 +60,139 @@ class Shown:
         today: str | None = None,
         record: Any = None,
         catalog: Any = None,
+        policies: Iterable[str] = (),
     ):
         self.items = items
         self.record = record  # the EpisodeRecord, for kinds that audit the episode's actions
         self.catalog = catalog  # the product names those kinds read (None: ids only)
         self.today = dt.date.fromisoformat(today) if today else None
+        # the policy rows the request needs: a verdict counts once one of them was shown
+        self.policies = tuple(policies)
         self._strings: list[str] | None = None
         self._numbers: list[tuple[str, float]] = []  # (key, number)
         self._text: str | None = None
         self._values: dict[str, list[Any]] = {}
+        self._orders: dict[str, list[dict[str, Any]]] | None = None
+        self._about: dict[str, Shown] = {}
+        self._differences: dict[str, set[float]] = {}
+        self._string_set: frozenset[str] | None = None
+        self._by_keys: dict[tuple[str, ...], list[float]] = {}
+        self._hinted: dict[tuple[str, ...], str] = {}
 
     def strings(self) -> list[str]:
+        """Every string shown (the walk keeps the numbers, by key, too)."""
         if self._strings is None:
             self._strings = []
-            stack: list[tuple[str, Any]] = [("", item) for item in self.items]
-            while stack:
-                key, item = stack.pop()
-                if isinstance(item, str):
-                    self._strings.append(item)
-                elif isinstance(item, bool):
-                    continue
-                elif isinstance(item, int | float):
-                    self._numbers.append((key, float(item)))
-                elif isinstance(item, dict):
-                    stack.extend(item.items())
-                elif isinstance(item, list | tuple):
-                    stack.extend((key, x) for x in item)
+            self._walk("", self.items)
         return self._strings
+
+    def _walk(self, key: str, item: Any) -> None:
+        # type() tests, not isinstance: this walks every tool result of the episode
+        strings, numbers = self._strings, self._numbers
+        pairs: Any = item.items() if type(item) is dict else ((key, x) for x in item)
+        for k, x in pairs:
+            kind = type(x)
+            if kind is str:
+                strings.append(x)
+            elif kind is int or kind is float:
+                numbers.append((k, float(x)))
+            elif kind is dict or kind is list or kind is tuple:
+                self._walk(k, x)
+
+    def _index(self) -> dict[str, list[Any]]:
+        """Each order's (item's, policy row's) records: the dicts with its id, in a result or
+        in its lists, and the messages naming it ("order O1 is shipped; ...")."""
+        if self._orders is None:
+            self._orders = orders = {}
+            stack = []
+            for item in self.items:
+                if type(item) is str:
+                    for named in _SHOWN_ID.findall(item):
+                        orders.setdefault(named, []).append(item)
+                else:
+                    stack.append(item)
+            while stack:  # records sit in lists ("orders", "items", "results", "policies")
+                item = stack.pop()
+                if type(item) is dict:
+                    named = item.get("order_id") or item.get("item_id") or item.get("policy_id")
+                    if type(named) is str:
+                        orders.setdefault(named, []).append(item)
+                    stack.extend(x for x in item.values() if type(x) is list)
+                else:
+                    stack.extend(x for x in item if type(x) is dict)
+        return self._orders
 
     def numbers(self, keys: tuple[str, ...]) -> list[float]:
         """Numbers shown under a key holding one of `keys` ("price" in "line_price"): a stock
         count or a rating is no price and no duration."""
-        self.strings()
-        return [x for key, x in self._numbers if any(k in key for k in keys)]
+        out = self._by_keys.get(keys)
+        if out is None:
+            self.strings()
+            out = self._by_keys[keys] = [x for k, x in self._numbers if any(w in k for w in keys)]
+        return out
 
-    def text(self) -> str:
+    def text(self, hints: tuple[str, ...] = ()) -> str:
+        """The strings shown, folded (with `hints`: only those holding one of them)."""
+        if hints:
+            text = self._hinted.get(hints)
+            if text is None:
+                said = [s for s in self.strings() if any(h in s for h in hints)]
+                text = self._hinted[hints] = fold(" | ".join(said))
+            return text
         if self._text is None:
             # tool results state numbers in digits: folding is enough (number words in a
             # product description would cost alpha2digit ~100 us per episode)
             self._text = fold(" | ".join(self.strings()))
         return self._text
 
-    def has(self, kind: Kind, value: Any) -> bool:
+    def values(self, kind: Kind) -> list[Any]:
+        """The values of `kind` shown (read once per kind)."""
         values = self._values.get(kind.name)
         if values is None:
             values = self._values[kind.name] = kind.shown(self)
-        return any(kind.same(value, w) for w in values)
+        return values
+
+    def has(self, kind: Kind, value: Any) -> bool:
+        # tool results state values as data ("2026-06-16", 4.99, "shipped"): looked up there
+        # first, the texts are read (`Kind.shown`) only for a value not found so
+        return kind.quick(value, self) or any(kind.same(value, w) for w in self.values(kind))
+
+    def shows(self, kind: Kind, want: Any) -> bool:
+        """Was a fact's parsed target shown?"""
+        return kind.quick(want, self) or any(kind.matches(w, want) for w in self.values(kind))
+
+    def string_set(self) -> frozenset[str]:
+        if self._string_set is None:
+            self._string_set = frozenset(self.strings())
+        return self._string_set
+
+    def about(self, order_id: str) -> Shown:
+        """What was shown of one order (or item): the results (and parts of results) with its
+        id, such as its entry in the order list, `get_order`, the cancel's or the checkout's
+        result (an order line, a search hit)."""
+        sub = self._about.get(order_id)
+        if sub is None:
+            sub = self._about[order_id] = Shown(self._index().get(order_id, []))
+            sub.today = self.today
+        return sub
+
+    def derives(self, kind: Kind, value: Any, prompt: str) -> bool:
+        """Is `value` the difference of two values of `kind` shown or in `prompt`?"""
+        number = kind.number(value)
+        if number is None:
+            return False
+        pool = self._differences.get(kind.name)
+        if pool is None:
+            said = [*self.values(kind), *_prompt_values(prompt, kind.name)]
+            numbers = {x for x in map(kind.number, said) if x is not None}
+            pool = self._differences[kind.name] = {
+                round(a - b, 2) for a in numbers for b in numbers if a > b
+            }
+        return round(number, 2) in pool
+
+    def read_policy(self) -> bool:
+        """Was one of the policy rows the request needs shown (True when it needs none)?"""
+        return not self.policies or any(p in self._index() for p in self.policies)
 
 
 class AnswerPlan:
@@ -110,9 +200,9 @@ class AnswerPlan:
     subjects and their cues, parsed targets and allowed values, labels. Built once per list:
     the verifier keeps one per `Goal` (`Goal.derived`), shared by all episodes of a task."""
 
-    __slots__ = ("bound_roles", "by_kind", "cue_pairs", "facts", "kinds", "labels", "named",
-                 "only_topic", "permitted", "required", "roles", "sentences", "targets",
-                 "valued")  # fmt: skip
+    __slots__ = ("bound_roles", "by_kind", "cue_pairs", "facts", "id_cues", "kinds", "labels",
+                 "named", "only_topic", "permitted", "required", "roles", "sentences", "targets",
+                 "valued", "word_pairs")  # fmt: skip
 
     def __init__(self, facts: Iterable[AnswerFact]):
         facts = list(facts)
@@ -121,12 +211,21 @@ class AnswerPlan:
         # the checked kinds compared by value, in registry order
         self.valued = [k for k in KINDS.values() if k.valued and k.name in self.kinds]
         self.named = frozenset(f.subject for f in facts if f.subject)
-        # (cue words, subject) pairs, each once; only needed to split answers about 2+ orders
-        self.cue_pairs = (
-            list(dict.fromkeys((_words(c), f.subject) for f in facts if f.subject for c in f.cues))
-            if len(self.named) > 1
-            else []
+        # (cue words, subject) pairs, each once: to split answers about 2+ orders, or about
+        # one and another no fact is about (the order just placed)
+        self.cue_pairs = list(
+            dict.fromkeys((_words(c), f.subject) for f in facts if f.subject for c in f.cues)
         )
+        # the pairs of cues that are no order id (a product's words, an item id)
+        self.word_pairs = [
+            (cue, s) for cue, s in self.cue_pairs if not _ORDER_ID.fullmatch(cue.strip())
+        ]
+        # each order id among the cues -> the subjects it names (the order, or its items)
+        self.id_cues: dict[str, set[str]] = {}
+        for f in facts:
+            for c in (f.subject, *f.cues) if f.subject else ():
+                if _ORDER_ID.fullmatch(c.lower()):
+                    self.id_cues.setdefault(c, set()).add(f.subject)
         topics = {f.value.partition(":")[0] for f in facts if f.kind == "verdict"}
         self.only_topic = next(iter(topics)) if len(topics) == 1 else None
         self.sentences = len(self.named) > 1 or any(k.sentences for k in self.valued)
@@ -149,8 +248,9 @@ class AnswerPlan:
         ]
         self.by_kind = {k: [i for i, f in enumerate(facts) if f.kind == k] for k in self.kinds}
 
-    def about(self, kind: str, reading: Reading, k: int) -> list[int]:
-        """Facts of `kind` that segment `k` may state: those about its subjects, or all."""
+    def about(self, kind: str, reading: Reading, k: int, fallback: bool = True) -> list[int]:
+        """Facts of `kind` that segment `k` may state: those about its subjects, or (with
+        `fallback`, when none is) all."""
         indexed = self.by_kind[kind]
         subjects = reading.segments[k].subjects
         facts = self.facts
@@ -159,7 +259,7 @@ class AnswerPlan:
             for i in indexed
             if not facts[i].subject or not subjects or facts[i].subject in subjects
         ]
-        return relevant or indexed
+        return relevant or (indexed if fallback else [])
 
     def targets_in(self, kind: str, reading: Reading, k: int) -> list[tuple[Any, str]]:
         """(target, role) of each fact of `kind` segment `k` may state (those it is about)."""
@@ -188,6 +288,31 @@ def _with_roles(fact: AnswerFact) -> list[tuple[str, str]]:
         if gap > 0:
             pairs.append((f"{gap:.2f}", v.GAP))
     return pairs
+
+
+# an order id in the normalised answer; a sentence naming an order no fact is about (the one
+# the agent just placed) is about that order (`OTHER`): its values are judged by what the
+# episode showed, not against the facts of the orders the request is about
+_ORDER_ID = re.compile(r"\b(?:o\d{7}|n\d{4})\b")  # an initial order, one placed in the episode
+# a value offered as one of several alternatives commits to none ("either today or June 16",
+# "June 16 or 17", "maybe June 16"): it states no fact, though a wrong alternative still fails
+_HEDGE_BEFORE = re.compile(
+    r"\b(?:or|either|maybe|perhaps|possibly|probably)\s+(?:on |the |around |by |at )?$"
+)
+_HEDGE_AFTER = re.compile(
+    r"(?:[^,.;!?]|\.(?=\d)){0,24}?\s(?:or|and/or)\s+(?:on |the |maybe |possibly )?"
+    r"(?:\$|\d|today|tomorrow|yesterday|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+)
+
+
+_HEDGE_WORDS = (" or ", "either", "maybe", "perhaps", "possibly", "probably")
+
+
+def hedged(text: str, start: int) -> bool:
+    """Is the value stated at `text[start:]` one of several alternatives?"""
+    return bool(
+        _HEDGE_BEFORE.search(text, max(0, start - 24), start) or _HEDGE_AFTER.match(text, start)
+    )
 
 
 @dataclass
@@ -222,16 +347,28 @@ class Reading:
         self.today = parse("date", today) if today else None
         self._spans: list[tuple[int, int]] | None = None
         self._values: dict[str, list[list[Any]]] = {}
+        self._committed: dict[str, list[list[Any]]] = {}
         self._address_words: dict[int | None, str] = {}
         self._lowered: str | None = None
-        if len(plan.named) <= 1:
+        ids = {m.upper() for m in _ORDER_ID.findall(text)}
+        if len(plan.named) <= 1 and ids <= plan.id_cues.keys():
             self.segments = [Segment(text, plan.named)]
         else:  # a sentence names the subjects whose cue it holds, and so do the ones after it
-            self.segments, current = [], frozenset()
-            for start, end in self.spans():
+            self.segments = []
+            current = plan.named if len(plan.named) == 1 else frozenset()
+            for start, end in sentence_spans(text, SUBJECT_BREAK):
                 sentence = text[start:end]
                 words = _words(sentence)
                 named = frozenset({s for cue, s in plan.cue_pairs if cue in words})
+                ids = {m.upper() for m in _ORDER_ID.findall(sentence)}
+                if ids:  # an order id names its order (its items), whatever words are near it
+                    by_id = frozenset(s for i in ids for s in plan.id_cues.get(i, ()))
+                    # and a product's words (or id) pick among the items of one order
+                    by_words = {s for cue, s in plan.word_pairs if cue in words}
+                    named = (by_id & by_words or by_id) if by_id else OTHER
+                if named is OTHER:  # about that order alone: the next sentence is not
+                    self.segments.append(Segment(sentence, OTHER, start))
+                    continue
                 current = named or current
                 self.segments.append(Segment(sentence, current, start))
         self.one = len(self.segments) == 1
@@ -247,13 +384,26 @@ class Reading:
         out = self._values.get(kind)
         if out is None:
             located = KINDS[kind].extract(self.text, self)
-            if self.one:
-                out = [[value for _, value in located]]
-            else:
-                out = [[] for _ in self.segments]
-                for offset, value in located:
-                    out[max(0, bisect.bisect_right(self.starts, offset) - 1)].append(value)
-            self._values[kind] = out
+            out = self._values[kind] = self._bucket(located)
+            text = self.text
+            hedging = any(word in text for word in _HEDGE_WORDS)
+            committed = [(k, value) for k, value in located if not (hedging and hedged(text, k))]
+            self._committed[kind] = (
+                out if len(committed) == len(located) else self._bucket(committed)
+            )
+        return out
+
+    def committed(self, kind: str) -> list[list[Any]]:
+        """`values(kind)` less the hedged ones (`hedged`): the values that state a fact."""
+        self.values(kind)
+        return self._committed[kind]
+
+    def _bucket(self, located: list[tuple[int, Any]]) -> list[list[Any]]:
+        if self.one:
+            return [[value for _, value in located]]
+        out: list[list[Any]] = [[] for _ in self.segments]
+        for offset, value in located:
+            out[max(0, bisect.bisect_right(self.starts, offset) - 1)].append(value)
         return out
 
     def address_words(self, k: int | None) -> str:
@@ -280,11 +430,6 @@ class Reading:
         )
 
 
-@functools.lru_cache(maxsize=8192)
-def _prompt_values(prompt: str, kind: str) -> tuple:
-    return tuple(value for _, value in KINDS[kind].extract(normalise(prompt), None))
-
-
 def check_answer(
     answer: str,
     facts: list[AnswerFact] | AnswerPlan,
@@ -302,16 +447,26 @@ def check_answer(
     if not plan.facts and shown is None:
         return result
     reading = Reading(answer, plan, prompt, tuple(known_addresses), today)
+    found = []
     for i, fact in enumerate(plan.facts):
         if KINDS[fact.kind].states(plan, i, reading):
             result.found.append(plan.labels[i])
+            found.append(i)
         else:
             (result.missing if plan.required[i] else result.unstated).append(plan.labels[i])
     # precision: every value of a checked kind is a target or allowed for its subject
     for kind in plan.valued:
         result.conflicts += kind.conflicts(plan, reading)
-    if shown is not None:
-        result.ungrounded = _ungrounded(plan, reading, shown)
+    if shown is not None:  # evidence: what the answer states, the episode showed
+        evident = [i for i in found if KINDS[plan.facts[i].kind].evident(plan, i, reading, shown)]
+        # a value that is the target of a fact about an order, shown of that order, is grounded
+        known: dict[str, list[Any]] = {}
+        for i in evident:
+            if plan.facts[i].subject and plan.targets[i] is not None:
+                known.setdefault(plan.facts[i].kind, []).append(plan.targets[i])
+        result.ungrounded = _ungrounded(reading, shown, known) + [
+            plan.labels[i] for i in found if i not in evident
+        ]
     for kind in KINDS.values():
         if type(kind).audit is not Kind.audit:
             getattr(result, kind.audits_into).extend(kind.audit(plan, reading, shown))
@@ -319,19 +474,26 @@ def check_answer(
     return result
 
 
-def _ungrounded(plan: AnswerPlan, reading: Reading, shown: Shown) -> list[str]:
-    """Values of kinds the facts do not check that nothing grounds."""
+def _ungrounded(reading: Reading, shown: Shown, known: dict[str, list[Any]]) -> list[str]:
+    """Stated values, of every kind compared by value, that nothing grounds: not today, not
+    the customer's words, not shown by a tool result of the episode, and not the difference
+    of two such values (days left, days since the window closed, what an order lacks to ship
+    free)."""
     out = []
     digits = v.FREE_DIGIT.search(reading.text) is not None
     for kind in KINDS.values():
-        if not (kind.valued and kind.grounded) or kind.name in plan.kinds:
+        if not (kind.valued and kind.grounded) or (kind.digits and not digits):
             continue
-        if kind.digits and not digits:
-            continue
-        for _, value in kind.extract(reading.text, reading):
-            if kind.name == "date" and reading.today and kind.matches(value, reading.today):
-                continue
-            if reading.in_prompt(kind, value) or shown.has(kind, value):
-                continue
-            out.append(f"{kind.name} {kind.show(value)}")
+        targets = known.get(kind.name, ())
+        for found in reading.values(kind.name):
+            for value in found:
+                if kind.name == "date" and reading.today and kind.matches(value, reading.today):
+                    continue
+                if any(kind.matches(value, want) for want in targets):
+                    continue
+                if reading.in_prompt(kind, value) or shown.has(kind, value):
+                    continue
+                if shown.derives(kind, value, reading.prompt):
+                    continue
+                out.append(f"{kind.name} {kind.show(value)}")
     return list(dict.fromkeys(out))

@@ -24,6 +24,7 @@ Adding a kind is one class here plus `register(...)`: a checker of claims about 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import re
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ecomrlve.env.claims import check_claims
 from ecomrlve.env.facts import values as v
-from ecomrlve.env.facts.text import _CLAUSE, sentence_spans
+from ecomrlve.env.facts.text import _CLAUSE, normalise, sentence_spans
 
 if TYPE_CHECKING:
     from ecomrlve.env.facts.check import AnswerPlan, Reading, Shown
@@ -50,6 +51,10 @@ class Kind:
     audits_into: ClassVar[str] = "conflicts"
     # roles in which a stated value must be a target, never a context value
     target_roles: ClassVar[frozenset[str]] = frozenset()
+    # roles of quantities only a fact without a role is about (the others conflict with none)
+    apart: ClassVar[frozenset[str]] = frozenset()
+    # substrings one of which every shown text stating a value holds (): read only those
+    hints: ClassVar[tuple[str, ...]] = ()
 
     def extract(self, text: str, reading: Reading | None) -> list[tuple[int, Any]]:
         return []
@@ -99,7 +104,7 @@ class Kind:
 
     def shown(self, seen: Shown) -> list[Any]:
         """Values of this kind the episode showed (tool results, the customer's details)."""
-        return [value for _, value in self.extract(seen.text(), None)]
+        return [value for _, value in self.extract(seen.text(self.hints), None)]
 
     def states(self, plan: AnswerPlan, i: int, reading: Reading) -> bool:
         """Does the answer state fact `i` (in a sentence about its subject)?"""
@@ -110,10 +115,34 @@ class Kind:
         segments = reading.segments
         return any(
             self.matches(value, want) and self.fits(value, role)
-            for k, found in enumerate(reading.values(self.name))
+            for k, found in enumerate(reading.committed(self.name))
             if reading.one or not subject or subject in segments[k].subjects
             for value in found
         )
+
+    def quick(self, value: Any, seen: Shown) -> bool:
+        """Is `value` (stated, or a parsed target) among the data a tool result showed, found
+        without reading texts? False: not found so (the texts may still show it)."""
+        return False
+
+    def number(self, value: Any) -> float | None:
+        """The value as one number, for values worked out as a difference (None: never)."""
+        return None
+
+    def evident(self, plan: AnswerPlan, i: int, reading: Reading, seen: Shown) -> bool:
+        """Did the episode make fact `i`, which the answer states, known? A fact about an
+        order: its value was shown of that order (or the customer said it); other facts: each
+        stated value is grounded (`check._ungrounded`)."""
+        subject = plan.facts[i].subject
+        if not subject or not (self.valued and self.grounded):
+            return True
+        want = plan.targets[i]
+        if any(self.matches(said, want) for said in prompt_values(reading.prompt, self.name)):
+            return True
+        records = seen.about(subject)
+        if not subject.startswith("O"):  # an item: seen, its values grounded as any are
+            return bool(records.items)
+        return records.shows(self, want)
 
     def conflicts(self, plan: AnswerPlan, reading: Reading) -> list[str]:
         """Stated values that are none of the targets (in a role they fit) or allowed values
@@ -123,9 +152,9 @@ class Kind:
         # ((target, role) pairs, (context value, role) pairs) per set of subjects a segment is about
         pools: dict[frozenset[str], tuple[list, list]] = {}
         for k, found in enumerate(reading.values(self.name)):
-            if not found:
-                continue
             subjects = reading.segments[k].subjects
+            if not found or subjects == OTHER:  # an order no fact is about: evidence only
+                continue
             if subjects not in pools:
                 pools[subjects] = (
                     plan.targets_in(self.name, reading, k),
@@ -133,6 +162,8 @@ class Kind:
                 )
             targets, context = pools[subjects]
             for value in found:
+                if self.role(value) in self.apart and all(role for _, role in targets):
+                    continue  # a quantity no fact here is about (a refund's days): evidence only
                 if any(match(value, w) and self.fits(value, role) for w, role in targets):
                     continue
                 if any(match(value, w) and self.fits_context(value, r, plan) for w, r in context):
@@ -168,6 +199,15 @@ def parse(kind: str, value: str) -> Any:
         return None
 
 
+OTHER = frozenset({"?"})  # a segment about an order no fact is about (`check.Reading`)
+
+
+@functools.lru_cache(maxsize=8192)
+def prompt_values(prompt: str, kind: str) -> tuple:
+    """The values of `kind` the customer's request states (cached per prompt)."""
+    return tuple(value for _, value in KINDS[kind].extract(normalise(prompt), None))
+
+
 # the keys of tool results whose numbers are amounts, rates and days
 MONEY_KEYS = ("price", "total", "refund", "shipping", "fee", "cost", "amount", "credit")
 PERCENT_KEYS = ("pct", "percent", "rate", "fee", "discount")
@@ -200,6 +240,16 @@ class DateKind(Kind):
             for y2, m2, d2 in b
         )
 
+    def quick(self, value, seen):
+        readings = (value,) if isinstance(value, tuple) else value  # a target, or readings
+        shown = seen.string_set()  # tool results state days as ISO strings
+        years = (seen.today.year - 1, seen.today.year, seen.today.year + 1) if seen.today else ()
+        return any(
+            f"{y:04d}-{m:02d}-{d:02d}" in shown
+            for y0, m, d in readings
+            for y in ((y0,) if y0 else years)
+        )
+
     def same_as_said(self, value, said, today):
         # "December 30" in a request means one of the nearest December 30ths, not any year's
         if today is not None:
@@ -219,6 +269,7 @@ class DateKind(Kind):
 
 class MoneyKind(Kind):
     name = "money"
+    hints = ("$", "ree", "REE", "ollar", "USD", "usd", "harge", "ost", "othing", "uck")
 
     def extract(self, text, reading):
         return v.extract_money(text)
@@ -235,6 +286,12 @@ class MoneyKind(Kind):
     def shown(self, seen):
         return super().shown(seen) + _numbers(seen, MONEY_KEYS)
 
+    def number(self, value):
+        return float(value)
+
+    def quick(self, value, seen):
+        return any(abs(value - x) < 0.005 for x in seen.numbers(MONEY_KEYS))
+
     def fits(self, value, role):
         if role == v.GAP:  # worked out, never a bare amount: only when said as what is lacking
             return self.role(value) == v.GAP
@@ -248,20 +305,28 @@ class MoneyKind(Kind):
 
 class PercentKind(MoneyKind):
     name = "percent"
+    hints = ("%", "percent", "ercent", "fee", "Fee")
 
     def extract(self, text, reading):
         return v.extract_percents(text)
 
+    def quick(self, value, seen):
+        return False
+
     def shown(self, seen):
         # a rate may be stored as a fraction (0.1) or a percent (10)
         numbers = _numbers(seen, PERCENT_KEYS) + _numbers(seen, PERCENT_KEYS, 100.0)
-        return Kind.shown(self, seen) + numbers
+        # the policy the request needs, read, says what fee there is: none where it names none
+        none = [0.0] if seen.policies and seen.read_policy() else []
+        return Kind.shown(self, seen) + numbers + none
 
     def spellings(self, fact):
         return [f"{fact.value}%", f"{fact.value} percent"]
 
 
-ROLE_WORDS = {v.WINDOW: "the window", v.LEFT: "days left", v.ELAPSED: "elapsed time"}
+_ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+ROLE_WORDS = {v.WINDOW: "the window", v.LEFT: "days left", v.ELAPSED: "elapsed time",
+              v.REFUND: "a refund's time"}  # fmt: skip
 
 
 class DurationKind(Kind):
@@ -278,7 +343,9 @@ class DurationKind(Kind):
 
     digits = True
     name = "duration"
+    hints = ("day", "week", "Day", "Week")
     target_roles = frozenset({v.WINDOW, v.LEFT})
+    apart = frozenset({v.REFUND})
 
     def extract(self, text, reading):
         return v.extract_durations(text)
@@ -293,6 +360,12 @@ class DurationKind(Kind):
     def same(self, a, b):
         return self.matches(a, b)
 
+    def number(self, value):
+        return float(value[0]) if value[0] == value[1] else None
+
+    def quick(self, value, seen):
+        return value[0] == value[1] and value[0] in seen.numbers(DAY_KEYS)
+
     def show(self, value):
         low, high = value[:2]
         days = f"{low} days" if low == high else f"{low}-{high} days"
@@ -303,12 +376,12 @@ class DurationKind(Kind):
         # whole numbers shown (a window in days), and days between today and a date shown
         out = super().shown(seen)
         out += [(int(x), int(x)) for x in seen.numbers(DAY_KEYS) if x == int(x) and 0 <= x < 1000]
-        if seen.today is not None:
-            for dates in KINDS["date"].shown(seen):
-                for year, month, day in dates:
-                    if year is not None:
-                        days = abs((seen.today - dt.date(year, month, day)).days)
-                        out.append((days, days))
+        if seen.today is not None:  # tool results state dates as ISO days
+            for found in _ISO_DAY.findall(seen.text()):
+                year, month, day = map(int, found)
+                with contextlib.suppress(ValueError):
+                    days = abs((seen.today - dt.date(year, month, day)).days)
+                    out.append((days, days))
         return out
 
     def spellings(self, fact):
@@ -320,6 +393,9 @@ class StatusKind(Kind):
 
     def extract(self, text, reading):
         return v.extract_statuses(text)
+
+    def quick(self, value, seen):
+        return value in seen.string_set()
 
     def shown(self, seen):
         statuses = set(v._STATUS_OF.values())
@@ -348,6 +424,13 @@ class PaymentKind(Kind):
     def show(self, value):
         return f"{value[0] or 'card'} ending {value[1]}"
 
+    def quick(self, value, seen):
+        brand, last4 = value
+        strings = seen.string_set()
+        if brand is not None:
+            return f"{brand}-{last4}" in strings
+        return any(s.endswith(f"-{last4}") for s in strings)
+
 
 class AddressKind(Kind):
     """Stated when the fact's street line is in a sentence about its subject; conflicts when
@@ -363,7 +446,9 @@ class AddressKind(Kind):
         return v._street_line(value)
 
     def shown(self, seen):
-        return [line for s in seen.strings() for _, line in v.extract_streets(s.lower())]
+        # a street line in a text, and the first line of every address shown whole
+        lines = [line for s in seen.strings() for _, line in v.extract_streets(s.lower())]
+        return lines + [v._street_line(s) for s in seen.strings() if s[:1].isdigit() and "," in s]
 
     def states(self, plan, i, reading):
         line = f" {plan.targets[i]} "
@@ -429,7 +514,11 @@ class VerdictKind(Kind):
     def conflicts(self, plan, reading):
         out = []
         for k, found in enumerate(reading.values(self.name)):
-            relevant = plan.about(self.name, reading, k)
+            if reading.segments[k].subjects == OTHER:
+                continue
+            # a "yes" about an item no verdict is about ("yes, there's a 5% fee on the jeans")
+            # is no verdict on another item of its order (the final-sale coffee)
+            relevant = plan.about(self.name, reading, k, fallback=False)
             for topic, polarity in found:
                 wanted = [plan.targets[i] for i in relevant if plan.targets[i][0] == topic]
                 if wanted and (topic, polarity) not in wanted:
@@ -437,6 +526,9 @@ class VerdictKind(Kind):
             if self._false_final_sale(plan, reading, k, relevant):
                 out.append("term final_sale")
         return out
+
+    def evident(self, plan, i, reading, seen):
+        return _decided(plan, i, seen)
 
     @staticmethod
     def _false_final_sale(plan: AnswerPlan, reading: Reading, k: int, relevant: list[int]) -> bool:
@@ -460,11 +552,21 @@ class VerdictKind(Kind):
         return []
 
 
+def _decided(plan: AnswerPlan, i: int, seen: Shown) -> bool:
+    """A verdict or policy term counts once what decides it was read: the policy the request
+    needs and, for one about an order, that order."""
+    subject = plan.facts[i].subject
+    return seen.read_policy() and (not subject or bool(seen.about(subject).items))
+
+
 class TermKind(Kind):
     """A policy term (`values.TERMS`) stated in a sentence about the fact's subject."""
 
     name = "term"
     valued = False
+
+    def evident(self, plan, i, reading, seen):
+        return _decided(plan, i, seen)
 
     def states(self, plan, i, reading):
         pattern = v.TERMS.get(plan.facts[i].value)

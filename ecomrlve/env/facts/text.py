@@ -42,6 +42,8 @@ def normalise(text: str) -> str:
         with contextlib.suppress(Exception):  # an answer must never crash the verifier
             text = alpha2digit(text, "en")
         text = re.sub(r"\bzero\b", "0", text)
+        # alpha2digit leaves a lone small number a word ("one of them"): before a unit it is one
+        text = _SMALL_UNIT.sub(lambda m: f"{_SMALL[m[1]]} {m[2]}", text)
     return text
 
 
@@ -50,6 +52,9 @@ _NUMBER_WORD = re.compile(
     r"|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|fourth|fifth|sixth|seventh|eighth"
     r"|ninth|tenth|eleventh|twelfth|\w+teenth|twentieth|thirtieth)\b"
 )
+_SMALL = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+          "seven": "7", "eight": "8", "nine": "9"}  # fmt: skip
+_SMALL_UNIT = re.compile(rf"\b({'|'.join(_SMALL)}) (dollars?|cents?|days?|weeks?)\b")
 # the hyphen of "fourteen-day", "twenty-one-week" (a letter before it, "day"/"week" after)
 _NUMBER_WORD_DAY = re.compile(r"(?<=[a-z])-(?=(?:day|week)s?\b)")
 # a substring of every word `_NUMBER_HINT` matches (checked in the tests)
@@ -73,11 +78,12 @@ def sentences(text: str) -> list[str]:
     return [text[a:b] for a, b in sentence_spans(text)]
 
 
-def sentence_spans(text: str) -> list[tuple[int, int]]:
+def sentence_spans(text: str, breaks: re.Pattern[str] | None = None) -> list[tuple[int, int]]:
     """(start, end) of each non-empty sentence; a period between digits is a decimal point,
-    and an enumeration "(2)" starts a new sentence."""
+    and an enumeration "(2)" starts a new sentence. `breaks`: other sentence ends
+    (`SUBJECT_BREAK`: a semicolon goes on about the same order)."""
     cuts: list[tuple[int, int]] = []
-    for m in _BREAK.finditer(text):
+    for m in (breaks or _BREAK).finditer(text):
         a, b = m.span()
         if m.group() == ".":  # "4.99" is a number, "4." ends a sentence
             if a > 0 and b < len(text) and text[a - 1].isdigit() and text[b].isdigit():
@@ -99,6 +105,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 
 _BREAK = re.compile(r"[.!?;\n]+|\(\d\)")
+SUBJECT_BREAK = re.compile(r"[.!?\n]+|\(\d\)")
 
 
 @functools.lru_cache(maxsize=16384)

@@ -221,7 +221,8 @@ _MONEY_FORMS = (
     ("$", re.compile(rf"\${_SPACE}{_AMOUNT}")),
     ("usd", re.compile(rf"\busd\s?{_AMOUNT}")),
     ("usd", re.compile(rf"{_AMOUNT}\s?usd\b")),
-    ("dollar", re.compile(rf"{_AMOUNT}\s?dollars?\b")),
+    # "47 dollars and 99 cents" (number words are digits by now: "forty-seven dollars and ...")
+    ("dollar", re.compile(rf"{_AMOUNT}\s?dollars?\b(?:,?\s+and\s+(\d{{1,2}}|one)\s?cents?\b)?")),
     ("buck", re.compile(rf"{_AMOUNT}\s?bucks\b")),
 )
 _MONEY_ZERO = re.compile(
@@ -241,7 +242,12 @@ _DURATION = re.compile(
 )
 
 
-def _amount(whole: str, cents: str | None) -> float:
+def _amount(whole: str, cents: str | None, spoken_cents: str | None = None) -> float:
+    if spoken_cents:  # "and 5 cents" is $0.05, where ".5" is $0.50 ("one" stays a word)
+        return (
+            float(whole.replace(",", ""))
+            + (1 if spoken_cents == "one" else int(spoken_cents)) / 100
+        )
     return float(whole.replace(",", "")) + (float(cents.ljust(2, "0")) / 100 if cents else 0.0)
 
 
@@ -358,7 +364,7 @@ def extract_money(text: str) -> list[tuple[int, float]]:
     for anchor, pattern in _MONEY_FORMS:
         if anchor in text:
             out += [
-                (m.start(), Amount(round(_amount(m[1], m[2]), 2), money_role(text, *m.span())))
+                (m.start(), Amount(round(_amount(*m.groups()), 2), money_role(text, *m.span())))
                 for m in pattern.finditer(text)
             ]
     out.sort()
@@ -440,6 +446,7 @@ def extract_percents(text: str) -> list[tuple[int, float]]:
 # delivery", "14 days past the window") and anything else may also be context, which is always
 # elapsed time (`DurationKind.may_be_context`).
 WINDOW, LEFT, ELAPSED = "window", "left", "elapsed"
+REFUND = "refund"  # how long a refund takes: said in business days, never a return window
 
 
 class Duration(NamedTuple):
@@ -471,6 +478,7 @@ _WINDOW_BEFORE = re.compile(
     r" (?:only |just |a full |a total of )?$"
 )
 DURATION_CUES = (
+    Cue(REFUND, value=re.compile(r"business|working")),
     Cue(ELAPSED, before=_ELAPSED_BEFORE, after=_ELAPSED_AFTER),
     Cue(LEFT, after=_LEFT_AFTER, value=re.compile(r"more|extra|additional")),  # "5 more days"
     Cue(WINDOW, before=_WINDOW_BEFORE, after=_WINDOW_AFTER),
@@ -507,7 +515,7 @@ def _duration_value(value: str) -> tuple[int, int]:
 _STATUS_CANDIDATE = re.compile(
     r"not yet been processed|not yet processed|not been processed|not processed"
     r"|awaiting processing|out for delivery|on its way|on the way|on their way|in transit"
-    r"|was dropped off|being processed|being prepared|being packed|en route|sent out"
+    r"|was dropped off|reached you|being processed|being prepared|being packed|en route|sent out"
     r"|delivered|arrived|shipped|dispatched|processing|pending|cancell?ed"
     r"|cancell?ation (?:is |has been )?(?:now )?(?:confirmed|complete|completed|processed)"
     r"|cancell?ation went through"
@@ -516,6 +524,7 @@ _STATUS_OF = {
     "delivered": "delivered", "arrived": "delivered", "was dropped off": "delivered",
     "shipped": "shipped", "dispatched": "shipped", "on its way": "shipped",
     "on the way": "shipped", "on their way": "shipped", "in transit": "shipped",
+    "reached you": "delivered",
     "out for delivery": "shipped", "sent out": "shipped", "en route": "shipped",
     "processing": "processing", "being processed": "processing",
     "being prepared": "processing", "being packed": "processing",
@@ -553,7 +562,8 @@ def _whole_word(text: str, start: int, end: int) -> bool:
 
 
 _STATUS_STEMS = ("deliver", "arriv", "ship", "dispatch", "process", "pending", "cancel",
-                 "transit", " way", "route", "sent out", "dropped", "being p")  # fmt: skip
+                 "transit", " way", "route", "sent out", "dropped", "being p",
+                 "reached")  # fmt: skip
 
 
 def extract_statuses(text: str) -> list[tuple[int, str]]:

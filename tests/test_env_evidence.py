@@ -1,0 +1,187 @@
+"""Evidence, not knowledge (issue 43): a value the final message states counts only if the
+episode made it known, in whatever words a customer would use.
+
+Trajectories that try to get paid without doing the task (the reference answer after its
+look-ups are replaced by one unrelated search, a return/cancel reason listing every complaint, a
+date hedged with today or the placed date) fail; correct answers phrased differently (amounts
+in words, "reached you on", the checkout's own order number/total/arrival, a refund timing
+from the policy read, a price change the agent never saw left untold) pass. The probes are
+`ecomrlve.testing.evidence_probes`, also run at scale by `benchmarks/reward_probes.py`.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ecomrlve.env import Catalog
+from ecomrlve.env.facts import Shown, check_answer, extract_money, normalise
+from ecomrlve.env.verifier import customers_reason
+from ecomrlve.generators import GenContext, generate_task
+from ecomrlve.tasks import AnswerFact, Task
+from ecomrlve.testing import evidence_probes as probes
+
+SCENARIOS = ("policy", "order_status", "cancel", "return", "journey", "cart", "bundle",
+             "product_discovery", "substitution")  # fmt: skip
+TODAY = "2026-06-20"
+
+
+@pytest.fixture(scope="module")
+def catalog(small_catalog_dir) -> Catalog:
+    return Catalog.load(small_catalog_dir)
+
+
+@pytest.fixture(scope="module")
+def tasks(small_catalog_dir) -> list[Task]:
+    """Nine scenarios x d 0, 4, 8, 10 x 3 indexes (seed 43), world events on from d 8."""
+    ctx = GenContext.load(small_catalog_dir)
+    out = []
+    for scenario in SCENARIOS:
+        for d in (0, 4, 8, 10):
+            for i in range(3):
+                task = generate_task(ctx, scenario, 43, d, i)
+                if task is not None:
+                    out.append(task)
+    return out
+
+
+# statuses the claims reader (ecomrlve/env/claims, not this reader) takes for reports of a
+# write: "was dropped off on" (a remove), "shows as cancelled" (a cancel)
+CLAIMS_SIDE = frozenset({"status: was dropped off on", "status: shows as cancelled"})
+
+
+def _facts_side(violations: list[str]) -> list[str]:
+    return [x for x in violations if x.startswith("goal:")]
+
+
+@pytest.mark.parametrize("name", list(probes.CLASSES))
+def test_each_probe_class(name, tasks, catalog) -> None:
+    build, must_pass = probes.CLASSES[name]
+    verdicts = []
+    for task in tasks:
+        probe = build(task, catalog)
+        if probe is not None:
+            played, turns = probe
+            verdicts.append((task.task_id, probes.verify(played, turns, catalog)))
+    if not verdicts:
+        pytest.skip(f"no task of this set fits {name!r}")
+    if name in CLAIMS_SIDE:  # the facts are read right; the claims reader still misreads them
+        wrong = [(t, v.violations[:2]) for t, v in verdicts if _facts_side(v.violations)]
+    else:
+        wrong = [(t, v.violations[:2]) for t, v in verdicts if v.success != must_pass]
+    assert not wrong, f"{name}: {len(wrong)}/{len(verdicts)} judged wrongly: {wrong[:3]}"
+
+
+# ---- the rules, by hand --------------------------------------------------------------------
+def _fact(kind: str, value: str, **fields) -> AnswerFact:
+    return AnswerFact(kind=kind, value=value, **fields)
+
+
+ORDER = "O1234567"
+STATUS = _fact("status", "shipped", subject=ORDER, cues=[ORDER])
+ARRIVAL = _fact("date", "2026-06-24", subject=ORDER, cues=[ORDER], role="arrival")
+SAID = f"Your order {ORDER} has shipped and should arrive on June 24."
+
+
+def _shown(*items) -> Shown:
+    return Shown(list(items), TODAY)
+
+
+def test_a_goal_fact_counts_only_once_the_episode_showed_it() -> None:
+    facts = [STATUS, ARRIVAL]
+    unread = check_answer(SAID, facts, "Where is my order?", today=TODAY, shown=_shown())
+    assert not unread.ok and unread.ungrounded
+    # shown of another order: still not evidence about this one
+    other = {"order_id": "O7654321", "status": "shipped", "eta": "2026-06-24"}
+    assert not check_answer(SAID, facts, "", today=TODAY, shown=_shown(other)).ok
+    read = {"order_id": ORDER, "status": "shipped", "eta": "2026-06-24"}
+    assert check_answer(SAID, facts, "", today=TODAY, shown=_shown(read)).ok
+
+
+def test_a_verdict_needs_the_policy_read() -> None:
+    facts = [_fact("verdict", "cancel:yes")]
+    answer = "Yes, an order that is still processing can be cancelled."
+    unread = Shown([], TODAY, policies=["POL-001"])
+    assert not check_answer(answer, facts, "", today=TODAY, shown=unread).ok
+    read = Shown([{"policies": [{"policy_id": "POL-001", "text": "..."}]}], TODAY,
+                 policies=["POL-001"])  # fmt: skip
+    assert check_answer(answer, facts, "", today=TODAY, shown=read).ok
+
+
+@pytest.mark.parametrize("other", ["today", "June 18", "June 23"])
+def test_hedged_alternatives_state_no_value(other) -> None:
+    read = {"order_id": ORDER, "status": "shipped", "eta": "2026-06-24", "placed": "2026-06-18"}
+    for answer in (
+        f"Your order {ORDER} has shipped and should arrive either {other} or June 24.",
+        f"Your order {ORDER} has shipped and should arrive June 24 or {other}.",
+    ):
+        checked = check_answer(answer, [STATUS, ARRIVAL], "", today=TODAY, shown=_shown(read))
+        assert not checked.ok, answer
+
+
+def test_a_refund_in_business_days_is_no_return_window() -> None:
+    facts = [_fact("duration", "30", role="window")]
+    policy = {"policies": [{"policy_id": "P", "text": "Returns are accepted within 30 days. "
+                            "Refunds arrive within 7 to 10 business days."}]}  # fmt: skip
+    answer = "You have 30 days to return it; the refund arrives within 7 to 10 business days."
+    assert check_answer(answer, facts, "", today=TODAY, shown=_shown(policy)).ok
+    wrong = "You have 30 days to return it; the refund arrives within 3 to 5 business days."
+    assert not check_answer(wrong, facts, "", today=TODAY, shown=_shown(policy)).ok
+
+
+def test_values_of_the_order_just_placed_are_judged_by_evidence() -> None:
+    placed = {"ok": True, "order_id": "N0001", "total": 69.99, "eta": "2026-06-27"}
+    read = {"order_id": ORDER, "status": "shipped", "eta": "2026-06-24"}
+    answer = f"{SAID} Your new order is N0001; it came to $69.99 and arrives by June 27."
+    shown = _shown(read, placed)
+    assert check_answer(answer, [STATUS, ARRIVAL], "", today=TODAY, shown=shown).ok
+    invented = answer.replace("June 27", "June 29")
+    assert not check_answer(invented, [STATUS, ARRIVAL], "", today=TODAY, shown=shown).ok
+
+
+@given(st.integers(min_value=0, max_value=99_999), st.integers(min_value=0, max_value=1))
+def test_amounts_in_words_read_as_amounts(cents, variant) -> None:
+    dollars = cents / 100
+    said = f"You paid {probes.say_amount(dollars, variant)} for it."
+    assert [round(x, 2) for _, x in extract_money(normalise(said))] == [round(dollars, 2)]
+
+
+@pytest.mark.parametrize(
+    ("given_reason", "ok"),
+    [
+        ("it doesn't fit", True),
+        ("Customer says it doesn't fit", True),
+        ("doesn't fit", True),
+        (probes.EVERY_COMPLAINT, False),
+        ("it doesn't fit and it arrived damaged", False),
+        ("customer request", False),
+    ],
+)
+def test_a_reason_is_the_customers(given_reason, ok) -> None:
+    prompt = "Please return the jeans from my May order, it doesn't fit."
+    assert customers_reason(given_reason, "it doesn't fit", prompt) is ok
+
+
+def test_a_fee_on_one_item_is_no_verdict_on_a_final_sale_item_of_its_order() -> None:
+    order = "O2222222"
+    jeans, coffee = "I0000001", "I0000002"
+    facts = [
+        _fact("percent", "5", subject=jeans, cues=[order, jeans, "jeans"]),
+        _fact("verdict", "return:no", subject=coffee, cues=[order, coffee, "coffee beans"]),
+        _fact("term", "final_sale", subject=coffee, cues=[order, coffee, "coffee beans"]),
+    ]
+    shown = Shown(
+        [{"order_id": order, "items": [{"item_id": jeans}, {"item_id": coffee}]},
+         {"policies": [{"policy_id": "P1", "text": "A restocking fee of 5% applies."}]}],
+        TODAY, policies=["P1"],
+    )  # fmt: skip
+    for answer in (
+        "Yes, there is a 5% restocking fee on the jeans. The coffee beans can't be returned: "
+        "they are final sale.",
+        f"Yes, there is a 5% restocking fee on the jeans from order {order}. The coffee beans "
+        "can't be returned: they are final sale.",
+    ):
+        assert check_answer(answer, facts, "", today=TODAY, shown=shown).ok, answer
+    wrong = "Yes, you can return the coffee beans. There is a 5% restocking fee on the jeans."
+    assert not check_answer(wrong, facts, "", today=TODAY, shown=shown).ok
