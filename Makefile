@@ -25,7 +25,8 @@ run: env
 	$(BIN)/ecomrlve pipeline --data $(DATA)
 	$(BIN)/ecomrlve sql "SELECT scenario, min_steps, count(*) AS tasks FROM tasks GROUP BY ALL ORDER BY ALL" --data $(DATA)
 
-# lint, then the layer contracts of pyproject.toml ([tool.importlinter]), then the tests
+# lint, then the layer contracts of pyproject.toml ([tool.importlinter]), then the tests (among
+# them tests/test_docs_site.py: `mkdocs build --strict` of the docs site)
 test: env
 	$(BIN)/ruff check ecomrlve tests benchmarks
 	$(BIN)/lint-imports

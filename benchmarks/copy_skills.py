@@ -1,5 +1,6 @@
 """Which copying skills the tiny CPU model learns, and how fast: why the demo learns the policy
-scenario but not the scenarios that copy ids (README, "What the CPU demo reaches").
+scenario but not the scenarios that copy ids (docs/training.md, "The CPU demo"; the runs are in
+benchmarks/RESULTS.md).
 
     python benchmarks/copy_skills.py                        # 3 probes at width 128 (~6 min)
     python benchmarks/copy_skills.py --widths 128 256 --steps 1000

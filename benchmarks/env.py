@@ -258,7 +258,7 @@ def bench_steps(catalog: Catalog, repeats: int, rounds: int = 5) -> list[Row]:
 
 # ---- machine ------------------------------------------------------------------------------------
 
-# What the speed probe took on the quiet machine the README's table comes from.
+# What the speed probe took on the quiet machine RESULTS.md's `benchmarks/env.py` table comes from.
 SPEED_PROBE_REFERENCE_US = 47.0
 
 
@@ -276,7 +276,7 @@ def probe_us() -> float:
 
 def machine_speed() -> str:
     best = probe_us()
-    return f"{best:.1f} µs ({best / SPEED_PROBE_REFERENCE_US:.2f}x the README's run)"
+    return f"{best:.1f} µs ({best / SPEED_PROBE_REFERENCE_US:.2f}x the RESULTS.md run)"
 
 
 # ---- search -------------------------------------------------------------------------------------

@@ -124,11 +124,11 @@ def test_grpo_trainer_runs_one_step_with_the_environment(curriculum_store, tmp_p
 
 
 # ---------------------------------------------------------------------------------------------
-# TRL out of the box (issue 31.1): `trl_tokenizer` and the README snippet as written
+# TRL out of the box (issue 31.1): `trl_tokenizer` and the docs snippet as written
 # ---------------------------------------------------------------------------------------------
 
 CALL = '<tool_call>\n{"name": "view_cart", "arguments": {}}\n</tool_call><|im_end|>'
-README = Path(__file__).resolve().parents[1] / "README.md"
+INTEGRATIONS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "integrations.md"
 
 
 def _tool_methods(env: EcomToolEnv) -> list:
@@ -234,8 +234,8 @@ def _no_qwen_tokenizer():
 
 
 def test_readme_trl_snippet_runs_as_written_and_calls_tools(demo_folder, monkeypatch) -> None:
-    """The README's TRL block, verbatim, from a folder laid out like the demo's: 2 GRPO steps,
-    and the model's `<tool_call>` blocks reach the env as tool calls."""
+    """The integrations page's TRL block, verbatim, from a folder laid out like the demo's:
+    2 GRPO steps, and the model's `<tool_call>` blocks reach the env as tool calls."""
     import re
     import shutil
 
@@ -243,7 +243,7 @@ def test_readme_trl_snippet_runs_as_written_and_calls_tools(demo_folder, monkeyp
     target = root / "data" / "runs" / "default" / "model"
     if not target.exists():
         shutil.copytree(model_dir, target)
-    text = README.read_text(encoding="utf-8")
+    text = INTEGRATIONS_PAGE.read_text(encoding="utf-8")
     start = text.index("**TRL** (`ecomrlve/integrations/trl.py`)")
     (block,) = re.findall(
         r"```python\n(.*?)```", text[start : text.index("**OpenEnv", start)], re.S
@@ -251,7 +251,7 @@ def test_readme_trl_snippet_runs_as_written_and_calls_tools(demo_folder, monkeyp
     monkeypatch.chdir(root)
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     scope: dict = {}
-    exec(compile(block, "README.md", "exec"), scope)
+    exec(compile(block, "docs/integrations.md", "exec"), scope)
     trainer = scope["trainer"]
     assert trainer.state.global_step == 2
     frequencies = [

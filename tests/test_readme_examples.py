@@ -1,20 +1,23 @@
-"""README examples run as written (issue 31: docs that cannot rot).
+"""README and docs examples run as written (issues 31 and 45: docs that cannot rot).
 
-Every fenced block of README.md is accounted for: `test_every_readme_block_is_accounted_for`
+Every fenced block of README.md and of each page of the docs site (`docs/*.md`, in the order of
+mkdocs.yml's `nav`, the README last) is accounted for: `test_every_readme_block_is_accounted_for`
 reads them all and fails on a shell command or block that is neither in `RUN_BY` (the test or
 fixture here that runs it, or a test elsewhere that runs it verbatim) nor in `NOT_RUN` (with the
-reason the suite cannot run it). A test runs the commands and blocks `RUN_BY` gives it, in a
-temporary folder holding `data/`, as a reader following the README would, with these
-substitutions only (`SUBSTITUTIONS` and `_sized`):
+reason the suite cannot run it), and on a docs page missing from that order. A test runs the
+commands and blocks `RUN_BY` gives it, in a temporary folder holding `data/`, as a reader
+following the docs would; an example written the same way in several places (the README's tour
+repeats commands of the docs pages) runs once, where it first appears. The only substitutions
+are these (`SUBSTITUTIONS` and `_sized`):
 
-* sizes: `--products N` becomes 3,000 and `--tasks N` at most 99 (the README's 1M products and
+* sizes: `--products N` becomes 3,000 and `--tasks N` at most 99 (the docs' 1M products and
   9,000 tasks take minutes; the commands and flags are the same);
 * placeholders: `TASK_ID` becomes a task id of the store;
 * the OpenEnv server runs in a thread of the test at a free port (the command line is parsed,
   its token read from the environment and its world loaded as written; only the blocking
   `uvicorn.run` on port 8000 is replaced), and the client blocks' `127.0.0.1:8000` names it;
-* `configs/tiny_cpu.yaml` in the training section becomes `TINY_RUN` (the demo's config trains
-  for ~20 minutes; `TINY_RUN` runs SFT + 2 DAPO steps of the same code).
+* `configs/tiny_cpu.yaml` in the training page becomes `TINY_RUN` (the demo's config trains
+  for many minutes; `TINY_RUN` runs SFT + 2 DAPO steps of the same code).
 
 YAML blocks are fragments of a config: each is merged into `configs/tiny_cpu.yaml` and loaded
 through `ecomrlve.config`, and every value it sets must land where it says.
@@ -40,13 +43,24 @@ from ecomrlve.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+
+
+def doc_files() -> list[Path]:
+    """The docs pages in mkdocs.yml's navigation order, then the README (whose tour repeats
+    commands the pages run first)."""
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    pages = [DOCS / page for entry in nav for page in entry.values()]
+    return [*pages, README]
+
+
 TOKEN = "readme-token"
-TASK_ID = "cart-s0-d3-i0-a0"  # the README's example id; `seed0_shop` checks it is real
+TASK_ID = "cart-s0-d3-i0-a0"  # the docs' example id; `seed0_shop` checks it is real
 SUBSTITUTIONS = {"TASK_ID": TASK_ID}
 SIZES = {"--products": 3000, "--tasks": 99}  # at most this many
 TRAINED_TASKS = 12  # in the Training section's store
 
-# What runs each README item: a shell command (its words, prefix match, longest wins) or a
+# What runs each README / docs item: a shell command (its words, prefix match, longest wins) or a
 # block's first line. Values name a test or fixture of this module, or `file::test` elsewhere.
 RUN_BY: dict[str, str] = {
     # Catalog and Tasks sections: the store every later section reads
@@ -83,17 +97,16 @@ RUN_BY: dict[str, str] = {
     "import os": "test_openenv_section",  # both client blocks
     "training:": "test_yaml_blocks_load_through_the_config_model",
 }
-# The README items the suite does not run, and why.
+# The README / docs items the suite does not run, and why.
 NOT_RUN: dict[str, str] = {
-    "make run": "the fresh-machine install plus the ~20-min demo: what a user runs, not a test",
+    "make run": "the fresh-machine install plus the demo's training: what a user runs, not a test",
     "make test": "the fresh-machine install plus this suite: .ci/run runs it",
     "make lint": "ruff over the tree: part of `make test` (.ci/run)",
     "make layers": "the import-layer contracts: part of `make test` (.ci/run)",
     ".venv/bin/python -m pytest": "this suite itself",
     ".venv/bin/python benchmarks/": "a benchmark script (prints a table, minutes)",
     "python benchmarks/": "a benchmark script (prints a table, minutes)",
-    "scenario ": "benchmarks/difficulty.py's table, as it printed it (minutes to run)",
-    "ecomrlve pipeline --data data": "the whole demo: ~20 min of CPU training (tests/test_flows.py "
+    "ecomrlve pipeline --data data": "the whole demo: its CPU training (tests/test_flows.py "
     "runs the same flow on small configs)",
     "ecomrlve pipeline --config configs/ecom_rlve.yaml": "the article's data block: a 1M-product "
     "catalog and 100k tasks",
@@ -110,7 +123,7 @@ NOT_RUN: dict[str, str] = {
 }
 
 
-# ---- reading the README -------------------------------------------------------------------------
+# ---- reading the README and the docs ------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -118,10 +131,15 @@ class Block:
     line: int  # of the opening fence, 1-based
     lang: str  # bash, python, yaml, or "" (a listing)
     text: str  # the body, without the fence's indentation
+    path: str = "README.md"  # relative to the checkout
 
     @property
     def key(self) -> str:
         return self.text.strip().splitlines()[0].strip()
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
 
 
 @dataclass(frozen=True)
@@ -129,15 +147,21 @@ class Command:
     line: int
     text: str  # as a shell reads it: continuations joined
     argv: tuple[str, ...]
+    path: str = "README.md"
 
     @property
     def key(self) -> str:
         return " ".join(self.argv)
 
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
 
-def readme_blocks() -> list[Block]:
-    """Every fenced block of the README, indented ones (inside a list item) included."""
-    blocks, lines = [], README.read_text(encoding="utf-8").splitlines()
+
+def readme_blocks(path: Path = README) -> list[Block]:
+    """Every fenced block of one page, indented ones (inside a list item) included."""
+    name = path.relative_to(ROOT).as_posix()
+    blocks, lines = [], path.read_text(encoding="utf-8").splitlines()
     opening = re.compile(r"^( *)```(\w*)\s*$")
     index = 0
     while index < len(lines):
@@ -150,7 +174,7 @@ def readme_blocks() -> list[Block]:
         while lines[end].strip() != "```":
             body.append(lines[end].removeprefix(indent))
             end += 1
-        blocks.append(Block(index + 1, found.group(2), "\n".join(body) + "\n"))
+        blocks.append(Block(index + 1, found.group(2), "\n".join(body) + "\n", name))
         index = end + 1
     return blocks
 
@@ -171,20 +195,22 @@ def shell_commands(block: Block) -> list[Command]:
         except ValueError:  # a quotation still open: the command goes on
             continue
         if argv:
-            commands.append(Command(start, text.strip(), tuple(argv)))
+            commands.append(Command(start, text.strip(), tuple(argv), block.path))
         buffer = ""
-    assert not buffer, f"README.md:{block.line}: unterminated command {buffer!r}"
+    assert not buffer, f"{block.where}: unterminated command {buffer!r}"
     return commands
 
 
-def readme_items() -> list[tuple[str, int, Block, Command | None]]:
-    """(key, line, block, command): each shell command, and each other block by its first line."""
+def readme_items() -> list[tuple[str, str, Block, Command | None]]:
+    """(key, where, block, command) over the docs pages then the README: each shell command,
+    and each other block by its first line."""
     items = []
-    for block in readme_blocks():
-        if block.lang == "bash":
-            items += [(c.key, c.line, block, c) for c in shell_commands(block)]
-        else:
-            items.append((block.key, block.line, block, None))
+    for path in doc_files():
+        for block in readme_blocks(path):
+            if block.lang == "bash":
+                items += [(c.key, c.where, block, c) for c in shell_commands(block)]
+            else:
+                items.append((block.key, block.where, block, None))
     return items
 
 
@@ -199,8 +225,14 @@ def _entry(key: str) -> tuple[str, str] | None:
 
 
 def assigned(name: str) -> list[tuple[Block, Command | None]]:
-    """The README items `RUN_BY` gives to the test or fixture `name`, in README order."""
-    found = [(b, c) for key, _, b, c in readme_items() if _entry(key) == ("run", name)]
+    """The items `RUN_BY` gives to the test or fixture `name`, in reading order; an item
+    written the same way earlier (a command's words, a block's text) is not repeated."""
+    found, seen = [], set()
+    for key, _, block, command in readme_items():
+        same = command.argv if command is not None else (block.lang, block.text)
+        if _entry(key) == ("run", name) and same not in seen:
+            seen.add(same)
+            found.append((block, command))
     assert found, f"RUN_BY gives {name} nothing"
     return found
 
@@ -218,12 +250,12 @@ def _sized(argv: tuple[str, ...]) -> list[str]:
 
 
 def run_command(command: Command, stdin: str | None = None) -> str:
-    """Run one README command in the current folder: `ecomrlve ...` through the CLI app,
+    """Run one docs command in the current folder: `ecomrlve ...` through the CLI app,
     `export NAME=...` through bash (the value as the shell computes it)."""
     argv = _sized(command.argv)
     if argv[0] == "ecomrlve":
         result = CliRunner().invoke(app, argv[1:], input=stdin)
-        assert result.exit_code == 0, f"README.md:{command.line}: {command.text}\n{result.output}"
+        assert result.exit_code == 0, f"{command.where}: {command.text}\n{result.output}"
         return result.output
     if argv[0] == "export":
         name = argv[1].split("=", 1)[0]
@@ -237,7 +269,7 @@ def run_command(command: Command, stdin: str | None = None) -> str:
         ).stdout
         os.environ[name] = shown
         return shown
-    raise AssertionError(f"README.md:{command.line}: no runner for {command.text!r}")
+    raise AssertionError(f"{command.where}: no runner for {command.text!r}")
 
 
 def run_python(block: Block, replace: dict[str, str] | None = None) -> dict:
@@ -245,28 +277,29 @@ def run_python(block: Block, replace: dict[str, str] | None = None) -> dict:
     for old, new in (replace or {}).items():
         code = code.replace(old, new)
     scope: dict = {"__name__": "__readme__"}
-    exec(compile(code, f"README.md:{block.line}", "exec"), scope)
+    exec(compile(code, block.where, "exec"), scope)
     return scope
 
 
-def run_assigned(name: str, replace: dict[str, str] | None = None) -> dict[int, object]:
-    """Run what `RUN_BY` gives `name`; return each item's output (command) or scope (block)."""
-    outputs: dict[int, object] = {}
+def run_assigned(name: str, replace: dict[str, str] | None = None) -> dict[str, object]:
+    """Run what `RUN_BY` gives `name`, in order; return each item's output (command) or scope
+    (block) by where it is written."""
+    outputs: dict[str, object] = {}
     for block, command in assigned(name):
         if command is not None:
-            outputs[command.line] = run_command(command)
+            outputs[command.where] = run_command(command)
         elif block.lang == "python":
-            outputs[block.line] = run_python(block, replace)
+            outputs[block.where] = run_python(block, replace)
         else:
-            raise AssertionError(f"README.md:{block.line}: {name} cannot run a {block.lang!r}")
+            raise AssertionError(f"{block.where}: {name} cannot run a {block.lang!r}")
     return outputs
 
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> Iterator[Path]:
-    """The reader's folder (the README's `data` is `data/` under it), as the current folder."""
+    """The reader's folder (the docs' `data` is `data/` under it), as the current folder."""
     root = tmp_path_factory.mktemp("readme")
-    (root / "configs").symlink_to(ROOT / "configs")  # the README runs from the checkout
+    (root / "configs").symlink_to(ROOT / "configs")  # the docs run from the checkout
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
         yield root
@@ -275,13 +308,13 @@ def workdir(tmp_path_factory) -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def seed0_shop(workdir) -> Path:
     """The Catalog and Tasks sections as written (sizes smaller): catalog, the CLI's
-    generations, the SQL over them and the Python API's own run."""
+    generations, the SQL over them (the README's tour too) and the Python API's own run."""
     outputs = run_assigned("seed0_shop")
     assert any("sneakers" in str(o) or "families" in str(o) for o in outputs.values())
-    scope = outputs[max(outputs)]  # the Python block, last in the Tasks section
-    assert isinstance(scope, dict) and scope["task"].task_id == scope["df"]["task_id"][0]
+    (scope,) = [o for o in outputs.values() if isinstance(o, dict)]  # the Tasks page's Python
+    assert scope["task"].task_id == scope["df"]["task_id"][0]
     listed = run_command(_cli("ecomrlve sql 'SELECT task_id FROM tasks' --format csv --data data"))
-    assert TASK_ID in listed.split()  # the README's example id is a real one
+    assert TASK_ID in listed.split()  # the docs' example id is a real one
     return workdir / "data"
 
 
@@ -293,15 +326,18 @@ def _cli(text: str) -> Command:
 
 
 def test_every_readme_block_is_accounted_for() -> None:
+    pages = set(DOCS.glob("*.md"))
+    assert pages and pages <= set(doc_files()), "a docs page missing from mkdocs.yml's nav"
     items = readme_items()
     assert {b.lang for _, _, b, _ in items} >= {"bash", "python", "yaml", ""}
-    unaccounted = [f"README.md:{line}: {key}" for key, line, _, _ in items if not _entry(key)]
+    assert {b.path for _, _, b, _ in items} >= {"README.md", "docs/data.md", "docs/training.md"}
+    unaccounted = [f"{where}: {key}" for key, where, _, _ in items if not _entry(key)]
     assert not unaccounted, "run these in a test (RUN_BY) or say why not (NOT_RUN):\n" + "\n".join(
         unaccounted
     )
     keys = [key for key, *_ in items]
     for prefix in [*RUN_BY, *NOT_RUN]:  # no stale entries
-        assert any(k.startswith(prefix) for k in keys), f"no README item starts with {prefix!r}"
+        assert any(k.startswith(prefix) for k in keys), f"no docs item starts with {prefix!r}"
     here = globals()
     for name in set(RUN_BY.values()):
         if "::" in name:
@@ -355,14 +391,14 @@ def test_pipeline_section(curricula) -> None:
 
 
 def test_data_layout_listing_matches_the_store(curricula, workdir) -> None:
-    """Each path of the README's layout listing exists in the store the README built
+    """Each path of the data page's layout listing exists in the store the docs built
     (`S`, `D`, `NAME` stand for any scenario, difficulty, curriculum)."""
     ((block, _),) = assigned("test_data_layout_listing_matches_the_store")
     paths = [line.split()[0] for line in block.text.splitlines() if line.strip()]
     assert len(paths) == 9
     for path in paths:
         pattern = re.sub(r"(?<=[=/])(S|D|NAME)(?=/)", "*", path)
-        assert list(workdir.glob(pattern.rstrip("/"))), f"README lists {path}; not in the store"
+        assert list(workdir.glob(pattern.rstrip("/"))), f"docs list {path}; not in the store"
 
 
 def _leaves(tree: dict, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], object]]:
@@ -389,13 +425,13 @@ def test_yaml_blocks_load_through_the_config_model() -> None:
     assert len(blocks) == 4 and all(b.lang == "yaml" for b in blocks)
     for block in blocks:
         fragment = yaml.safe_load(block.text)
-        cfg = config_from_dict(_merged(base, fragment), source=f"README.md:{block.line}")
+        cfg = config_from_dict(_merged(base, fragment), source=block.where)
         loaded = cfg.model_dump(mode="json")
         for path, value in _leaves(fragment):
             got = loaded
             for key in path:
                 got = got[key]
-            assert got == value, f"README.md:{block.line}: {'.'.join(path)}"
+            assert got == value, f"{block.where}: {'.'.join(path)}"
 
 
 def test_dry_run_and_verl_print(curricula, workdir) -> None:
@@ -409,12 +445,13 @@ def test_dry_run_and_verl_print(curricula, workdir) -> None:
 
 
 def test_openenv_section(seed0_shop, monkeypatch) -> None:
-    """The token export and the server command as written, then both client blocks."""
+    """The token export and the server command as written, then both client blocks (the
+    README's tour repeats the first)."""
     from ecomrlve.integrations import env_server
 
     served: dict = {}
     monkeypatch.setattr(env_server, "serve", lambda *a, **k: served.update(args=a, kw=k))
-    monkeypatch.setenv("ECOMRLVE_ENV_TOKEN", "")  # the README's export sets it
+    monkeypatch.setenv("ECOMRLVE_ENV_TOKEN", "")  # the docs' export sets it
     items = assigned("test_openenv_section")
     commands = [c for _, c in items if c is not None]
     blocks = [b for b, c in items if c is None]
@@ -447,7 +484,7 @@ def trained(tmp_path_factory) -> Iterator[Path]:
     from ecomrlve.testing.training import TINY_RUN, TRAIN_PRODUCTS
 
     root = tmp_path_factory.mktemp("readme-train")
-    # few tasks: the README's eval plays every task of difficulty <= 2, 4 samples each
+    # few tasks: the training page's eval plays every task of difficulty <= 2, 4 samples each
     build_catalog(root / "data", TRAIN_PRODUCTS, seed=3)
     tasks, _ = generate_tasks(root / "data", TRAINED_TASKS, seed=5, difficulty=(0, 1), max_steps=3)
     write_tasks(root / "data", tasks, "gen_s5")
@@ -463,18 +500,18 @@ def trained(tmp_path_factory) -> Iterator[Path]:
 
 @pytest.mark.slow  # SFT + 2 DAPO steps, an evaluation and 2 GRPO steps of TRL
 def test_training_section(trained) -> None:
-    """eval and the train_steps query on the run the README's command wrote; then the
-    README's TRL block on that model folder (`data/runs/default/model`, where
+    """eval and the train_steps query on the run the training page's command wrote; then the
+    integrations page's TRL block on that model folder (`data/runs/default/model`, where
     `make run` leaves the demo's): `ecomrlve train`'s output works with TRL as written."""
     outputs = run_assigned("test_training_section")
     text = "\n".join(map(str, outputs.values()))
     assert "pass^4" in text and "reward_mean" in text
     listed = run_command(_cli("ecomrlve sql 'SELECT output FROM train_runs' --format csv"))
-    assert "../experiments/tiny" in listed.split()  # relative to the data folder, as README says
+    assert "../experiments/tiny" in listed.split()  # relative to the data folder, as the docs say
     model = trained / "data" / "runs" / "default" / "model"
     model.parent.mkdir(parents=True)
     model.symlink_to(trained / "experiments" / "tiny" / "model")
-    (snippet,) = [b for key, _, b, _ in readme_items() if key.startswith("from trl import")]
+    (snippet,) = [b for b, _ in assigned(RUN_BY["from trl import GRPOConfig, GRPOTrainer"])]
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     trainer = run_python(snippet)["trainer"]
     assert trainer.state.global_step == 2

@@ -6,7 +6,7 @@ Thinking mode is on (`enable_thinking: true`): Qwen3's template then renders ear
 turns exactly as they were generated, so a chat server's re-rendered history is the trainer's
 token layout. With thinking off, the template drops the empty `<think>` block of every earlier
 turn when a server re-renders the conversation, and greedy continuations may differ from turn 2
-on (see README, "Evaluate your model")."""
+on (see docs/evaluation.md, "Same verdicts as local")."""
 
 from __future__ import annotations
 
