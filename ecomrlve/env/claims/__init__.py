@@ -62,9 +62,10 @@ import re
 from typing import TYPE_CHECKING
 
 from ecomrlve.env.claims.episode import Action, standing_actions, succeeded_actions
-from ecomrlve.env.claims.kinds import _HINTS, ACTION_KINDS, KINDS_BY_NAME, ActionKind
+from ecomrlve.env.claims.kinds import ACTION_KINDS, KINDS_BY_NAME, ActionKind
+from ecomrlve.env.claims.language import foreign_sentence
 from ecomrlve.env.claims.names import _WORD, Mentions, ProductNames, product_names
-from ecomrlve.env.claims.reading import _EVERYTHING_HINTS, Statement, read_statements
+from ecomrlve.env.claims.reading import Statement, read_statements
 
 if TYPE_CHECKING:
     from ecomrlve.env.catalog import Catalog
@@ -107,12 +108,17 @@ def _noun_fits(noun: str, nouns: set[str]) -> bool:
     return any(noun == n or n.endswith(" " + noun) or noun.endswith(" " + n) for n in nouns)
 
 
-def check_claims(answer: str, record: EpisodeRecord, catalog: Catalog | None = None) -> list[str]:
-    """Violations for every report in `answer` that no succeeded action backs and every denial
-    of an action that succeeded (rules at the top of this module)."""
-    lower = answer.lower()
-    if not _HINTS.search(lower) and not _EVERYTHING_HINTS.search(lower):
-        return []  # no word of any action: nothing reported or denied
+def check_claims(
+    answer: str, record: EpisodeRecord, catalog: Catalog | None = None, language: str = "en"
+) -> list[str]:
+    """Violations for a reply not in the customer's `language`, every report or promise in
+    `answer` that no succeeded action backs and every denial of an action that succeeded
+    (rules at the top of this module)."""
+    foreign = foreign_sentence(answer, language)
+    if foreign:
+        return [
+            f"claims: the reply is not in the customer's language ({language}): {_quote(foreign)}"
+        ]
     names = product_names(catalog)
     done = succeeded_actions(record)
     standing: list[Action] | None = None  # built when a third-person status needs it
@@ -122,7 +128,8 @@ def check_claims(answer: str, record: EpisodeRecord, catalog: Catalog | None = N
         items.update(line["item_id"] for line in order["items"])
     violations: list[str] = []
     reported: set[tuple[str, bool, str]] = set()
-    statements = read_statements(answer, names, state.orders, items)
+    titles = _titles(items, catalog) if catalog is not None and " - " in answer else ()
+    statements = read_statements(answer, names, state.orders, items, titles)
     # "I couldn't find anything cheaper, but I recommend X": a message that names a product
     # it recommended does not deny recommending
     recommended = [a for a in done if a.kind == "recommend"]
@@ -148,6 +155,9 @@ def check_claims(answer: str, record: EpisodeRecord, catalog: Catalog | None = N
                 continue
             if any(_fits(a, statement.names, names, every=False) for a in matching):
                 violations.append(f"claims: denies a {kind.name} that was done: {quoted}")
+            continue
+        if statement.promised and not matching:
+            violations.append(f"claims: promises a {kind.name} that was not done: {quoted}")
             continue
         if kind.needs_name and not statement.names:
             if matching:
@@ -184,6 +194,11 @@ def check_claims(answer: str, record: EpisodeRecord, catalog: Catalog | None = N
     return violations
 
 
+def _titles(items: set[str], catalog: Catalog) -> list[str]:
+    rows = (catalog.row_of(i) for i in items)
+    return [catalog.title(row) for row in rows if row is not None]
+
+
 def _covered_by_union(actions: list[Action], named: Mentions, names: ProductNames) -> bool:
     """Every named object belongs to one of `actions` ("I've cancelled O1 and O2")."""
     if not actions or not named:
@@ -209,13 +224,20 @@ def _other_product(sentence: str, acted: set[str], names: ProductNames) -> str:
     catalog = names.catalog
     if catalog is None:
         return ""
-    titles: dict[str, list[tuple[list[str], str]]] = {}
+    titles: dict[str, list[tuple[set[str], str]]] = {}
     for item_id in acted:
         row = catalog.row_of(item_id)
         if row is not None:
-            name, _, variant = catalog.title(row).lower().partition(" - ")
+            title = catalog.title(row).lower()
+            variant = title.partition(" - ")[2]
             brand = str(catalog.value("brand", row)).lower()
-            titles.setdefault(brand, []).append((name.split(), variant.strip()))
+            # the words a shop or a customer names it by: its title's, variant's included
+            # ("Garrison oily skin serum", "the Lam coral pilates mat"), and its attributes'
+            attributes = " ".join(
+                str(catalog.value(c, row)) for c in _ATTRIBUTES if c in catalog._series
+            )
+            words = set(_WORD.findall(f"{title} {attributes}".lower()))
+            titles.setdefault(brand, []).append((words, variant.strip()))
     if not titles:
         return ""
     lower = sentence.lower()
@@ -233,8 +255,9 @@ def _other_product(sentence: str, acted: set[str], names: ProductNames) -> str:
             if dash:
                 variant = dash.group(1).strip()
             if not any(
-                _subsequence(named, title) and (not variant or _variant_fits(variant, v))
-                for title, v in candidates
+                _described(named[len(brand.split()) :], words)
+                and (not variant or _variant_fits(variant, v))
+                for words, v in candidates
             ):
                 return " ".join(named) + (f" - {variant}" if variant else "")
     return ""
@@ -242,7 +265,7 @@ def _other_product(sentence: str, acted: set[str], names: ProductNames) -> str:
 
 MAX_NAME_WORDS = 8
 _VARIANT = re.compile(r"\s+-\s+([^();]+?)(?=\s*[();]|\.\s|\.$|$| and the )")
-_NAME_END = re.compile(r"\s-\s|[();,]|\.(?:\s|$)")
+_NAME_END = re.compile(r"\s-\s|[();,]|\.(?:\s|$)|\sand\s")
 
 
 def _word_ends(text: str, word: str) -> list[int]:
@@ -290,9 +313,14 @@ def _noun_end(words: list[str], names: ProductNames) -> int | None:
     return None
 
 
-def _subsequence(words: list[str], title: list[str]) -> bool:
-    it = iter(title)
-    return all(any(w == t or (t.startswith(w) and len(w) > 3) for t in it) for w in words)
+def _described(words: list[str], vocabulary: set[str]) -> bool:
+    """Every word of a name is a word of the product's title or attributes, in any order."""
+    return all(
+        w in vocabulary or (len(w) > 3 and any(t.startswith(w) for t in vocabulary)) for w in words
+    )
+
+
+_ATTRIBUTES = ("color", "size", "material", "product_type", "category")
 
 
 def _quote(text: str, limit: int = 80) -> str:

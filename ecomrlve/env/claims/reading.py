@@ -1,55 +1,68 @@
 # ruff: noqa: E501  (the patterns read best one per line)
-"""Reading a message: sentences and clauses, and in each the reports and denials of an action
-kind with what they name (`read_statements` -> `Statement`s)."""
+"""Reading a message once: sentences, clauses, and in each clause the actions it reports,
+promises or denies with what they name (`read_statements` -> `Statement`s).
+
+A clause is read word by word against `kinds.FORMS` (every inflection of every kind's verbs and
+nouns): an action is a kind's verb, or a kind's noun with an effect verb next to it ("pickup
+… arranged", "scheduled a collection"). Its polarity and modality come from the words before
+the verb: a negation (up to `NEGATION_WINDOW` words back, not past a new subject) denies it; a
+future ("I'll", "will be", "going to", "about to") promises it; a modal, "to", "you", an
+article ("the returned item"), an offer, a condition ("if", "once") or a question leave it
+unsaid; a done form (past tense, participle, "Cancellation confirmed") reports it.
+"""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ecomrlve.env.claims.kinds import _HINTS, ACTION_KINDS, HINT_KIND, WRITE_KINDS, ActionKind
+from ecomrlve.env.claims.kinds import (
+    ACTION_KINDS,
+    DONE_STATES,
+    EFFECTS,
+    FORMS,
+    KINDS_BY_NAME,
+    WRITE_KINDS,
+    ActionKind,
+    Word,
+)
 from ecomrlve.env.claims.names import _WORD, Mentions, ProductNames
 
-# "nothing changed", "I didn't change anything", "no changes were made": every write denied
+# a clause that denies every write: "nothing changed / was processed", "I didn't change
+# anything", "no changes / no action", "your account is unchanged", "I left everything as it
+# was", "I wasn't able to do that", "none of that could be done"
+_STATE = (
+    r"(?:unchanged|untouched|intact|as (?:it|they) (?:was|were)(?: before)?|the same|as is|alone)"
+)
 _EVERYTHING_DENIED = re.compile(
-    r"\bnothing (?:has |was |got |is )?(?:been )?(?:changed|modified|altered|touched|done|ordered|placed)\b(?! else)"
-    r"|(?:n't|\bnot|\bnever)\s+(?:\w+\s+)?(?:(?:order|change|touch|modify|alter|do|place|buy|purchase)(?:d|ed)?|did|done|bought)(?:\s+or\s+\w+)?\s+(?:anything|a thing)\b(?! else)"
-    r"|\bno changes?\b(?! (?:to|other|beyond|besides|except))"
-    r"|\b(?:left|kept) (?:everything|(?:your |the )?(?:cart|orders?|account)) (?:as it was|as they were|unchanged|the same|as is|alone|untouched)\b"
-    r"|\beverything (?:is|stays|remains) (?:as it was|unchanged|the same)\b",
+    r"\bnothing (?:has |was |got |is |could )?(?:be |been )?(?:changed|modified|altered|touched|done|ordered|placed|processed|completed|submitted|made|updated)\b(?! else)"
+    r"|(?:n't|\bnot|\bnever|\bunable to)\s+(?:\w+\s+)?(?:(?:order|change|touch|modify|alter|do|place|buy|purchase|process|complete|make)(?:d|ed)?|did|done|bought|made)(?:\s+or\s+\w+)?\s+(?:anything|a thing|any changes?|any of (?:that|this|it))\b(?! else)"
+    r"|(?:n't|\bnot|\bunable to)\s+(?:\w+\s+){0,2}(?:do|did|done|complete|completed|process|processed|carry|carried|handle|handled|action|fulfil|fulfill|perform|performed)\s+(?:that|this|it|your request|the request|what you asked)\b(?!\s+(?:for|on|with) (?:the|your) \w)"
+    r"|\b(?:your |the |that |this )?request (?:didn't|did not|couldn't|could not|wasn't|was not|has not|hasn't) (?:go through|gone through|been (?:processed|completed|done))"
+    r"|\bnone of (?:that|this|it) (?:could be|was|has been|got) (?:done|processed|completed|carried out)"
+    r"|\bno (?:changes?|action|actions)\b(?! (?:to|other|beyond|besides|except|is needed|was needed|needed))"
+    rf"|\b(?:left|kept) (?:everything|(?:your |the )?(?:cart|orders?|account)) {_STATE}"
+    rf"|\b(?:everything|your (?:account|orders|cart)|all (?:of )?your orders)(?: is| are| remains?| stays?)(?: still| exactly| just)? {_STATE}",
     re.IGNORECASE,
 )
-_VERB_NEGATION = (
-    r"not|never|neither|nor|unable|cannot|can't|couldn't|didn't|don't|doesn't|haven't|hasn't|"
-    r"hadn't|wasn't|weren't|won't|isn't|aren't|wouldn't|shouldn't|impossible|ineligible|non"
-)
-# a done form is also denied by "no"/"nothing" ("nothing was cancelled", "no order was placed");
-# a base form only by a negated verb ("no restocking fee on the return" denies nothing)
-# words one of which each "everything denied" phrase holds beyond the kinds' hints
-_EVERYTHING_HINTS = re.compile(
-    r"left|kept|everything|untouched|unchanged|as it was|still|remain|stay"
-    r"|ship|arriv|deliver|dispatch|sent out|on its way|on their way|in transit"
-)
 # a named order or product said to be as it was: every write on it denied ("I left order O1
-# untouched", "O1 is unchanged"); said to be still open: its cancellation denied ("your
-# order O1 is still active", "O1 remains open")
+# untouched", "O1 is unchanged"); said to be still open: its cancellation denied
 _UNTOUCHED = re.compile(
-    r"\b(?:left|kept)\b(?: \w+){0,3} (?:untouched|unchanged|as it was|as they were|as is|alone|in place)\b"
-    r"|\b(?:is|are|remains?|stays?)(?: still)? (?:untouched|unchanged|as it was|as they were)\b",
+    r"\b(?:left|kept)\b(?: \w+){0,3} (?:untouched|unchanged|as it was|as they were|as is|alone|in place|intact)\b"
+    r"|\b(?:is|are|remains?|stays?)(?: still| exactly| just)? (?:untouched|unchanged|intact|as it was|as they were)\b",
     re.I,
 )
-# (not a status: "O1 is still being processed" is the status before the cancel, a context
-# fact the answer may state; only "active" / "open" say the order goes on)
+# (not a status: "O1 is still being processed" is the status before the cancel; only "active"
+# / "open" say the order goes on)
 _STILL_OPEN = re.compile(
     r"\b(?:is|are|remains?|stays?)(?: now)? still (?:active|open|in place)\b"
     r"|\b(?:remains?|stays?) (?:active|open|in place)\b",
     re.I,
 )
-# a named order said to be on its way or yet to ship or arrive: its cancellation denied ("your
-# order O1 is pending and will ship soon", "it should arrive on June 3", "O1 is in transit");
-# a clause about a refund or the money is not about the order going on ("the refund should
-# arrive in 5-7 business days")
+# a named order said to be on its way or yet to ship or arrive: its cancellation denied; a
+# clause about a refund or the money is not about the order going on
 _STILL_GOING = re.compile(
     r"\b(?:will|should|shall|is going to|is expected to|is set to|is due to|is scheduled to)"
     r"(?: still| now)? (?:ship|arrive|be (?:shipped|delivered|dispatched|sent out))\b"
@@ -57,16 +70,21 @@ _STILL_GOING = re.compile(
     re.I,
 )
 _MONEY_WORDS = re.compile(r"\b(?:refunds?|refunded|money|credit|payment|reimburse\w*)\b", re.I)
-_NEGATION = re.compile(rf"\b(?:{_VERB_NEGATION}|no|nothing|none)\b", re.IGNORECASE)
-_BASE_NEGATION = re.compile(rf"\b(?:{_VERB_NEGATION})\b", re.IGNORECASE)
-_MODAL = re.compile(
-    r"\b(?:can|could|may|might|must|should|would|will|shall|need|needs|to|want|wants|like|"
-    r"you|you've|you'd|you're|you'll|i'll|we'll|they|they'll|it'll|be|able|please|eligible|how)\b",
-    re.IGNORECASE,
-)
+# the words of polarity and modality (lower case, as `_WORD` splits them)
+NEGATIONS = frozenset(("not", "never", "neither", "nor", "unable", "cannot", "can't", "couldn't",
+    "didn't", "don't", "doesn't", "haven't", "hasn't", "hadn't", "wasn't", "weren't", "won't",
+    "isn't", "aren't", "wouldn't", "shouldn't", "impossible", "ineligible", "non", "no",
+    "nothing", "none", "without", "n't"))  # fmt: skip
+_BEFORE_DONE_ONLY = frozenset(("no", "nothing", "none", "without"))  # "no refund fee" denies none
+FUTURE = frozenset(("will", "i'll", "we'll", "it'll", "they'll", "shall", "gonna", "you'll",
+                    "that'll"))  # fmt: skip
+_MODALS = frozenset(("can", "could", "may", "might", "must", "should", "would", "need", "needs",
+    "to", "want", "wants", "like", "you", "you've", "you'd", "you're", "they", "be", "able",
+    "please", "eligible", "how", "i'd", "we'd", "let"))  # fmt: skip
 _CONDITIONAL = re.compile(
     r"^\W*(?:if|once|when|whenever|unless|whether|until|before|after)\b", re.I
 )
+_TRAILING_CONDITION = re.compile(r"\b(?:once|after|if|when|as soon as|unless|until)\b", re.I)
 _DATE_AFTER = re.compile(
     r"^,?\s+(?:on|in|at|last|earlier|back|before|from|yesterday|today|this|\d+|\w+ (?:days?|weeks?|months?) ago"
     r"|jan\w*|feb\w*|mar\w*|apr\w*|may|jun\w*|jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*"
@@ -76,15 +94,16 @@ _DATE_AFTER = re.compile(
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # clause breaks: "," and "and" only where a new statement starts, not inside a list of the
 # objects of one ("I've returned the jacket, the coffee and the boots" is one claim)
-_NEW_SUBJECT = r"(?=(?:I|I've|I'd|I'm|we|we've|it|it's|they|you|there|nothing|none|no|your order|order|[A-Z]\d)\b)"
+_NEW_SUBJECT = r"(?=(?:I|I've|I'd|I'm|I'll|we|we've|it|it's|they|you|there|nothing|none|no|your order|order|[A-Z]\d)\b)"
 _CLAUSE = re.compile(
     r",\s+(?!(?:and\s+)?(?:the|a|an|your|its|their|plus)\b)|;\s+|\s+[—–]\s+"
     r"|\s+(?:but|so|because|since|although|though|while|whereas|however|then|as(?! (?:it was|they were|is|before)\b))\s+"
     rf"|\s+and\s+{_NEW_SUBJECT}",
     re.IGNORECASE,
 )
+_COMMA_MASK = "\u201a"  # a title's comma while clauses are split ("grey, size M")
 _PRONOUN = re.compile(r"\b(?:it|its|them|they|that|this|those|these|one)\b", re.IGNORECASE)
-_FIRST_PERSON = re.compile(r"\b(?:I|I've|I'd|I'm|we|we've|we'd)\b")
+_FIRST_PERSON = re.compile(r"\b(?:I|I've|I'd|I'm|I'll|we|we've|we'd|we'll)\b")
 _OFFER = re.compile(
     r"\b(?:would you like|do you want|shall I|should I|let me know|if you(?:'d)? like|if you want|"
     r"happy to|feel free|want me to|I can|I could)\b",
@@ -92,14 +111,21 @@ _OFFER = re.compile(
 )
 _DETERMINERS = frozenset(("the", "a", "an", "your", "my", "this", "that", "these", "those",
                           "any", "each", "its", "their"))  # fmt: skip
+_SUBJECTS = frozenset(("i", "i've", "i'd", "i'm", "i'll", "we", "we've", "you", "you've", "they"))
 NEGATION_WINDOW = 6  # words between a negation and the verb it denies
-_SUBJECTS = frozenset(("i", "i've", "i'd", "i'm", "we", "we've", "you", "you've", "they"))
-MODAL_WINDOW = 2
+NOUN_AFTER = (
+    10  # words from an action's noun to the effect verb after it ("return … will be processed")
+)
+NOUN_BEFORE = (
+    4  # words from an effect verb to the action's noun after it ("scheduled a collection")
+)
+PARTICLE_WINDOW = 6  # words between "call" and "off", "sent the jacket (I0012) back"
 
 
 @dataclass(frozen=True, slots=True)
 class Statement:
-    """One report (`denied` False) or denial of an action kind, with what it names."""
+    """One report (`denied` False), promise (`promised`) or denial of an action kind, with what
+    it names."""
 
     kind: str
     denied: bool
@@ -107,28 +133,22 @@ class Statement:
     names: Mentions
     first_person: bool
     sentence: str = ""
-
-
-def _words_before(text: str, end: int, n: int) -> list[str]:
-    return _WORD.findall(text[:end])[-n:]
-
-
-def _negated(clause: str, start: int, negation: re.Pattern[str] = _NEGATION) -> bool:
-    """A negation among the words before `start`, up to `NEGATION_WINDOW` of them and not
-    beyond a subject that starts another statement ("not a problem I've cancelled it")."""
-    for word in reversed(_words_before(clause, start, NEGATION_WINDOW)):
-        if negation.fullmatch(word.rstrip("-")):
-            return True
-        if word.lower() in _SUBJECTS:
-            return False
-    return False
+    promised: bool = False
 
 
 def read_statements(
-    answer: str, names: ProductNames, orders: Iterable[str], items: set[str]
+    answer: str,
+    names: ProductNames,
+    orders: Iterable[str],
+    items: set[str],
+    titles: Iterable[str] = (),
 ) -> list[Statement]:
-    """Every report and denial of an action in `answer`, in order."""
+    """Every report, promise and denial of an action in `answer`, in order. `titles`: product
+    titles whose commas do not break a clause ("… - grey, size M")."""
     text = _plain(answer)
+    for title in titles:
+        if "," in title and title in text:
+            text = text.replace(title, title.replace(",", _COMMA_MASK))
     order_ids = set(orders)
     out: list[Statement] = []
     sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
@@ -139,15 +159,12 @@ def read_statements(
             split[i] = [c for c in _CLAUSE.split(sentences[i]) if c.strip()]
         return split[i]
 
-    # what each clause names, read only for the sentences that state something (and the
-    # ones an unnamed "it" may point back to)
     read: dict[tuple[int, int], Mentions] = {}
 
     def clause_names(i: int, k: int) -> Mentions:
-        key = (i, k)
-        if key not in read:
-            read[key] = names.read(clauses_of(i)[k], order_ids, items)
-        return read[key]
+        if (i, k) not in read:
+            read[i, k] = names.read(clauses_of(i)[k].replace(_COMMA_MASK, ","), order_ids, items)
+        return read[i, k]
 
     def sentence_names(i: int) -> Mentions:
         for j in range(i, -1, -1):  # this sentence, else the nearest one before that names
@@ -168,21 +185,13 @@ def read_statements(
         question = sentence.endswith("?")
         if question and len(clauses_of(i)) == 1:
             continue
-        lower = sentence.lower()
-        if not _HINTS.search(lower) and not _EVERYTHING_HINTS.search(lower):
-            continue  # no kind's word: nothing reported or denied (most fact sentences)
+        said = sentence.replace(_COMMA_MASK, ",")
         if _EVERYTHING_DENIED.search(sentence) and not question:
             for kind in WRITE_KINDS:
-                out.append(Statement(kind, True, sentence, Mentions(), True, sentence))
+                out.append(Statement(kind, True, said, Mentions(), True, said))
         clauses = clauses_of(i)
         for k, clause in enumerate(clauses[:-1] if question else clauses):
-            lower = clause.lower()
-            kinds = {k for h in _HINTS.findall(lower) for k in HINT_KIND[h]}
-            found = [
-                (kind, said)
-                for kind in ACTION_KINDS
-                if kind.name in kinds and (said := _statement(kind, clause, lower)) is not None
-            ]
+            found = read_clause(clause)
             untouched = _UNTOUCHED.search(clause)
             still_open = _STILL_OPEN.search(clause) or (
                 _STILL_GOING.search(clause) and not _MONEY_WORDS.search(clause)
@@ -202,19 +211,30 @@ def read_statements(
                     sentence_names(i - 1) if i else Mentions(),
                 )
             first = bool(_FIRST_PERSON.search(clause))
+            text_of = clause.replace(_COMMA_MASK, ",")
             if named and (untouched or still_open):
                 for kind in WRITE_KINDS if untouched else ("cancel",):
-                    out.append(Statement(kind, True, clause, named, first, sentence))
-            for kind, denied in found:
-                if not denied and _is_offer(clause):
+                    out.append(Statement(kind, True, text_of, named, first, said))
+            for kind, mode in found:
+                if mode != "denied" and _is_offer(clause):
                     continue
                 # a recommendation names its products in its own clause
                 # (or, for "it fits your request", the product the pronoun points to)
-                recommending = kind.covers == ("recommend",) and not denied
+                recommending = kind.covers == ("recommend",) and mode != "denied"
                 subject = own if recommending and not _PRONOUN.search(clause) else named
-                if kind.advice_unnamed and not denied and not own:
+                if kind.advice_unnamed and mode != "denied" and not own:
                     continue
-                out.append(Statement(kind.name, denied, clause, subject, first, sentence))
+                out.append(
+                    Statement(
+                        kind.name,
+                        mode == "denied",
+                        text_of,
+                        subject,
+                        first,
+                        said,
+                        promised=mode == "promised",
+                    )
+                )
     return out
 
 
@@ -243,26 +263,168 @@ def _is_offer(clause: str) -> bool:
     return bool(_OFFER.search(clause)) or bool(_CONDITIONAL.search(clause))
 
 
-def _statement(kind: ActionKind, clause: str, lower: str) -> bool | None:
-    """True: `clause` denies `kind`; False: it reports it; None: neither."""
-    if kind.denial_re is not None and kind.denial_re.search(clause):
-        return True
-    for match in kind.done_re.finditer(clause):
-        if _negated(clause, match.start()):
-            return True
-        before = _words_before(clause, match.start(), MODAL_WINDOW)
-        if _MODAL.search(" ".join(before)):
+Mode = str  # "reported", "promised" or "denied"
+
+
+def read_clause(clause: str) -> list[tuple[ActionKind, Mode]]:
+    """The action kinds `clause` reports, promises or denies (rules at the top)."""
+    words = [w.lower() for w in _WORD.findall(clause)]
+    hits = [(k, w) for k, word in enumerate(words) for w in FORMS.get(word, ())]
+    out: dict[str, Mode] = {}
+    for kind in ACTION_KINDS:
+        if kind.denial_re is not None and kind.denial_re.search(clause):
+            out[kind.name] = "denied"
+        elif kind.phrases_re is not None and kind.phrases_re.search(clause):
+            out.setdefault(kind.name, "reported")
+    if not hits:
+        return [(KINDS_BY_NAME[name], mode) for name, mode in out.items()]
+    present = set(words)
+    for k, word in hits:
+        if word.role == "effect":
             continue
-        if " " not in match.group() and before and before[-1].lower() in _DETERMINERS:
-            continue  # "the returned item", "your cancelled order": a description
-        if kind.name == "order" and _DATE_AFTER.match(clause[match.end() :]):
-            continue  # "your order placed on May 3": a date, not an action
-        return False
-    if kind.base_re is not None:
-        for match in kind.base_re.finditer(clause):
-            if _negated(clause, match.start(), _BASE_NEGATION):
-                return True
-            before = _words_before(clause, match.start(), 2)
-            if before and (before[-1].lower() == "did" or before[-2:] == ["did", "indeed"]):
-                return False  # "I did cancel it": an emphatic report
+        kind = KINDS_BY_NAME[word.kind]
+        if (kind.context and present.isdisjoint(kind.context)) or not present.isdisjoint(
+            kind.excludes
+        ):
+            continue
+        if word.role == "verb":
+            if k and (words[k - 1] in _DETERMINERS or words[k - 1] in FORMS):
+                continue  # "your order", "cancel order O1": a noun
+            if word.particle and word.particle not in words[k + 1 : k + 1 + PARTICLE_WINDOW]:
+                continue
+            at, form, noun_at = k, word.form, None
+        else:
+            found = _effect_of(words, k, kind, hits)
+            if found is None:
+                if _noun_negated(words, k):
+                    out[kind.name] = "denied"  # "not returnable", "not eligible for a return"
+                continue
+            at, form, noun_at = found
+        mode = _mode(words, at, form, kind, clause, noun_at)
+        if mode is not None and (out.get(kind.name) != "denied" or mode == "denied"):
+            out[kind.name] = mode
+    return [(KINDS_BY_NAME[name], mode) for name, mode in out.items()]
+
+
+def _effect_of(
+    words: list[str], k: int, kind: ActionKind, hits: list[tuple[int, Word]]
+) -> tuple[int, str, int] | None:
+    """The effect verb that brings the noun at `k` about, as (its index, its form, k): one
+    after the noun ("the pickup was arranged", "refund issued", "the exchange is complete")
+    or before it with no other action noun between ("I've scheduled a collection")."""
+    allowed = kind.effects or EFFECTS
+    for j in range(k + 1, min(len(words), k + 1 + NOUN_AFTER)):
+        if words[j] in DONE_STATES and (words[j] != "set" or "all" in words[k:j]):
+            return j, "done", k
+        effect = _effect_at(words, j, allowed, hits)
+        if effect is not None:
+            return j, effect.form, k
+        if any(i == j and w.role == "noun" for i, w in hits):
+            break  # another action's noun: its own verb
+    for j in range(k - 1, max(-1, k - 1 - NOUN_BEFORE), -1):
+        effect = _effect_at(words, j, allowed, hits)
+        if effect is not None:
+            return j, effect.form, k
+        if any(i == j and w.role == "noun" for i, w in hits):
+            break
     return None
+
+
+def _effect_at(
+    words: list[str], j: int, allowed: tuple[str, ...], hits: list[tuple[int, Word]]
+) -> Word | None:
+    """The effect verb of `allowed` at `j` ("set" of "set up" only with its "up")."""
+    for i, w in hits:
+        if i == j and w.role == "effect" and w.lemma in allowed and _particle_ok(words, j, w):
+            return w
+    return None
+
+
+def _particle_ok(words: list[str], j: int, word: Word) -> bool:
+    return not word.particle or word.particle in words[j + 1 : j + 1 + PARTICLE_WINDOW]
+
+
+def _negated(words: list[str], at: int, form: str) -> bool:
+    """A negation among the words before `at`, up to `NEGATION_WINDOW` of them and not beyond
+    a subject that starts another statement ("not a problem I've cancelled it"); "no",
+    "nothing" deny only a done form."""
+    for word in reversed(words[max(0, at - NEGATION_WINDOW) : at]):
+        if word in NEGATIONS or word.endswith("n't"):
+            return form == "done" or word not in _BEFORE_DONE_ONLY
+        if word in _SUBJECTS:
+            return False
+    return False
+
+
+def _noun_negated(words: list[str], k: int) -> bool:
+    """A negation right before the noun at `k` (up to three words, no verb between): "not
+    returnable", "ineligible for a return"; not "I did not cancel any order"."""
+    for word in reversed(words[max(0, k - 3) : k]):
+        if word in FORMS or word in _SUBJECTS:
+            return False
+        if word in NEGATIONS or word.endswith("n't"):
+            return word not in _BEFORE_DONE_ONLY
+    return False
+
+
+def _mode(
+    words: list[str], at: int, form: str, kind: ActionKind, clause: str, noun_at: int | None
+) -> Mode | None:
+    """Whether the action whose verb (or effect verb) is at `at` is reported, promised, denied
+    or left unsaid (None)."""
+    start = min(at, noun_at) if noun_at is not None else at
+    if _negated(words, at, "done" if noun_at is not None else form) or (
+        noun_at is not None and noun_at < at and _negated(words, noun_at, form)
+    ):
+        return "denied"
+    before = words[max(0, start - 3) : start]
+    # "will be cancelled", "I'll cancel", "I'm going to start the return", "about to order"
+    aux = words[max(0, start - 4) : at]
+    future = any(w in FUTURE for w in aux) or any(
+        a in ("going", "about") and b == "to" for a, b in itertools.pairwise(aux)
+    )
+    if future and (form == "base" or (form == "done" and "be" in aux)):
+        if _TRAILING_CONDITION.search(clause):
+            return None  # "you'll be refunded once it arrives": a condition, not a promise
+        return "promised"
+    if form == "ing":
+        near = words[max(0, at - 2) : at]
+        if "i'm" in near or "we're" in near or ("am" in near and "i" in words[max(0, at - 3) : at]):
+            return "promised"  # "I'm cancelling it now"
+        if "being" in near and kind.name == "refund":
+            return "reported"  # "you're being refunded"
+        return None
+    if form == "base":
+        if before and (before[-1] == "did" or before[-2:] == ["did", "indeed"]):
+            return "reported"  # "I did cancel it": an emphatic report
+        if kind.name == "recommend" and before and before[-1] in ("i", "we"):
+            return "reported"  # "I recommend the Trailblaze shoes"
+        return None
+    near = words[max(0, at - 2) : at]
+    passive = bool(near) and near[-1] in ("been", "was", "were")
+    if not passive and any(w in _MODALS for w in near):
+        return None  # "it can be returned", "needs to be cancelled", "you ordered" (but
+        # "you've been credited", "you were refunded" say it was done)
+    if noun_at is None and before and before[-1] in _DETERMINERS:
+        return None  # "the returned item", "your cancelled order": a description
+    if kind.name == "order" and _DATE_AFTER.match(_after(clause, words[at])):
+        return None  # "your order placed on May 3": a date, not an action
+    if noun_at is not None and noun_at < at:
+        # "Returns are processed within 5 days", "a refund is issued once …": a rule, not a report
+        lead = words[max(0, noun_at - 1)] if noun_at else ""
+        present = words[noun_at + 1 : at]
+        if (
+            ("is" in present or "are" in present)
+            and lead not in ("your", "the", "this", "my")
+            and not any(w in ("now", "already") for w in present)
+        ):
+            return None
+        if _TRAILING_CONDITION.search(clause):
+            return None
+    return "reported"
+
+
+def _after(clause: str, word: str) -> str:
+    """The text of `clause` after the first occurrence of `word` (case-insensitive)."""
+    found = re.search(rf"\b{re.escape(word)}\b", clause, re.I)
+    return clause[found.end() :] if found else ""
