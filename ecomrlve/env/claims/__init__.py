@@ -316,7 +316,10 @@ def _noun_end(words: list[str], names: ProductNames) -> int | None:
 def _described(words: list[str], vocabulary: set[str]) -> bool:
     """Every word of a name is a word of the product's title or attributes, in any order."""
     return all(
-        w in vocabulary or (len(w) > 3 and any(t.startswith(w) for t in vocabulary)) for w in words
+        w in vocabulary
+        or w.startswith("'")
+        or (len(w) > 3 and any(t.startswith(w) for t in vocabulary))
+        for w in words
     )
 
 

@@ -210,9 +210,8 @@ class Word:
     lemma: str = ""
 
 
-def _build_forms() -> tuple[dict[str, list[Word]], dict[str, frozenset[str]]]:
+def _build_forms() -> dict[str, list[Word]]:
     forms: dict[str, list[Word]] = {}
-    effects: dict[str, frozenset[str]] = {}  # effect lemma -> kinds whose own effects list it
 
     def add(spelling: str, word: Word) -> None:
         if word not in forms.setdefault(spelling, []):
@@ -235,10 +234,13 @@ def _build_forms() -> tuple[dict[str, list[Word]], dict[str, frozenset[str]]]:
         particle = lemma.split()[1] if " " in lemma else ""
         for spelling, form in verb_forms(lemma).items():
             add(spelling, Word("", "effect", form, particle, lemma))
-    for kind in ACTION_KINDS:
-        for lemma in kind.effects:
-            effects[lemma] = effects.get(lemma, frozenset()) | {kind.name}
-    return forms, effects
+    return forms
 
 
-FORMS, OWN_EFFECTS = _build_forms()
+FORMS = _build_forms()
+# done forms that are base forms too ("put", "set"): "I'll put it in your cart" promises
+BASE_TOO = frozenset(
+    w
+    for w, words in FORMS.items()
+    if any(x.form == "done" and x.lemma.split()[0] == w for x in words)
+)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ecomrlve.env.claims.kinds import (
     ACTION_KINDS,
+    BASE_TOO,
     DONE_STATES,
     EFFECTS,
     FORMS,
@@ -38,7 +39,7 @@ _STATE = (
 )
 _EVERYTHING_DENIED = re.compile(
     r"\bnothing (?:has |was |got |is |could )?(?:be |been )?(?:changed|modified|altered|touched|done|ordered|placed|processed|completed|submitted|made|updated)\b(?! else)"
-    r"|(?:n't|\bnot|\bnever|\bunable to)\s+(?:\w+\s+)?(?:(?:order|change|touch|modify|alter|do|place|buy|purchase|process|complete|make)(?:d|ed)?|did|done|bought|made)(?:\s+or\s+\w+)?\s+(?:anything|a thing|any changes?|any of (?:that|this|it))\b(?! else)"
+    r"|(?:n't|\bnot|\bnever|\bunable to)\s+(?:\w+\s+){0,3}?(?:(?:change|touch|modify|alter|do|process|complete|make)(?:d|ed)?|did|done|made)\s+(?:anything|a thing|any changes?|any of (?:that|this|it))\b(?! else)"
     r"|(?:n't|\bnot|\bunable to)\s+(?:\w+\s+){0,2}(?:do|did|done|complete|completed|process|processed|carry|carried|handle|handled|action|fulfil|fulfill|perform|performed)\s+(?:that|this|it|your request|the request|what you asked)\b(?!\s+(?:for|on|with) (?:the|your) \w)"
     r"|\b(?:your |the |that |this )?request (?:didn't|did not|couldn't|could not|wasn't|was not|has not|hasn't) (?:go through|gone through|been (?:processed|completed|done))"
     r"|\bnone of (?:that|this|it) (?:could be|was|has been|got) (?:done|processed|completed|carried out)"
@@ -111,6 +112,7 @@ _OFFER = re.compile(
 )
 _DETERMINERS = frozenset(("the", "a", "an", "your", "my", "this", "that", "these", "those",
                           "any", "each", "its", "their"))  # fmt: skip
+_SPECIFIC = frozenset(("your", "the", "this", "my", "that"))  # "your return is confirmed"
 _SUBJECTS = frozenset(("i", "i've", "i'd", "i'm", "i'll", "we", "we've", "you", "you've", "they"))
 NEGATION_WINDOW = 6  # words between a negation and the verb it denies
 NOUN_AFTER = (
@@ -383,7 +385,7 @@ def _mode(
     future = any(w in FUTURE for w in aux) or any(
         a in ("going", "about") and b == "to" for a, b in itertools.pairwise(aux)
     )
-    if future and (form == "base" or (form == "done" and "be" in aux)):
+    if future and (form == "base" or words[at] in BASE_TOO or (form == "done" and "be" in aux)):
         if _TRAILING_CONDITION.search(clause):
             return None  # "you'll be refunded once it arrives": a condition, not a promise
         return "promised"
@@ -411,13 +413,9 @@ def _mode(
         return None  # "your order placed on May 3": a date, not an action
     if noun_at is not None and noun_at < at:
         # "Returns are processed within 5 days", "a refund is issued once …": a rule, not a report
-        lead = words[max(0, noun_at - 1)] if noun_at else ""
+        specific = not _SPECIFIC.isdisjoint(words[max(0, noun_at - 3) : noun_at])
         present = words[noun_at + 1 : at]
-        if (
-            ("is" in present or "are" in present)
-            and lead not in ("your", "the", "this", "my")
-            and not any(w in ("now", "already") for w in present)
-        ):
+        if ("is" in present or "are" in present) and not specific and "now" not in present:
             return None
         if _TRAILING_CONDITION.search(clause):
             return None
