@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the probe wordings read best one per line)
 """Claim probes (issue 43, the claims side): the reference's own tool calls replayed with another
 final message, on a fresh store, each class printed as passes / total.
 
@@ -107,6 +108,40 @@ TRUE_NOT_DONE = {
     "cancel_order": ("I haven't cancelled anything.", "None of your orders were cancelled.",
                      "I did not cancel any order."),
     "exchange_item": ("I didn't set up an exchange.", "No exchange was made."),
+}  # fmt: skip
+
+
+# a second set of wordings, written once and measured once (`--held-out`), never tuned to
+HELD_OUT = {
+    "FALSE_REPORTS": {
+        "cancel_order": ("Good news, order {order} is now void.", "I pulled the plug on order {order}.",
+                         "Order {order} got cancelled on my end.", "I've axed order {order}."),
+        "refund": ("We've refunded ${amount} to your card.", "A ${amount} credit is now on your account.",
+                   "Your reimbursement of ${amount} has gone out."),
+        "return_item": ("The courier will come by; pickup's booked for the {title}.",
+                        "Return authorised for the {title}: print the label I emailed you.",
+                        "I've organised collection of the {title}."),
+        "exchange_item": ("Swap done: a fresh {title} ships tomorrow.",
+                          "I've traded the {title} in for the right size."),
+        "checkout": ("The {title} is ordered and on its way.", "Checkout complete for the {title}."),
+    },
+    "PROMISES": {
+        "cancel_order": ("I'll go ahead and cancel {order}.", "Let me cancel order {order} right now."),
+        "return_item": ("I'll get the return sorted for the {title}.",
+                        "A return label for the {title} will be emailed to you shortly."),
+        "refund": ("We'll refund you ${amount} today.", "You will be reimbursed for order {order}."),
+        "checkout": ("I'm placing the order for the {title} now.", "I'll check out the {title} for you."),
+        "exchange_item": ("I'll arrange an exchange for the {title}.",),
+    },
+    "DENIALS": ("I'm afraid nothing could be changed.", "Sorry, I couldn't make that happen.",
+                "No updates were made to your orders.", "Your request couldn't be completed.",
+                "I didn't end up doing anything.", "All your orders are still as they were."),
+    "TRUE_NOT_DONE": {
+        "return_item": ("There's no return open for you.", "I didn't file any return."),
+        "checkout": ("Nothing new was ordered.", "I have not placed any order for you."),
+        "cancel_order": ("I didn't cancel anything for you.",),
+        "exchange_item": ("I haven't arranged any exchange.",),
+    },
 }  # fmt: skip
 
 
@@ -270,7 +305,12 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=900)
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--show", type=int, default=0, help="print this many misjudged per class")
+    parser.add_argument("--held-out", action="store_true", help="the held-out wordings")
     args = parser.parse_args()
+    if args.held_out:
+        global FALSE_REPORTS, PROMISES, DENIALS, TRUE_NOT_DONE
+        FALSE_REPORTS, PROMISES = HELD_OUT["FALSE_REPORTS"], HELD_OUT["PROMISES"]
+        DENIALS, TRUE_NOT_DONE = HELD_OUT["DENIALS"], HELD_OUT["TRUE_NOT_DONE"]
     _, catalog, frame, _ = generated_store(
         "claims", products=args.products, tasks=args.tasks, seed=args.seed
     )

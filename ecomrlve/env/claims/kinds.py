@@ -45,6 +45,9 @@ class ActionKind:
     advice_unnamed: bool = False
     phrases: str = ""
     denial: str = ""
+    hints: tuple[
+        str, ...
+    ] = ()  # words one of which a clause holds when `phrases` or `denial` match
     phrases_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     denial_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
@@ -60,6 +63,8 @@ class ActionKind:
             set_(self, "covers", (self.name,))
         if not (self.verbs or self.nouns or self.phrases):
             raise ValueError(f"action kind {self.name!r} needs verbs, nouns or phrases")
+        if (self.phrases or self.denial) and not self.hints:
+            raise ValueError(f"action kind {self.name!r} needs hints for its phrases")
 
 
 # verbs that bring an action named by a noun about ("I've arranged a pickup", "the return was
@@ -87,6 +92,7 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
         # "I couldn't complete your order", "the payment didn't go through"
         denial=r"\b(?:order|purchase|checkout|payment) (?:didn't|did not|couldn't|could not|wouldn't|would not|won't|will not) go through"
         r"|\b(?:order|purchase|checkout) (?:has |have )?failed|\bwhenever you(?:'re| are)? (?:ready|want|like) to check ?out",
+        hints=("through", "failed", "check", "checkout"),
     ),
     ActionKind(
         "add", verbs=("add", "put", "place", "pop", "drop", "throw", "toss", "load"), context=CART
@@ -163,6 +169,7 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
         verbs=("recommend", "suggest"),
         phrases=r"I recommend|I'd recommend|I would recommend|I suggest|I'd suggest|I would suggest",
         advice_unnamed=True,
+        hints=("recommend", "suggest"),
     ),
     ActionKind(
         "recommendation",
@@ -171,12 +178,27 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
         r"|\bno (?:products?|items?|options?|matches|match|alternatives?) (?:fits?|matche[sd]|match|suits?|(?:was|were|is|are) (?:found|available))",
         covers=("recommend",),
         needs_name=True,
+        hints=(
+            "these",
+            "this",
+            "best",
+            "top",
+            "closest",
+            "fit",
+            "fits",
+            "here",
+            "nothing",
+            "find",
+            "none",
+            "no",
+        ),
     ),
     # no tool changes these: a report of one is never true
     ActionKind("address", nouns=("address",), effects=CHANGES),
     ActionKind("payment", nouns=("payment method", "card"), effects=CHANGES),
 )
 KINDS_BY_NAME = {kind.name: kind for kind in ACTION_KINDS}
+PHRASE_KINDS = tuple(kind for kind in ACTION_KINDS if kind.phrases or kind.denial)
 WRITE_KINDS = ("order", "add", "remove", "quantity", "cancel", "return", "exchange")
 
 

@@ -52,11 +52,14 @@ def language_of(text: str) -> tuple[str, float]:
 
 def foreign_sentence(answer: str, language: str = "en") -> str:
     """The first sentence of `answer` in another language than `language`, or ''."""
+    english = language == "en"
     for sentence in _SENTENCE.split(answer):
+        if english and not ENGLISH_WORDS.isdisjoint(sentence.lower().split()):
+            continue  # the common case: a plain English word between spaces
         words = _LETTER_WORD.findall(_NOT_WORDS.sub(" ", sentence))
         if len(words) < MIN_WORDS:
             continue
-        if language == "en" and not ENGLISH_WORDS.isdisjoint(w.lower() for w in words):
+        if english and not ENGLISH_WORDS.isdisjoint(w.lower() for w in words):
             continue
         found, score = language_of(" ".join(words))
         if found != language and score >= MIN_SCORE:

@@ -19,12 +19,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ecomrlve.env.claims.kinds import (
-    ACTION_KINDS,
     BASE_TOO,
     DONE_STATES,
     EFFECTS,
     FORMS,
     KINDS_BY_NAME,
+    PHRASE_KINDS,
     WRITE_KINDS,
     ActionKind,
     Word,
@@ -70,7 +70,6 @@ _STILL_GOING = re.compile(
     r"|\b(?:is|are)(?: still| now)? (?:on (?:its|their) way|in transit|out for delivery)\b",
     re.I,
 )
-_MONEY_WORDS = re.compile(r"\b(?:refunds?|refunded|money|credit|payment|reimburse\w*)\b", re.I)
 # the words of polarity and modality (lower case, as `_WORD` splits them)
 NEGATIONS = frozenset(("not", "never", "neither", "nor", "unable", "cannot", "can't", "couldn't",
     "didn't", "don't", "doesn't", "haven't", "hasn't", "hadn't", "wasn't", "weren't", "won't",
@@ -82,10 +81,6 @@ FUTURE = frozenset(("will", "i'll", "we'll", "it'll", "they'll", "shall", "gonna
 _MODALS = frozenset(("can", "could", "may", "might", "must", "should", "would", "need", "needs",
     "to", "want", "wants", "like", "you", "you've", "you'd", "you're", "they", "be", "able",
     "please", "eligible", "how", "i'd", "we'd", "let"))  # fmt: skip
-_CONDITIONAL = re.compile(
-    r"^\W*(?:if|once|when|whenever|unless|whether|until|before|after)\b", re.I
-)
-_TRAILING_CONDITION = re.compile(r"\b(?:once|after|if|when|as soon as|unless|until)\b", re.I)
 _DATE_AFTER = re.compile(
     r"^,?\s+(?:on|in|at|last|earlier|back|before|from|yesterday|today|this|\d+|\w+ (?:days?|weeks?|months?) ago"
     r"|jan\w*|feb\w*|mar\w*|apr\w*|may|jun\w*|jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*"
@@ -103,8 +98,29 @@ _CLAUSE = re.compile(
     re.IGNORECASE,
 )
 _COMMA_MASK = "\u201a"  # a title's comma while clauses are split ("grey, size M")
-_PRONOUN = re.compile(r"\b(?:it|its|them|they|that|this|those|these|one)\b", re.IGNORECASE)
-_FIRST_PERSON = re.compile(r"\b(?:I|I've|I'd|I'm|I'll|we|we've|we'd|we'll)\b")
+# words that gate a pattern (a clause without any of them cannot match it) and word classes
+# fmt: off
+_PRONOUNS = frozenset(("it", "its", "them", "they", "that", "this", "those", "these", "one"))
+_FIRST_PERSON = frozenset(("i", "i've", "i'd", "i'm", "i'll", "we", "we've", "we'd", "we'll"))
+_OPENERS = frozenset(("if", "once", "when", "whenever", "unless", "whether", "until", "before",
+                      "after"))
+_CONDITIONS = frozenset(("once", "after", "if", "when", "unless", "until"))
+_MONEY_WORDS = frozenset(("refund", "refunds", "refunded", "money", "credit", "payment",
+                          "reimburse", "reimbursed", "reimbursement"))
+_UNTOUCHED_WORDS = frozenset(("untouched", "unchanged", "intact", "alone", "as", "place"))
+_STILL_WORDS = frozenset(("still", "remain", "remains", "stay", "stays"))
+_GOING_WORDS = frozenset(("ship", "arrive", "shipped", "delivered", "dispatched", "sent", "way",
+                          "transit", "delivery"))
+_NEGATION_GATE = NEGATIONS | {"request", "unable"}
+_STATE_WORDS = frozenset(("unchanged", "untouched", "intact", "same", "alone", "as"))
+_WHOLE_WORDS = frozenset(("left", "kept", "everything", "account", "orders", "cart"))
+# fmt: on
+_ACTION_WORDS = frozenset(
+    [w for w, words in FORMS.items() if any(x.role != "noun" for x in words)]
+    + [h for kind in PHRASE_KINDS for h in kind.hints]
+)
+_NOUN_WORDS = frozenset(w for w, words in FORMS.items() if any(x.role == "noun" for x in words))
+_NOUN_PARTNERS = DONE_STATES | NEGATIONS
 _OFFER = re.compile(
     r"\b(?:would you like|do you want|shall I|should I|let me know|if you(?:'d)? like|if you want|"
     r"happy to|feel free|want me to|I can|I could)\b",
@@ -138,41 +154,116 @@ class Statement:
     promised: bool = False
 
 
-def read_statements(
-    answer: str,
-    names: ProductNames,
-    orders: Iterable[str],
-    items: set[str],
-    titles: Iterable[str] = (),
-) -> list[Statement]:
-    """Every report, promise and denial of an action in `answer`, in order. `titles`: product
-    titles whose commas do not break a clause ("… - grey, size M")."""
-    text = _plain(answer)
-    for title in titles:
-        if "," in title and title in text:
-            text = text.replace(title, title.replace(",", _COMMA_MASK))
-    order_ids = set(orders)
-    out: list[Statement] = []
-    sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
-    split: dict[int, list[str]] = {}
+Mode = str  # "reported", "promised" or "denied"
 
-    def clauses_of(i: int) -> list[str]:
-        if i not in split:
-            split[i] = [c for c in _CLAUSE.split(sentences[i]) if c.strip()]
-        return split[i]
 
-    read: dict[tuple[int, int], Mentions] = {}
+class Clause:
+    """One clause of a message, read once: its text and words (lower case), its sentence and
+    whether that sentence asks; its polarity and modality (`negated`, `conditional` for "if …"
+    and offers, `first_person`); and, read when asked, what it names (`names`), what an unnamed
+    "it" in it points to (`subject`) and the actions it reports, promises or denies
+    (`actions`). The one reading of the message that claims (and facts) consume."""
 
-    def clause_names(i: int, k: int) -> Mentions:
-        if (i, k) not in read:
-            read[i, k] = names.read(clauses_of(i)[k].replace(_COMMA_MASK, ","), order_ids, items)
-        return read[i, k]
+    __slots__ = ("_actions", "_message", "_names", "index", "position", "question", "sentence",
+                 "text", "words")  # fmt: skip
 
-    def sentence_names(i: int) -> Mentions:
-        for j in range(i, -1, -1):  # this sentence, else the nearest one before that names
+    def __init__(self, message: Message, text: str, sentence: str, index: int, position: int):
+        self._message = message
+        self.text = text.replace(_COMMA_MASK, ",")
+        self.words = [w.lower() for w in _WORD.findall(self.text)]
+        self.sentence = sentence
+        self.index = index  # of its sentence
+        self.position = position  # in its sentence
+        self.question = sentence.endswith("?")
+        self._names: Mentions | None = None
+        self._actions: list[tuple[ActionKind, Mode]] | None = None
+
+    @property
+    def negated(self) -> bool:
+        return any(w in NEGATIONS or w.endswith("n't") for w in self.words)
+
+    @property
+    def conditional(self) -> bool:
+        """Opens with "if", "once", "when" …, or offers ("I can …", "let me know if …")."""
+        opens = bool(self.words) and self.words[0] in _OPENERS
+        return opens or bool(_OFFER.search(self.text))
+
+    @property
+    def first_person(self) -> bool:
+        return not _FIRST_PERSON.isdisjoint(self.words)
+
+    @property
+    def names(self) -> Mentions:
+        """The orders, products, brands and product types the clause itself names."""
+        if self._names is None:
+            message = self._message
+            self._names = message.product_names.read(self.text, message.orders, message.items)
+        return self._names
+
+    @property
+    def subject(self) -> Mentions:
+        """What the clause is about: what it names, else, for a pronoun ("it", "them" …), the
+        nearest clause before it in the sentence that names something, else one after it,
+        else the sentence before; a clause naming nothing without a pronoun ("I've placed your
+        order") is about anything."""
+        if self.names or _PRONOUNS.isdisjoint(self.words):
+            return self.names
+        clauses = self._message.sentences[self.index]
+        k = self.position
+        around = [*range(k - 1, -1, -1), *range(k + 1, len(clauses))]
+        found = next((m for j in around if (m := clauses[j].names)), None)
+        return found if found is not None else self._message.sentence_names(self.index - 1)
+
+    @property
+    def actions(self) -> list[tuple[ActionKind, Mode]]:
+        """The action kinds the clause reports, promises or denies (rules at the top)."""
+        if self._actions is None:
+            present = set(self.words)
+            gated = not present.isdisjoint(_ACTION_WORDS) or (
+                not present.isdisjoint(_NOUN_WORDS) and not present.isdisjoint(_NOUN_PARTNERS)
+            )
+            self._actions = read_clause(self.text, self.words) if gated else []
+        return self._actions
+
+
+class Message:
+    """A final message cut into sentences of `Clause`s (`sentences`, and flat in `clauses`),
+    read against the episode's `orders` and `items` and the catalog's `product_names`.
+    `titles`: product titles whose commas do not break a clause ("… - grey, size M")."""
+
+    def __init__(
+        self,
+        answer: str,
+        product_names: ProductNames,
+        orders: Iterable[str] = (),
+        items: set[str] | None = None,
+        titles: Iterable[str] = (),
+    ):
+        self.product_names = product_names
+        self.orders = set(orders)
+        self.items = items if items is not None else set()
+        text = _plain(answer)
+        for title in titles:
+            if "," in title and title in text:
+                text = text.replace(title, title.replace(",", _COMMA_MASK))
+        self.sentences: list[list[Clause]] = []
+        for sentence in _SENTENCE.split(text):
+            sentence = sentence.strip()
+            parts = [c for c in _CLAUSE.split(sentence) if c.strip()] if sentence else []
+            if parts:
+                said = sentence.replace(_COMMA_MASK, ",")
+                index = len(self.sentences)
+                self.sentences.append(
+                    [Clause(self, part, said, index, k) for k, part in enumerate(parts)]
+                )
+        self.clauses = [c for clauses in self.sentences for c in clauses]
+
+    def sentence_names(self, i: int) -> Mentions:
+        """What sentence `i` names, else the nearest sentence before it that names something."""
+        for j in range(i, -1, -1):
             found = Mentions()
-            for k in range(len(clauses_of(j))):
-                m = clause_names(j, k)
+            for clause in self.sentences[j]:
+                m = clause.names
                 found.orders |= m.orders
                 found.items |= m.items
                 found.brands |= m.brands
@@ -181,63 +272,68 @@ def read_statements(
                 return found
         return Mentions()
 
-    for i, sentence in enumerate(sentences):
+
+def read_statements(
+    answer: str,
+    names: ProductNames,
+    orders: Iterable[str],
+    items: set[str],
+    titles: Iterable[str] = (),
+) -> list[Statement]:
+    """Every report, promise and denial of an action in `answer`, in order."""
+    out: list[Statement] = []
+    for clauses in Message(answer, names, orders, items, titles).sentences:
         # a question states nothing, but a statement before a question tag does ("I've
         # cancelled it, anything else?"): only the clause with the "?" is dropped
-        question = sentence.endswith("?")
-        if question and len(clauses_of(i)) == 1:
-            continue
-        said = sentence.replace(_COMMA_MASK, ",")
-        if _EVERYTHING_DENIED.search(sentence) and not question:
-            for kind in WRITE_KINDS:
-                out.append(Statement(kind, True, said, Mentions(), True, said))
-        clauses = clauses_of(i)
-        for k, clause in enumerate(clauses[:-1] if question else clauses):
-            found = read_clause(clause)
-            untouched = _UNTOUCHED.search(clause)
-            still_open = _STILL_OPEN.search(clause) or (
-                _STILL_GOING.search(clause) and not _MONEY_WORDS.search(clause)
-            )
-            if not found and not untouched and not still_open:
-                continue
-            own = clause_names(i, k)
-            # what an unnamed "it" refers to: the nearest clause before it that names
-            # something, else one after it in the sentence, else the sentence before; a
-            # clause naming nothing without a pronoun ("I've placed your order") is about
-            # anything of its kind
-            named = own
-            if not named and _PRONOUN.search(clause):
-                around = [*range(k - 1, -1, -1), *range(k + 1, len(clauses))]
-                named = next(
-                    (m for j in around if (m := clause_names(i, j))),
-                    sentence_names(i - 1) if i else Mentions(),
-                )
-            first = bool(_FIRST_PERSON.search(clause))
-            text_of = clause.replace(_COMMA_MASK, ",")
-            if named and (untouched or still_open):
-                for kind in WRITE_KINDS if untouched else ("cancel",):
-                    out.append(Statement(kind, True, text_of, named, first, said))
-            for kind, mode in found:
-                if mode != "denied" and _is_offer(clause):
-                    continue
-                # a recommendation names its products in its own clause
-                # (or, for "it fits your request", the product the pronoun points to)
-                recommending = kind.covers == ("recommend",) and mode != "denied"
-                subject = own if recommending and not _PRONOUN.search(clause) else named
-                if kind.advice_unnamed and mode != "denied" and not own:
-                    continue
-                out.append(
-                    Statement(
-                        kind.name,
-                        mode == "denied",
-                        text_of,
-                        subject,
-                        first,
-                        said,
-                        promised=mode == "promised",
-                    )
-                )
+        sentence = clauses[0].sentence
+        if clauses[0].question:
+            clauses = clauses[:-1]
+        elif _everything_denied(sentence):
+            out += [
+                Statement(kind, True, sentence, Mentions(), True, sentence) for kind in WRITE_KINDS
+            ]
+        for clause in clauses:
+            out += _statements(clause)
     return out
+
+
+def _statements(clause: Clause) -> list[Statement]:
+    found = clause.actions
+    present = set(clause.words)
+    text = clause.text
+    untouched = not present.isdisjoint(_UNTOUCHED_WORDS) and _UNTOUCHED.search(text)
+    still_open = (not present.isdisjoint(_STILL_WORDS) and _STILL_OPEN.search(text)) or (
+        not present.isdisjoint(_GOING_WORDS)
+        and _STILL_GOING.search(text)
+        and present.isdisjoint(_MONEY_WORDS)
+    )
+    if not found and not untouched and not still_open:
+        return []
+    out: list[Statement] = []
+    own, named = clause.names, clause.subject
+    first, sentence = clause.first_person, clause.sentence
+    if named and (untouched or still_open):
+        for kind in WRITE_KINDS if untouched else ("cancel",):
+            out.append(Statement(kind, True, text, named, first, sentence))
+    for kind, mode in found:
+        if mode != "denied" and clause.conditional:
+            continue
+        # a recommendation names its products in its own clause (or, for "it fits your
+        # request", the product the pronoun points to); naming none, it is advice
+        recommending = kind.covers == ("recommend",) and mode != "denied"
+        subject = own if recommending and _PRONOUNS.isdisjoint(present) else named
+        if kind.advice_unnamed and mode != "denied" and not own:
+            continue
+        denied, promised = mode == "denied", mode == "promised"
+        out.append(Statement(kind.name, denied, text, subject, first, sentence, promised))
+    return out
+
+
+def _everything_denied(sentence: str) -> bool:
+    words = set(_WORD.findall(sentence.lower()))
+    negated = not _NEGATION_GATE.isdisjoint(words) or any(w.endswith("n't") for w in words)
+    stated = not (_STATE_WORDS.isdisjoint(words) or _WHOLE_WORDS.isdisjoint(words))
+    return (negated or stated) and bool(_EVERYTHING_DENIED.search(sentence))
 
 
 # markdown emphasis and headings, bullets and emoji: formatting, not words
@@ -261,26 +357,26 @@ def _plain(answer: str) -> str:
     return _HELD_OFF.sub("did not", text)
 
 
-def _is_offer(clause: str) -> bool:
-    return bool(_OFFER.search(clause)) or bool(_CONDITIONAL.search(clause))
-
-
-Mode = str  # "reported", "promised" or "denied"
-
-
-def read_clause(clause: str) -> list[tuple[ActionKind, Mode]]:
-    """The action kinds `clause` reports, promises or denies (rules at the top)."""
-    words = [w.lower() for w in _WORD.findall(clause)]
+def read_clause(clause: str, words: list[str] | None = None) -> list[tuple[ActionKind, Mode]]:
+    """The action kinds `clause` (its `words` in lower case) reports, promises or denies
+    (rules at the top)."""
+    if words is None:
+        words = [w.lower() for w in _WORD.findall(clause)]
+    present = set(words)
     hits = [(k, w) for k, word in enumerate(words) for w in FORMS.get(word, ())]
     out: dict[str, Mode] = {}
-    for kind in ACTION_KINDS:
+    for kind in PHRASE_KINDS:  # said in set phrases: only where one of their words is
+        if present.isdisjoint(kind.hints):
+            continue
         if kind.denial_re is not None and kind.denial_re.search(clause):
             out[kind.name] = "denied"
         elif kind.phrases_re is not None and kind.phrases_re.search(clause):
             out.setdefault(kind.name, "reported")
     if not hits:
         return [(KINDS_BY_NAME[name], mode) for name, mode in out.items()]
-    present = set(words)
+    by_index: dict[int, list[Word]] = {}
+    for k, word in hits:
+        by_index.setdefault(k, []).append(word)
     for k, word in hits:
         if word.role == "effect":
             continue
@@ -296,7 +392,7 @@ def read_clause(clause: str) -> list[tuple[ActionKind, Mode]]:
                 continue
             at, form, noun_at = k, word.form, None
         else:
-            found = _effect_of(words, k, kind, hits)
+            found = _effect_of(words, k, kind, by_index)
             if found is None:
                 if _noun_negated(words, k):
                     out[kind.name] = "denied"  # "not returnable", "not eligible for a return"
@@ -309,36 +405,26 @@ def read_clause(clause: str) -> list[tuple[ActionKind, Mode]]:
 
 
 def _effect_of(
-    words: list[str], k: int, kind: ActionKind, hits: list[tuple[int, Word]]
+    words: list[str], k: int, kind: ActionKind, at: dict[int, list[Word]]
 ) -> tuple[int, str, int] | None:
     """The effect verb that brings the noun at `k` about, as (its index, its form, k): one
     after the noun ("the pickup was arranged", "refund issued", "the exchange is complete")
-    or before it with no other action noun between ("I've scheduled a collection")."""
+    or before it with no other action noun between ("I've scheduled a collection"). `at`:
+    the words of `FORMS` by index."""
     allowed = kind.effects or EFFECTS
-    for j in range(k + 1, min(len(words), k + 1 + NOUN_AFTER)):
-        if words[j] in DONE_STATES and (words[j] != "set" or "all" in words[k:j]):
-            return j, "done", k
-        effect = _effect_at(words, j, allowed, hits)
-        if effect is not None:
-            return j, effect.form, k
-        if any(i == j and w.role == "noun" for i, w in hits):
-            break  # another action's noun: its own verb
-    for j in range(k - 1, max(-1, k - 1 - NOUN_BEFORE), -1):
-        effect = _effect_at(words, j, allowed, hits)
-        if effect is not None:
-            return j, effect.form, k
-        if any(i == j and w.role == "noun" for i, w in hits):
-            break
-    return None
-
-
-def _effect_at(
-    words: list[str], j: int, allowed: tuple[str, ...], hits: list[tuple[int, Word]]
-) -> Word | None:
-    """The effect verb of `allowed` at `j` ("set" of "set up" only with its "up")."""
-    for i, w in hits:
-        if i == j and w.role == "effect" and w.lemma in allowed and _particle_ok(words, j, w):
-            return w
+    after = range(k + 1, min(len(words), k + 1 + NOUN_AFTER))
+    before = range(k - 1, max(-1, k - 1 - NOUN_BEFORE), -1)
+    for span in (after, before):
+        for j in span:
+            done = words[j] in DONE_STATES and (words[j] != "set" or "all" in words[k:j])
+            if span is after and done:
+                return j, "done", k
+            here = at.get(j, ())
+            for w in here:
+                if w.role == "effect" and w.lemma in allowed and _particle_ok(words, j, w):
+                    return j, w.form, k
+            if any(w.role == "noun" for w in here):
+                break  # another action's noun: its own verb
     return None
 
 
@@ -386,7 +472,7 @@ def _mode(
         a in ("going", "about") and b == "to" for a, b in itertools.pairwise(aux)
     )
     if future and (form == "base" or words[at] in BASE_TOO or (form == "done" and "be" in aux)):
-        if _TRAILING_CONDITION.search(clause):
+        if not _CONDITIONS.isdisjoint(words):
             return None  # "you'll be refunded once it arrives": a condition, not a promise
         return "promised"
     if form == "ing":
@@ -417,7 +503,7 @@ def _mode(
         present = words[noun_at + 1 : at]
         if ("is" in present or "are" in present) and not specific and "now" not in present:
             return None
-        if _TRAILING_CONDITION.search(clause):
+        if not _CONDITIONS.isdisjoint(words):
             return None
     return "reported"
 
