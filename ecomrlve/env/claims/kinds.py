@@ -27,6 +27,7 @@ class ActionKind:
 
     `verbs`: lemmas whose any form speaks of it ("call off": "off" within three words after);
     `nouns`: lemmas that speak of it with an effect verb (`EFFECTS`, or `effects` when given);
+    `states`: adjectives that report it after a form of "be" ("is now void");
     `context`: words one of which the clause must hold ("cart" for an addition); `excludes`:
     words that make the clause another kind's; `covers`: the action kinds of the episode that
     make a report true (default: `name`); `needs_name`: a report must name a product acted
@@ -37,6 +38,7 @@ class ActionKind:
     name: str
     verbs: tuple[str, ...] = ()
     nouns: tuple[str, ...] = ()
+    states: tuple[str, ...] = ()  # adjectives of its result after "is" ("the order is void")
     effects: tuple[str, ...] = ()
     context: tuple[str, ...] = ()
     excludes: tuple[str, ...] = ()
@@ -74,7 +76,7 @@ EFFECTS = ("start", "initiate", "file", "open", "create", "submit", "request", "
            "complete", "approve", "finalize", "finalise", "make", "generate", "set up", "place",
            "apply", "authorize", "authorise", "grant", "organize", "organise", "trigger",
            "execute", "launch", "activate", "finish", "go through", "put through",
-           "take care", "sort", "handle", "send", "print", "email")  # fmt: skip
+           "take care", "sort", "handle", "send", "print", "email", "go out", "send out")  # fmt: skip
 # words after a noun that say its action is done ("the exchange is complete", "Cancellation
 # successful", "your refund is on its way", "the return is underway / all set / in progress")
 DONE_STATES = frozenset(("complete", "done", "successful", "underway", "way", "set", "progress",
@@ -113,12 +115,15 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
             "rescind",
             "revoke",
             "abort",
+            "axe",
+            "pull the plug",
             "terminate",
             "halt",
             "scrap",
             "nullify",
         ),
         nouns=("cancellation", "cancelation"),
+        states=("void", "null"),
     ),
     ActionKind(
         "return",
@@ -145,7 +150,7 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
     ),
     ActionKind(
         "exchange",
-        verbs=("exchange", "swap", "replace", "substitute"),
+        verbs=("exchange", "swap", "replace", "substitute", "trade in"),
         nouns=("exchange", "swap", "replacement", "substitute"),
         excludes=CART,
     ),
@@ -226,7 +231,7 @@ class Word:
     """What one word form is to the reader: the kind's verb or noun, or an effect verb."""
 
     kind: str  # an action kind's name, or "" for an effect verb
-    role: Literal["verb", "noun", "effect"]
+    role: Literal["verb", "noun", "effect", "state"]
     form: Form | Literal["noun"]
     particle: str = ""  # "off" of "call off": must follow within three words
     lemma: str = ""
@@ -241,9 +246,11 @@ def _build_forms() -> dict[str, list[Word]]:
 
     for kind in ACTION_KINDS:
         for lemma in kind.verbs:
-            particle = lemma.split()[1] if " " in lemma else ""
+            particle = lemma.split()[-1] if " " in lemma else ""
             for spelling, form in verb_forms(lemma).items():
                 add(spelling, Word(kind.name, "verb", form, particle, lemma))
+        for state in kind.states:
+            add(state, Word(kind.name, "state", "done", lemma=state))
         for noun in kind.nouns:
             head = noun.split()[-1]
             for spelling in {
@@ -253,7 +260,7 @@ def _build_forms() -> dict[str, list[Word]]:
             }:
                 add(spelling, Word(kind.name, "noun", "noun", lemma=noun))
     for lemma in {*EFFECTS, *CHANGES}:
-        particle = lemma.split()[1] if " " in lemma else ""
+        particle = lemma.split()[-1] if " " in lemma else ""
         for spelling, form in verb_forms(lemma).items():
             add(spelling, Word("", "effect", form, particle, lemma))
     return forms

@@ -39,11 +39,12 @@ _STATE = (
 )
 _EVERYTHING_DENIED = re.compile(
     r"\bnothing (?:has |was |got |is |could )?(?:be |been )?(?:changed|modified|altered|touched|done|ordered|placed|processed|completed|submitted|made|updated)\b(?! else)"
-    r"|(?:n't|\bnot|\bnever|\bunable to)\s+(?:\w+\s+){0,3}?(?:(?:change|touch|modify|alter|do|process|complete|make)(?:d|ed)?|did|done|made)\s+(?:anything|a thing|any changes?|any of (?:that|this|it))\b(?! else)"
+    r"|(?:n't|\bnot|\bnever|\bunable to)\s+(?:\w+\s+){0,3}?(?:(?:change|touch|modify|alter|do|process|complete|make)(?:d|ed)?|did|done|doing|made)\s+(?:anything|a thing|any changes?|any of (?:that|this|it))\b(?! else)"
     r"|(?:n't|\bnot|\bunable to)\s+(?:\w+\s+){0,2}(?:do|did|done|complete|completed|process|processed|carry|carried|handle|handled|action|fulfil|fulfill|perform|performed)\s+(?:that|this|it|your request|the request|what you asked)\b(?!\s+(?:for|on|with) (?:the|your) \w)"
-    r"|\b(?:your |the |that |this )?request (?:didn't|did not|couldn't|could not|wasn't|was not|has not|hasn't) (?:go through|gone through|been (?:processed|completed|done))"
+    r"|\b(?:your |the |that |this )?request (?:didn't|did not|couldn't|could not|wasn't|was not|has not|hasn't) (?:go through|gone through|(?:be|been) (?:processed|completed|done|fulfill?ed|carried out))"
+    r"|(?:n't|\bnot|\bunable to)\s+(?:\w+\s+){0,2}make (?:that|this|it) happen"
     r"|\bnone of (?:that|this|it) (?:could be|was|has been|got) (?:done|processed|completed|carried out)"
-    r"|\bno (?:changes?|action|actions)\b(?! (?:to|other|beyond|besides|except|is needed|was needed|needed))"
+    r"|\bno (?:changes?|updates?|modifications?|adjustments?|action|actions)\b(?! (?:to|other|beyond|besides|except|is needed|was needed|needed))"
     rf"|\b(?:left|kept) (?:everything|(?:your |the )?(?:cart|orders?|account)) {_STATE}"
     rf"|\b(?:everything|your (?:account|orders|cart)|all (?:of )?your orders)(?: is| are| remains?| stays?)(?: still| exactly| just)? {_STATE}",
     re.IGNORECASE,
@@ -121,6 +122,8 @@ _ACTION_WORDS = frozenset(
 )
 _NOUN_WORDS = frozenset(w for w, words in FORMS.items() if any(x.role == "noun" for x in words))
 _NOUN_PARTNERS = DONE_STATES | NEGATIONS
+
+
 _OFFER = re.compile(
     r"\b(?:would you like|do you want|shall I|should I|let me know|if you(?:'d)? like|if you want|"
     r"happy to|feel free|want me to|I can|I could)\b",
@@ -128,6 +131,16 @@ _OFFER = re.compile(
 )
 _DETERMINERS = frozenset(("the", "a", "an", "your", "my", "this", "that", "these", "those",
                           "any", "each", "its", "their"))  # fmt: skip
+_BE_FORMS = frozenset(("is", "are", "was", "were", "be", "been", "now"))
+# a kind's word that is a noun too is one after these or before an id ("for order O1")
+_PREPOSITIONS = frozenset(("for", "of", "on", "from", "with", "in", "about", "new"))
+
+
+def _is_id(word: str) -> bool:
+    """An order or product id ("o1001", "i0000005"): a letter then digits."""
+    return len(word) > 2 and word[0].isalpha() and word[1:].isdigit()
+
+
 _SPECIFIC = frozenset(("your", "the", "this", "my", "that"))  # "your return is confirmed"
 _SUBJECTS = frozenset(("i", "i've", "i'd", "i'm", "i'll", "we", "we've", "you", "you've", "they"))
 NEGATION_WINDOW = 6  # words between a negation and the verb it denies
@@ -157,6 +170,18 @@ class Statement:
 Mode = str  # "reported", "promised" or "denied"
 
 
+def words_of(text: str) -> list[str]:
+    """The words of `text` in lower case, an action word's "'s" read as "is" ("pickup's
+    booked")."""
+    out = []
+    for word in _WORD.findall(text.lower()):
+        if word.endswith("'s") and word[:-2] in FORMS:
+            out += [word[:-2], "is"]
+        else:
+            out.append(word)
+    return out
+
+
 class Clause:
     """One clause of a message, read once: its text and words (lower case), its sentence and
     whether that sentence asks; its polarity and modality (`negated`, `conditional` for "if …"
@@ -170,7 +195,7 @@ class Clause:
     def __init__(self, message: Message, text: str, sentence: str, index: int, position: int):
         self._message = message
         self.text = text.replace(_COMMA_MASK, ",")
-        self.words = [w.lower() for w in _WORD.findall(self.text)]
+        self.words = words_of(self.text)
         self.sentence = sentence
         self.index = index  # of its sentence
         self.position = position  # in its sentence
@@ -361,7 +386,7 @@ def read_clause(clause: str, words: list[str] | None = None) -> list[tuple[Actio
     """The action kinds `clause` (its `words` in lower case) reports, promises or denies
     (rules at the top)."""
     if words is None:
-        words = [w.lower() for w in _WORD.findall(clause)]
+        words = words_of(clause)
     present = set(words)
     hits = [(k, w) for k, word in enumerate(words) for w in FORMS.get(word, ())]
     out: dict[str, Mode] = {}
@@ -385,9 +410,20 @@ def read_clause(clause: str, words: list[str] | None = None) -> list[tuple[Actio
             kind.excludes
         ):
             continue
-        if word.role == "verb":
-            if k and (words[k - 1] in _DETERMINERS or words[k - 1] in FORMS):
-                continue  # "your order", "cancel order O1": a noun
+        if word.role == "state":
+            if _BE_FORMS.isdisjoint(words[max(0, k - 2) : k]):
+                continue
+            at, form, noun_at = k, "done", None
+        elif word.role == "verb":
+            after = words[k + 1] if k + 1 < len(words) else ""
+            before = words[k - 1] if k else ""
+            noun = (
+                before in _DETERMINERS
+                or before in FORMS
+                or (words[k] in _NOUN_WORDS and (before in _PREPOSITIONS or _is_id(after)))
+            )
+            if noun:
+                continue  # "your order", "cancel order O1", "for order O1": a noun
             if word.particle and word.particle not in words[k + 1 : k + 1 + PARTICLE_WINDOW]:
                 continue
             at, form, noun_at = k, word.form, None
@@ -471,10 +507,13 @@ def _mode(
     future = any(w in FUTURE for w in aux) or any(
         a in ("going", "about") and b == "to" for a, b in itertools.pairwise(aux)
     )
-    if future and (form == "base" or words[at] in BASE_TOO or (form == "done" and "be" in aux)):
+    passive = form == "done" and not {"be", "get"}.isdisjoint(aux)  # "will be / get it sorted"
+    if future and (form == "base" or words[at] in BASE_TOO or passive):
         if not _CONDITIONS.isdisjoint(words):
             return None  # "you'll be refunded once it arrives": a condition, not a promise
         return "promised"
+    if form == "base" and words[max(0, at - 2) : at] == ["let", "me"]:
+        return "promised"  # "let me cancel that now" ("let me know if …" is no action word)
     if form == "ing":
         near = words[max(0, at - 2) : at]
         if "i'm" in near or "we're" in near or ("am" in near and "i" in words[max(0, at - 3) : at]):
@@ -499,9 +538,12 @@ def _mode(
         return None  # "your order placed on May 3": a date, not an action
     if noun_at is not None and noun_at < at:
         # "Returns are processed within 5 days", "a refund is issued once …": a rule, not a report
-        specific = not _SPECIFIC.isdisjoint(words[max(0, noun_at - 3) : noun_at])
+        lead = words[max(0, noun_at - 3) : noun_at]
+        generic = (
+            words[noun_at].endswith("s") or "a" in lead or "an" in lead
+        ) and _SPECIFIC.isdisjoint(lead)
         present = words[noun_at + 1 : at]
-        if ("is" in present or "are" in present) and not specific and "now" not in present:
+        if ("is" in present or "are" in present) and generic and "now" not in present:
             return None
         if not _CONDITIONS.isdisjoint(words):
             return None
