@@ -116,6 +116,7 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
             "revoke",
             "abort",
             "axe",
+            "kill",
             "pull the plug",
             "terminate",
             "halt",
@@ -166,7 +167,7 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
             "compensate",
             "send back",
         ),
-        nouns=("refund", "reimbursement", "credit", "repayment", "compensation"),
+        nouns=("refund", "reimbursement", "credit", "repayment", "compensation", "money"),
         covers=("cancel", "return"),
     ),
     ActionKind(

@@ -38,12 +38,12 @@ _STATE = (
     r"(?:unchanged|untouched|intact|as (?:it|they) (?:was|were)(?: before)?|the same|as is|alone)"
 )
 _EVERYTHING_DENIED = re.compile(
-    r"\bnothing (?:has |was |got |is |could )?(?:be |been )?(?:changed|modified|altered|touched|done|ordered|placed|processed|completed|submitted|made|updated)\b(?! else)"
+    r"\bnothing(?: (?:on|in|with|to|about) (?:your|the) \w+)? (?:has |was |got |is |could )?(?:be |been )?(?:changed|modified|altered|touched|done|ordered|placed|processed|completed|submitted|made|updated)\b(?! else)"
     r"|(?:n't|\bnot|\bnever|\bunable to)\s+(?:\w+\s+){0,3}?(?:(?:change|touch|modify|alter|do|process|complete|make)(?:d|ed)?|did|done|doing|made)\s+(?:anything|a thing|any changes?|any of (?:that|this|it))\b(?! else)"
     r"|(?:n't|\bnot|\bunable to)\s+(?:\w+\s+){0,2}(?:do|did|done|complete|completed|process|processed|carry|carried|handle|handled|action|fulfil|fulfill|perform|performed)\s+(?:that|this|it|your request|the request|what you asked)\b(?!\s+(?:for|on|with) (?:the|your) \w)"
     r"|\b(?:your |the |that |this )?request (?:didn't|did not|couldn't|could not|wasn't|was not|has not|hasn't) (?:go through|gone through|(?:be|been) (?:processed|completed|done|fulfill?ed|carried out))"
     r"|(?:n't|\bnot|\bunable to)\s+(?:\w+\s+){0,2}make (?:that|this|it) happen"
-    r"|\bnone of (?:that|this|it) (?:could be|was|has been|got) (?:done|processed|completed|carried out)"
+    r"|\b(?:none of (?:that|this|it)|that|this) (?:could be|couldn't be|could not be|can't be|cannot be|wasn't|was not|was|has been|got) (?:done|processed|completed|carried out)"
     r"|\bno (?:changes?|updates?|modifications?|adjustments?|action|actions)\b(?! (?:to|other|beyond|besides|except|is needed|was needed|needed))"
     rf"|\b(?:left|kept) (?:everything|(?:your |the )?(?:cart|orders?|account)) {_STATE}"
     rf"|\b(?:everything|your (?:account|orders|cart)|all (?:of )?your orders)(?: is| are| remains?| stays?)(?: still| exactly| just)? {_STATE}",
@@ -91,7 +91,7 @@ _DATE_AFTER = re.compile(
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # clause breaks: "," and "and" only where a new statement starts, not inside a list of the
 # objects of one ("I've returned the jacket, the coffee and the boots" is one claim)
-_NEW_SUBJECT = r"(?=(?:I|I've|I'd|I'm|I'll|we|we've|it|it's|they|you|there|nothing|none|no|your order|order|[A-Z]\d)\b)"
+_NEW_SUBJECT = r"(?=(?:I|I've|I'd|I'm|I'll|we|we've|it|it's|they|you|there|nothing|none|no|your order|order\s+[A-Z]\d|[A-Z]\d)\b)"
 _CLAUSE = re.compile(
     r",\s+(?!(?:and\s+)?(?:the|a|an|your|its|their|plus)\b)|;\s+|\s+[—–]\s+"
     r"|\s+(?:but|so|because|since|although|though|while|whereas|however|then|as(?! (?:it was|they were|is|before)\b))\s+"
@@ -144,6 +144,9 @@ def _is_id(word: str) -> bool:
 _SPECIFIC = frozenset(("your", "the", "this", "my", "that"))  # "your return is confirmed"
 _SUBJECTS = frozenset(("i", "i've", "i'd", "i'm", "i'll", "we", "we've", "you", "you've", "they"))
 NEGATION_WINDOW = 6  # words between a negation and the verb it denies
+FUTURE_WINDOW = (
+    6  # words between "will" and the verb it promises ("I'll make sure O1 gets cancelled")
+)
 NOUN_AFTER = (
     10  # words from an action's noun to the effect verb after it ("return … will be processed")
 )
@@ -457,8 +460,13 @@ def _effect_of(
                 return j, "done", k
             here = at.get(j, ())
             for w in here:
-                if w.role == "effect" and w.lemma in allowed and _particle_ok(words, j, w):
-                    return j, w.form, k
+                if w.role != "effect" or w.lemma not in allowed or not _particle_ok(words, j, w):
+                    continue
+                if span is after and w.form == "base" and words[j - 1] not in FUTURE:
+                    continue  # "a return request": a noun ("the order will go through": a verb)
+                if w.lemma == "make" and words[j + 1 : j + 2] == ["sure"]:
+                    continue  # "make sure": no action
+                return j, w.form, k
             if any(w.role == "noun" for w in here):
                 break  # another action's noun: its own verb
     return None
@@ -503,7 +511,7 @@ def _mode(
         return "denied"
     before = words[max(0, start - 3) : start]
     # "will be cancelled", "I'll cancel", "I'm going to start the return", "about to order"
-    aux = words[max(0, start - 4) : at]
+    aux = words[max(0, start - FUTURE_WINDOW) : at]
     future = any(w in FUTURE for w in aux) or any(
         a in ("going", "about") and b == "to" for a, b in itertools.pairwise(aux)
     )
@@ -522,6 +530,8 @@ def _mode(
             return "reported"  # "you're being refunded"
         return None
     if form == "base":
+        if before and before[-1] == "to" and _arranged(words, at - 1):
+            return "reported"  # "I've arranged for UPS to collect it"
         if before and (before[-1] == "did" or before[-2:] == ["did", "indeed"]):
             return "reported"  # "I did cancel it": an emphatic report
         if kind.name == "recommend" and before and before[-1] in ("i", "we"):
@@ -548,6 +558,15 @@ def _mode(
         if not _CONDITIONS.isdisjoint(words):
             return None
     return "reported"
+
+
+def _arranged(words: list[str], to: int) -> bool:
+    """An effect verb in a done form up to four words before the "to" at `to` ("arranged for
+    the courier to", "booked UPS to")."""
+    for word in words[max(0, to - 4) : to]:
+        if any(w.role == "effect" and w.form == "done" for w in FORMS.get(word, ())):
+            return True
+    return False
 
 
 def _after(clause: str, word: str) -> str:
