@@ -641,16 +641,22 @@ def test_claims_are_an_entry_of_the_fact_registry(tasks, catalog):
 
 OTHER_WORDS = {
     "cancel": ("I've revoked your order.", "Your order was rescinded.", "I aborted it for you.",
-               "Order O1002: cancellation processed."),
+               "Order O1002: cancellation processed.", "That order is void now.",
+               "The cancellation's been processed."),
     "refund": ("I've repaid you in full.", "A reimbursement has been issued to your card.",
                "Your card was credited."),
     "return": ("I booked a courier for the jacket.", "Your parcel pickup is confirmed.",
-               "I've mailed the coffee back for you."),
+               "I've mailed the coffee back for you.",
+               "We've arranged for the courier to pick it up."),
     "exchange": ("I substituted a new one for it.", "A replacement has been arranged."),
     "order": ("I've bought it for you.", "Your purchase went through."),
 }  # fmt: skip
 PROMISES = {
-    "cancel": ("I'll revoke the order now.", "Order O1002 is going to be cancelled."),
+    "cancel": (
+        "I'll revoke the order now.",
+        "Order O1002 is going to be cancelled.",
+        "Let me void it right away.",
+    ),
     "return": ("I am going to file a return for it.", "I'll get a pickup scheduled."),
     "refund": ("A refund will be sent to your card.", "I'm about to refund you."),
     "order": ("I will place the order next.", "I'll buy it for you."),
@@ -773,3 +779,29 @@ def test_a_product_named_by_its_attributes_is_that_product(tasks, catalog):
     otype, ocolour = catalog.value("product_type", orow), catalog.value("color", orow)
     verdict = judge(task, f"I've placed your order for the {brand} {ocolour} {otype}.", catalog)
     assert not verdict.success, (other, verdict.violations)
+
+
+def test_one_reading_of_the_message_clauses_with_subject_polarity_and_modality(catalog):
+    """`Message` is the one clause reader: what each clause names and is about, its polarity
+    and modality, and the actions it reports, promises or denies."""
+    from ecomrlve.env.claims import Message
+
+    jacket = "I0000005"
+    named = title(catalog, jacket)
+    text = (
+        f"O1002 has shipped, so I couldn't cancel it. I've cancelled O1001 (the {named}). "
+        "If you like, I can start a return. I'll refund you today. Anything else?"
+    )
+    message = Message(text, product_names(catalog), ["O1001", "O1002"], {jacket}, [named])
+    read = [(c.text, [(k.name, m) for k, m in c.actions]) for c in message.clauses]
+    assert read[0] == ("O1002 has shipped", [])
+    denied = message.sentences[0][1]
+    assert denied.negated and denied.first_person and denied.subject.orders == {"O1002"}
+    assert [(k.name, m) for k, m in denied.actions] == [("cancel", "denied")]
+    cancelled = message.sentences[1][0]  # the title's comma cuts no clause
+    assert cancelled.names.orders == {"O1001"} and named in cancelled.text
+    assert [(k.name, m) for k, m in cancelled.actions] == [("cancel", "reported")]
+    offer = message.sentences[2][-1]
+    assert offer.conditional and not offer.negated
+    assert [(k.name, m) for k, m in message.sentences[3][0].actions] == [("refund", "promised")]
+    assert message.sentences[4][0].question

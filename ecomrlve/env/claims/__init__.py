@@ -1,48 +1,52 @@
-"""Claims: the final message must be truthful about what the episode did.
+"""Claims: the final message must be truthful about what the episode did, in the customer's
+language.
 
-`check_claims(answer, record, catalog)` reads the final message for the actions it reports and
-the actions it denies, and compares them with the write calls that SUCCEEDED in the episode.
-It returns one violation string per untrue statement (empty: the message is truthful).
+`check_claims(answer, record, catalog, language)` reads the final message for the actions it
+reports, promises and denies, and compares them with the write calls that SUCCEEDED in the
+episode. It returns one violation string per untrue statement (empty: the message is truthful).
 
-Rules (one `ActionKind` per action, in `ACTION_KINDS`; adding an action is one entry with its
-patterns, the episode's action kinds that back it and the hint words that let a clause without
-any of them be skipped):
+Rules (one `ActionKind` per action, in `ACTION_KINDS`: its verbs, nouns and result adjectives as
+lemmas, the episode's action kinds that back it; `reading` turns them into every inflection
+with `lemminflect` and reads each clause word by word, so a synonym is one word in a tuple):
 
+* A reply with a sentence in another language than the customer's fails with that reason
+  (`language`: fastText's bundled model, asked only about sentences of four or more words with
+  no common English word, so "O1: cancelled." is never judged).
 * The message is cut into sentences and clauses (at ";", at "," and "and" where a new
-  statement starts, and at "but", "so", "because", "since"…; a list of objects stays one
-  clause). A sentence that asks something ("…?") states nothing.
-* A clause REPORTS an action when it holds the action's verb in a done form ("I've cancelled",
-  "has been cancelled", "I placed your order", "I've started a return", "refunded", "added …
-  to your cart", "These fit what you asked for: …"). Not reports: the verb in its base form
-  ("you can return it within 30 days"), after a modal, "be" or "to" ("it can be returned",
-  "needs to be cancelled"), after "you" ("the shoes you ordered") or an article ("the returned
-  item"), in a clause that opens with "if", "once", "when", an offer ("I can…", "let me know
-  if…"), or an order "placed on" / "placed March 11" (a date). "I'd suggest…" naming no
-  product is advice.
-* A clause DENIES an action when a negation ("not", "n't", "never", "unable", "no",
-  "nothing"…; the last two only before a done form) comes at most six words before the verb
-  and no new subject ("I", "we", "you") stands between ("I couldn't cancel it", "it can't be
-  returned", "I wasn't able to process the return", "no order was placed"; but "not a problem:
-  I've cancelled it" reports). "Nothing changed", "I didn't change anything", "no changes
-  were made", "I left your cart as it was" deny every write; "nothing fit", "I couldn't find
-  anything" deny a recommendation; "unable to complete your order", "it didn't go through"
-  deny an order.
+  statement starts, and at "but", "so", "because"…; a list of objects stays one clause, and a
+  product title's commas never cut). A question states nothing.
+* A clause speaks of an action by one of the kind's verbs in any form ("voided", "withdrew",
+  "called off", "was cancelled"), by one of its nouns with an effect verb next to it ("a pickup
+  was arranged", "I've scheduled a collection", "Cancellation confirmed", "refund: issued",
+  "the exchange is complete"), or by a result ("the order is now void"). Its modality:
+  - REPORTED: a done form (past tense, participle, a nominal "… confirmed"), "I did cancel";
+  - PROMISED: a future ("I'll cancel", "it will be refunded", "I'm going to start the return",
+    "let me cancel it", "I'm cancelling it now"); a promise not kept by the end is false;
+  - DENIED: a negation ("not", "n't", "never", "unable", "no" / "nothing" before a done form)
+    up to six words before the verb with no new subject between, or between noun and verb
+    ("the return wasn't started"); "nothing changed", "your account is unchanged", "I wasn't
+    able to do that", "no action was taken" deny every write;
+  - unsaid: after a modal, "to" or "you" ("it can be returned", "the shoes you ordered"), after
+    an article ("the returned item"), in a clause that opens with "if", "once", "when" or
+    offers ("I can…", "let me know if…"), a rule about no one's action ("returns are processed
+    within 5 days"), an order "placed on May 3" (a date), "I'd suggest…" naming no product.
 * The object of a statement: the order ids, product ids, brands and product types named in
   the clause; for a clause that names none but holds a pronoun ("it", "that", "them"…), those
   named in the nearest clause before it (after it) in the sentence, else in the sentence
-  before ("O2 has shipped, so I couldn't cancel it"; "the coffee is final sale, so it
-  can't be returned").
-* A report holds when an action of a kind that backs it succeeded in the episode and every
-  object it names belongs to such an action (the order acted on, its products, their brand or
-  product type / category). So "I've cancelled your order" needs a successful `cancel_order`;
-  "a refund has been issued" a cancel or a return; "These fit what you asked for: Trailblaze
-  running shoes" a `recommend` whose product has that brand and type. A recommendation must
-  name a recommended product (title, brand, type or id). A product named by brand and title
-  words must be the one acted on, variant included: "Berg Labs gentle bergamot cologne" or
-  "… - grey, size US 9" is another product than "Berg Labs intense vetiver cologne - …, size
-  US 9.5". A status in the third person about a named order ("your order O1 was cancelled",
-  "O1 was placed on May 3") also holds when it was so at the start (orders, cancellations,
-  returns and exchanges on file); "your new order has been placed" needs a checkout.
+  before ("O2 has shipped, so I couldn't cancel it").
+* A report or promise holds when an action of a kind that backs it succeeded in the episode and
+  every object it names belongs to such an action (the order acted on, its products, their
+  brand or product type / category). So "I've voided your order" needs a successful
+  `cancel_order`; "your refund will be issued" a cancel or a return; "These fit what you asked
+  for: Trailblaze running shoes" a `recommend` whose product has that brand and type. A
+  recommendation must name a recommended product (title, brand, type or id). A product named
+  by its brand and words of its title or attributes, in any order ("the Lam coral pilates mat",
+  "Garrison oily skin serum"), must be the one acted on, variant included: "Berg Labs gentle
+  bergamot cologne" or "… - grey, size US 9" is another product than "Berg Labs intense
+  vetiver cologne - …, size US 9.5". A status in the third person about a named order ("your
+  order O1 was cancelled", "O1 was placed on May 3") also holds when it was so at the start
+  (orders, cancellations, returns and exchanges on file); "your new order has been placed"
+  needs a checkout.
 * A denial holds when no action of its kind succeeded on the objects it names (on anything, when
   it names none). "I can't cancel it because it has shipped" is true after no cancel.
 * Address and payment-method changes have no tool, so reporting one is never true.
@@ -52,8 +56,9 @@ only ids are read.
 
 Layout (each module imports only the ones before it): `episode` (what the episode did:
 `Action`, `succeeded_actions`, `standing_actions`), `names` (what a clause names: `Mentions`,
-`ProductNames`), `kinds` (the `ActionKind` table and its hints), `reading` (sentences and
-clauses: `read_statements`), and here the check itself.
+`ProductNames`), `kinds` (the `ActionKind` table and its word forms), `language` (the reply's
+language), `reading` (the message read once: `Message` of `Clause`s with their words,
+polarity, modality, names, subject and actions; `read_statements`), and here the check itself.
 """
 
 from __future__ import annotations
@@ -65,7 +70,7 @@ from ecomrlve.env.claims.episode import Action, standing_actions, succeeded_acti
 from ecomrlve.env.claims.kinds import ACTION_KINDS, KINDS_BY_NAME, ActionKind
 from ecomrlve.env.claims.language import foreign_sentence
 from ecomrlve.env.claims.names import _WORD, Mentions, ProductNames, product_names
-from ecomrlve.env.claims.reading import Statement, read_statements
+from ecomrlve.env.claims.reading import Clause, Message, Statement, read_statements
 
 if TYPE_CHECKING:
     from ecomrlve.env.catalog import Catalog
@@ -75,7 +80,9 @@ __all__ = [
     "ACTION_KINDS",
     "Action",
     "ActionKind",
+    "Clause",
     "Mentions",
+    "Message",
     "ProductNames",
     "Statement",
     "check_claims",

@@ -1,6 +1,10 @@
 # ruff: noqa: E501  (the patterns read best one per line)
-"""Reading a message once: sentences, clauses, and in each clause the actions it reports,
-promises or denies with what they name (`read_statements` -> `Statement`s).
+"""Reading a message once: `Message(answer, names, orders, items, titles)` cuts it into
+sentences of `Clause`s, each with its words, polarity and modality (`negated`, `conditional`,
+`question`, `first_person`) and, read when asked, what it names (`names`), what it is about
+(`subject`, pronouns resolved) and the actions it reports, promises or denies (`actions`);
+`read_statements` turns them into the `Statement`s the claim check judges. Facts can read the
+same clauses (one splitter, one negation).
 
 A clause is read word by word against `kinds.FORMS` (every inflection of every kind's verbs and
 nouns): an action is a kind's verb, or a kind's noun with an effect verb next to it ("pickup
