@@ -76,7 +76,7 @@ EFFECTS = ("start", "initiate", "file", "open", "create", "submit", "request", "
            "complete", "approve", "finalize", "finalise", "make", "generate", "set up", "place",
            "apply", "authorize", "authorise", "grant", "organize", "organise", "trigger",
            "execute", "launch", "activate", "finish", "go through", "put through",
-           "take care", "sort", "handle", "send", "print", "email", "go out", "send out")  # fmt: skip
+           "take care", "sort", "handle", "send", "print", "email", "go out", "send out", "get back")  # fmt: skip
 # words after a noun that say its action is done ("the exchange is complete", "Cancellation
 # successful", "your refund is on its way", "the return is underway / all set / in progress")
 DONE_STATES = frozenset(("complete", "done", "successful", "underway", "way", "set", "progress",
@@ -85,6 +85,7 @@ CHANGES = ("change", "update", "switch", "edit", "correct", "replace", "set", "a
            "modify", "amend", "increase", "decrease", "reduce", "raise", "lower", "bump")  # fmt: skip
 CART = ("cart", "basket", "bag", "trolley")
 
+# fmt: off
 ACTION_KINDS: tuple[ActionKind, ...] = (
     ActionKind(
         "order",
@@ -96,58 +97,21 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
         r"|\b(?:order|purchase|checkout) (?:has |have )?failed|\bwhenever you(?:'re| are)? (?:ready|want|like) to check ?out",
         hints=("through", "failed", "check", "checkout"),
     ),
-    ActionKind(
-        "add", verbs=("add", "put", "place", "pop", "drop", "throw", "toss", "load"), context=CART
-    ),
+    ActionKind("add", verbs=("add", "put", "place", "pop", "drop", "throw", "toss", "load"), context=CART),
     ActionKind("remove", verbs=("remove", "delete", "take out", "take off", "clear", "empty")),
-    ActionKind(
-        "quantity", nouns=("quantity",), effects=CHANGES, covers=("quantity", "add", "remove")
-    ),
+    ActionKind("quantity", nouns=("quantity",), effects=CHANGES, covers=("quantity", "add", "remove")),
     ActionKind(
         "cancel",
-        verbs=(
-            "cancel",
-            "void",
-            "stop",
-            "withdraw",
-            "call off",
-            "annul",
-            "rescind",
-            "revoke",
-            "abort",
-            "axe",
-            "kill",
-            "pull the plug",
-            "terminate",
-            "halt",
-            "scrap",
-            "nullify",
-        ),
+        verbs=("cancel", "void", "stop", "withdraw", "call off", "annul", "rescind", "revoke", "abort",
+               "axe", "kill", "pull the plug", "terminate", "halt", "scrap", "nullify"),
         nouns=("cancellation", "cancelation"),
         states=("void", "null"),
     ),
     ActionKind(
         "return",
-        verbs=(
-            "return",
-            "send back",
-            "ship back",
-            "mail back",
-            "post back",
-            "pick up",
-            "collect",
-            "take back",
-        ),
-        nouns=(
-            "return",
-            "pickup",
-            "pick-up",
-            "collection",
-            "label",
-            "rma",
-            "courier",
-            "returnable",
-        ),
+        verbs=("return", "send back", "ship back", "mail back", "post back", "pick up", "collect",
+               "take back"),
+        nouns=("return", "pickup", "pick-up", "collection", "label", "rma", "courier", "returnable"),
     ),
     ActionKind(
         "exchange",
@@ -157,16 +121,8 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
     ),
     ActionKind(
         "refund",
-        verbs=(
-            "refund",
-            "reimburse",
-            "credit",
-            "repay",
-            "pay back",
-            "give back",
-            "compensate",
-            "send back",
-        ),
+        verbs=("refund", "reimburse", "credit", "repay", "pay back", "give back", "compensate",
+               "send back"),
         nouns=("refund", "reimbursement", "credit", "repayment", "compensation", "money"),
         covers=("cancel", "return"),
     ),
@@ -184,25 +140,14 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
         r"|\bno (?:products?|items?|options?|matches|match|alternatives?) (?:fits?|matche[sd]|match|suits?|(?:was|were|is|are) (?:found|available))",
         covers=("recommend",),
         needs_name=True,
-        hints=(
-            "these",
-            "this",
-            "best",
-            "top",
-            "closest",
-            "fit",
-            "fits",
-            "here",
-            "nothing",
-            "find",
-            "none",
-            "no",
-        ),
+        hints=("these", "this", "best", "top", "closest", "fit", "fits", "here", "nothing", "find",
+               "none", "no"),
     ),
     # no tool changes these: a report of one is never true
     ActionKind("address", nouns=("address",), effects=CHANGES),
     ActionKind("payment", nouns=("payment method", "card"), effects=CHANGES),
 )
+# fmt: on
 KINDS_BY_NAME = {kind.name: kind for kind in ACTION_KINDS}
 PHRASE_KINDS = tuple(kind for kind in ACTION_KINDS if kind.phrases or kind.denial)
 WRITE_KINDS = ("order", "add", "remove", "quantity", "cancel", "return", "exchange")
