@@ -45,8 +45,12 @@ def _model():
 
 
 def language_of(text: str) -> tuple[str, float]:
-    """(ISO 639-1 code, probability) of `text` by the bundled model."""
-    best = _model()(" ".join(text.split()), model="lite", k=1)[0]
+    """(ISO 639-1 code, probability) of `text` by the bundled model; ("", 0.0) when the model
+    fails (an answer must never crash the verifier)."""
+    try:
+        best = _model()(" ".join(text.split()), model="lite", k=1)[0]
+    except Exception:
+        return "", 0.0
     return str(best["lang"]), float(best["score"])
 
 
