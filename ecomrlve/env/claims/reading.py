@@ -125,6 +125,7 @@ _ACTION_WORDS = frozenset(
     + [h for kind in PHRASE_KINDS for h in kind.hints]
 )
 _NOUN_WORDS = frozenset(w for w, words in FORMS.items() if any(x.role == "noun" for x in words))
+_KIND_WORDS = frozenset(w for w, words in FORMS.items() if any(x.role != "effect" for x in words))
 _NOUN_PARTNERS = DONE_STATES | NEGATIONS
 
 
@@ -426,7 +427,7 @@ def read_clause(clause: str, words: list[str] | None = None) -> list[tuple[Actio
             before = words[k - 1] if k else ""
             noun = (
                 before in _DETERMINERS
-                or before in FORMS
+                or before in _KIND_WORDS
                 or (words[k] in _NOUN_WORDS and (before in _PREPOSITIONS or _is_id(after)))
             )
             if noun:
