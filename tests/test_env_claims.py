@@ -635,3 +635,174 @@ def test_claims_are_an_entry_of_the_fact_registry(tasks, catalog):
         assert checked.ok == (not checked.claims and not checked.ungrounded)
     # without the episode (no record) nothing is audited
     assert check_answer("I've cancelled order O1002.", AnswerPlan([])).claims == []
+
+
+# ---- meaning, not word lists (issue 43) --------------------------------------------------------
+# (wordings here differ from benchmarks/claim_probes.py's, which the reader is never tuned to)
+
+OTHER_WORDS = {
+    "cancel": ("I've revoked your order.", "Your order was rescinded.", "I aborted it for you.",
+               "Order O1002: cancellation processed.", "That order is void now.",
+               "The cancellation's been processed."),
+    "refund": ("I've repaid you in full.", "A reimbursement has been issued to your card.",
+               "Your card was credited."),
+    "return": ("I booked a courier for the jacket.", "Your parcel pickup is confirmed.",
+               "I've mailed the coffee back for you.",
+               "We've arranged for the courier to pick it up."),
+    "exchange": ("I substituted a new one for it.", "A replacement has been arranged."),
+    "order": ("I've bought it for you.", "Your purchase went through."),
+}  # fmt: skip
+PROMISES = {
+    "cancel": (
+        "I'll revoke the order now.",
+        "Order O1002 is going to be cancelled.",
+        "Let me void it right away.",
+    ),
+    "return": ("I am going to file a return for it.", "I'll get a pickup scheduled."),
+    "refund": ("A refund will be sent to your card.", "I'm about to refund you."),
+    "order": ("I will place the order next.", "I'll buy it for you."),
+    "exchange": ("I'll swap it for the right size.",),
+}
+TRUE_NOT_DONE = {
+    "return": ("I have not opened a return.", "No return request was made."),
+    "order": ("I haven't ordered anything new.", "I didn't buy anything."),
+    "cancel": ("I didn't cancel any of your orders.", "No cancellation was made."),
+    "exchange": ("I haven't swapped anything.",),
+}
+OTHER_DENIALS = (
+    "Your account is exactly as it was.",
+    "I'm afraid I couldn't do that.",
+    "Nothing has been processed.",
+    "No changes were made on my side.",
+    "I was unable to complete that.",
+    "Everything remains unchanged.",
+)
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_reports_and_promises_in_any_words_of_an_action_not_done_fail(tasks, catalog, data):
+    task = data.draw(st.sampled_from(sorted(tasks.values(), key=lambda t: t.task_id)))
+    done = _done_kinds(task) | ({"refund"} if _done_kinds(task) & {"cancel", "return"} else set())
+    table = data.draw(st.sampled_from([OTHER_WORDS, PROMISES]))
+    kinds = sorted(set(table) - done)
+    claim = data.draw(st.sampled_from(table[data.draw(st.sampled_from(kinds))]))
+    text = f"{reference_turns(task)[-1]} {claim}"
+    verdict = verify(task, [*calls(task), text], catalog)
+    assert not verdict.success, (task.task_id, text)
+    assert claim_violations(verdict), (task.task_id, text)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_true_not_done_statements_pass_and_denials_in_other_words_fail(tasks, catalog, data):
+    task = data.draw(st.sampled_from(sorted(tasks.values(), key=lambda t: t.task_id)))
+    kinds = sorted(set(TRUE_NOT_DONE) - _done_kinds(task))
+    said = data.draw(st.sampled_from(TRUE_NOT_DONE[data.draw(st.sampled_from(kinds))]))
+    verdict = verify(task, [*calls(task), f"{reference_turns(task)[-1]} {said}"], catalog)
+    assert not claim_violations(verdict), (task.task_id, said, verdict.violations)
+    if _done_kinds(task):
+        denial = data.draw(st.sampled_from(OTHER_DENIALS))
+        verdict = verify(task, [*calls(task), f"{reference_turns(task)[-1]} {denial}"], catalog)
+        assert claim_violations(verdict), (task.task_id, denial)
+
+
+def test_every_inflection_of_every_action_verb_is_read():
+    """Each kind's verbs in any form: done reports, "I'll …" promises, "I didn't …" denies."""
+    from lemminflect import getAllInflections
+
+    from ecomrlve.env.claims.reading import read_clause
+
+    for kind in ACTION_KINDS:
+        for lemma in kind.verbs:
+            head, _, particle = lemma.partition(" ")
+            tail = f" it {particle}" if particle else " it"
+            context = " to your cart" if kind.context else ""
+            forms = getAllInflections(head, upos="VERB")
+            for done in {*forms.get("VBD", ()), *forms.get("VBN", ())}:
+                for text, mode in (
+                    (f"I have {done}{tail}{context}", "reported"),
+                    (f"I {done}{tail}{context}", "reported"),
+                    (f"I'll {head}{tail}{context}", "promised"),
+                    (f"I didn't {head}{tail}{context}", "denied"),
+                ):
+                    read = {(k.name, m) for k, m in read_clause(text)}
+                    assert (kind.name, mode) in read, (text, read)
+
+
+def test_a_reply_not_in_the_customers_language_fails_and_short_english_passes(tasks, catalog):
+    task = tasks["fx-cancel"]
+    for foreign in (
+        "Pedido O1001 cancelado; el reembolso llegará en unos días.",
+        "Ihre Bestellung O1001 wurde erfolgreich storniert, vielen Dank.",
+        "Votre commande O1001 est annulée et vous serez remboursé.",
+        "Seu pedido O1001 foi cancelado com sucesso, obrigado pela paciência.",
+        "I've cancelled order O1001. Anche il rimborso è stato già elaborato oggi.",
+    ):
+        verdict = judge(task, foreign, catalog)
+        assert any("customer's language" in v for v in verdict.violations), foreign
+    for english in (
+        "O1001: cancelled.",
+        "Cancelled O1001 ✅",
+        "Done — O1001 cancelled, refund to Visa ending 4242.",
+        "Order O1001 cancelled. Refund: 5-7 business days.",
+    ):
+        verdict = judge(task, english, catalog)
+        assert not any("language" in v for v in verdict.violations), (english, verdict.violations)
+
+
+def test_a_product_named_by_its_attributes_is_that_product(tasks, catalog):
+    task = tasks["fx-purchase"]
+    bought = task.reference[1].arguments["item_id"]
+    row = catalog.row_of(bought)
+    brand, colour = catalog.value("brand", row), catalog.value("color", row)
+    kind = catalog.value("product_type", row)
+    for named in (
+        f"the {brand} {colour} {kind}",
+        f"the {colour} {brand} {kind} ({bought})",
+        f"the {kind} from {brand} in {colour}",
+        f"{brand}'s {kind} in {colour}",
+        f"the {title(catalog, bought)}",  # the full title: its commas keep one clause
+    ):
+        verdict = judge(task, f"I've placed your order for {named}.", catalog)
+        assert verdict.success, (named, verdict.violations)
+    other = next(
+        i
+        for i in catalog.item_ids
+        if catalog.value("brand", catalog.row_of(i)) == brand
+        and catalog.value("product_type", catalog.row_of(i)) != kind
+    )
+    orow = catalog.row_of(other)
+    otype, ocolour = catalog.value("product_type", orow), catalog.value("color", orow)
+    verdict = judge(task, f"I've placed your order for the {brand} {ocolour} {otype}.", catalog)
+    assert not verdict.success, (other, verdict.violations)
+
+
+def test_one_reading_of_the_message_clauses_with_subject_polarity_and_modality(catalog):
+    """`Message` is the one clause reader: what each clause names and is about, its polarity
+    and modality, and the actions it reports, promises or denies."""
+    from ecomrlve.env.claims import Message
+
+    jacket = "I0000005"
+    named = title(catalog, jacket)
+    text = (
+        f"O1002 has shipped, so I couldn't cancel it. I've cancelled O1001 (the {named}). "
+        "If you like, I can start a return. I'll refund you today. Anything else?"
+    )
+    message = Message(text, product_names(catalog), ["O1001", "O1002"], {jacket}, [named])
+    read = [(c.text, [(k.name, m) for k, m in c.actions]) for c in message.clauses]
+    assert read[0] == ("O1002 has shipped", [])
+    denied = message.sentences[0][1]
+    assert denied.negated and denied.first_person and denied.subject.orders == {"O1002"}
+    assert [(k.name, m) for k, m in denied.actions] == [("cancel", "denied")]
+    cancelled = message.sentences[1][0]  # the title's comma cuts no clause
+    assert cancelled.names.orders == {"O1001"} and named in cancelled.text
+    assert [(k.name, m) for k, m in cancelled.actions] == [("cancel", "reported")]
+    offer = message.sentences[2][-1]
+    assert offer.conditional and not offer.negated
+    assert [(k.name, m) for k, m in message.sentences[3][0].actions] == [("refund", "promised")]
+    assert message.sentences[4][0].question

