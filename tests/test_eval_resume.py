@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from ecomrlve.cli import app
+from ecomrlve.progress import duration
 from ecomrlve.testing.endpoint import scripted_server
 from ecomrlve.testing.env_tasks import sql_rows
 from ecomrlve.testing.training import train_store_dir
-from ecomrlve.train import evaluate
 from ecomrlve.train.curriculum import read_store_tasks
 from ecomrlve.train.evaluate import EpisodeJournal, EpisodeRate, spread_limit
 
@@ -179,4 +179,4 @@ def test_progress_text_counts_rate_and_eta_from_this_process_only():
     rate.add()
     now[0] = 104.0
     assert rate.add() == "6/10 episodes, 0.50 episodes/s, ETA 8s"
-    assert evaluate._duration(3725) == "1h02m" and evaluate._duration(125) == "2m05s"
+    assert duration(3725) == "1h02m" and duration(125) == "2m05s"

@@ -29,7 +29,7 @@ import polars as pl
 from ecomrlve import store
 from ecomrlve.config import EcomConfig, config_from_dict
 from ecomrlve.env import Catalog, tool_schemas
-from ecomrlve.progress import ProgressEvent, ProgressFn
+from ecomrlve.progress import ProgressEvent, ProgressFn, duration
 from ecomrlve.store import DataPaths
 from ecomrlve.tasks import Task
 from ecomrlve.train import metrics, results
@@ -247,19 +247,8 @@ class EpisodeRate:
     def text(self) -> str:
         rate = self.per_second()
         left = self.total - self.done
-        eta = _duration(left / rate) if rate > 0 else "?"
+        eta = duration(left / rate) if rate > 0 else "?"
         return f"{self.done}/{self.total} episodes, {rate:.2f} episodes/s, ETA {eta}"
-
-
-def _duration(seconds: float) -> str:
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
 
 
 # ---------------------------------------------------------------------------------------------
