@@ -105,6 +105,8 @@ def check_dask_scheduler(address: str, timeout_s: float = DASK_CONNECT_TIMEOUT_S
         raise ExecutorError(
             "task runner 'dask' needs distributed: pip install 'ecomrlve[dask]'"
         ) from None
+    if address.startswith("inproc://"):  # a cluster in this very process: nothing to dial
+        return
     try:
         host, port = get_address_host_port(address)
     except ValueError as err:
