@@ -308,7 +308,7 @@ def paired(after: pl.DataFrame, before: pl.DataFrame) -> np.ndarray:
     if after.is_empty() or before.is_empty():
         return np.array([])
     key = ["seed", "threads", "task_id"]
-    joined = after.join(before.select(*key, "pass_at_1"), on=key)
+    joined = after.join(before.select(*key, "pass_at_1"), on=key, maintain_order="left")
     return (joined["pass_at_1"] - joined["pass_at_1_right"]).to_numpy()
 
 
@@ -341,9 +341,13 @@ def timing_table(runs: list[Run]) -> list[list[str]]:
     return rows
 
 
-def per_run_table(stages: dict[str, pl.DataFrame], runs: list[Run]) -> list[list[str]]:
+def per_run_table(
+    stages: dict[str, pl.DataFrame], runs: list[Run], rollouts: pl.DataFrame
+) -> list[list[str]]:
     """Each DAPO run on its own: held-out base / SFT / DAPO, the paired DAPO - SFT gain, and
-    whether its training-rollout success rose (last quarter of RL minus the first)."""
+    whether its training-rollout success rose (last quarter of RL minus the first, on one
+    scenario mix: `metrics.quarter_gain`, recomputed here from `rollouts`, the runs'
+    `train_rollouts` rows, so that every run is read by the same estimator)."""
     rows = [["run", "base", "SFT", "DAPO", "DAPO - SFT (paired)", "train success q1 -> q4"]]
     for run in runs:
         chosen = {
@@ -354,7 +358,9 @@ def per_run_table(stages: dict[str, pl.DataFrame], runs: list[Run]) -> list[list
             if name in ("base", "SFT", "DAPO") and frame.height
         }
         cells = [interval(f["pass_at_1"].to_numpy()) for f in chosen.values()]
-        quarters = json.loads((run.output / "summary.json").read_text()).get("rl_success_quarters")
+        quarters = metrics.quarter_gain(
+            rollouts.filter(pl.col("run_id") == run.run_id), seed=run.seed
+        )
         trend = (
             f"{quarters['first']:.2f} -> {quarters['last']:.2f}, {quarters['diff']:+.3f} "
             f"[{quarters['ci_low']:+.3f}, {quarters['ci_high']:+.3f}]"
@@ -836,6 +842,12 @@ def report(args, raw, cfg, runs: list[Run], data: Path, out: Path, started: floa
         f"evaluation matches the SFT run's on {int((start == 0).sum())} of {start.size} tasks"
     )
     steps = read(data, f"SELECT * FROM train_steps WHERE run_id IN ({marks})", ids)
+    rollouts = read(
+        data,
+        'SELECT run_id, step, "group", scenario, success FROM train_rollouts '
+        f"WHERE run_id IN ({marks})",
+        ids,
+    )
     sft_loss = read(data, "SELECT * FROM sft_steps WHERE run_id = ?", [sft.run_id])
     curves = plot_study(steps, sft_loss, runs, out / "curves.png")
     own_cpu = time.process_time()
@@ -853,7 +865,10 @@ def report(args, raw, cfg, runs: list[Run], data: Path, out: Path, started: floa
     )
     grpo_threads = stages["DAPO"].filter(pl.col("threads") == args.threads[-1]) if grpo else None
     sections = [
-        ("Each DAPO run (held-out pass@1, 95% task-bootstrap CI)", per_run_table(stages, dapo)),
+        (
+            "Each DAPO run (held-out pass@1, 95% task-bootstrap CI)",
+            per_run_table(stages, dapo, rollouts),
+        ),
         (
             "Held-out pass@1 by scenario (pooled over the runs; 95% task-bootstrap CI)",
             held_out_table(stages, "scenario"),

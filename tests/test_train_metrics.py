@@ -173,3 +173,27 @@ def test_quarter_gain_sees_a_rise_and_not_noise():
     assert metrics.quarter_gain(_rollouts([0.4] * 3), seed=0) is None  # no quarters yet
     again = metrics.quarter_gain(_rollouts(list(np.linspace(0.2, 0.6, 40))), seed=0)
     assert again == rising  # seeded bootstrap
+
+
+def test_quarter_gain_compares_quarters_on_one_scenario_mix():
+    """An easy scenario drawn more often late is not learning; a rise within every scenario is."""
+    rng = np.random.default_rng(3)
+    rates = {"cancel": 0.6, "return": 0.2}
+
+    def rows(rise: float) -> pl.DataFrame:
+        out = []
+        for step in range(1, 41):
+            easy_share = 0.2 if step <= 20 else 0.8  # the late steps draw mostly cancel
+            for group in range(16):
+                scenario = "cancel" if rng.random() < easy_share else "return"
+                rate = rates[scenario] + rise * (step - 1) / 39
+                out += [(step, group, scenario, bool(rng.random() < rate)) for _ in range(8)]
+        return pl.DataFrame(out, schema=["step", "group", "scenario", "success"], orient="row")
+
+    mix_only = rows(rise=0.0)
+    naive = metrics.quarter_gain(mix_only.drop("scenario"), seed=0)
+    assert naive["ci_low"] > 0.1  # read without the scenarios, the mix looks like learning
+    adjusted = metrics.quarter_gain(mix_only, seed=0)
+    assert adjusted["ci_low"] < 0 < adjusted["ci_high"] and adjusted["scenarios"] == 2
+    learning = metrics.quarter_gain(rows(rise=0.2), seed=0)
+    assert learning["ci_low"] > 0

@@ -123,8 +123,9 @@ def _print_summary(cfg, summary) -> None:
     quarters = summary.rl_success_quarters
     if quarters:
         console.print(
-            f"training-rollout success, first -> last quarter of RL: {quarters['first']:.2f} -> "
-            f"{quarters['last']:.2f}, {quarters['diff']:+.3f} (group bootstrap 95% CI "
+            f"training-rollout success, first -> last quarter of RL (one scenario mix): "
+            f"{quarters['first']:.2f} -> {quarters['last']:.2f}, {quarters['diff']:+.3f} "
+            f"(group bootstrap 95% CI "
             f"[{quarters['ci_low']:+.3f}, {quarters['ci_high']:+.3f}])"
         )
     rl_tasks = summary.rl_only_tasks or summary.train_tasks

@@ -360,7 +360,8 @@ class RunLog:
         self.steps: list[dict[str, Any]] = []
         self.scenarios: list[dict[str, Any]] = []
         self.sft: list[dict[str, Any]] = []
-        self.outcomes: list[tuple[int, int, bool]] = []  # (step, group, success) per episode
+        # (step, group, scenario, success) per episode
+        self.outcomes: list[tuple[int, int, str, bool]] = []
 
     def record_step(
         self,
@@ -381,7 +382,9 @@ class RunLog:
         )
         self.steps.append(step)
         self.scenarios.extend(scenarios)
-        self.outcomes.extend((r["step"], r["group"], r["success"]) for r in rollout_rows)
+        self.outcomes.extend(
+            (r["step"], r["group"], r["scenario"], r["success"]) for r in rollout_rows
+        )
         self.tracking.log_rl_step(metrics)
 
     def success_quarters(self, seed: int) -> dict[str, float] | None:
@@ -389,7 +392,9 @@ class RunLog:
         (`metrics.quarter_gain`); None before four steps."""
         if not self.outcomes:
             return None
-        rows = pl.DataFrame(self.outcomes, schema=["step", "group", "success"], orient="row")
+        rows = pl.DataFrame(
+            self.outcomes, schema=["step", "group", "scenario", "success"], orient="row"
+        )
         return quarter_gain(rows, seed=seed)
 
     def record_sft(self, rows: list[dict[str, Any]]) -> None:
