@@ -25,6 +25,7 @@ from ecomrlve.cli_common import (
 )
 from ecomrlve.config import NO_EVENTS
 from ecomrlve.progress import ProgressEvent
+from ecomrlve.train.cli import print_report
 
 log = logging.getLogger(__name__)
 
@@ -218,6 +219,11 @@ def pipeline_command(
     console.print(f"plots      {', '.join(summary.plots)}")
     if summary.train:
         console.print(f"training   {summary.train.get('output', '')}")
+        if (
+            summary.train.get("run_id")
+            and (Path(summary.train["output"]) / "summary.json").exists()
+        ):
+            print_report(Path(summary.train["output"]), data)
 
 
 # ---- curriculum ---------------------------------------------------------------------------------
