@@ -178,3 +178,14 @@ def test_the_page_in_headless_chromium(page, tmp_path) -> None:
             browser.close()
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not errors, errors
+
+
+def test_training_ends_with_the_report_line_or_one_warning(run, tmp_path, capsys) -> None:
+    from ecomrlve.train.cli import print_report
+
+    data, folder = run
+    print_report(folder, data)
+    assert f"report     {folder / 'report.html'}" in capsys.readouterr().out
+    print_report(tmp_path, data)  # not a finished run: the run stands, the page is skipped
+    out = capsys.readouterr().out
+    assert out.startswith("report     not written:") and len(out.strip().splitlines()) == 1
