@@ -189,3 +189,21 @@ def test_training_ends_with_the_report_line_or_one_warning(run, tmp_path, capsys
     print_report(tmp_path, data)  # not a finished run: the run stands, the page is skipped
     out = capsys.readouterr().out
     assert out.startswith("report     not written:") and len(out.strip().splitlines()) == 1
+
+
+def test_the_failed_clause_is_the_quote_of_a_claims_violation() -> None:
+    from ecomrlve.train.view import failed_clauses, marked_spans
+
+    violations = [
+        "goal: order O1 was not cancelled",
+        "claims: names 'Red Mug', not the product acted on: 'I sent the Red   Mug back…'",
+        'claims: reports a refund that was not done: "it\'s refunded"',
+    ]
+    clauses = failed_clauses(violations)
+    assert clauses == ["I sent the Red   Mug back", "it's refunded"]
+    text = "Hello. I sent the Red\nMug back today, and it's refunded."
+    assert [piece for piece, failed in marked_spans(text, clauses) if failed] == [
+        "I sent the Red\nMug back",
+        "it's refunded",
+    ]
+    assert "".join(piece for piece, _ in marked_spans(text, clauses)) == text

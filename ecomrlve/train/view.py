@@ -30,6 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import polars as pl
 
 from ecomrlve import store
@@ -96,24 +97,25 @@ def store_of(run: FinishedRun, data: Path | None) -> Path:
         data = above[0] if above else Path("data")
     if not DataPaths.of(data).db.exists():
         raise ViewError(f"no store at {data}: pass --data, the folder the run was trained with")
-    con = store.connect(data, read_only=True)
+    return data
+
+
+def held_out_episodes(data: Path, run: FinishedRun) -> pl.DataFrame:
+    """The run's `eval_episodes` rows of its base, SFT and final evaluations."""
     try:
-        found = (
-            con.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'eval_episodes'"
-            ).fetchone()[0]
-            and con.execute(
-                "SELECT count(*) FROM eval_episodes WHERE run_id = ?", [run.run_id]
-            ).fetchone()[0]
+        rows = _read(
+            data,
+            "SELECT * FROM eval_episodes WHERE run_id = ? AND list_contains(?, stage)",
+            [run.run_id, list(STAGE_ORDER)],
         )
-    finally:
-        con.close()
-    if not found:
+    except duckdb.CatalogException:  # no evaluation ever stored here
+        rows = pl.DataFrame()
+    if not rows.height:
         raise ViewError(
             f"run {run.run_id} has no held-out episodes in the store at {data}: "
             "pass --data, the folder it was trained with"
         )
-    return data
+    return rows
 
 
 def _read(data: Path, query: str, params: list[Any] | None = None) -> pl.DataFrame:
@@ -293,14 +295,15 @@ def episode_views(data: Path, run: FinishedRun, picked: pl.DataFrame) -> list[Ep
     return [replay(r, by_id.get(r["task_id"]), catalog, run.config) for r in picked.to_dicts()]
 
 
-_QUOTED = re.compile(r": (?P<quote>'.*'|\".*\")$")
+# the last ": 'text'" of a claims violation (a name it cites earlier may be quoted too)
+_QUOTED = re.compile(r".*: (?P<quote>'.*'|\".*\")$")
 
 
 def failed_clauses(violations: list[str]) -> list[str]:
     """The final message's words a claims violation quotes (`claims: ...: 'text'`)."""
     clauses = []
     for violation in violations:
-        found = _QUOTED.search(violation) if violation.startswith("claims:") else None
+        found = _QUOTED.match(violation) if violation.startswith("claims:") else None
         if found:
             try:
                 clauses.append(str(ast.literal_eval(found["quote"])).rstrip("…").strip())
@@ -391,10 +394,7 @@ def write_report(
         raise ViewError(f"--episodes must be >= 0, got {episodes}")
     run = FinishedRun.open(Path(run_dir))
     data = store_of(run, data)
-    rows = _read(data, "SELECT * FROM eval_episodes WHERE run_id = ?", [run.run_id])
-    rows = rows.filter(pl.col("stage").is_in(STAGE_ORDER))
-    if not rows.height:
-        raise ViewError(f"run {run.run_id} has no base, sft or final held-out episodes")
+    rows = held_out_episodes(data, run)
     summary = run.summary
     final_name = str(summary.get("algorithm") or "final").upper()
     context = {
