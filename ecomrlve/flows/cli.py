@@ -219,11 +219,9 @@ def pipeline_command(
     console.print(f"plots      {', '.join(summary.plots)}")
     if summary.train:
         console.print(f"training   {summary.train.get('output', '')}")
-        if (
-            summary.train.get("run_id")
-            and (Path(summary.train["output"]) / "summary.json").exists()
-        ):
-            print_report(Path(summary.train["output"]), data)
+        run = Path(summary.train["output"])
+        if (run / "summary.json").exists():  # an ecomrlve run (a verl run keeps its own files)
+            print_report(run, data)
 
 
 # ---- curriculum ---------------------------------------------------------------------------------
