@@ -87,6 +87,7 @@ RUN_BY: dict[str, str] = {
     "ecomrlve train --config configs/tiny_cpu.yaml": "trained",
     "ecomrlve eval --model experiments/tiny/model": "test_training_section",
     "ecomrlve sql SELECT step, reward_mean": "test_training_section",
+    "ecomrlve view experiments/tiny --data data": "test_training_section",
     "ecomrlve curriculum regenerate --name hard --min-steps 6 --max-steps 8 --tasks 2000 "
     "--from-run last": "test_regenerate_from_the_last_run",
     "from trl import GRPOConfig, GRPOTrainer": (
@@ -500,12 +501,15 @@ def trained(tmp_path_factory) -> Iterator[Path]:
 
 @pytest.mark.slow  # SFT + 2 DAPO steps, an evaluation and 2 GRPO steps of TRL
 def test_training_section(trained) -> None:
-    """eval and the train_steps query on the run the training page's command wrote; then the
-    integrations page's TRL block on that model folder (`data/runs/default/model`, where
-    `make run` leaves the demo's): `ecomrlve train`'s output works with TRL as written."""
+    """eval, the train_steps query and `ecomrlve view` on the run the training page's command
+    wrote; then the integrations page's TRL block on that model folder
+    (`data/runs/default/model`, where `make run` leaves the demo's): `ecomrlve train`'s output
+    works with TRL as written."""
     outputs = run_assigned("test_training_section")
     text = "\n".join(map(str, outputs.values()))
     assert "pass^4" in text and "reward_mean" in text
+    page = (trained / "experiments" / "tiny" / "report.html").read_text(encoding="utf-8")
+    assert 'id="held-out-table"' in page and 'class="episode' in page  # `ecomrlve view`
     listed = run_command(_cli("ecomrlve sql 'SELECT output FROM train_runs' --format csv"))
     assert "../experiments/tiny" in listed.split()  # relative to the data folder, as the docs say
     model = trained / "data" / "runs" / "default" / "model"

@@ -38,6 +38,8 @@ def test_tiny_run_writes_model_tables_and_plots(tiny_run):
     data, output, result = tiny_run
     assert result.exit_code == 0, result.output
     assert "held-out success" in result.output
+    assert f"report     {output / 'report.html'}" in result.output  # `ecomrlve view`'s page
+    assert 'id="held-out-table"' in (output / "report.html").read_text(encoding="utf-8")
     summary = json.loads((output / "summary.json").read_text())
     assert summary["rl_steps"] == 2 and summary["sft_steps"] >= 1
     assert set(summary["held_out"]) == {"base", "sft", "final"}

@@ -25,6 +25,7 @@ from ecomrlve.cli_common import (
 )
 from ecomrlve.config import NO_EVENTS
 from ecomrlve.progress import ProgressEvent
+from ecomrlve.train.cli import print_report
 
 log = logging.getLogger(__name__)
 
@@ -218,6 +219,9 @@ def pipeline_command(
     console.print(f"plots      {', '.join(summary.plots)}")
     if summary.train:
         console.print(f"training   {summary.train.get('output', '')}")
+        run = Path(summary.train["output"])
+        if (run / "summary.json").exists():  # an ecomrlve run (a verl run keeps its own files)
+            print_report(run, data)
 
 
 # ---- curriculum ---------------------------------------------------------------------------------

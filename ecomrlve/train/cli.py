@@ -11,6 +11,7 @@ import polars as pl
 import typer
 
 from ecomrlve.cli_common import console, fail, frame_table, progress_bar, user_errors
+from ecomrlve.train.view import EPISODES_PER_STAGE, write_report
 
 if TYPE_CHECKING:
     from ecomrlve.config import EcomConfig
@@ -35,6 +36,7 @@ PrintOnlyOpt = typer.Option(
 def register(app: typer.Typer) -> None:
     app.command("train")(train)
     app.command("eval")(evaluate)
+    app.command("view")(view)
 
 
 def train(
@@ -96,8 +98,10 @@ def train(
     if shutdown_distributed():  # under torchrun, rank 0 prints the summary
         if os.environ.get("RANK", "0") == "0":
             _print_summary(cfg, summary)
+            print_report(summary.output, data)
         exit_rank(0)
     _print_summary(cfg, summary)
+    print_report(summary.output, data)
 
 
 def _print_summary(cfg, summary) -> None:
@@ -137,6 +141,44 @@ def _print_summary(cfg, summary) -> None:
         f"model {summary.model_dir}; "
         f"plots {summary.output / 'plots'}"
     )
+
+
+def view(
+    run: Path = typer.Argument(..., help="a finished training run's folder (`train --output`)"),
+    data: Path | None = typer.Option(
+        None,
+        "--data",
+        help="data directory the run was trained with (default: the folder above RUN holding "
+        "a store, else ./data)",
+    ),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="HTML file to write (default RUN/report.html)"
+    ),
+    episodes: int = typer.Option(
+        EPISODES_PER_STAGE,
+        "--episodes",
+        help="held-out episodes shown per stage (failed and passed in turn)",
+    ),
+) -> None:
+    """Write one static HTML report of a finished run: held-out table with CIs, curves, task
+    mix and an episode browser (opens from disk, offline)."""
+    with user_errors():
+        path = write_report(run, data, output, episodes=episodes)
+    size = f"{path.stat().st_size / 1e3:,.0f} kB"
+    console.print(f"report     {path} ({size})", highlight=False, soft_wrap=True)
+
+
+def print_report(run: Path, data: Path | None) -> None:
+    """The closing line of a training run: its HTML report (`view`). Training has finished and
+    its results are stored, so a report that cannot be written is one warning line."""
+    try:
+        path = write_report(run, data)
+    except Exception as err:  # the run is done: never fail it for its page
+        console.print(
+            f"report     not written: {err}", style="yellow", markup=False, soft_wrap=True
+        )
+        return
+    console.print(f"report     {path}   (open it in a browser)", highlight=False, soft_wrap=True)
 
 
 def _print_memory_plan(cfg, gpus: int, gpu_memory: float) -> None:

@@ -35,7 +35,7 @@ from ecomrlve.tasks import Task
 from ecomrlve.train import metrics, results
 from ecomrlve.train.chat import ChatFormat
 from ecomrlve.train.engine import RolloutEngine
-from ecomrlve.train.rollout import episode_row, run_episodes
+from ecomrlve.train.rollout import Episode, episode_row, run_episodes
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +92,24 @@ def evaluate_episodes(
         progress=progress,
         **({"tools_for": tools_for} if tools_for is not None else {}),
     )
+    return report_of(episodes, stage=stage, k=k, samples=samples, tools_offered=tools_offered)
+
+
+def report_of(
+    episodes: list[Episode], *, stage: str, k: int, samples: int, tools_offered: str | None
+) -> EvalReport:
+    """The report of played episodes. Each row keeps the assistant's turns as written
+    (`assistant_turns`, a JSON list): replayed in the env they give back every tool result and
+    the verdict (`ecomrlve view`)."""
     rows = [
-        episode_row(e, sample=e.sample, stage=stage, tools_offered=tools_offered) for e in episodes
+        episode_row(
+            e,
+            sample=e.sample,
+            stage=stage,
+            tools_offered=tools_offered,
+            assistant_turns=json.dumps(e.turns, ensure_ascii=False),
+        )
+        for e in episodes
     ]
     frame = pl.DataFrame(rows, schema_overrides={"difficulty": pl.Int64, "min_steps": pl.Int64})
     return EvalReport(

@@ -9,7 +9,7 @@ Tables (each row carries `run_id`; appended, so several runs share them):
 * `train_scenarios` one row per (step, scenario): episodes, success, reward, difficulty window
 * `train_rollouts`  one row per episode: task_id, scenario, difficulty, reward, success, steps
 * `eval_results`    pass@1 / pass^k by scenario x difficulty x step band
-* `eval_episodes`   one row per evaluation episode
+* `eval_episodes`   one row per evaluation episode, with the assistant's turns as generated
 
 "Which axes does the model fail on" is then a join, e.g.::
 
@@ -157,6 +157,10 @@ EPISODE_SCHEMA: dict[str, pl.DataType] = {
     "retries": pl.Int64,
     "error": pl.String,  # the endpoint failed for good; the episode counts as a failure
     "tools_offered": pl.String,  # in a training run: the tool curriculum's width then
+    # the assistant's turns as generated (a JSON list of texts): the env replays them into the
+    # whole transcript and its verdict (`ecomrlve view`); null for endpoint runs, whose
+    # transcripts are in their run folder's trajectories.jsonl
+    "assistant_turns": pl.String,
 }
 RUN_SCHEMA: dict[str, pl.DataType] = {
     "run_id": pl.String,

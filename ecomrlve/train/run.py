@@ -14,7 +14,8 @@ The run folder (`output`) receives::
     plots/                   reward.png, success_by_scenario.png, difficulty_frontier.png,
                              sft_loss.png
 
-and the data directory's DuckDB gets train_runs, sft_steps, train_steps, train_scenarios,
+(`ecomrlve train` and the pipeline then add `report.html`, the run's page: `view.py`), and the
+data directory's DuckDB gets train_runs, sft_steps, train_steps, train_scenarios,
 train_rollouts, eval_results and eval_episodes rows under the run's `run_id`. `summary.json`
 holds each stage's held-out pass@1 with its task-bootstrap 95% interval and the paired gains
 (`held_out_gain`: `sft-base`, `final-sft`).
