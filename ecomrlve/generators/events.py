@@ -78,12 +78,15 @@ class _Draft:
         ]
         self.events: list[WorldEvent] = []
         self.names = dict(task.goal.product_names)
+        self.core_calls = list(task.core_calls or ())
 
     def insert(self, position: int, calls: list[ToolCall]) -> None:
+        """Insert event-handling `calls` (no core steps) at `position`."""
         self.reference[position:position] = calls
         for event in self.events:
             if event.after_calls >= position:
                 event.after_calls += len(calls)
+        self.core_calls = [c + len(calls) if c >= position else c for c in self.core_calls]
 
     def title(self, item_id: str) -> str:
         row = self.ctx.catalog.row_of(item_id)
@@ -364,6 +367,7 @@ def add_events(
         update={
             "reference": draft.reference,
             "min_steps": len(draft.reference),
+            "core_calls": draft.core_calls,
             "events": draft.events,
             "goal": goal,
         }

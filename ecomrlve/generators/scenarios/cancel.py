@@ -108,7 +108,8 @@ class Cancel(Scenario):
         twin = share > 0 and in_share(share, rng.random())
         return Plan(
             steps,
-            {
+            addon_steps=followups.addon_cost(more),
+            choices={
                 "statuses": statuses,
                 "shipped": shipped,
                 "hide_reason": hide_reason,
@@ -189,4 +190,4 @@ class Cancel(Scenario):
             + extra.relevant,
             typo_rate=config.typo_rate,
         )
-        return Draft(prompt, goal, world.state(), requests.reference)
+        return Draft(prompt, goal, world.state(), requests.reference, extra.addon_calls)

@@ -90,6 +90,8 @@ VAGUE_TEMPLATES: tuple[str, ...] = (
 CANCEL_QUESTION = " If the one with the {noun} has already shipped, can I still cancel it?"
 CANCELLATION_POLICY = ("cancellation", "", "any")
 FOLLOWUPS: tuple[str, ...] = ("order_detail", "reorder")
+# another order asked about is the main request once more (its status and the card it was paid with)
+CORE_FOLLOWUPS = frozenset({"order_detail"})
 
 
 class OrderStatusConfig(ScenarioConfig):
@@ -138,7 +140,8 @@ class OrderStatus(Scenario):
         steps += followups.cost(more)
         return Plan(
             steps,
-            {
+            addon_steps=followups.addon_cost(more, CORE_FOLLOWUPS),
+            choices={
                 "followups": more,
                 "details": details,
                 "vague": vague,
@@ -209,7 +212,13 @@ class OrderStatus(Scenario):
         values = {"orders": orders_text, "question": question, "vague": "my order", "n": str(n)}
         prompt = compose(template, values, rng, config.typo_rate)
         extra = followups.add_followups(
-            plan["followups"], ctx, rng, world, set(categories), typo_rate=config.typo_rate
+            plan["followups"],
+            ctx,
+            rng,
+            world,
+            set(categories),
+            typo_rate=config.typo_rate,
+            core=CORE_FOLLOWUPS,
         )
         extra.merge(reference, answer_facts, policies)
         prompt = extra.prompt(prompt)
@@ -227,7 +236,7 @@ class OrderStatus(Scenario):
             relevant_ids=relevant + extra.relevant,
             typo_rate=config.typo_rate,
         )
-        return Draft(prompt, goal, world.state(), reference)
+        return Draft(prompt, goal, world.state(), reference, extra.addon_calls)
 
 
 def _target_order(

@@ -139,7 +139,8 @@ class Policy(Scenario):
         steps = int(vague) + int(lookup) + len(documents) + followups.cost(more)
         return Plan(
             steps,
-            {
+            addon_steps=followups.addon_cost(more),
+            choices={
                 "topics": topics,
                 "lookup": lookup,
                 "vague": vague,
@@ -210,7 +211,7 @@ class Policy(Scenario):
             purchase=extra.purchase,
             typo_rate=config.typo_rate,
         )
-        return Draft(prompt, goal, world.state(), asking.reference)
+        return Draft(prompt, goal, world.state(), asking.reference, extra.addon_calls)
 
 
 @dataclass

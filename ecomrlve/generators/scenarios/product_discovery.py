@@ -159,7 +159,8 @@ class ProductDiscovery(Scenario):
         steps += followups.cost(more)
         return Plan(
             steps,
-            {
+            addon_steps=followups.addon_cost(more),
+            choices={
                 "followups": more,
                 "keys": keys,
                 "anchor": anchor,
@@ -262,7 +263,7 @@ class ProductDiscovery(Scenario):
             purchase=more.purchase,
             typo_rate=config.typo_rate,
         )
-        return Draft(prompt, goal, world.state(), reference)
+        return Draft(prompt, goal, world.state(), reference, more.addon_calls)
 
     def _relaxed(
         self,

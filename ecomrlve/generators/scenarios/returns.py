@@ -155,7 +155,8 @@ class Return(Scenario):
         twin = share > 0 and in_share(share, rng.random())
         return Plan(
             steps,
-            {
+            addon_steps=followups.addon_cost(more),
+            choices={
                 "twin": twin,
                 "followups": more,
                 "kinds": kinds,
@@ -229,7 +230,7 @@ class Return(Scenario):
             relevant_ids=relevant + extra.relevant,
             typo_rate=config.typo_rate,
         )
-        return Draft(prompt, goal, world.state(), requests.reference)
+        return Draft(prompt, goal, world.state(), requests.reference, extra.addon_calls)
 
 
 @dataclass
