@@ -228,6 +228,11 @@ def _order_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
         return False
     c = cancels[int(rng.integers(len(cancels)))]
     order_id = draft.reference[c].arguments["order_id"]
+    if _bought_on(draft, c, orders[order_id]):
+        # a purchase hangs on this cancellation (`generators/dependent.py`): the shop ships
+        # only after it, a race the reference wins
+        draft.events.append(WorldEvent(kind="order_shipped", after_calls=c + 1, order_id=order_id))
+        return True
     if rng.random() < 0.5:  # a race the reference wins: it cancels, then the shop ships
         draft.events.append(WorldEvent(kind="order_shipped", after_calls=c + 1, order_id=order_id))
         return True
@@ -238,6 +243,16 @@ def _order_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
     draft.reference[c] = ToolCall(name="get_order", arguments={"order_id": order_id})
     draft.events.append(WorldEvent(kind="order_shipped", after_calls=c, order_id=order_id, say=say))
     return True
+
+
+def _bought_on(draft: _Draft, c: int, order: dict) -> bool:
+    """Whether a later reference call opens the page of an item of `order` (a dependent
+    purchase's first step), so what the reference buys hangs on cancel call `c`."""
+    items = {line["item_id"] for line in order.get("items", [])}
+    return any(
+        call.name == "get_product" and call.arguments.get("item_id") in items
+        for call in draft.reference[c + 1 :]
+    )
 
 
 def _status_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
