@@ -151,7 +151,8 @@ class OrderStatus(Scenario):
         if twin:
             details[0] = "payment"  # which card paid tells the twins apart in get_order
         # drawn last, and not at share 0: every other draw is the one it was before it
-        dependent = dependent_drawn(config.dependent_share, rng)
+        # (not with a vague request: its sentence would name the product the customer withholds)
+        dependent = dependent_drawn(config.dependent_share, rng) and not vague
         delivered = False
         if dependent:
             details = [d if d is not None else pick(rng, DETAILS) for d in details]

@@ -162,7 +162,8 @@ class Policy(Scenario):
         documents = {d for t in topics for d in policy_documents(t, final_sale)}
         more = followups.draw(rng, FOLLOWUPS, config.n_intents - 1, config.difficulty)
         # drawn last, and not at share 0: every other draw is the one it was before it
-        act = dependent_drawn(config.dependent_share, rng) and about_item
+        # (not with a vague question: its sentence would name the product the customer withholds)
+        act = dependent_drawn(config.dependent_share, rng) and about_item and not vague
         lookup = lookup or act  # the return needs the order's ids
         steps = int(vague) + int(lookup) + len(documents) + followups.cost(more)
         steps += (1 + DEPENDENT_COST) * int(act and not turns["item"])
