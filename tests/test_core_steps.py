@@ -143,3 +143,23 @@ def test_wanted_phrase_names_the_variant():
     assert wanted_phrase("hoodie", "size M") == "the hoodie in size M"
     assert wanted_phrase("hoodie", "the black one") == "the hoodie in black"
     assert wanted_phrase("hoodie", "the black one in size M") == "the hoodie in black, size M"
+
+
+def test_a_store_written_before_core_steps_filters_by_every_call(ctx, tmp_path):
+    """A band's SQL reads an older store (no `core_steps` in any file): every call is core."""
+    from ecomrlve import store
+    from ecomrlve.config import DataConfig
+
+    row = task_row(generate_task(ctx, "cancel", 3, 1, 0))
+    old = pl.DataFrame([{k: v for k, v in row.items() if k not in ("core_steps", "core_calls")}])
+    folder = tmp_path / "tasks" / "scenario=cancel" / "difficulty=1"
+    folder.mkdir(parents=True)
+    old.write_parquet(folder / "old.parquet")
+    store.refresh_views(tmp_path)
+    band = DataConfig(min_steps=row["min_steps"], max_steps=row["min_steps"]).band
+    con = store.connect(tmp_path, read_only=True)
+    try:
+        got = con.sql(f"SELECT task_id, core_steps FROM tasks WHERE {band}").fetchall()
+    finally:
+        con.close()
+    assert got == [(row["task_id"], row["min_steps"])]
