@@ -2,21 +2,25 @@
 blue one instead", "once the return goes through, get me size M", "if it's arrived, I'd like
 a second one in black".
 
-From d3 the order scenarios (order_status, cancel, return) may hang such a request on an item
-of an order the customer asks about (`dependent_share`: 0 up to d2, 0.25 a step, 1 from d6; a
-coin per plan, `dependent_drawn`). It is part
-of the main request, so its calls are core steps, and it is a chain: the ordered item's id
-(from the order) opens its product page (`get_product`, which lists the variants), whose
-variant id is what goes in the cart:
+From d3 order_status, cancel and return may hang such a request on an item of an order the
+customer asks about, and policy on the item asked about (`dependent_share`: 0 up to d2, 0.25
+a step, 1 from d6; a coin per plan, `dependent_drawn`). It is part of the main request, so its
+calls are core steps, and it is a chain: the ordered item's id (from the order) opens its
+product page (`get_product`, which lists the variants), whose variant id is what goes in the
+cart:
 
-| condition holds | reference                                     | goal                     |
-|-----------------|-----------------------------------------------|--------------------------|
+| condition holds | reference                                      | goal                      |
+|-----------------|------------------------------------------------|---------------------------|
 | yes             | get_product, add_to_cart(variant), checkout    | a purchase of the variant |
-| no              | nothing: the answer already says the outcome   | no purchase              |
+| no              | nothing: the answer already says the outcome   | no purchase               |
 
-A shallow agent that buys whatever the condition says fails either way: it skips the check and
-buys when it must not, or never opens the product page and has no variant id to buy. The
-sentences vary by scenario and condition (`SENTENCES`), several wordings each.
+The conditions (`SENTENCES`): the order was cancelled (cancel), has arrived (order_status), the
+item goes back or is refused (return: either way round, so that more refusals at higher
+difficulty do not mean fewer purchases), and "either way" (policy, whose return itself is the
+conditional part). Four wordings each.
+
+A shallow agent fails either way: one that buys without checking the condition buys when it
+must not, and one that never opens the product page has no variant id to buy.
 """
 
 from __future__ import annotations
@@ -53,6 +57,20 @@ SENTENCES: dict[str, tuple[str, ...]] = {
         "Assuming the return of the {noun} is accepted, please order {wanted} instead.",
         "Once the return is filed, get me {wanted} — but only if it can be returned.",
         "If you can take the {noun} back, I'd like {wanted} ordered in its place.",
+    ),
+    # policy: bought whether the item may go back or not (the return is the conditional part)
+    "either": (
+        "Either way, I'd like {wanted} — please order it.",
+        "Whatever the answer, order me {wanted} too.",
+        "And whether or not it can go back, buy me {wanted}.",
+        "Regardless of the return, please get me {wanted}.",
+    ),
+    # return: the item cannot go back
+    "refused": (
+        "If the {noun} can't go back, then at least order me {wanted}.",
+        "Should the return of the {noun} be refused, I'd like {wanted} instead — order it.",
+        "If it's too late to return the {noun}, buy me {wanted} so I have one that works.",
+        "In case the {noun} can't be returned, please order {wanted}.",
     ),
     # order_status: the order has arrived
     "delivered": (
@@ -117,14 +135,16 @@ def dependent_purchase(
     outcome: str,
     holds: bool,
     typo_rate: float,
+    *,
+    noun: str | None = None,
 ) -> DependentPurchase:
-    """The request "if `outcome`, buy another variant of `row`" and, when `holds`, the calls
-    that do it. Raises GenerationError when no other variant of `row` is in stock (the build
-    is redrawn)."""
+    """The request "if `outcome`, buy another variant of `row`" and, when `holds`, the
+    calls that do it; `noun` names the product (default: its type). Raises GenerationError
+    when no other variant of `row` is in stock (the build is redrawn)."""
     option = exchange_option(ctx, rng, row)
     if option is None:
         raise GenerationError(f"no other variant of row {row} in stock to buy")
-    noun = ctx.noun(row)
+    noun = noun or ctx.noun(row)
     values = {"noun": noun, "wanted": wanted_phrase(noun, option.words)}
     sentence = render(pick(rng, SENTENCES[outcome]), values, rng, typo_rate)
     if not holds:

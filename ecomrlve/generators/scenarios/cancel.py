@@ -12,7 +12,7 @@ named bought twice: a later order of the same products (the same titles, listed 
 stay, and only the day the user gives ("placed on May 3") tells which one to cancel. From d3,
 `dependent_share` of a cell's tasks hang a purchase on a cancellation ("if you manage to cancel
 it, order me the hoodie in black instead": `generators/dependent.py`): the first order's, or
-the shipped one's, which then must not be bought.
+the shipped one's when it is the only one named, when nothing may be bought.
 
 Success: exactly the requested cancellable orders end cancelled, nothing else changes, and the
 final answer confirms each cancellation; for a shipped order it says that it has shipped, that it
@@ -122,8 +122,9 @@ class Cancel(Scenario):
         twin = share > 0 and in_share(share, rng.random())
         # drawn last, and not at share 0: every other draw is the one it was before it
         dependent = dependent_drawn(config.dependent_share, rng)
-        # on the shipped order (it must not be bought) when it is the only one, else now and then
-        on_shipped = dependent and shipped and (n_cancel == 0 or bool(rng.random() < 0.3))
+        # on the first order, or on the shipped one (nothing may be bought) when it is the only
+        # one asked about: a share of failed conditions that shrinks as more orders are named
+        on_shipped = dependent and n_cancel == 0
         steps += DEPENDENT_COST * int(dependent and not on_shipped)
         return Plan(
             steps,

@@ -15,10 +15,10 @@ that has already shipped. The others are the happy path, a fact the policy text 
 at d0-1, where every answer is a plain look-up, and grows with difficulty.
 
 From d3, in `dependent_share` of a cell's tasks (`generators/dependent.py`) the customer acts
-on the item's verdict: "if it can still go back, return it and order me the lamp in blue
-instead". The agent looks the order up (the item's ids), and when the window is open files the
-return and buys the variant (`get_product`, `add_to_cart`, `checkout`); when it is closed or the
-item is final sale, nothing changes.
+on the item's verdict: "if it can still go back, return it — and either way, order me the lamp
+in blue". The agent looks the order up (the item's ids), files the return only when the window
+is open and the item is no final sale, and buys the variant (`get_product`, `add_to_cart`,
+`checkout`) in both cases.
 
 Success: the final answer states every required fact (the verdict, the window and days left,
 the fee, the shipping price, …) and contradicts none of them; no state may change. A question
@@ -162,11 +162,12 @@ class Policy(Scenario):
         documents = {d for t in topics for d in policy_documents(t, final_sale)}
         more = followups.draw(rng, FOLLOWUPS, config.n_intents - 1, config.difficulty)
         # drawn last, and not at share 0: every other draw is the one it was before it
-        # (not with a vague question: its sentence would name the product the customer withholds)
-        act = dependent_drawn(config.dependent_share, rng) and about_item and not vague
+        act = dependent_drawn(config.dependent_share, rng) and about_item
         lookup = lookup or act  # the return needs the order's ids
         steps = int(vague) + int(lookup) + len(documents) + followups.cost(more)
-        steps += (1 + DEPENDENT_COST) * int(act and not turns["item"])
+        # the variant is bought either way ("…and if it can't go back, I still want the blue
+        # one"); the return only when the window is open and the item is no final sale
+        steps += (DEPENDENT_COST + int(not turns["item"])) * int(act)
         return Plan(
             steps,
             addon_steps=followups.addon_cost(more),
@@ -235,12 +236,13 @@ class Policy(Scenario):
             asking.questions.append(
                 render(pick(rng, RETURN_IF_OPEN), {"reason": reason}, rng, config.typo_rate)
             )
-            holds = not turns["item"]
-            then = dependent_purchase(ctx, rng, row, "returned", holds, config.typo_rate)
+            # a vague question names no product: nor does the request that hangs on it
+            noun = "same thing" if vague else None
+            then = dependent_purchase(ctx, rng, row, "either", True, config.typo_rate, noun=noun)
             asking.questions.append(then.sentence)
-            if holds:
+            if not turns["item"]:  # it can go back
                 acted.return_item(ctx, order, row, reason)
-                asking.reference += acted.reference + then.reference
+            asking.reference += acted.reference + then.reference
             purchase = then.purchase
         prompt = compose(
             pick(rng, TEMPLATES), {"questions": " ".join(asking.questions)}, rng, config.typo_rate

@@ -13,9 +13,10 @@ product, other colour), a restocking-fee question, the reason left out of the pr
 at d0-1, 0.2 a step, 1 from d6; `generators/strata.py` picks which) have the first item's order
 bought twice: a later order of the same products (the same titles, listed first) is not the one
 meant, and only the day the user gives ("I ordered on May 3") tells which order to act on.
-From d3, `dependent_share` of a cell's tasks hang a purchase on the first item to return or
-refused ("if the mug can go back, use the refund toward the mug in blue":
-`generators/dependent.py`): bought when the return is filed, never when it is refused.
+From d3, `dependent_share` of a cell's tasks hang a purchase on the first item to return (or
+the first refused one): "if the mug can go back, use the refund toward the mug in blue", or
+"if it can't go back, at least order me the mug in blue" (`generators/dependent.py`); the
+condition holds in 3 of 4 such tasks, whichever way it is put.
 
 The module is called `returns` because `return` is a Python keyword; the scenario is "return".
 """
@@ -92,6 +93,7 @@ TEMPLATES: tuple[str, ...] = (
     "I need to send some things back: {requests}.{reason}{question}",
 )
 FOLLOWUPS: tuple[str, ...] = ("refund", "order_detail", "reorder")
+HOLDS_SHARE = 0.75  # P(a dependent purchase's condition holds)
 FEE_QUESTIONS: tuple[str, ...] = (
     " Will I be charged a restocking fee for the {noun}?",
     " Is there a restocking fee on the {noun}?",
@@ -171,18 +173,23 @@ class Return(Scenario):
         share = config.twin_order_share
         twin = share > 0 and in_share(share, rng.random())
         # drawn last, and not at share 0: every other draw is the one it was before it; on the
-        # first item to return or refused (an exchange is a swap already)
+        # first item to return, else the first refused one (an exchange is a swap already)
         bought_on = None
         if dependent_drawn(config.dependent_share, rng):
-            bought_on = next((k for k, kind in enumerate(kinds) if kind != "exchange"), None)
-        if bought_on is not None and kinds[bought_on] == "return":
-            steps += DEPENDENT_COST
+            order = [k for k, kind in enumerate(kinds) if kind == "return"]
+            order += [k for k, kind in enumerate(kinds) if kind == "ineligible"]
+            bought_on = order[0] if order else None
+        # the customer buys if the return goes through, or if it is refused: the condition holds
+        # in a share of tasks that does not fall as refusals grow with the difficulty
+        holds = bought_on is not None and bool(rng.random() < HOLDS_SHARE)
+        steps += DEPENDENT_COST * int(holds)
         return Plan(
             steps,
             addon_steps=followups.addon_cost(more),
             choices={
                 "twin": twin,
                 "bought_on": bought_on,
+                "holds": holds,
                 "followups": more,
                 "kinds": kinds,
                 "fee_question": fee_question,
@@ -244,8 +251,9 @@ class Return(Scenario):
         purchase = None
         if bought_on is not None:
             it = items[bought_on]
-            holds = it.kind == "return"
-            then = dependent_purchase(ctx, rng, it.row, "returned", holds, config.typo_rate)
+            # "returned" buys when the item goes back, "refused" when it cannot
+            outcome = "returned" if (it.kind == "return") == plan["holds"] else "refused"
+            then = dependent_purchase(ctx, rng, it.row, outcome, plan["holds"], config.typo_rate)
             prompt = followups.FollowUps(sentences=[then.sentence]).prompt(prompt)
             requests.reference += then.reference
             purchase = then.purchase
