@@ -304,10 +304,16 @@ def test_order_status_answers_state_status_and_dates(ctx):
 def test_policy_answers_follow_the_policy_book(ctx):
     for task in tasks_of(ctx, "policy"):
         assert task.goal.answer_facts
-        # the policy's own calls, then perhaps a follow-up purchase (search, add, checkout)
+        # the policy's own calls, then perhaps a follow-up purchase (search, add, checkout) or,
+        # from d3, acting on the verdict: the return if it may go back, the variant's purchase
         purchase = ("search", "add_to_cart", "checkout")
         own = [c.name for c in task.reference if c.name not in purchase]
-        assert all(name in ("search_policy", "ask_user", "list_orders") for name in own)
+        acting = ("return_item", "get_product") if task.difficulty >= 3 else ()
+        assert all(name in ("search_policy", "ask_user", "list_orders", *acting) for name in own)
+        names = [c.name for c in task.reference]
+        if "return_item" in names:  # only once the policy was read, and only if it may go back
+            assert "search_policy" in names[: names.index("return_item")]
+            assert task.goal.returns
         for call in task.reference:
             if call.name == "search_policy":
                 assert policy_search(ctx.catalog, call.arguments["query"])
