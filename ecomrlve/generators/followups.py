@@ -115,6 +115,15 @@ def cost(followups: list[str]) -> int:
     return sum(COST[f] for f in followups)
 
 
+def before_closer(prompt: str, sentences: list[str]) -> str:
+    """`prompt` with `sentences` added before its closing thanks, if it has one."""
+    if not sentences:
+        return prompt
+    closer = next((c for c in CLOSERS_LONGEST_FIRST if prompt.endswith(" " + c)), "")
+    body = prompt[: len(prompt) - len(closer)].rstrip() if closer else prompt
+    return " ".join([body, *sentences, closer]).strip()
+
+
 def addon_cost(followups: list[str], core: frozenset[str] = frozenset()) -> int:
     """The calls of `followups` that serve an add-on request (`ADDONS` but those in `core`)."""
     return sum(COST[f] for f in followups if f in ADDONS - core)
@@ -131,11 +140,7 @@ class FollowUps(ReferenceParts):
 
     def prompt(self, prompt: str) -> str:
         """`prompt` with the follow-up sentences, before its closing thanks if it has one."""
-        if not self.sentences:
-            return prompt
-        closer = next((c for c in CLOSERS_LONGEST_FIRST if prompt.endswith(" " + c)), "")
-        body = prompt[: len(prompt) - len(closer)].rstrip() if closer else prompt
-        return " ".join([body, *self.sentences, closer]).strip()
+        return before_closer(prompt, self.sentences)
 
     def merge(
         self,

@@ -202,7 +202,7 @@ class Cancel(Scenario):
             order, row = targets[bought_on]
             holds = order["status"] != "shipped"
             then = dependent_purchase(ctx, rng, row, "cancelled", holds, config.typo_rate)
-            prompt = followups.FollowUps(sentences=[then.sentence]).prompt(prompt)
+            prompt = followups.before_closer(prompt, [then.sentence])
             requests.reference += then.reference
             purchase = then.purchase
         extra = followups.add_followups(

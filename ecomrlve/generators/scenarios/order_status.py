@@ -245,7 +245,7 @@ class OrderStatus(Scenario):
             order, row = targets[-1]
             holds = order["status"] == "delivered"
             then = dependent_purchase(ctx, rng, row, "delivered", holds, config.typo_rate)
-            prompt = followups.FollowUps(sentences=[then.sentence]).prompt(prompt)
+            prompt = followups.before_closer(prompt, [then.sentence])
             reference += then.reference
             purchase = then.purchase
         extra = followups.add_followups(

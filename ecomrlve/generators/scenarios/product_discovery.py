@@ -268,7 +268,7 @@ class ProductDiscovery(Scenario):
         if plan["order_pick"]:
             count = "one" if quantity == 1 else str(quantity)
             sentence = render(pick(rng, ORDER_PICK), {"count": count}, rng, config.typo_rate)
-            prompt = followups.FollowUps(sentences=[sentence]).prompt(prompt)
+            prompt = followups.before_closer(prompt, [sentence])
             reference += [
                 call("add_to_cart", item_id=ctx.item_ids[chosen[0]], quantity=quantity),
                 call("checkout"),

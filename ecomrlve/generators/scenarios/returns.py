@@ -254,7 +254,7 @@ class Return(Scenario):
             # "returned" buys when the item goes back, "refused" when it cannot
             outcome = "returned" if (it.kind == "return") == plan["holds"] else "refused"
             then = dependent_purchase(ctx, rng, it.row, outcome, plan["holds"], config.typo_rate)
-            prompt = followups.FollowUps(sentences=[then.sentence]).prompt(prompt)
+            prompt = followups.before_closer(prompt, [then.sentence])
             requests.reference += then.reference
             purchase = then.purchase
         extra = followups.add_followups(
