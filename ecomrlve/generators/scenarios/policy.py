@@ -242,6 +242,7 @@ class Policy(Scenario):
             asking.questions.append(then.sentence)
             if not turns["item"]:  # it can go back
                 acted.return_item(ctx, order, row, reason)
+                facts["reason"] = reason  # the return's reason is judged against it
             asking.reference += acted.reference + then.reference
             purchase = then.purchase
         prompt = compose(
