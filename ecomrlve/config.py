@@ -176,10 +176,12 @@ class DataConfig(StrictModel):
         """The tasks this block describes (difficulty range, step band) as a SQL predicate."""
         lo, hi = self.difficulty
         parts = [f"difficulty BETWEEN {int(lo)} AND {int(hi)}"]
+        # the band counts core steps; a store written before the column counts every call
+        core = "coalesce(core_steps, min_steps)"
         if self.min_steps is not None:
-            parts.append(f"min_steps >= {int(self.min_steps)}")
+            parts.append(f"{core} >= {int(self.min_steps)}")
         if self.max_steps is not None:
-            parts.append(f"min_steps <= {int(self.max_steps)}")
+            parts.append(f"{core} <= {int(self.max_steps)}")
         return " AND ".join(parts)
 
     @property

@@ -214,13 +214,28 @@ def _view_sources(paths: DataPaths) -> dict[str, str]:
         views["policies"] = (
             f"SELECT * FROM read_parquet({_sql_literal(_relative(paths, paths.policies))})"
         )
-    if paths.tasks.exists() and any(paths.tasks.glob("scenario=*/difficulty=*/*.parquet")):
+    task_files = sorted(paths.tasks.glob("scenario=*/difficulty=*/*.parquet"))
+    if task_files:
         pattern = _relative(paths, paths.tasks) + "/scenario=*/difficulty=*/*.parquet"
+        # a store whose every file predates `core_steps` counts every call as core, so that a
+        # step band's SQL (`coalesce(core_steps, min_steps)`) reads it
+        added = "" if _any_has_column(task_files, "core_steps") else ", min_steps AS core_steps"
         views["tasks"] = (
-            f"SELECT * FROM read_parquet({_sql_literal(pattern)}, hive_partitioning=true, "
+            f"SELECT *{added} FROM read_parquet({_sql_literal(pattern)}, hive_partitioning=true, "
             "union_by_name=true)"
         )
     return views
+
+
+def _any_has_column(files: list[Path], column: str) -> bool:
+    """Whether one of the Parquet `files` has `column` (footers only, newest first)."""
+    for path in sorted(files, key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            if column in pl.read_parquet_schema(path):
+                return True
+        except (OSError, pl.exceptions.PolarsError):
+            continue  # a damaged file is quarantined elsewhere
+    return False
 
 
 PARQUET_MAGIC = b"PAR1"

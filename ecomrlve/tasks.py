@@ -54,6 +54,7 @@ TASK_SCHEMA: dict[str, pl.DataType] = {
     "scenario": pl.String,
     "difficulty": pl.Int64,
     "min_steps": pl.Int64,
+    "core_steps": pl.Int64,
     "seed": pl.Int64,
     "index": pl.Int64,
     "prompt": pl.String,
@@ -64,9 +65,16 @@ TASK_SCHEMA: dict[str, pl.DataType] = {
     "catalog_hash": pl.String,
     "attempt": pl.Int64,
     "events": pl.String,
+    "core_calls": pl.String,
 }
-# Columns added after stores were first written, with the value an older row reads as.
-COLUMN_DEFAULTS: dict[str, str] = {"events": "[]"}
+# Columns added after stores were first written, with the value an older row reads as (in an
+# older row every reference call served the main request: `core_steps` reads as `min_steps`,
+# `core_calls` as JSON null, all of them).
+COLUMN_DEFAULTS: dict[str, pl.Expr] = {
+    "events": pl.lit("[]", dtype=pl.String),
+    "core_steps": pl.col("min_steps").cast(pl.Int64),
+    "core_calls": pl.lit("null", dtype=pl.String),
+}
 # The task table's contract: every task row has these columns
 CONTRACT_COLUMNS: tuple[str, ...] = tuple(
     c
@@ -335,10 +343,28 @@ class Task(Model):
     axes: dict[str, float] = Field(default_factory=dict)
     catalog_hash: str = ""
     events: list[WorldEvent] = Field(default_factory=list)
+    # indexes of the reference calls that serve the customer's main request (not an add-on
+    # request beside it, nor the handling of a world event); None: every call (older rows)
+    core_calls: list[int] | None = None
 
     def model_post_init(self, __context: Any) -> None:
         if self.scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {self.scenario!r}")
+        if self.core_calls is None:
+            self.core_calls = list(range(len(self.reference)))
+        calls = self.core_calls
+        if calls != sorted(set(calls)) or (
+            calls and not 0 <= calls[0] <= calls[-1] < len(self.reference)
+        ):
+            raise ValueError(
+                f"core_calls {calls} must be distinct increasing indexes of the "
+                f"{len(self.reference)} reference calls"
+            )
+
+    @property
+    def core_steps(self) -> int:
+        """Reference calls that serve the main request: what difficulty and step bands count."""
+        return len(self.core_calls or ())
 
     def to_row(self) -> dict[str, Any]:
         """The Parquet row: JSON columns for nested fields, one column per difficulty axis."""
@@ -347,6 +373,7 @@ class Task(Model):
             "scenario": self.scenario,
             "difficulty": self.difficulty,
             "min_steps": self.min_steps,
+            "core_steps": self.core_steps,
             "seed": self.seed,
             "index": self.index,
             "prompt": self.prompt,
@@ -359,6 +386,7 @@ class Task(Model):
             ),
             "catalog_hash": self.catalog_hash,
             "events": _sorted_json([e.model_dump(exclude_defaults=True) for e in self.events]),
+            "core_calls": _sorted_json(self.core_calls),
         }
         for axis in DIFFICULTY_AXES:
             row[axis] = float(self.axes.get(axis, 0.0))
@@ -380,6 +408,7 @@ class Task(Model):
             axes={a: float(row[a]) for a in DIFFICULTY_AXES if a in row},
             catalog_hash=row.get("catalog_hash", ""),
             events=[WorldEvent.model_validate(e) for e in json.loads(row.get("events") or "[]")],
+            core_calls=json.loads(row.get("core_calls") or "null"),
         )
 
 
@@ -390,7 +419,7 @@ def with_column_defaults(frame: pl.DataFrame) -> pl.DataFrame:
         if column in frame.columns:
             frame = frame.with_columns(pl.col(column).fill_null(default))
         else:
-            frame = frame.with_columns(pl.lit(default, dtype=pl.String).alias(column))
+            frame = frame.with_columns(default.alias(column))
     return frame
 
 

@@ -461,8 +461,10 @@ def test_most_hard_tasks_carry_events_and_their_references_verify(hard_tasks, ca
 def test_a_generated_status_question_meets_an_order_that_ships(ctx, catalog):
     """The generator ships an order asked about before the reference looks at it: the
     reference tells "shipped"; the answer the shop before the event called for fails."""
+    # (only where no purchase gives the world another change to make: from d6 most status
+    # tasks hang a purchase on a delivery, `generators/dependent.py`)
     task = next(
-        t for i in range(12)
+        t for i in range(40)
         if (t := generate_task(ctx, "order_status", 13, 9, i)).events
         and any(e.kind == "order_shipped" for e in t.events)
     )  # fmt: skip

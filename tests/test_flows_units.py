@@ -47,7 +47,8 @@ def test_default_config_pairs_data_defaults_with_the_tiny_trainer() -> None:
     tiny = load_config(TINY_TRAINING_CONFIG)
     lo, hi = tiny.data.difficulty
     assert cfg.data.train_where == (
-        f"difficulty BETWEEN {lo} AND {hi} AND min_steps <= {tiny.data.max_steps}"
+        f"difficulty BETWEEN {lo} AND {hi} AND coalesce(core_steps, min_steps) <= "
+        f"{tiny.data.max_steps}"
     )
     assert cfg.env.scenarios == tiny.env.scenarios
     assert cfg.training.algorithm.dynamic_sampling_metric == "success"
@@ -78,7 +79,8 @@ def test_bad_overrides_are_config_errors(overrides, message) -> None:
 
 def test_band_predicate() -> None:
     cfg, _ = resolve_config(None, {"min_steps": 2, "max_steps": 5})
-    assert cfg.data.band == ("difficulty BETWEEN 0 AND 10 AND min_steps >= 2 AND min_steps <= 5")
+    core = "coalesce(core_steps, min_steps)"
+    assert cfg.data.band == f"difficulty BETWEEN 0 AND 10 AND {core} >= 2 AND {core} <= 5"
 
 
 def test_params_pin_absolute_paths_and_validate_names(tmp_path, monkeypatch) -> None:
@@ -147,7 +149,7 @@ def _other_axes() -> list[str]:
 
 def test_curriculum_where_selects_only_the_regenerated_seeds() -> None:
     where = curriculum_where([11, 12], 6, 8, "ab12")
-    assert where == "seed IN (11, 12) AND min_steps BETWEEN 6 AND 8 AND catalog_hash = 'ab12'"
+    assert where == "seed IN (11, 12) AND core_steps BETWEEN 6 AND 8 AND catalog_hash = 'ab12'"
     with pytest.raises(ValueError, match="not a hex digest"):
         curriculum_where([1], 6, 8, "x' OR 1=1 --")
 

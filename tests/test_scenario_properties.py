@@ -137,7 +137,8 @@ def test_both_step_bands_reachable(ctx, scenario, band):
     for i in range(5):
         task = generate_task(ctx, scenario, 2, d, i, band)
         assert task is not None
-        assert band[0] <= task.min_steps <= band[1]
+        # the band counts core steps (an add-on or a world event's handling may add calls)
+        assert band[0] <= task.core_steps <= band[1] and task.core_steps <= task.min_steps
         assert validate(task, ctx) == []
         # the attempt is in the id, so the task is rebuilt without knowing the band
         assert task_row(regenerate(task.task_id, ctx)) == task_row(task)
@@ -303,10 +304,16 @@ def test_order_status_answers_state_status_and_dates(ctx):
 def test_policy_answers_follow_the_policy_book(ctx):
     for task in tasks_of(ctx, "policy"):
         assert task.goal.answer_facts
-        # the policy's own calls, then perhaps a follow-up purchase (search, add, checkout)
+        # the policy's own calls, then perhaps a follow-up purchase (search, add, checkout) or,
+        # from d3, acting on the verdict: the return if it may go back, the variant's purchase
         purchase = ("search", "add_to_cart", "checkout")
         own = [c.name for c in task.reference if c.name not in purchase]
-        assert all(name in ("search_policy", "ask_user", "list_orders") for name in own)
+        acting = ("return_item", "get_product") if task.difficulty >= 3 else ()
+        assert all(name in ("search_policy", "ask_user", "list_orders", *acting) for name in own)
+        names = [c.name for c in task.reference]
+        if "return_item" in names:  # only once the policy was read, and only if it may go back
+            assert "search_policy" in names[: names.index("return_item")]
+            assert task.goal.returns
         for call in task.reference:
             if call.name == "search_policy":
                 assert policy_search(ctx.catalog, call.arguments["query"])

@@ -276,8 +276,8 @@ def curriculum_build(
 @curriculum_app.command("regenerate")
 def curriculum_regenerate(
     name: str = typer.Option(..., "--name", help="curriculum name, e.g. hard"),
-    min_steps: int = typer.Option(..., "--min-steps", help="lowest reference length"),
-    max_steps: int = typer.Option(..., "--max-steps", help="highest reference length"),
+    min_steps: int = typer.Option(..., "--min-steps", help="fewest core steps"),
+    max_steps: int = typer.Option(..., "--max-steps", help="most core steps"),
     tasks: int = typer.Option(..., "--tasks", help="new valid tasks wanted"),
     scenarios: str | None = typer.Option(None, "--scenarios", help="comma-separated"),
     difficulty: str = typer.Option("0-10", "--difficulty", help="difficulty range lo-hi"),

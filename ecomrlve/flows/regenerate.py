@@ -151,12 +151,13 @@ def weakest_axes(results: pl.DataFrame, top: int = 3, min_episodes: int = 4) -> 
 
 
 def curriculum_where(seeds: list[int], min_steps: int, max_steps: int, catalog_hash: str) -> str:
-    """The predicate that selects exactly a regeneration's tasks (its seeds are fresh)."""
+    """The predicate that selects exactly a regeneration's tasks (its seeds are fresh; the
+    band counts core steps, as the generation did)."""
     from ecomrlve.flows.curriculum import catalog_predicate
 
     listed = ", ".join(str(int(s)) for s in seeds)
     return (
-        f"seed IN ({listed}) AND min_steps BETWEEN {int(min_steps)} AND {int(max_steps)} "
+        f"seed IN ({listed}) AND core_steps BETWEEN {int(min_steps)} AND {int(max_steps)} "
         f"AND {catalog_predicate(catalog_hash)}"
     )
 

@@ -39,8 +39,9 @@ def rejection_reason(
         return "stale_catalog"
     if task.min_steps != len(task.reference):
         return "min_steps_mismatch"
-    if (min_steps is not None and task.min_steps < min_steps) or (
-        max_steps is not None and task.min_steps > max_steps
+    # a step band counts the calls that serve the main request (`Task.core_steps`)
+    if (min_steps is not None and task.core_steps < min_steps) or (
+        max_steps is not None and task.core_steps > max_steps
     ):
         return "out_of_band"
     return None

@@ -60,13 +60,21 @@ class ScenarioConfig(BaseModel):
 
 @dataclass
 class Plan:
-    """Structural choices drawn before the catalog is touched. `steps` is the reference length."""
+    """Structural choices drawn before the catalog is touched. `steps` is the reference length,
+    `addon_steps` the part of it an add-on request beside the main one takes (a purchase or a
+    question about an unrelated order: `followups.ADDONS`); step bands count `core_steps`."""
 
     steps: int
     choices: dict[str, Any] = field(default_factory=dict)
+    addon_steps: int = 0
 
     def __getitem__(self, key: str) -> Any:
         return self.choices[key]
+
+    @property
+    def core_steps(self) -> int:
+        """The reference calls that serve the customer's main request."""
+        return self.steps - self.addon_steps
 
 
 @dataclass
@@ -77,6 +85,13 @@ class Draft:
     goal: Goal
     initial_state: dict[str, Any]
     reference: list[ToolCall]
+    # the calls of `reference` that serve an add-on request, not the main one (the very objects)
+    addon_calls: list[ToolCall] = field(default_factory=list)
+
+    def core_calls(self) -> list[int]:
+        """Indexes of the reference calls that serve the main request."""
+        addon = {id(c) for c in self.addon_calls}
+        return [i for i, c in enumerate(self.reference) if id(c) not in addon]
 
 
 _TASK_ID = re.compile(r"^(?P<scenario>[a-z_]+)-s(?P<seed>\d+)-d(?P<d>\d+)-i(?P<i>\d+)-a(?P<a>\d+)$")
@@ -210,9 +225,11 @@ class Scenario(ABC):
                 except GenerationError:
                     if not tries_left:
                         raise
-        if len(draft.reference) != plan.steps:
+        core_calls = draft.core_calls()
+        if len(draft.reference) != plan.steps or len(core_calls) != plan.core_steps:
             raise GenerationError(
-                f"{self.name}: reference has {len(draft.reference)} calls, plan said {plan.steps}"
+                f"{self.name}: reference has {len(draft.reference)} calls ({len(core_calls)} "
+                f"core), plan said {plan.steps} ({plan.core_steps})"
             )
         draft.goal.product_names = _product_names(draft.reference, ctx)
         return Task(
@@ -228,6 +245,7 @@ class Scenario(ABC):
             reference=draft.reference,
             axes=config.axes(),
             catalog_hash=ctx.catalog_hash,
+            core_calls=core_calls,
         )
 
 

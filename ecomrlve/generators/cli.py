@@ -80,8 +80,8 @@ def register(app: typer.Typer) -> None:
             None, "--scenarios", help="comma-separated scenario names (default: all nine)"
         ),
         difficulty: str = typer.Option("0-10", "--difficulty", help="range, e.g. 3-7, or one d"),
-        min_steps: int | None = typer.Option(None, "--min-steps", help="lowest reference length"),
-        max_steps: int | None = typer.Option(None, "--max-steps", help="highest reference length"),
+        min_steps: int | None = typer.Option(None, "--min-steps", help="fewest core steps"),
+        max_steps: int | None = typer.Option(None, "--max-steps", help="most core steps"),
         workers: int | None = typer.Option(
             None, "--workers", help="processes (default: all cores for big runs)"
         ),

@@ -78,6 +78,11 @@ draws) is the share of the cell's task indexes that
 `generators/strata.py` spreads evenly, not a coin per task: with 10 tasks a cell a coin gives
 the hard count a standard deviation of about 1.4 tasks, more than the 1.25 a step adds.
 
+From d3, `dependent_share` (`generators/dependent.py`: 0.25 a step, 1 from d6; a coin per
+plan) deepens the main request of order_status, cancel, return, policy and product_discovery
+with a purchase that hangs on its outcome (core steps, which step bands count; the unrelated
+add-on purchase of `generators/followups.py` stops at d2).
+
 World events (`generators/events.py`, from d8) grow too: `failure_prob` 1/2, 3/4, 1 and
 `acting_first_prob` 0, 1/2, 1 at d8, d9, d10.
 """

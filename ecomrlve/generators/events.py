@@ -78,12 +78,15 @@ class _Draft:
         ]
         self.events: list[WorldEvent] = []
         self.names = dict(task.goal.product_names)
+        self.core_calls = list(task.core_calls or ())
 
     def insert(self, position: int, calls: list[ToolCall]) -> None:
+        """Insert event-handling `calls` (no core steps) at `position`."""
         self.reference[position:position] = calls
         for event in self.events:
             if event.after_calls >= position:
                 event.after_calls += len(calls)
+        self.core_calls = [c + len(calls) if c >= position else c for c in self.core_calls]
 
     def title(self, item_id: str) -> str:
         row = self.ctx.catalog.row_of(item_id)
@@ -225,6 +228,11 @@ def _order_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
         return False
     c = cancels[int(rng.integers(len(cancels)))]
     order_id = draft.reference[c].arguments["order_id"]
+    if _bought_on(draft, c, orders[order_id]):
+        # a purchase hangs on this cancellation (`generators/dependent.py`): the shop ships
+        # only after it, a race the reference wins
+        draft.events.append(WorldEvent(kind="order_shipped", after_calls=c + 1, order_id=order_id))
+        return True
     if rng.random() < 0.5:  # a race the reference wins: it cancels, then the shop ships
         draft.events.append(WorldEvent(kind="order_shipped", after_calls=c + 1, order_id=order_id))
         return True
@@ -235,6 +243,16 @@ def _order_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
     draft.reference[c] = ToolCall(name="get_order", arguments={"order_id": order_id})
     draft.events.append(WorldEvent(kind="order_shipped", after_calls=c, order_id=order_id, say=say))
     return True
+
+
+def _bought_on(draft: _Draft, c: int, order: dict) -> bool:
+    """Whether a later reference call opens the page of an item of `order` (a dependent
+    purchase's first step), so what the reference buys hangs on cancel call `c`."""
+    items = {line["item_id"] for line in order.get("items", [])}
+    return any(
+        call.name == "get_product" and call.arguments.get("item_id") in items
+        for call in draft.reference[c + 1 :]
+    )
 
 
 def _status_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
@@ -364,6 +382,7 @@ def add_events(
         update={
             "reference": draft.reference,
             "min_steps": len(draft.reference),
+            "core_calls": draft.core_calls,
             "events": draft.events,
             "goal": goal,
         }

@@ -15,6 +15,12 @@ reorder       3     search with the stated constraints, add one acceptable item,
 
 Each follow-up is stated in the prompt (nothing hidden), adds its own facts or purchase slot to
 the goal, and touches nothing the scenario's own goal checks.
+
+`reorder` and `order_detail` are add-ons (`ADDONS`): they serve a request beside the customer's
+main one, so their calls are not the task's core steps (`Task.core_calls`), which difficulty and
+step bands count; order_status counts an `order_detail` as core (one more order asked about).
+The unrelated purchase (`reorder`) is drawn only up to `REORDER_UNTIL` (d2: 6% of the tasks
+there; the d0-2 tasks stay byte-identical); from d3 a task's depth comes from its main request.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ from ecomrlve.generators.strata import in_share
 from ecomrlve.tasks import AnswerFact, PurchaseSpec, Slot, ToolCall
 
 COST: dict[str, int] = {"order_detail": 1, "refund": 1, "reorder": 3}
+ADDONS: frozenset[str] = frozenset({"order_detail", "reorder"})
+REORDER_UNTIL = 2  # the last difficulty that may append an unrelated purchase
 CLOSERS_LONGEST_FIRST = sorted((c for c in CLOSERS if c), key=len, reverse=True)
 REORDER_KEYS = ["brand", "color", "size"]
 REFUND_POLICY = ("refunds", "", "any")
@@ -84,6 +92,8 @@ def draw(
     probability `followup_prob(difficulty)`, then the kinds are uniform. With `placed`, a
     chance is taken by the task's position in its cell (`strata.in_share`, the same draws):
     the tasks of a cell that take it are those that carry the scenario's share knobs first."""
+    if difficulty > REORDER_UNTIL:
+        allowed = tuple(kind for kind in allowed if kind != "reorder")
     chance = followup_prob(difficulty)
     taken = (
         in_share(chance, rng.random()) if placed else bool(rng.random() < chance)
@@ -105,6 +115,20 @@ def cost(followups: list[str]) -> int:
     return sum(COST[f] for f in followups)
 
 
+def before_closer(prompt: str, sentences: list[str]) -> str:
+    """`prompt` with `sentences` added before its closing thanks, if it has one."""
+    if not sentences:
+        return prompt
+    closer = next((c for c in CLOSERS_LONGEST_FIRST if prompt.endswith(" " + c)), "")
+    body = prompt[: len(prompt) - len(closer)].rstrip() if closer else prompt
+    return " ".join([body, *sentences, closer]).strip()
+
+
+def addon_cost(followups: list[str], core: frozenset[str] = frozenset()) -> int:
+    """The calls of `followups` that serve an add-on request (`ADDONS` but those in `core`)."""
+    return sum(COST[f] for f in followups if f in ADDONS - core)
+
+
 @dataclass
 class FollowUps(ReferenceParts):
     """What the follow-ups add to a task: reference calls, facts, goal parts, prompt text."""
@@ -112,14 +136,11 @@ class FollowUps(ReferenceParts):
     relevant: list[str] = field(default_factory=list)
     slots: list[Slot] = field(default_factory=list)
     sentences: list[str] = field(default_factory=list)
+    addon_calls: list[ToolCall] = field(default_factory=list)  # of `reference`: `Draft.addon_calls`
 
     def prompt(self, prompt: str) -> str:
         """`prompt` with the follow-up sentences, before its closing thanks if it has one."""
-        if not self.sentences:
-            return prompt
-        closer = next((c for c in CLOSERS_LONGEST_FIRST if prompt.endswith(" " + c)), "")
-        body = prompt[: len(prompt) - len(closer)].rstrip() if closer else prompt
-        return " ".join([body, *self.sentences, closer]).strip()
+        return before_closer(prompt, self.sentences)
 
     def merge(
         self,
@@ -154,9 +175,11 @@ def add_followups(
     *,
     typo_rate: float,
     top_k: int = 10,
+    core: frozenset[str] = frozenset(),
 ) -> FollowUps:
     """Build `followups` into `world` (a new order for `order_detail`) and return what they
-    add; their categories avoid `avoid_categories` so no look-alike of a target appears."""
+    add; their categories avoid `avoid_categories` so no look-alike of a target appears. The
+    calls of the `ADDONS` kinds not in `core` are listed in `addon_calls`."""
     out = FollowUps()
 
     def say(templates: tuple[str, ...], **values: Any) -> None:
@@ -199,6 +222,8 @@ def add_followups(
             say(REORDER_SENTENCES, what=f"{counted(1, category)} {need.phrase(rng)}")
         else:
             raise ValueError(f"unknown follow-up {kind!r}")
+        if kind in ADDONS - core:
+            out.addon_calls += out.reference[len(out.reference) - COST[kind] :]
     return out
 
 

@@ -1,7 +1,9 @@
 """Generate, validate and write tasks: one task, one chunk, a whole run, and the store write.
 
 * `generate_task(ctx, key0, band)` draws plans with attempts 0, 1, 2… (each attempt its own
-  `SeedSequence`) until one lands in the step band and builds on this catalog; the attempt is
+  `SeedSequence`) until one's core steps (`Plan.core_steps`: the calls that serve the main
+  request, not an add-on beside it nor a world event's handling) land in the step band and it
+  builds on this catalog; the attempt is
   part of the `task_id`, so `regenerate(task_id)` rebuilds the same task without the band.
 * Every task's reference is replayed through the env's verifier (`reference_turns` + `verify`)
   before it is kept; a task that fails is counted in the report and never written.
@@ -133,7 +135,7 @@ def generate_task(
         plan = generator.plan_task(config, rng, key)
         if stats is not None:
             stats.attempts += 1
-        if band is not None and not band[0] <= plan.steps <= band[1]:
+        if band is not None and not band[0] <= plan.core_steps <= band[1]:
             continue
         try:
             task = generator.finish(config, plan, rng, ctx, key)
@@ -145,10 +147,8 @@ def generate_task(
             if failures >= MAX_BUILD_FAILURES:
                 break
             continue
-        task = add_events(task, ctx, key, events_from)
-        # the calls that handle world events count: the band holds for the whole reference
-        if band is None or task.min_steps <= band[1]:
-            return task
+        # the calls that handle world events are no core steps: the band holds as planned
+        return add_events(task, ctx, key, events_from)
     return None
 
 
@@ -191,7 +191,7 @@ def rows_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
 
 # ---- chunks --------------------------------------------------------------------------------------
 def band_probability(scenario: str, difficulty: int, band: tuple[int, int]) -> float:
-    """Share of plans of this cell whose step count is in `band` (fixed-seed estimate)."""
+    """Share of plans of this cell whose core step count is in `band` (fixed-seed estimate)."""
     return _band_probability(scenario, difficulty, band[0], band[1])
 
 
@@ -204,7 +204,7 @@ def _band_probability(scenario: str, difficulty: int, lo: int, hi: int) -> float
     for i in range(FEASIBILITY_SAMPLES):
         entropy = [FEASIBILITY_STREAM, scenario_id, difficulty, i]
         rng = np.random.default_rng(seed_sequence(entropy))
-        hits += lo <= generator.plan(config, rng).steps <= hi
+        hits += lo <= generator.plan(config, rng).core_steps <= hi
     return hits / FEASIBILITY_SAMPLES
 
 

@@ -9,7 +9,10 @@ more orders, mix in a shipped one, add look-alikes and leave the reason out of t
 (`cancel_order` needs one, so the agent must `ask_user`). `twin_order_share` of a cell's tasks
 (0 at d0-1, 0.2 a step, 1 from d6; `generators/strata.py` picks which) have the first order
 named bought twice: a later order of the same products (the same titles, listed first) must
-stay, and only the day the user gives ("placed on May 3") tells which one to cancel.
+stay, and only the day the user gives ("placed on May 3") tells which one to cancel. From d3,
+`dependent_share` of a cell's tasks hang a purchase on a cancellation ("if you manage to cancel
+it, order me the hoodie in black instead": `generators/dependent.py`): the first order's, or
+the shipped one's when it is the only one named, when nothing may be bought.
 
 Success: exactly the requested cancellable orders end cancelled, nothing else changes, and the
 final answer confirms each cancellation; for a shipped order it says that it has shipped, that it
@@ -41,6 +44,13 @@ from ecomrlve.generators.blocks import (
     twin_order,
 )
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.dependent import COST as DEPENDENT_COST
+from ecomrlve.generators.dependent import (
+    dependent_drawn,
+    dependent_purchase,
+    dependent_share,
+    with_variant,
+)
 from ecomrlve.generators.difficulty import HistoryLength, IntentCount, rising_share
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.order_requests import OrderRequests
@@ -82,6 +92,9 @@ class CancelConfig(ScenarioConfig):
     twin_order_share: float = Field(
         ge=0.0, le=1.0, description="share of tasks whose order has a later twin, told by date"
     )
+    dependent_share: float = Field(
+        ge=0.0, le=1.0, description="share of tasks with a purchase that hangs on a cancellation"
+    )
 
 
 class Cancel(Scenario):
@@ -93,6 +106,7 @@ class Cancel(Scenario):
             "n_items": min(4, values["n_items"]),
             "shipped_prob": min(0.6, 0.08 * difficulty),
             "twin_order_share": rising_share(difficulty),
+            "dependent_share": dependent_share(difficulty),
         }
 
     def plan(self, config: CancelConfig, rng: np.random.Generator) -> Plan:
@@ -106,14 +120,23 @@ class Cancel(Scenario):
         # no draw at share 0: the d0-1 tasks stay what they were before the knob
         share = config.twin_order_share
         twin = share > 0 and in_share(share, rng.random())
+        # drawn last, and not at share 0: every other draw is the one it was before it
+        dependent = dependent_drawn(config.dependent_share, rng)
+        # on the first order, or on the shipped one (nothing may be bought) when it is the only
+        # one asked about: a share of failed conditions that shrinks as more orders are named
+        on_shipped = dependent and n_cancel == 0
+        steps += DEPENDENT_COST * int(dependent and not on_shipped)
         return Plan(
             steps,
-            {
+            addon_steps=followups.addon_cost(more),
+            choices={
                 "statuses": statuses,
                 "shipped": shipped,
                 "hide_reason": hide_reason,
                 "followups": more,
                 "twin": twin,
+                "dependent": dependent,
+                "on_shipped": on_shipped,
             },
         )
 
@@ -127,8 +150,11 @@ class Cancel(Scenario):
         twin = plan["twin"]
         ids = ctx.order_ids(rng, n + config.n_distractors + config.n_orders + int(twin))
         targets = []
+        bought_on = (n - 1 if plan["on_shipped"] else 0) if plan["dependent"] else None
         for k, (status, category) in enumerate(zip(statuses, categories, strict=True)):
             row = ctx.pick_any(rng, category)
+            if k == bought_on:
+                row = with_variant(ctx, rng, category, row)
             placed = placed_days_ago_for(status, rng)
             targets.append((ctx.order(ids[k], [row], [1], status, placed, user=world.user), row))
         distractors = []
@@ -171,6 +197,14 @@ class Cancel(Scenario):
             rng,
             config.typo_rate,
         )
+        purchase = None
+        if plan["dependent"]:
+            order, row = targets[bought_on]
+            holds = order["status"] != "shipped"
+            then = dependent_purchase(ctx, rng, row, "cancelled", holds, config.typo_rate)
+            prompt = followups.before_closer(prompt, [then.sentence])
+            requests.reference += then.reference
+            purchase = then.purchase
         extra = followups.add_followups(
             plan["followups"], ctx, rng, world, set(categories), typo_rate=config.typo_rate
         )
@@ -183,10 +217,10 @@ class Cancel(Scenario):
                 "reason": reason,
                 "order": f"{order_ref(order0)}, with {line_phrase(ctx, row0, rng)}",
             },
-            purchase=extra.purchase,
+            purchase=purchase or extra.purchase,
             relevant_ids=[o["order_id"] for o, _ in targets]
             + [ctx.item_ids[r] for _, r in targets]
             + extra.relevant,
             typo_rate=config.typo_rate,
         )
-        return Draft(prompt, goal, world.state(), requests.reference)
+        return Draft(prompt, goal, world.state(), requests.reference, extra.addon_calls)

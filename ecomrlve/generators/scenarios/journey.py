@@ -188,7 +188,8 @@ class Journey(Scenario):
         twin = share > 0 and in_share(share, rng.random())
         return Plan(
             steps,
-            {
+            addon_steps=followups.addon_cost(more),
+            choices={
                 "story": story,
                 "hide_reason": hide_reason,
                 "switch": switch,
@@ -237,7 +238,7 @@ class Journey(Scenario):
             typo_rate=config.typo_rate,
             intent_switch=switch_text,
         )
-        return Draft(prompt, goal, trip.world.state(), requests.reference)
+        return Draft(prompt, goal, trip.world.state(), requests.reference, more.addon_calls)
 
 
 @dataclass

@@ -10,7 +10,9 @@ tasks (0 at d0-1, 0.2 a step, 1 from d6; `generators/strata.py` picks which) hav
 order asked about bought twice: a later order holds the same products (so the same titles, and
 it is listed first), only the date the user gives tells them apart, and the user asks which card
 paid for theirs, so the `get_order` must be the right one (the two were paid with different
-cards).
+cards). From d3, `dependent_share` of a cell's tasks ask every order's detail and hang a
+purchase on the last order's delivery ("if the lamp has already arrived, order me the lamp in
+black as well": `generators/dependent.py`); mostly it has arrived, else nothing is bought.
 
 Success: the final answer states, for every order asked about, its status and its delivery
 date (or expected date), plus every detail asked for, each about the right order, and states no
@@ -45,6 +47,13 @@ from ecomrlve.generators.blocks import (
     twin_order,
 )
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.dependent import COST as DEPENDENT_COST
+from ecomrlve.generators.dependent import (
+    dependent_drawn,
+    dependent_purchase,
+    dependent_share,
+    with_variant,
+)
 from ecomrlve.generators.difficulty import HistoryLength, IntentCount, rising_share
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.phrasing import join_words
@@ -89,7 +98,10 @@ VAGUE_TEMPLATES: tuple[str, ...] = (
 )
 CANCEL_QUESTION = " If the one with the {noun} has already shipped, can I still cancel it?"
 CANCELLATION_POLICY = ("cancellation", "", "any")
+DELIVERED_SHARE = 0.75  # P(the order a dependent purchase hangs on has arrived)
 FOLLOWUPS: tuple[str, ...] = ("order_detail", "reorder")
+# another order asked about is the main request once more (its status and the card it was paid with)
+CORE_FOLLOWUPS = frozenset({"order_detail"})
 
 
 class OrderStatusConfig(ScenarioConfig):
@@ -102,6 +114,9 @@ class OrderStatusConfig(ScenarioConfig):
     twin_order_share: float = Field(
         ge=0.0, le=1.0, description="share of tasks whose order has a later twin, told by date"
     )
+    dependent_share: float = Field(
+        ge=0.0, le=1.0, description="share of tasks with a purchase that hangs on a delivery"
+    )
 
 
 class OrderStatus(Scenario):
@@ -113,6 +128,7 @@ class OrderStatus(Scenario):
             "n_items": min(4, values["n_items"]),
             "detail_prob": min(0.85, 0.1 * difficulty),
             "twin_order_share": rising_share(difficulty),
+            "dependent_share": dependent_share(difficulty),
         }
 
     def plan(self, config: OrderStatusConfig, rng: np.random.Generator) -> Plan:
@@ -134,17 +150,30 @@ class OrderStatus(Scenario):
         twin = share > 0 and in_share(share, rng.random())
         if twin:
             details[0] = "payment"  # which card paid tells the twins apart in get_order
+        # drawn last, and not at share 0: every other draw is the one it was before it
+        # (not with a vague request: its sentence would name the product the customer withholds)
+        dependent = dependent_drawn(config.dependent_share, rng) and not vague
+        delivered = False
+        if dependent:
+            details = [d if d is not None else pick(rng, DETAILS) for d in details]
+            # the first order of a cancellation question has shipped: it is not delivered
+            if not (cancel_question and n_targets == 1) and rng.random() < DELIVERED_SHARE:
+                statuses[-1] = "delivered"
+            delivered = statuses[-1] == "delivered"
         steps = int(vague) + 1 + sum(d is not None for d in details) + int(cancel_question)
+        steps += DEPENDENT_COST * int(delivered)
         steps += followups.cost(more)
         return Plan(
             steps,
-            {
+            addon_steps=followups.addon_cost(more, CORE_FOLLOWUPS),
+            choices={
                 "followups": more,
                 "details": details,
                 "vague": vague,
                 "statuses": statuses,
                 "cancel_question": cancel_question,
                 "twin": twin,
+                "dependent": dependent,
             },
         )
 
@@ -161,11 +190,14 @@ class OrderStatus(Scenario):
         twin = plan["twin"]
         ids = ctx.order_ids(rng, n + config.n_distractors + config.n_orders + int(twin))
         targets = [
-            _target_order(ctx, rng, world, order_id, status, category, detail)
-            for order_id, status, category, detail in zip(
-                ids[:n], statuses, categories, details, strict=True
+            _target_order(
+                ctx, rng, world, order_id, status, category, detail,
+                variant=plan["dependent"] and k == n - 1,
             )
-        ]
+            for k, (order_id, status, category, detail) in enumerate(
+                zip(ids[:n], statuses, categories, details, strict=True)
+            )
+        ]  # fmt: skip
         distractors = _look_alikes(ctx, rng, world, targets, ids[n:], config.n_distractors)
         fillers = filler_orders(
             ctx, rng, ids[n + config.n_distractors : len(ids) - int(twin)], set(categories)
@@ -208,8 +240,22 @@ class OrderStatus(Scenario):
             template = pick(rng, TEMPLATES if n == 1 else MANY_TEMPLATES)
         values = {"orders": orders_text, "question": question, "vague": "my order", "n": str(n)}
         prompt = compose(template, values, rng, config.typo_rate)
+        purchase = None
+        if plan["dependent"]:
+            order, row = targets[-1]
+            holds = order["status"] == "delivered"
+            then = dependent_purchase(ctx, rng, row, "delivered", holds, config.typo_rate)
+            prompt = followups.before_closer(prompt, [then.sentence])
+            reference += then.reference
+            purchase = then.purchase
         extra = followups.add_followups(
-            plan["followups"], ctx, rng, world, set(categories), typo_rate=config.typo_rate
+            plan["followups"],
+            ctx,
+            rng,
+            world,
+            set(categories),
+            typo_rate=config.typo_rate,
+            core=CORE_FOLLOWUPS,
         )
         extra.merge(reference, answer_facts, policies)
         prompt = extra.prompt(prompt)
@@ -220,14 +266,14 @@ class OrderStatus(Scenario):
         }
         relevant = [o["order_id"] for o, _ in targets] + [ctx.item_ids[r] for _, r in targets]
         goal = Goal(
-            purchase=extra.purchase,
+            purchase=purchase or extra.purchase,
             user_facts=facts,
             answer_facts=answer_facts,
             relevant_policies=policies,
             relevant_ids=relevant + extra.relevant,
             typo_rate=config.typo_rate,
         )
-        return Draft(prompt, goal, world.state(), reference)
+        return Draft(prompt, goal, world.state(), reference, extra.addon_calls)
 
 
 def _target_order(
@@ -238,10 +284,15 @@ def _target_order(
     status: str,
     category: str,
     detail: str | None,
+    *,
+    variant: bool = False,
 ) -> tuple[dict[str, Any], int]:
     """An order asked about (one line of `category`) and its row; a price question buys one
-    unit, an address question is often a gift, a payment question names the card used."""
+    unit, an address question is often a gift, a payment question names the card used. With
+    `variant`, a product with another variant in stock (a dependent purchase buys it)."""
     row = ctx.pick_any(rng, category)
+    if variant:
+        row = with_variant(ctx, rng, category, row)
     quantity = 1 if detail == "price" else between(rng, 1, 3)
     placed = placed_days_ago_for(status, rng)
     order = ctx.order(order_id, [row], [quantity], status, placed, user=world.user)

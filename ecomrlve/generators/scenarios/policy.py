@@ -14,6 +14,12 @@ that has already shipped. The others are the happy path, a fact the policy text 
 (a window still open, a standard member's fee under the threshold, a processing order). It is 0
 at d0-1, where every answer is a plain look-up, and grows with difficulty.
 
+From d3, in `dependent_share` of a cell's tasks (`generators/dependent.py`) the customer acts
+on the item's verdict: "if it can still go back, return it — and either way, order me the lamp
+in blue". The agent looks the order up (the item's ids), files the return only when the window
+is open and the item is no final sale, and buys the variant (`get_product`, `add_to_cart`,
+`checkout`) in both cases.
+
 Success: the final answer states every required fact (the verdict, the window and days left,
 the fee, the shipping price, …) and contradicts none of them; no state may change. A question
 that depends on an earlier verdict is answered with the verdict: the restocking fee of an item
@@ -51,10 +57,17 @@ from ecomrlve.generators.blocks import (
     window_fact,
 )
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.dependent import COST as DEPENDENT_COST
+from ecomrlve.generators.dependent import (
+    dependent_drawn,
+    dependent_purchase,
+    dependent_share,
+    with_variant,
+)
 from ecomrlve.generators.difficulty import HistoryLength, IntentCount
 from ecomrlve.generators.draws import between, pick
-from ecomrlve.generators.order_requests import delivered_order
-from ecomrlve.generators.phrasing import money
+from ecomrlve.generators.order_requests import OrderRequests, delivered_order
+from ecomrlve.generators.phrasing import money, render
 from ecomrlve.generators.prompts import compose
 from ecomrlve.tasks import AnswerFact, Goal, ToolCall
 
@@ -78,6 +91,14 @@ CLOSED_FOR_DAYS = 45
 TURNING: tuple[str, ...] = ("item", "shipping", "cancellation")
 # no order_detail: a policy question does not list the orders, so the order id is never seen
 FOLLOWUPS: tuple[str, ...] = ("reorder",)
+# the customer acts on the verdict ({reason}: why it goes back)
+RETURN_IF_OPEN: tuple[str, ...] = (
+    "If it can still go back, please file the return — {reason}.",
+    "Should it still be returnable, go ahead and return it; {reason}.",
+    "If the window is still open, start the return for me ({reason}).",
+    "Assuming it's still returnable, send it back for me: {reason}.",
+)
+RETURN_REASONS: tuple[str, ...] = ("it doesn't fit", "I changed my mind", "it arrived damaged")
 TEMPLATES: tuple[str, ...] = (
     "I have a few questions. {questions}",
     "Quick policy questions: {questions}",
@@ -112,6 +133,9 @@ class PolicyConfig(ScenarioConfig):
         ge=0.0, le=1.0, description="P(an answer turns on a comparison or a refusal)"
     )
     n_intents: IntentCount
+    dependent_share: float = Field(
+        ge=0.0, le=1.0, description="share of tasks that return the item if they may, and rebuy"
+    )
 
 
 class Policy(Scenario):
@@ -122,6 +146,7 @@ class Policy(Scenario):
         return {
             "lookup_prob": min(0.8, 0.1 * difficulty),
             "comparison_share": comparison_share(difficulty),
+            "dependent_share": dependent_share(difficulty),
         }
 
     def plan(self, config: PolicyConfig, rng: np.random.Generator) -> Plan:
@@ -136,16 +161,24 @@ class Policy(Scenario):
         # one search_policy per policy document: window and fee share the returns rule
         documents = {d for t in topics for d in policy_documents(t, final_sale)}
         more = followups.draw(rng, FOLLOWUPS, config.n_intents - 1, config.difficulty)
+        # drawn last, and not at share 0: every other draw is the one it was before it
+        act = dependent_drawn(config.dependent_share, rng) and about_item
+        lookup = lookup or act  # the return needs the order's ids
         steps = int(vague) + int(lookup) + len(documents) + followups.cost(more)
+        # the variant is bought either way ("…and if it can't go back, I still want the blue
+        # one"); the return only when the window is open and the item is no final sale
+        steps += (DEPENDENT_COST + int(not turns["item"])) * int(act)
         return Plan(
             steps,
-            {
+            addon_steps=followups.addon_cost(more),
+            choices={
                 "topics": topics,
                 "lookup": lookup,
                 "vague": vague,
                 "final_sale": final_sale,
                 "turns": turns,
                 "followups": more,
+                "act": act,
             },
         )
 
@@ -161,6 +194,8 @@ class Policy(Scenario):
         pool = ctx.final_sale_categories if plan["final_sale"] else ctx.returnable_categories
         category = pick(rng, pool or ctx.categories)
         row = ctx.pick_any(rng, category)
+        if plan["act"]:
+            row = with_variant(ctx, rng, category, row)
         ids = ctx.order_ids(rng, config.n_orders + 1)
         rule = ctx.policies.return_rule(category, world.membership)
         if not rule.returnable:
@@ -194,6 +229,22 @@ class Policy(Scenario):
             asking.reference.append(call("list_orders"))
         for topic in topics:
             _TOPICS[topic](asking, topics)
+        acted = OrderRequests()
+        purchase = None
+        if plan["act"]:
+            reason = pick(rng, RETURN_REASONS)
+            asking.questions.append(
+                render(pick(rng, RETURN_IF_OPEN), {"reason": reason}, rng, config.typo_rate)
+            )
+            # a vague question names no product: nor does the request that hangs on it
+            noun = "same thing" if vague else None
+            then = dependent_purchase(ctx, rng, row, "either", True, config.typo_rate, noun=noun)
+            asking.questions.append(then.sentence)
+            if not turns["item"]:  # it can go back
+                acted.return_item(ctx, order, row, reason)
+                facts["reason"] = reason  # the return's reason is judged against it
+            asking.reference += acted.reference + then.reference
+            purchase = then.purchase
         prompt = compose(
             pick(rng, TEMPLATES), {"questions": " ".join(asking.questions)}, rng, config.typo_rate
         )
@@ -207,10 +258,11 @@ class Policy(Scenario):
             answer_facts=asking.answer_facts,
             relevant_policies=asking.policies,
             relevant_ids=[order["order_id"], ctx.item_ids[row], *extra.relevant],
-            purchase=extra.purchase,
+            purchase=purchase or extra.purchase,
+            returns=acted.returns,
             typo_rate=config.typo_rate,
         )
-        return Draft(prompt, goal, world.state(), asking.reference)
+        return Draft(prompt, goal, world.state(), asking.reference, extra.addon_calls)
 
 
 @dataclass

@@ -12,7 +12,10 @@ colour, size, price cap, rating floor, ship days). Harder variants:
 * a delivery deadline given as a day ("it has to arrive by May 9"), in `deadline_share` of a
   cell's tasks (0 at d0-1, 0.2 a step, 1 from d6; `generators/strata.py` picks which): the
   `max_ship_days` filter is the days from today (the system prompt's date) to that day, and the
-  first hits of a search without it include an item that would arrive too late.
+  first hits of a search without it include an item that would arrive too late;
+* from d3, in `dependent_share` of a cell's tasks (`generators/dependent.py`: 0.25 a step, all
+  from d6), the customer also orders the pick ("then order two of your top pick"): the purchase
+  depends on what the search found, so `add_to_cart` and `checkout` are core steps.
 
 Success: the final `recommend` names `n_recommend`..3 ids, all in the acceptable set computed
 over the whole catalog with `Catalog.filter_mask` (plus the stock floor for bulk requests).
@@ -43,12 +46,13 @@ from ecomrlve.generators.blocks import (
     query_for,
 )
 from ecomrlve.generators.context import GenContext, today
+from ecomrlve.generators.dependent import dependent_drawn, dependent_share
 from ecomrlve.generators.difficulty import HistoryLength, IntentCount, SearchTopK, rising_share
 from ecomrlve.generators.draws import below, between, pick
-from ecomrlve.generators.phrasing import FACT_KEY, constraint_phrase, spoken_date
+from ecomrlve.generators.phrasing import FACT_KEY, constraint_phrase, render, spoken_date
 from ecomrlve.generators.prompts import compose, hidden_signal
 from ecomrlve.generators.strata import in_share
-from ecomrlve.tasks import Goal, RecommendSpec, ToolCall
+from ecomrlve.tasks import Goal, PurchaseSpec, RecommendSpec, Slot, ToolCall
 
 TEMPLATES: tuple[str, ...] = (
     "I'm looking for {category}{constraints}.{extra} Can you recommend {count} that I can "
@@ -97,8 +101,16 @@ DEADLINE_PHRASES: tuple[str, ...] = ("that arrives by {day}", "that I can have b
 RELAX_KEYS = ("color", "brand")
 
 
-# a discovery request with an unrelated purchase on the side ("…and order me a kettle")
+# a discovery request with an unrelated purchase on the side ("…and order me a kettle"), up to d2
 FOLLOWUPS: tuple[str, ...] = ("reorder",)
+# the customer buys what the search finds ({count}: "one", "4")
+ORDER_PICK: tuple[str, ...] = (
+    "Then please order {count} of the one you'd pick first, with my saved details.",
+    "Once you've found them, buy {count} of your top pick for me.",
+    "If one fits, go ahead and order {count} of it right away.",
+    "And place the order for {count} of the best match, please.",
+)
+ORDER_PICK_COST = 2  # add_to_cart, checkout
 
 
 class DiscoveryConfig(ScenarioConfig):
@@ -113,6 +125,9 @@ class DiscoveryConfig(ScenarioConfig):
     deadline_share: float = Field(
         ge=0.0, le=1.0, description="share of tasks with an arrive-by day instead of a day count"
     )
+    dependent_share: float = Field(
+        ge=0.0, le=1.0, description="share of tasks that also order the pick"
+    )
 
 
 class ProductDiscovery(Scenario):
@@ -125,6 +140,7 @@ class ProductDiscovery(Scenario):
             "anchor_prob": min(0.7, 0.08 * difficulty),
             "bulk_prob": min(0.7, 0.07 * difficulty),
             "deadline_share": rising_share(difficulty),
+            "dependent_share": dependent_share(difficulty),
         }
 
     def plan(self, config: DiscoveryConfig, rng: np.random.Generator) -> Plan:
@@ -157,9 +173,13 @@ class ProductDiscovery(Scenario):
         )
         more = followups.draw(rng, FOLLOWUPS, config.n_intents - 1, config.difficulty)
         steps += followups.cost(more)
+        # drawn last, and not at share 0: every other draw is the one it was before it
+        order_pick = dependent_drawn(config.dependent_share, rng)
+        steps += ORDER_PICK_COST * int(order_pick)
         return Plan(
             steps,
-            {
+            addon_steps=followups.addon_cost(more),
+            choices={
                 "followups": more,
                 "keys": keys,
                 "anchor": anchor,
@@ -168,6 +188,7 @@ class ProductDiscovery(Scenario):
                 "bulk": bulk,
                 "n_recommend": n_recommend,
                 "deadline": deadline,
+                "order_pick": order_pick,
             },
         )
 
@@ -242,12 +263,22 @@ class ProductDiscovery(Scenario):
         chosen = _search_and_recommend(
             ctx, rng, need, target, n_recommend, config, reference, unsaid=unsaid
         )
+        acceptable = need.acceptable_ids(ctx)
+        purchase = None
+        if plan["order_pick"]:
+            count = "one" if quantity == 1 else str(quantity)
+            sentence = render(pick(rng, ORDER_PICK), {"count": count}, rng, config.typo_rate)
+            prompt = followups.before_closer(prompt, [sentence])
+            reference += [
+                call("add_to_cart", item_id=ctx.item_ids[chosen[0]], quantity=quantity),
+                call("checkout"),
+            ]
+            purchase = PurchaseSpec(slots=[Slot(acceptable=acceptable, quantity=quantity)])
         more = followups.add_followups(
             plan["followups"], ctx, rng, world, {category}, typo_rate=config.typo_rate
         )
         more.merge(reference)
         prompt = more.prompt(prompt)
-        acceptable = need.acceptable_ids(ctx)
         facts = need.facts()
         relevant = [*ctx.ids(chosen), *more.relevant]
         if anchored is not None:
@@ -259,10 +290,10 @@ class ProductDiscovery(Scenario):
             user_facts=facts,
             recommend=RecommendSpec(acceptable=acceptable, min_items=n_recommend, max_items=3),
             relevant_ids=relevant,
-            purchase=more.purchase,
+            purchase=purchase or more.purchase,
             typo_rate=config.typo_rate,
         )
-        return Draft(prompt, goal, world.state(), reference)
+        return Draft(prompt, goal, world.state(), reference, more.addon_calls)
 
     def _relaxed(
         self,

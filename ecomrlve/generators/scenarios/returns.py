@@ -13,6 +13,10 @@ product, other colour), a restocking-fee question, the reason left out of the pr
 at d0-1, 0.2 a step, 1 from d6; `generators/strata.py` picks which) have the first item's order
 bought twice: a later order of the same products (the same titles, listed first) is not the one
 meant, and only the day the user gives ("I ordered on May 3") tells which order to act on.
+From d3, `dependent_share` of a cell's tasks hang a purchase on the first item to return (or
+the first refused one): "if the mug can go back, use the refund toward the mug in blue", or
+"if it can't go back, at least order me the mug in blue" (`generators/dependent.py`); the
+condition holds in 3 of 4 such tasks, whichever way it is put.
 
 The module is called `returns` because `return` is a Python keyword; the scenario is "return".
 """
@@ -47,6 +51,13 @@ from ecomrlve.generators.blocks import (
     window_fact,
 )
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.dependent import COST as DEPENDENT_COST
+from ecomrlve.generators.dependent import (
+    dependent_drawn,
+    dependent_purchase,
+    dependent_share,
+    with_variant,
+)
 from ecomrlve.generators.difficulty import HistoryLength, IntentCount, rising_share
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.order_requests import (
@@ -82,6 +93,7 @@ TEMPLATES: tuple[str, ...] = (
     "I need to send some things back: {requests}.{reason}{question}",
 )
 FOLLOWUPS: tuple[str, ...] = ("refund", "order_detail", "reorder")
+HOLDS_SHARE = 0.75  # P(a dependent purchase's condition holds)
 FEE_QUESTIONS: tuple[str, ...] = (
     " Will I be charged a restocking fee for the {noun}?",
     " Is there a restocking fee on the {noun}?",
@@ -118,6 +130,9 @@ class ReturnConfig(ScenarioConfig):
     twin_order_share: float = Field(
         ge=0.0, le=1.0, description="share of tasks whose order has a later twin, told by date"
     )
+    dependent_share: float = Field(
+        ge=0.0, le=1.0, description="share of tasks with a purchase that hangs on a return"
+    )
 
 
 class Return(Scenario):
@@ -125,7 +140,11 @@ class Return(Scenario):
     Config = ReturnConfig
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
-        return {"n_items": min(3, values["n_items"]), "twin_order_share": rising_share(difficulty)}
+        return {
+            "n_items": min(3, values["n_items"]),
+            "twin_order_share": rising_share(difficulty),
+            "dependent_share": dependent_share(difficulty),
+        }
 
     def plan(self, config: ReturnConfig, rng: np.random.Generator) -> Plan:
         n_requests = between(rng, 1, config.n_items + 1)
@@ -153,10 +172,24 @@ class Return(Scenario):
         # no draw at share 0: the d0-1 tasks stay what they were before the knob
         share = config.twin_order_share
         twin = share > 0 and in_share(share, rng.random())
+        # drawn last, and not at share 0: every other draw is the one it was before it; on the
+        # first item to return, else the first refused one (an exchange is a swap already)
+        bought_on = None
+        if dependent_drawn(config.dependent_share, rng):
+            order = [k for k, kind in enumerate(kinds) if kind == "return"]
+            order += [k for k, kind in enumerate(kinds) if kind == "ineligible"]
+            bought_on = order[0] if order else None
+        # the customer buys if the return goes through, or if it is refused: the condition holds
+        # in a share of tasks that does not fall as refusals grow with the difficulty
+        holds = bought_on is not None and bool(rng.random() < HOLDS_SHARE)
+        steps += DEPENDENT_COST * int(holds)
         return Plan(
             steps,
-            {
+            addon_steps=followups.addon_cost(more),
+            choices={
                 "twin": twin,
+                "bought_on": bought_on,
+                "holds": holds,
                 "followups": more,
                 "kinds": kinds,
                 "fee_question": fee_question,
@@ -173,6 +206,10 @@ class Return(Scenario):
         items = [
             _pick_item(ctx, rng, kind, world.membership, used_categories) for kind in plan["kinds"]
         ]
+        bought_on = plan["bought_on"]
+        if bought_on is not None:  # the same category: the same return rule
+            item = items[bought_on]
+            item.row = with_variant(ctx, rng, ctx.category.value(item.row), item.row)
         orders = _place_orders(ctx, rng, config, world, items, plan["two_orders"], used_categories)
         twin = plan["twin"]
         if twin:
@@ -211,6 +248,15 @@ class Return(Scenario):
             config.typo_rate,
         )
         requests = asked.requests
+        purchase = None
+        if bought_on is not None:
+            it = items[bought_on]
+            # "returned" buys when the item goes back, "refused" when it cannot
+            outcome = "returned" if (it.kind == "return") == plan["holds"] else "refused"
+            then = dependent_purchase(ctx, rng, it.row, outcome, plan["holds"], config.typo_rate)
+            prompt = followups.before_closer(prompt, [then.sentence])
+            requests.reference += then.reference
+            purchase = then.purchase
         extra = followups.add_followups(
             plan["followups"], ctx, rng, world, used_categories, typo_rate=config.typo_rate
         )
@@ -224,12 +270,12 @@ class Return(Scenario):
         relevant = [o["order_id"] for o in orders] + [ctx.item_ids[it.row] for it in items]
         goal = Goal(
             **requests.goal_parts(),
-            purchase=extra.purchase,
+            purchase=purchase or extra.purchase,
             user_facts=facts,
             relevant_ids=relevant + extra.relevant,
             typo_rate=config.typo_rate,
         )
-        return Draft(prompt, goal, world.state(), requests.reference)
+        return Draft(prompt, goal, world.state(), requests.reference, extra.addon_calls)
 
 
 @dataclass
