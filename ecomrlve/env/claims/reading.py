@@ -98,8 +98,10 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _NEW_SUBJECT = r"(?=(?:I|I've|I'd|I'm|I'll|we|we've|it|it's|they|you|there|nothing|none|no|your order|order\s+[A-Z]\d|[A-Z]\d)\b)"
 _CLAUSE = re.compile(
     r",\s+(?!(?:and\s+)?(?:the|a|an|your|its|their|plus)\b)|;\s+|\s+[—–]\s+"
-    r"|\s+(?:but|so|because|since|although|though|while|whereas|however|then|as(?! (?:it was|they were|is|before)\b))\s+"
-    rf"|\s+and\s+{_NEW_SUBJECT}",
+    r"|\s+(?:but|so|because|since|although|though|while|whereas|however|then)\s+"
+    # "as" joins a statement only before its subject ("… as it has shipped"); "shows as
+    # cancelled", "marked as delivered" say how the order stands, in one clause
+    rf"|\s+and\s+{_NEW_SUBJECT}|\s+as\s+(?!(?:it was|they were)\b){_NEW_SUBJECT}",
     re.IGNORECASE,
 )
 _COMMA_MASK = "\u201a"  # a title's comma while clauses are split ("grey, size M")
@@ -471,10 +473,24 @@ def _effect_of(
                     continue  # "a return request": a noun ("the order will go through": a verb)
                 if w.lemma == "make" and words[j + 1 : j + 2] == ["sure"]:
                     continue  # "make sure": no action
+                if span is before and _noun_before(words, j, at):
+                    continue  # "Exchange set up on order O1": the exchange's verb
                 return j, w.form, k
             if any(w.role == "noun" for w in here):
                 break  # another action's noun: its own verb
     return None
+
+
+def _noun_before(words: list[str], j: int, at: dict[int, list[Word]]) -> bool:
+    """An action noun up to `NOUN_BEFORE` words before the effect verb at `j`, its subject
+    ("Exchange set up on order O1", "the refund was issued for your order"), with no subject
+    between ("the return is open and I've booked a pickup")."""
+    for i in range(j - 1, max(-1, j - 1 - NOUN_BEFORE), -1):
+        if words[i] in _SUBJECTS:
+            return False
+        if any(w.role == "noun" for w in at.get(i, ())):
+            return True
+    return False
 
 
 def _particle_ok(words: list[str], j: int, word: Word) -> bool:
