@@ -19,7 +19,10 @@ with `lemminflect` and reads each clause word by word, so a synonym is one word 
 * A clause speaks of an action by one of the kind's verbs in any form ("voided", "withdrew",
   "called off", "was cancelled"), by one of its nouns with an effect verb next to it ("a pickup
   was arranged", "I've scheduled a collection", "Cancellation confirmed", "refund: issued",
-  "the exchange is complete"), or by a result ("the order is now void"). Its modality:
+  "the exchange is complete"), by a result ("the order is now void") or where it lands ("the
+  credit is now on your account"); the other constructions are in `reading`'s docstring
+  ("knocked O1 off your account", "put a stop on O1", "Expect a cancellation email"). Its
+  modality:
   - REPORTED: a done form (past tense, participle, a nominal "… confirmed"), "I did cancel";
   - PROMISED: a future ("I'll cancel", "it will be refunded", "I'm going to start the return",
     "let me cancel it", "I'm cancelling it now"); a promise not kept by the end is false;
