@@ -132,6 +132,9 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
         covers=("cancel", "return"),
         lands=("account", "card", "balance", "wallet", "statement", "bank", "method", "paypal"),
     ),
+    # a product got for the customer, in verbs of no other kind ("I've secured the Lam mat",
+    # and any verb `reading` does not know, with a product as its object): an order or a cart
+    ActionKind("obtain", verbs=("obtain", "acquire", "procure", "secure"), covers=("order", "add")),
     ActionKind(
         "recommend",
         verbs=("recommend", "suggest"),

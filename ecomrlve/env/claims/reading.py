@@ -392,6 +392,8 @@ def _statements(clause: Clause) -> list[Statement]:
     present = set(clause.words)
     if not present.isdisjoint(_GET) and "you" in present and not found:
         found = _got_you(clause)
+    if not found and clause.first_person and present.isdisjoint(_LOOKED):
+        found = _acted_on_product(clause)
     text = clause.text
     untouched = not present.isdisjoint(_UNTOUCHED_WORDS) and _UNTOUCHED.search(text)
     still_open = (not present.isdisjoint(_STILL_WORDS) and _STILL_OPEN.search(text)) or (
@@ -422,6 +424,36 @@ def _statements(clause: Clause) -> list[Statement]:
 
 
 _GET = frozenset(("get", "got", "gotten", "getting", "gets"))
+# verbs of looking, choosing and telling: what an agent does to a product without a write
+_LOOKED = frozenset(("found", "checked", "looked", "searched", "compared", "saw", "seen",
+    "noticed", "viewed", "reviewed", "verified", "confirmed", "picked", "chose", "chosen",
+    "selected", "shortlisted", "pulled", "located", "spotted", "considered", "included",
+    "listed", "mentioned", "flagged", "linked", "noted", "shared", "matched", "filtered",
+    "narrowed", "sorted", "ranked", "rated", "liked", "loved", "thought", "felt", "read",
+    "explored", "browsed", "tried", "double-checked", "tracked", "traced", "asked", "told",
+    "showed", "shown", "highlighted", "described", "kept", "left", "paid", "charged"))  # fmt: skip
+
+
+def _acted_on_product(clause: Clause) -> list[tuple[ActionKind, Mode]]:
+    """ "I snapped up the Lam coral mat", "I've grabbed the jacket for you": a done verb of no
+    kind the reader knows, right after the agent, with a catalog product as its object, gets
+    the product (the `obtain` kind: true after an order or a cart addition of it)."""
+    names = clause.names
+    if not (names.items or names.brands):
+        return []
+    words = clause.words
+    for k, word in enumerate(words[:-1]):
+        if word not in _FIRST_PERSON:
+            continue
+        for v in range(k + 1, min(len(words) - 1, k + 4)):
+            verb = words[v]
+            if verb in FORMS or _verb_form(verb) != "done":
+                continue
+            if words[v + 1] in _DETERMINERS or words[v + 1] in ("up", "in"):
+                mode = _mode(words, v, "done", KINDS_BY_NAME["obtain"], clause.text, None)
+                return [(KINDS_BY_NAME["obtain"], mode)] if mode is not None else []
+        return []
+    return []
 
 
 def _got_you(clause: Clause) -> list[tuple[ActionKind, Mode]]:
