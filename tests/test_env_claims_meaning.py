@@ -235,3 +235,14 @@ def test_a_product_got_for_the_customer_in_any_verb_is_bought(tasks, catalog):
         assert claims(judge(nothing, said, catalog)), said
     for said in (f"I found the {named} for you.", f"I compared the {named} with two others."):
         assert not claims(judge(nothing, said, catalog)), said
+
+
+def test_a_product_promised_in_any_verb_is_a_promise(tasks, catalog):
+    bought, nothing = tasks["fx-purchase"], tasks["fx-status"]
+    row = catalog.row_of(bought.reference[1].arguments["item_id"])
+    named = " ".join(str(catalog.value(c, row)) for c in ("brand", "color", "product_type"))
+    said = f"I'll grab the {named} for you as well."
+    assert claims(judge(nothing, said, catalog))
+    assert not claims(judge(bought, said, catalog))
+    for said in (f"I'll check the {named} for you.", f"I'll compare the {named} with others."):
+        assert not claims(judge(nothing, said, catalog)), said

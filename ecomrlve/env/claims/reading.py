@@ -392,7 +392,7 @@ def _statements(clause: Clause) -> list[Statement]:
     present = set(clause.words)
     if not present.isdisjoint(_GET) and "you" in present and not found:
         found = _got_you(clause)
-    if not found and clause.first_person and present.isdisjoint(_LOOKED):
+    if not found and clause.first_person:
         found = _acted_on_product(clause)
     text = clause.text
     untouched = not present.isdisjoint(_UNTOUCHED_WORDS) and _UNTOUCHED.search(text)
@@ -434,6 +434,11 @@ _LOOKED = frozenset(("found", "checked", "looked", "searched", "compared", "saw"
     "showed", "shown", "highlighted", "described", "kept", "left", "paid", "charged"))  # fmt: skip
 
 
+_LOOKED_LEMMAS = frozenset(
+    lemma for word in _LOOKED for lemma in getAllLemmas(word, upos="VERB").get("VERB", ())
+) | {"have", "be", "do", "let", "help", "need", "want", "hope", "think", "see", "make"}
+
+
 def _acted_on_product(clause: Clause) -> list[tuple[ActionKind, Mode]]:
     """ "I snapped up the Lam coral mat", "I've grabbed the jacket for you": a done verb of no
     kind the reader knows, right after the agent, with a catalog product as its object, gets
@@ -447,10 +452,13 @@ def _acted_on_product(clause: Clause) -> list[tuple[ActionKind, Mode]]:
             continue
         for v in range(k + 1, min(len(words) - 1, k + 4)):
             verb = words[v]
-            if verb in FORMS or _verb_form(verb) != "done":
+            form = None if verb in FORMS else _verb_form(verb)
+            if form is None:
                 continue
+            if _LOOKED_LEMMAS & set(getAllLemmas(verb, upos="VERB").get("VERB", ())):
+                return []  # "I checked the …", "I'll compare the …": no write
             if words[v + 1] in _DETERMINERS or words[v + 1] in ("up", "in"):
-                mode = _mode(words, v, "done", KINDS_BY_NAME["obtain"], clause.text, None)
+                mode = _mode(words, v, form, KINDS_BY_NAME["obtain"], clause.text, None)
                 return [(KINDS_BY_NAME["obtain"], mode)] if mode is not None else []
         return []
     return []
