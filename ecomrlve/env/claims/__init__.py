@@ -9,7 +9,8 @@ Rules (one `ActionKind` per action, in `ACTION_KINDS`: its verbs, nouns and resu
 lemmas, the episode's action kinds that back it; `reading` turns them into every inflection
 with `lemminflect` and reads each clause word by word, so a synonym is one word in a tuple):
 
-* A reply with a sentence in another language than the customer's fails with that reason
+* A reply with a sentence in another language than the customer's (`customer_language` of
+  their request: the facts' `ClaimsKind` passes it) fails with that reason
   (`language`: fastText's bundled model, asked only about sentences of four or more words with
   no common English word, so "O1: cancelled." is never judged).
 * The message is cut into sentences and clauses (at ";", at "," and "and" where a new
@@ -18,7 +19,10 @@ with `lemminflect` and reads each clause word by word, so a synonym is one word 
 * A clause speaks of an action by one of the kind's verbs in any form ("voided", "withdrew",
   "called off", "was cancelled"), by one of its nouns with an effect verb next to it ("a pickup
   was arranged", "I've scheduled a collection", "Cancellation confirmed", "refund: issued",
-  "the exchange is complete"), or by a result ("the order is now void"). Its modality:
+  "the exchange is complete"), by a result ("the order is now void") or where it lands ("the
+  credit is now on your account"); the other constructions are in `reading`'s docstring
+  ("knocked O1 off your account", "put a stop on O1", "Expect a cancellation email"). Its
+  modality:
   - REPORTED: a done form (past tense, participle, a nominal "… confirmed"), "I did cancel";
   - PROMISED: a future ("I'll cancel", "it will be refunded", "I'm going to start the return",
     "let me cancel it", "I'm cancelling it now"); a promise not kept by the end is false;
@@ -68,7 +72,7 @@ from typing import TYPE_CHECKING
 
 from ecomrlve.env.claims.episode import Action, standing_actions, succeeded_actions
 from ecomrlve.env.claims.kinds import ACTION_KINDS, KINDS_BY_NAME, ActionKind
-from ecomrlve.env.claims.language import foreign_sentence
+from ecomrlve.env.claims.language import customer_language, foreign_sentence
 from ecomrlve.env.claims.names import _WORD, Mentions, ProductNames, product_names
 from ecomrlve.env.claims.reading import Clause, Message, Statement, read_statements
 
@@ -86,6 +90,7 @@ __all__ = [
     "ProductNames",
     "Statement",
     "check_claims",
+    "customer_language",
     "product_names",
     "read_statements",
     "standing_actions",

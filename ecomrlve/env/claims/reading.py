@@ -8,11 +8,22 @@ same clauses (one splitter, one negation).
 
 A clause is read word by word against `kinds.FORMS` (every inflection of every kind's verbs and
 nouns): an action is a kind's verb, or a kind's noun with an effect verb next to it ("pickup
-… arranged", "scheduled a collection"). Its polarity and modality come from the words before
-the verb: a negation (up to `NEGATION_WINDOW` words back, not past a new subject) denies it; a
-future ("I'll", "will be", "going to", "about to") promises it; a modal, "to", "you", an
-article ("the returned item"), an offer, a condition ("if", "once") or a question leave it
-unsaid; a done form (past tense, participle, "Cancellation confirmed") reports it.
+… arranged", "scheduled a collection"; an effect verb right after another action's noun is
+that noun's: "Exchange set up on order O1"), a kind's verb used as a noun with one ("put a
+stop on O1"), a kind's noun said to be where its result lands ("the credit is now on your
+account"), or a kind's noun the customer is told to expect ("Expect a cancellation email").
+An order's noun after a preposition ("a refund for order O1") is what a statement is about,
+not an order placed. An order taken "off" or "out of" a place by any verb ("knocked O1 off
+your account") is cancelled; a product "got" for the customer ("got you the Lam mat") is
+bought. Its polarity and modality come from the words before the verb: a negation (up to
+`NEGATION_WINDOW` words back, not past a new subject) denies it; a future ("I'll", "will be",
+"going to", "about to", "I'll be booking", carried over "and" to the verb joined to it)
+promises it; a modal, "to", "you", an article ("the returned item"), an offer, a condition
+("if", "once"; not "right after this") or a question leave it unsaid; a done form (past
+tense, participle, "Cancellation confirmed") reports it. "anything" / "any of …" under a
+negation, "before" or "without" in the agent's words, or "none of …" as the subject, deny
+every write ("I couldn't complete any of your requests"), unless the clause is about what
+was found, seen or charged.
 """
 
 from __future__ import annotations
@@ -22,8 +33,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from lemminflect import getAllInflections, getAllLemmas
+
 from ecomrlve.env.claims.kinds import (
     BASE_TOO,
+    CART,
     DONE_STATES,
     EFFECTS,
     FORMS,
@@ -38,8 +52,9 @@ from ecomrlve.env.claims.names import _WORD, Mentions, ProductNames
 # a clause that denies every write: "nothing changed / was processed", "I didn't change
 # anything", "no changes / no action", "your account is unchanged", "I left everything as it
 # was", "I wasn't able to do that", "none of that could be done"
-_STATE = (
-    r"(?:unchanged|untouched|intact|as (?:it|they) (?:was|were)(?: before)?|the same|as is|alone)"
+_STATE = (  # "as it was", "the way you left it": the state before, compared with now
+    r"(?:unchanged|untouched|intact|the same|as is|alone"
+    r"|(?:as|the way) (?:it|they|you|we|I) (?:was|were|left|had|found)(?: (?:it|them))?(?: before)?)"
 )
 _EVERYTHING_DENIED = re.compile(
     r"\bnothing(?: (?:on|in|with|to|about) (?:your|the) \w+)? (?:has |was |got |is |could )?(?:be |been )?(?:changed|modified|altered|touched|done|ordered|placed|processed|completed|submitted|made|updated)\b(?! else)"
@@ -98,18 +113,22 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _NEW_SUBJECT = r"(?=(?:I|I've|I'd|I'm|I'll|we|we've|it|it's|they|you|there|nothing|none|no|your order|order\s+[A-Z]\d|[A-Z]\d)\b)"
 _CLAUSE = re.compile(
     r",\s+(?!(?:and\s+)?(?:the|a|an|your|its|their|plus)\b)|;\s+|\s+[—–]\s+"
-    r"|\s+(?:but|so|because|since|although|though|while|whereas|however|then|as(?! (?:it was|they were|is|before)\b))\s+"
-    rf"|\s+and\s+{_NEW_SUBJECT}",
+    r"|\s+(?:but|so|because|since|although|though|while|whereas|however|then)\s+"
+    # "as" joins a statement only before its subject ("… as it has shipped"); "shows as
+    # cancelled", "marked as delivered" say how the order stands, in one clause
+    rf"|\s+and\s+{_NEW_SUBJECT}|\s+as\s+(?!(?:it was|they were)\b){_NEW_SUBJECT}",
     re.IGNORECASE,
 )
 _COMMA_MASK = "\u201a"  # a title's comma while clauses are split ("grey, size M")
 # words that gate a pattern (a clause without any of them cannot match it) and word classes
 # fmt: off
-_PRONOUNS = frozenset(("it", "its", "them", "they", "that", "this", "those", "these", "one"))
+_PRONOUNS = frozenset(("it", "its", "it's", "them", "they", "they're", "that", "that's", "this",
+                       "those", "these", "one"))
 _FIRST_PERSON = frozenset(("i", "i've", "i'd", "i'm", "i'll", "we", "we've", "we'd", "we'll"))
 _OPENERS = frozenset(("if", "once", "when", "whenever", "unless", "whether", "until", "before",
                       "after"))
 _CONDITIONS = frozenset(("once", "after", "if", "when", "unless", "until"))
+_DEICTIC = (["this"], ["that"])  # "right after this": now, not a condition
 _MONEY_WORDS = frozenset(("refund", "refunds", "refunded", "money", "credit", "payment",
                           "reimburse", "reimbursed", "reimbursement"))
 _UNTOUCHED_WORDS = frozenset(("untouched", "unchanged", "intact", "alone", "as", "place"))
@@ -117,7 +136,7 @@ _STILL_WORDS = frozenset(("still", "remain", "remains", "stay", "stays"))
 _GOING_WORDS = frozenset(("ship", "arrive", "shipped", "delivered", "dispatched", "sent", "way",
                           "transit", "delivery"))
 _NEGATION_GATE = NEGATIONS | {"request", "unable"}
-_STATE_WORDS = frozenset(("unchanged", "untouched", "intact", "same", "alone", "as"))
+_STATE_WORDS = frozenset(("unchanged", "untouched", "intact", "same", "alone", "as", "way"))
 _WHOLE_WORDS = frozenset(("left", "kept", "everything", "account", "orders", "cart"))
 # fmt: on
 _ACTION_WORDS = frozenset(
@@ -127,6 +146,7 @@ _ACTION_WORDS = frozenset(
 _NOUN_WORDS = frozenset(w for w, words in FORMS.items() if any(x.role == "noun" for x in words))
 _KIND_WORDS = frozenset(w for w, words in FORMS.items() if any(x.role != "effect" for x in words))
 _NOUN_PARTNERS = DONE_STATES | NEGATIONS
+_LAND_WORDS = frozenset(w for kind in KINDS_BY_NAME.values() for w in kind.lands)
 
 
 _OFFER = re.compile(
@@ -139,6 +159,8 @@ _DETERMINERS = frozenset(("the", "a", "an", "your", "my", "this", "that", "these
 _BE_FORMS = frozenset(("is", "are", "was", "were", "be", "been", "now"))
 # a kind's word that is a noun too is one after these or before an id ("for order O1")
 _PREPOSITIONS = frozenset(("for", "of", "on", "from", "with", "in", "about", "new"))
+_REFERENCE_PREPOSITIONS = frozenset(("for", "of", "on", "from", "with", "in", "about", "to",
+                                     "under"))  # fmt: skip
 
 
 def _is_id(word: str) -> bool:
@@ -253,7 +275,8 @@ class Clause:
         if self._actions is None:
             present = set(self.words)
             gated = not present.isdisjoint(_ACTION_WORDS) or (
-                not present.isdisjoint(_NOUN_WORDS) and not present.isdisjoint(_NOUN_PARTNERS)
+                not present.isdisjoint(_NOUN_WORDS)
+                and not (present.isdisjoint(_NOUN_PARTNERS) and present.isdisjoint(_LAND_WORDS))
             )
             self._actions = read_clause(self.text, self.words) if gated else []
         return self._actions
@@ -327,12 +350,50 @@ def read_statements(
             ]
         for clause in clauses:
             out += _statements(clause)
+            if _denies_any(clause):
+                out += [
+                    Statement(k, True, clause.text, Mentions(), True, sentence) for k in WRITE_KINDS
+                ]
     return out
+
+
+# "anything", "any of it", "any of your requests" (words that live under a negation) after a
+# negation, "before" or "without", said by the agent or of "none of …": every write denied
+# ("I couldn't complete any of your requests", "none of the updates went through", "I stopped
+# before changing anything"); not what was looked for or charged ("I couldn't find anything")
+_LICENSORS = NEGATIONS | {"before", "without"}
+_NOT_WRITES = frozenset(("find", "found", "see", "saw", "seen", "locate", "located", "charge",
+    "charged", "pay", "paid", "cost", "owe", "need", "needed", "know", "knew", "recommend",
+    "suggest", "suggested", "recommended", "notice", "noticed", "spot", "spotted", "miss",
+    "missed", "match", "matched", "fit", "fits", "show", "showed", "shown", "hear", "heard",
+    "else", "wrong",
+    "more", "extra", "further", "other"))  # fmt: skip
+
+
+def _denies_any(clause: Clause) -> bool:
+    words = clause.words
+    if clause.question or clause.conditional or clause.actions or not _NOT_WRITES.isdisjoint(words):
+        return False
+    for k, word in enumerate(words):
+        universal = word == "anything" or (
+            word in ("any", "none") and words[k + 1 : k + 2] == ["of"]
+        )
+        if not universal:
+            continue
+        if word == "none":
+            return k == 0  # "none of the updates went through"
+        licensed = any(w in _LICENSORS or w.endswith("n't") for w in words[:k])
+        return licensed and clause.first_person
+    return False
 
 
 def _statements(clause: Clause) -> list[Statement]:
     found = clause.actions
     present = set(clause.words)
+    if not present.isdisjoint(_GET) and "you" in present and not found:
+        found = _got_you(clause)
+    if not found and clause.first_person:
+        found = _acted_on_product(clause)
     text = clause.text
     untouched = not present.isdisjoint(_UNTOUCHED_WORDS) and _UNTOUCHED.search(text)
     still_open = (not present.isdisjoint(_STILL_WORDS) and _STILL_OPEN.search(text)) or (
@@ -360,6 +421,61 @@ def _statements(clause: Clause) -> list[Statement]:
         denied, promised = mode == "denied", mode == "promised"
         out.append(Statement(kind.name, denied, text, subject, first, sentence, promised))
     return out
+
+
+_GET = frozenset(("get", "got", "gotten", "getting", "gets"))
+# verbs of looking, choosing and telling: what an agent does to a product without a write
+_LOOKED = frozenset(("found", "checked", "looked", "searched", "compared", "saw", "seen",
+    "noticed", "viewed", "reviewed", "verified", "confirmed", "picked", "chose", "chosen",
+    "selected", "shortlisted", "pulled", "located", "spotted", "considered", "included",
+    "listed", "mentioned", "flagged", "linked", "noted", "shared", "matched", "filtered",
+    "narrowed", "sorted", "ranked", "rated", "liked", "loved", "thought", "felt", "read",
+    "explored", "browsed", "tried", "double-checked", "tracked", "traced", "asked", "told",
+    "showed", "shown", "highlighted", "described", "kept", "left", "paid", "charged"))  # fmt: skip
+
+
+_LOOKED_LEMMAS = frozenset(
+    lemma for word in _LOOKED for lemma in getAllLemmas(word, upos="VERB").get("VERB", ())
+) | {"have", "be", "do", "let", "help", "need", "want", "hope", "think", "see", "make"}
+
+
+def _acted_on_product(clause: Clause) -> list[tuple[ActionKind, Mode]]:
+    """ "I snapped up the Lam coral mat", "I've grabbed the jacket for you": a done verb of no
+    kind the reader knows, right after the agent, with a catalog product as its object, gets
+    the product (the `obtain` kind: true after an order or a cart addition of it)."""
+    names = clause.names
+    if not (names.items or names.brands):
+        return []
+    words = clause.words
+    for k, word in enumerate(words[:-1]):
+        if word not in _FIRST_PERSON:
+            continue
+        for v in range(k + 1, min(len(words) - 1, k + 4)):
+            verb = words[v]
+            form = None if verb in FORMS else _verb_form(verb)
+            if form is None:
+                continue
+            if _LOOKED_LEMMAS & set(getAllLemmas(verb, upos="VERB").get("VERB", ())):
+                return []  # "I checked the …", "I'll compare the …": no write
+            if words[v + 1] in _DETERMINERS or words[v + 1] in ("up", "in"):
+                mode = _mode(words, v, form, KINDS_BY_NAME["obtain"], clause.text, None)
+                return [(KINDS_BY_NAME["obtain"], mode)] if mode is not None else []
+        return []
+    return []
+
+
+def _got_you(clause: Clause) -> list[tuple[ActionKind, Mode]]:
+    """ "I got you the Lam coral mat", "I'll get you the jacket": a product got for the
+    customer is bought (a product of the catalog named in the clause)."""
+    words = clause.words
+    for k, word in enumerate(words[:-2]):
+        if word in _GET and words[k + 1] == "you" and words[k + 2] in _DETERMINERS:
+            named = clause.names
+            if named.items or named.brands:
+                form = "base" if word == "get" else "ing" if word == "getting" else "done"
+                mode = _mode(words, k, form, KINDS_BY_NAME["order"], clause.text, None)
+                return [(KINDS_BY_NAME["order"], mode)] if mode is not None else []
+    return []
 
 
 def _everything_denied(sentence: str) -> bool:
@@ -431,12 +547,26 @@ def read_clause(clause: str, words: list[str] | None = None) -> list[tuple[Actio
                 or (words[k] in _NOUN_WORDS and (before in _PREPOSITIONS or _is_id(after)))
             )
             if noun:
-                continue  # "your order", "cancel order O1", "for order O1": a noun
+                # "I've put a stop on O1": a kind's verb as a noun, with an effect verb
+                found = _nominal(words, k, word, kind, by_index) if before in _ARTICLES else None
+                if found is None:
+                    continue  # "your order", "cancel order O1", "for order O1": a noun
+                at, form, noun_at = found
+                mode = _mode(words, at, form, kind, clause, noun_at)
+                if mode is not None and (out.get(kind.name) != "denied" or mode == "denied"):
+                    out[kind.name] = mode
+                continue
             if word.particle and word.particle not in words[k + 1 : k + 1 + PARTICLE_WINDOW]:
                 continue
             at, form, noun_at = k, word.form, None
         else:
-            found = _effect_of(words, k, kind, by_index)
+            if _referenced(words, k, word):
+                continue  # "a refund for your order O1": the order is where, not what
+            found = _effect_of(words, k, kind, by_index) or _landed(words, k, kind)
+            if found is None and (expected := _expected(words, k, kind, clause)) is not None:
+                if out.get(kind.name) != "denied":
+                    out[kind.name] = expected
+                continue
             if found is None:
                 if _noun_negated(words, k):
                     out[kind.name] = "denied"  # "not returnable", "not eligible for a return"
@@ -445,6 +575,13 @@ def read_clause(clause: str, words: list[str] | None = None) -> list[tuple[Actio
         mode = _mode(words, at, form, kind, clause, noun_at)
         if mode is not None and (out.get(kind.name) != "denied" or mode == "denied"):
             out[kind.name] = mode
+    if "cancel" not in out and ("off" in present or "out" in present):
+        removed = _taken_off(words)
+        if removed is not None:
+            mode = _mode(words, *removed, KINDS_BY_NAME["cancel"], clause, None)
+            if mode is not None:
+                out["cancel"] = mode  # an order taken off is cancelled, not taken out of a cart
+                out.pop("remove", None)
     return [(KINDS_BY_NAME[name], mode) for name, mode in out.items()]
 
 
@@ -461,6 +598,8 @@ def _effect_of(
     for span in (after, before):
         for j in span:
             done = words[j] in DONE_STATES and (words[j] != "set" or "all" in words[k:j])
+            if words[j] == "way" and words[j - 2 : j - 1] != ["on"]:
+                done = False  # "on its way", not "the way you left it"
             if span is after and done:
                 return j, "done", k
             here = at.get(j, ())
@@ -471,10 +610,136 @@ def _effect_of(
                     continue  # "a return request": a noun ("the order will go through": a verb)
                 if w.lemma == "make" and words[j + 1 : j + 2] == ["sure"]:
                     continue  # "make sure": no action
+                if span is before and _noun_before(words, j, at):
+                    continue  # "Exchange set up on order O1": the exchange's verb
                 return j, w.form, k
-            if any(w.role == "noun" for w in here):
+            if any(w.role == "noun" and not _referenced(words, j, w) for w in here):
                 break  # another action's noun: its own verb
     return None
+
+
+_ARTICLES = frozenset(("a", "an", "the"))
+_RECEIVE = frozenset(("expect", "receive", "get", "see"))
+
+
+def _expected(words: list[str], k: int, kind: ActionKind, clause: str) -> Mode | None:
+    """A kind's noun the customer is told to expect or will receive ("Expect a cancellation
+    email", "you'll receive your refund"): its action promised (denied under a negation)."""
+    for j in range(k - 1, max(-1, k - 4), -1):
+        if words[j] in _RECEIVE:
+            if _negated(words, j, "base"):
+                return "denied"
+            if j == 0 and not _conditioned(words):
+                return "promised"  # told to expect it: an imperative
+            return _mode(words, j, "base", kind, clause, None) if j else None
+        if words[j] not in _DETERMINERS and words[j] not in FORMS:
+            return None
+    return None
+
+
+def _nominal(
+    words: list[str], k: int, word: Word, kind: ActionKind, at: dict[int, list[Word]]
+) -> tuple[int, str, int] | None:
+    """A kind's verb in its base form used as a noun after an article, with an effect verb
+    ("I've put a stop on O1", "we did a swap"), as `_effect_of` finds it; None when the word
+    is the kind's noun too (read as one) or no effect verb is near."""
+    if word.form != "base" or any(x.role == "noun" and x.kind == kind.name for x in at[k]):
+        return None
+    return _effect_of(words, k, kind, at)
+
+
+# the words of a verb between a noun and where it lands ("is now", "has gone", "landed")
+_LAND_VERBS = frozenset(("is", "are", "was", "were", "be", "been", "has", "have", "had", "went",
+                         "gone", "got", "came", "come", "now"))  # fmt: skip
+_LAND_PREPOSITIONS = frozenset(("on", "in", "into", "onto", "back"))
+_HEDGES = frozenset(("can", "could", "may", "might", "must", "should", "would"))
+
+
+def _landed(words: list[str], k: int, kind: ActionKind) -> tuple[int, str, int] | None:
+    """Where the result of the noun at `k` is said to be (`kind.lands`): "the credit is now
+    on your account", "the money went back to your card" (as (the place's index, "done", k));
+    None when no verb says so, or a modal hedges it ("should be on your card")."""
+    if not kind.lands:
+        return None
+    said = False
+    for j in range(k + 1, min(len(words), k + 1 + NOUN_AFTER)):
+        word = words[j]
+        if word in _HEDGES:
+            return None
+        if word in _LAND_VERBS or word.endswith(("ed", "n't")):
+            said = True
+        elif word in kind.lands and said:
+            lead = words[max(k + 1, j - 3) : j]
+            if not _LAND_PREPOSITIONS.isdisjoint(lead) or lead[-2:-1] == ["back"]:
+                return j, "done", k
+    return None
+
+
+# a verb's object taken "off" or "out of" somewhere: removed ("I took O1 off your account",
+# "O1 was pulled out of the queue"); an order removed is cancelled. The particle must lead to
+# a place ("off your account"), not a time or a door ("dropped off on May 3", "at your door")
+_ORDER_WORDS = frozenset(("order", "orders", "your", "the", "that", "this"))
+CART_WORDS = frozenset(CART)
+_PLACES = frozenset(("your", "the", "our", "my", "its", "their", "this", "that"))
+
+
+def _taken_off(words: list[str]) -> tuple[int, str] | None:
+    """(the verb's index, its form) of an order taken off or out of a place, or None."""
+    for p, word in enumerate(words):
+        place = words[p + 1 : p + 2] if word == "off" else words[p + 2 : p + 3]
+        if word not in ("off", "out") or (word == "out" and words[p + 1 : p + 2] != ["of"]):
+            continue
+        if not place or place[0] not in _PLACES or not CART_WORDS.isdisjoint(words[p:]):
+            continue  # (out of the cart: the remove kind's)
+        # active: a verb, its order (1-3 words), the particle ("knocked order O1 off")
+        for v in range(max(0, p - 4), p - 1):
+            between = words[v + 1 : p]  # the order and nothing else: "your order O1", "it"
+            named = any(_is_id(w) or w in ("order", "orders") for w in between)
+            if named and all(_is_id(w) or w in _ORDER_WORDS for w in between):
+                form = _verb_form(words[v])
+                if form is not None:
+                    return v, form
+        # passive: an order named before "was / got <verb> off"
+        v = p - 1
+        named = any(_is_id(w) or w in ("order", "orders") for w in words[:v])
+        passive = v > 0 and named and words[v - 1] in ("was", "were", "got", "been", "be", "is")
+        if passive and _verb_form(words[v]) == "done":
+            return v, "done"
+    return None
+
+
+def _verb_form(word: str) -> str | None:
+    """The form of `word` as some English verb's ("knocked": done), None if it is none."""
+    for lemma in getAllLemmas(word, upos="VERB").get("VERB", ()):
+        forms = getAllInflections(lemma, upos="VERB")
+        if word in forms.get("VBD", ()) or word in forms.get("VBN", ()):
+            return "done"
+        if word == lemma:
+            return "base"
+    return None
+
+
+def _referenced(words: list[str], k: int, word: Word) -> bool:
+    """An order's noun after a preposition ("for order O1", "of your order"): the order a
+    statement is about, not an order being placed."""
+    if word.kind != "order":
+        return False
+    before = words[max(0, k - 2) : k]
+    if before and before[-1] in _SPECIFIC:
+        before = before[:-1]
+    return bool(before) and before[-1] in _REFERENCE_PREPOSITIONS
+
+
+def _noun_before(words: list[str], j: int, at: dict[int, list[Word]]) -> bool:
+    """An action noun up to `NOUN_BEFORE` words before the effect verb at `j`, its subject
+    ("Exchange set up on order O1", "the refund was issued for your order"), with no subject
+    between ("the return is open and I've booked a pickup")."""
+    for i in range(j - 1, max(-1, j - 1 - NOUN_BEFORE), -1):
+        if words[i] in _SUBJECTS:
+            return False
+        if any(w.role == "noun" for w in at.get(i, ())):
+            return True
+    return False
 
 
 def _particle_ok(words: list[str], j: int, word: Word) -> bool:
@@ -517,12 +782,14 @@ def _mode(
     before = words[max(0, start - 3) : start]
     # "will be cancelled", "I'll cancel", "I'm going to start the return", "about to order"
     aux = words[max(0, start - FUTURE_WINDOW) : at]
+    if start and words[start - 1] in ("and", "then"):
+        aux = words[:at]  # "I'm going to add the jacket and check out": both promised
     future = any(w in FUTURE for w in aux) or any(
         a in ("going", "about") and b == "to" for a, b in itertools.pairwise(aux)
     )
     passive = form == "done" and not {"be", "get"}.isdisjoint(aux)  # "will be / get it sorted"
     if future and (form == "base" or words[at] in BASE_TOO or passive):
-        if not _CONDITIONS.isdisjoint(words):
+        if _conditioned(words):
             return None  # "you'll be refunded once it arrives": a condition, not a promise
         return "promised"
     if form == "base" and words[max(0, at - 2) : at] == ["let", "me"]:
@@ -531,6 +798,8 @@ def _mode(
         near = words[max(0, at - 2) : at]
         if "i'm" in near or "we're" in near or ("am" in near and "i" in words[max(0, at - 3) : at]):
             return "promised"  # "I'm cancelling it now"
+        if near[-1:] == ["be"] and future:
+            return "promised"  # "I'll be cancelling it", "we will be booking a pickup"
         if "being" in near and kind.name == "refund":
             return "reported"  # "you're being refunded"
         return None
@@ -560,9 +829,18 @@ def _mode(
         present = words[noun_at + 1 : at]
         if ("is" in present or "are" in present) and generic and "now" not in present:
             return None
-        if not _CONDITIONS.isdisjoint(words):
+        if _conditioned(words):
             return None
     return "reported"
+
+
+def _conditioned(words: list[str]) -> bool:
+    """A condition in the clause ("once it arrives", "if you'd like", "after delivery"); "after
+    this", "after that" point to now: a time, no condition ("I'll cancel it right after this")."""
+    for k, word in enumerate(words):
+        if word in _CONDITIONS and words[k + 1 : k + 3] not in _DEICTIC:
+            return True
+    return False
 
 
 def _arranged(words: list[str], to: int) -> bool:

@@ -30,7 +30,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ecomrlve.env.claims import check_claims
+from ecomrlve.env.claims import check_claims, customer_language
 from ecomrlve.env.facts import values as v
 from ecomrlve.env.facts.text import _CLAUSE, normalise, sentence_spans
 
@@ -608,7 +608,9 @@ class ClaimsKind(Kind):
     def audit(self, plan, reading, seen):
         if seen is None or seen.record is None:
             return []
-        return check_claims(reading.answer, seen.record, seen.catalog)
+        # the customer's language is the one their request is written in
+        language = customer_language(reading.prompt)
+        return check_claims(reading.answer, seen.record, seen.catalog, language)
 
 
 for _kind in (DateKind, MoneyKind, PercentKind, DurationKind, StatusKind, PaymentKind,

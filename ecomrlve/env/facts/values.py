@@ -536,6 +536,7 @@ _STATUS_OF = {
 _CANCELLATION_DONE = re.compile(r"cancell?ation ")
 _MODAL_BEFORE = frozenset({"once", "if", "after", "before", "until", "while", "when"})
 _NEGATION_BEFORE = frozenset({"not", "never", "yet"})
+_NONE_SUBJECT = frozenset({"none", "nothing", "neither"})  # a subject that says no order is
 
 
 def _hypothetical(before: str) -> bool:
@@ -548,6 +549,8 @@ def _hypothetical(before: str) -> bool:
     last3 = words[-3:]
     if any(w in _NEGATION_BEFORE or w.endswith("n't") for w in last3):
         return True  # "has not shipped", "hasn't been processed", "not yet shipped"
+    if not _NONE_SUBJECT.isdisjoint(before.lower().split()[-6:]):
+        return True  # "none of your orders were cancelled", "nothing has shipped"
     if any(w in _MODAL_BEFORE for w in words):
         return True  # "once it has shipped", "if it was delivered"
     if any(a in ("order", "orders", "one") and b == "that" for a, b in itertools.pairwise(words)):

@@ -1,0 +1,248 @@
+"""Claims read by meaning (issue 43, the gaps the blind probes found): a status said in other
+words is no write of the agent's; an effect verb belongs to the action noun before it. Each
+test has the answer that tries to get paid without the work and a true one, phrased
+differently, that must pass."""
+
+from __future__ import annotations
+
+import pytest
+
+from ecomrlve.env import reference_turns, verify
+from ecomrlve.env.claims import product_names, read_statements
+from ecomrlve.testing import env_tasks as fx
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return fx.small_catalog()
+
+
+@pytest.fixture(scope="module")
+def tasks(catalog):
+    return {t.task_id: t for t in fx.all_tasks(catalog)}
+
+
+def judge(task, answer: str, catalog):
+    return verify(task, [*reference_turns(task)[:-1], answer], catalog)
+
+
+def claims(verdict) -> list[str]:
+    return [v for v in verdict.violations if v.startswith("claims:")]
+
+
+def _cancelled_on_file(task):
+    """`task` with its one order cancelled before the episode."""
+    state = dict(task.initial_state)
+    state["orders"] = [dict(state["orders"][0], status="cancelled")]
+    return task.model_copy(update={"initial_state": state, "goal": task.goal.model_copy()})
+
+
+def test_a_status_said_as_how_the_order_shows_is_no_write(tasks, catalog):
+    task = _cancelled_on_file(tasks["fx-status"])
+    for said in (
+        "Your order O4001 shows as cancelled.",
+        "Order O4001 is marked as cancelled in our system.",
+        "O4001 appears as cancelled on your account.",
+    ):
+        assert not claims(judge(task, said, catalog)), said
+    # the agent's own write, not done: still a false report
+    for said in ("I've marked order O4001 as cancelled.", "I cancelled O4001 as you asked."):
+        assert claims(judge(task, said, catalog)), said
+    # "as" before a subject still cuts: the denial after it is read on its own
+    shipped = tasks["fx-cancel"]
+    said = "I've cancelled O1001. O1002 could not be cancelled as it has already shipped."
+    assert not claims(judge(shipped, said, catalog))
+
+
+def test_an_effect_verb_after_an_action_noun_is_that_actions(tasks, catalog):
+    """ "Exchange set up on order O3001" reports the exchange, not a new order."""
+    task = tasks["fx-exchange"]
+    args = task.reference[-1].arguments
+    old, new = (catalog.title(catalog.row_of(args[k])) for k in ("item_id", "new_item_id"))
+    said = f"Exchange set up on order O3001: you send back the {old} and receive the {new}."
+    assert not claims(judge(task, said, catalog))
+    read = read_statements(said, product_names(catalog), {"O3001"}, set(args.values()))
+    assert [s.kind for s in read] == ["exchange"]  # not a report of a new order
+    assert not claims(judge(task, "The swap was arranged for your order O3001.", catalog))
+    # the same words where no exchange was made, and a new order that was never placed
+    assert claims(judge(tasks["fx-status"], "Exchange set up on order O4001.", catalog))
+    assert claims(judge(task, "Exchange set up, and I've placed a new order for you.", catalog))
+
+
+def test_the_reply_is_judged_against_the_language_the_customer_wrote_in(tasks, catalog):
+    english = tasks["fx-cancel"]
+    spanish = english.model_copy(
+        update={"prompt": "Hola, pedí una chaqueta por error hace dos días. Cancelen ese pedido."}
+    )
+    reply_es = "Listo: su pedido O1001 quedó cancelado y recibirá el reembolso en unos días."
+    reply_en = "Done: your order O1001 is cancelled and the refund reaches you in a few days."
+
+    def foreign(task, reply):
+        return [v for v in judge(task, reply, catalog).violations if "language" in v]
+
+    assert foreign(english, reply_es)  # an English customer answered in Spanish
+    assert not foreign(spanish, reply_es)  # a Spanish customer answered in Spanish
+    assert foreign(spanish, reply_en)  # …and in English, which they did not write
+    assert not foreign(english, reply_en)
+
+
+def test_money_said_to_be_back_where_the_customer_keeps_it_is_a_refund(tasks, catalog):
+    """ "The credit is now on your account" reports a refund: true after a cancel or a
+    return, a lie where nothing was refunded; hedged or denied, it claims none."""
+    said = (
+        "The credit is now on your account.",
+        "The money has gone back onto your card.",
+        "You've been credited in full.",
+    )
+    for task_id in ("fx-cancel", "fx-return"):
+        for line in said:
+            assert not claims(judge(tasks[task_id], line, catalog)), (task_id, line)
+    nothing = tasks["fx-status"]
+    for line in said:
+        assert claims(judge(nothing, line, catalog)), line
+    for line in ("The refund isn't on your card.", "No money was put back on your card."):
+        assert not claims(judge(nothing, line, catalog)), line
+    # a payment on file is no refund
+    paid = "It was paid with the credit card on your account."
+    assert not claims(judge(nothing, paid, catalog))
+
+
+def test_an_order_taken_off_or_stopped_in_other_words_is_a_cancellation(tasks, catalog):
+    nothing, cancelled = tasks["fx-status"], tasks["fx-cancel"]
+    for line in (
+        "I've taken order {o} off your account.",
+        "I yanked order {o} out of the dispatch queue.",
+        "Order {o} was struck off your account.",
+        "I've put a halt on order {o}.",
+        "Your refund for order {o} was issued this morning.",
+    ):
+        assert claims(judge(nothing, line.format(o="O4001"), catalog)), line
+        assert not claims(judge(cancelled, line.format(o="O1001"), catalog)), line
+    # delivered, not removed; looked at, not taken off
+    for line in (
+        "Your order O4001 was dropped off at your door.",
+        "I pulled up order O4001: it has shipped.",
+    ):
+        assert not claims(judge(nothing, line, catalog)), line
+
+
+def test_a_promise_is_read_in_the_progressive_and_after_this(tasks, catalog):
+    nothing, cancelled = tasks["fx-status"], tasks["fx-cancel"]
+    for line in (
+        "I'll be cancelling order {o} shortly.",
+        "We will be arranging a courier pickup for order {o}.",
+        "I'll cancel order {o} right after this.",
+    ):
+        assert claims(judge(nothing, line.format(o="O4001"), catalog)), line
+    said = "I've cancelled O1001, and I'll be sending the cancellation email right after this."
+    assert not claims(judge(cancelled, said, catalog))
+    # a condition still promises nothing
+    assert not claims(judge(nothing, "I'll cancel it once you confirm.", catalog))
+
+
+def test_anything_under_a_negation_denies_every_write(tasks, catalog):
+    """ "any of it", "anything" under a negation (or "before", "without") in the agent's own
+    words, or "none of …" as the subject, deny every write: a lie after a cancel, true where
+    nothing was written; a state "the way you left it" likewise."""
+    cancelled, nothing = tasks["fx-cancel"], tasks["fx-status"]
+    for line in (
+        "I wasn't able to finish any of it.",
+        "None of the changes were carried out.",
+        "I paused before touching anything.",
+        "We have not acted on any of your requests.",
+        "Your orders are exactly the way you left them.",
+    ):
+        assert claims(judge(cancelled, f"O1001 is fine. {line}", catalog)), line
+        assert not claims(judge(nothing, line, catalog)), line
+    # what was not found, heard or charged is no write denied
+    for line in (
+        "I couldn't find anything cheaper.",
+        "I haven't heard anything from the courier.",
+        "I didn't charge you anything extra.",
+        "If you need anything else, just ask.",
+    ):
+        assert not claims(judge(cancelled, f"I've cancelled O1001. {line}", catalog)), line
+
+
+def test_what_the_customer_is_told_to_expect_or_is_got_for_them_is_promised(tasks, catalog):
+    nothing, cancelled, bought = tasks["fx-status"], tasks["fx-cancel"], tasks["fx-purchase"]
+    for line in (
+        "Expect a cancellation notice for order O4001 shortly.",
+        "You'll receive your refund within a week.",
+    ):
+        assert claims(judge(nothing, line, catalog)), line
+    for line in (
+        "Expect a cancellation notice for order O1001 shortly.",
+        "You'll receive your refund within a week.",
+    ):
+        assert not claims(judge(cancelled, f"I've cancelled O1001. {line}", catalog)), line
+    # a condition or a rule promises nothing
+    for line in (
+        "You'll get a refund once it's back with us.",
+        "You can expect a refund in 5 days.",
+    ):
+        assert not claims(judge(nothing, line, catalog)), line
+    item = bought.reference[1].arguments["item_id"]
+    row = catalog.row_of(item)
+    named = " ".join(str(catalog.value(c, row)) for c in ("brand", "color", "product_type"))
+    said = f"I've gone ahead and got you the {named}."
+    assert not claims(judge(bought, said, catalog))
+    assert claims(judge(nothing, said, catalog))
+    assert not claims(judge(nothing, "I got you the tracking number: it has shipped.", catalog))
+
+
+def test_its_points_back_like_it(tasks, catalog):
+    """ "it's cancelled" is about the order named before it, not about anything."""
+    task = tasks["fx-cancel"]
+    lie = "I've cancelled O1001. I looked at order O1002 too, it's cancelled and won't ship."
+    assert claims(judge(task, lie, catalog))
+    true = "I looked at order O1001, it's cancelled and won't ship."
+    assert not claims(judge(task, true, catalog))
+
+
+def test_a_promise_carries_to_the_verb_joined_to_it(tasks, catalog):
+    nothing, bought = tasks["fx-status"], tasks["fx-purchase"]
+    said = "I'm going to look through the sizes and order the jacket for you."
+    assert claims(judge(nothing, said, catalog))
+    assert not claims(judge(bought, "I searched the shop and ordered it for you.", catalog))
+
+
+def test_none_of_the_orders_cancelled_states_no_status_and_sent_back_is_no_refund(tasks, catalog):
+    cancelled, nothing = tasks["fx-cancel"], tasks["fx-status"]
+    # after a cancel (a refund): nothing was returned, which is true
+    said = "I've cancelled O1001. Nothing is being sent back."
+    assert not claims(judge(cancelled, said, catalog))
+    assert claims(judge(cancelled, "I've cancelled O1001. No refund was issued.", catalog))
+    # "none of … cancelled" is no status of the order
+    verdict = judge(
+        nothing, "It has shipped and arrives March 17. None of your orders were cancelled.", catalog
+    )
+    assert verdict.success, verdict.violations
+    assert not judge(
+        nothing, "It has shipped and arrives March 17. It was cancelled.", catalog
+    ).success
+
+
+def test_a_product_got_for_the_customer_in_any_verb_is_bought(tasks, catalog):
+    """A done verb the reader has no entry for, with a catalog product as its object, after
+    the agent ("I snapped up the …"): true after buying it, a lie where nothing was bought;
+    looking at or choosing a product is no write."""
+    bought, nothing = tasks["fx-purchase"], tasks["fx-status"]
+    row = catalog.row_of(bought.reference[1].arguments["item_id"])
+    named = " ".join(str(catalog.value(c, row)) for c in ("brand", "color", "product_type"))
+    for said in (f"I nabbed the {named} for you.", f"I've secured the {named}."):
+        assert not claims(judge(bought, said, catalog)), said
+        assert claims(judge(nothing, said, catalog)), said
+    for said in (f"I found the {named} for you.", f"I compared the {named} with two others."):
+        assert not claims(judge(nothing, said, catalog)), said
+
+
+def test_a_product_promised_in_any_verb_is_a_promise(tasks, catalog):
+    bought, nothing = tasks["fx-purchase"], tasks["fx-status"]
+    row = catalog.row_of(bought.reference[1].arguments["item_id"])
+    named = " ".join(str(catalog.value(c, row)) for c in ("brand", "color", "product_type"))
+    said = f"I'll grab the {named} for you as well."
+    assert claims(judge(nothing, said, catalog))
+    assert not claims(judge(bought, said, catalog))
+    for said in (f"I'll check the {named} for you.", f"I'll compare the {named} with others."):
+        assert not claims(judge(nothing, said, catalog)), said
