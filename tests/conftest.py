@@ -56,3 +56,22 @@ def prefect_harness() -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=120), quiet_settings():
         yield
+
+
+# ---- the env tests' small shop ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    """The small hand-made catalog of `ecomrlve.testing.env_tasks` (one per test module)."""
+    from ecomrlve.testing import env_tasks
+
+    return env_tasks.small_catalog()
+
+
+@pytest.fixture(scope="module")
+def tasks(catalog):
+    """Its hand-made tasks by id."""
+    from ecomrlve.testing import env_tasks
+
+    return {t.task_id: t for t in env_tasks.all_tasks(catalog)}

@@ -26,11 +26,6 @@ from ecomrlve.tasks import PurchaseSpec, Slot
 from ecomrlve.testing import env_tasks as fx
 
 
-@pytest.fixture(scope="module")
-def catalog():
-    return fx.small_catalog()
-
-
 def test_initial_messages_hold_profile_tools_and_prompt(catalog):
     task = fx.cart_task(catalog)
     system, user = initial_messages(task)

@@ -5,7 +5,6 @@ correct ones, phrased differently, that must pass."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,16 +13,6 @@ from ecomrlve.env import EcomEnv, format_call, reference_turns, verify
 from ecomrlve.env.claims import ACTION_KINDS, check_claims, product_names, read_statements
 from ecomrlve.testing import env_tasks as fx
 from ecomrlve.testing import reward_probes as probes
-
-
-@pytest.fixture(scope="module")
-def catalog():
-    return fx.small_catalog()
-
-
-@pytest.fixture(scope="module")
-def tasks(catalog):
-    return {t.task_id: t for t in fx.all_tasks(catalog)}
 
 
 def calls(task) -> list[str]:

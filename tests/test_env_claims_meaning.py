@@ -5,21 +5,8 @@ differently, that must pass."""
 
 from __future__ import annotations
 
-import pytest
-
 from ecomrlve.env import reference_turns, verify
 from ecomrlve.env.claims import product_names, read_statements
-from ecomrlve.testing import env_tasks as fx
-
-
-@pytest.fixture(scope="module")
-def catalog():
-    return fx.small_catalog()
-
-
-@pytest.fixture(scope="module")
-def tasks(catalog):
-    return {t.task_id: t for t in fx.all_tasks(catalog)}
 
 
 def judge(task, answer: str, catalog):

@@ -17,11 +17,6 @@ from ecomrlve.env.search import ANALYZERS, SearchIndex, analyzer_tokens, index_t
 from ecomrlve.testing import env_tasks as fx
 
 
-@pytest.fixture(scope="module")
-def catalog():
-    return fx.small_catalog()
-
-
 def _vocab(catalog, column):
     return sorted(set(catalog.products[column].to_list()))
 

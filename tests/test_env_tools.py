@@ -27,11 +27,6 @@ from ecomrlve.testing import env_tasks as fx
 CONFIG = EnvConfig(max_steps=64)
 
 
-@pytest.fixture(scope="module")
-def catalog():
-    return fx.small_catalog()
-
-
 @pytest.fixture
 def env(catalog):
     env = EcomEnv(fx.world_task(catalog), catalog, CONFIG)

@@ -16,11 +16,6 @@ from ecomrlve.tasks import USER_FACT_KEYWORDS, RecommendSpec
 from ecomrlve.testing import env_tasks as fx
 
 
-@pytest.fixture(scope="module")
-def catalog():
-    return fx.small_catalog()
-
-
 def user_for(task, catalog):
     return SimulatedUser(task, catalog.__contains__)
 

@@ -7,17 +7,6 @@ import pytest
 from ecomrlve.config import EnvConfig, RewardWeights
 from ecomrlve.env import COMPONENTS, EcomEnv, format_call, reference_turns, verify
 from ecomrlve.env.verifier import MAX_ANSWER_CHARS
-from ecomrlve.testing import env_tasks as fx
-
-
-@pytest.fixture(scope="module")
-def catalog():
-    return fx.small_catalog()
-
-
-@pytest.fixture(scope="module")
-def tasks(catalog):
-    return {t.task_id: t for t in fx.all_tasks(catalog)}
 
 
 def c(name, **arguments) -> str:

@@ -28,11 +28,6 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.fixture(scope="module")
-def catalog():
-    return fx.small_catalog()
-
-
-@pytest.fixture(scope="module")
 def tasks(catalog):
     return [*fx.all_tasks(catalog), fx.event_task(catalog)]  # one shop that changes mid-episode
 
