@@ -218,8 +218,12 @@ def _view_sources(paths: DataPaths) -> dict[str, str]:
     if task_files:
         pattern = _relative(paths, paths.tasks) + "/scenario=*/difficulty=*/*.parquet"
         # a store whose every file predates `core_steps` counts every call as core, so that a
-        # step band's SQL (`coalesce(core_steps, min_steps)`) reads it
-        added = "" if _any_has_column(task_files, "core_steps") else ", min_steps AS core_steps"
+        # step band's SQL (`coalesce(core_steps, min_steps)`) reads it (files without either
+        # column, such as a bare frame of ids, stay as they are)
+        older = not _any_has_column(task_files, "core_steps") and _any_has_column(
+            task_files, "min_steps"
+        )
+        added = ", min_steps AS core_steps" if older else ""
         views["tasks"] = (
             f"SELECT *{added} FROM read_parquet({_sql_literal(pattern)}, hive_partitioning=true, "
             "union_by_name=true)"

@@ -177,7 +177,7 @@ def test_train_on_a_store_takes_the_tasks_its_data_block_describes(tmp_path, run
     )
     assert result.exit_code == 0, result.output
     summary = json.loads((output / "summary.json").read_text())
-    predicate = "difficulty BETWEEN 1 AND 1 AND min_steps <= 3"
+    predicate = "difficulty BETWEEN 1 AND 1 AND coalesce(core_steps, min_steps) <= 3"
     assert summary["task_source"] == f"store tasks where {predicate}"
     assert predicate in " ".join(result.output.split())
     (band_tasks,) = sql_rows(data, f"SELECT count(*) FROM tasks WHERE {predicate}")[0]
