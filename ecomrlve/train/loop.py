@@ -55,6 +55,7 @@ import torch
 from ecomrlve.config import EcomConfig
 from ecomrlve.env import Catalog
 from ecomrlve.progress import ProgressEvent, ProgressFn
+from ecomrlve.tasks import Task
 from ecomrlve.train import dapo
 from ecomrlve.train.batching import (
     collate,
@@ -330,7 +331,7 @@ def _rollouts(
 ) -> _Rollouts:
     """Step 1: play groups until `prompts_per_step` informative ones are kept (or the
     generation budget is spent). Every rank draws the same tasks and plays its share."""
-    training, agent = cfg.training, cfg.agent
+    training = cfg.training
     algorithm = training.algorithm
     prompts = training.rollout.prompts_per_step
     max_gen_batches = algorithm.max_num_gen_batches if algorithm.dynamic_sampling else 1
@@ -345,16 +346,16 @@ def _rollouts(
         generation = gathered_for_generation(policy) if shares_policy else contextlib.nullcontext()
         with generation:
             if mine:
-                episodes = play(
+                episodes = _play_groups(
+                    play,
                     [tasks[g] for g in mine],
+                    [offset + g for g in mine],
                     engine,
                     chat,
                     catalog,
-                    env_config=cfg.env,
-                    agent=agent,
-                    samples_per_task=training.rollout.group_size,
-                    seed=rollout_seed(training.seed, step, offset),
-                    group_seeds=[rollout_seed(training.seed, step, offset + g) for g in mine],
+                    cfg,
+                    step,
+                    first=offset,
                 )
         for episode in episodes:
             episode.group = offset + mine[episode.group]
@@ -419,6 +420,35 @@ def _async_rollouts(
     return out
 
 
+def _play_groups(
+    play: PlayFn,
+    tasks: list[Task],
+    groups: list[int],
+    engine: RolloutEngine,
+    chat: ChatFormat,
+    catalog: Catalog,
+    cfg: EcomConfig,
+    step: int,
+    *,
+    first: int,
+) -> list[Episode]:
+    """`tasks` played as the groups numbered `groups` of RL step `step`: each group samples from
+    its own seed (`rollout_seed`), so a group played again later draws what it drew then;
+    `first` is the gen batch's first group (the batch seed)."""
+    training = cfg.training
+    return play(
+        tasks,
+        engine,
+        chat,
+        catalog,
+        env_config=cfg.env,
+        agent=cfg.agent,
+        samples_per_task=training.rollout.group_size,
+        seed=rollout_seed(training.seed, step, first),
+        group_seeds=[rollout_seed(training.seed, step, g) for g in groups],
+    )
+
+
 def _replay(
     rollouts: _Rollouts,
     engine: RolloutEngine,
@@ -431,19 +461,8 @@ def _replay(
     """Diagnosis (`rollout.replay_after_update`): the trained groups played again by the
     updated weights with the seeds that sampled them, so the two success rates differ only by
     the update. One process (every group's episodes are local)."""
-    training = cfg.training
     tasks = [rollouts.local[(g, 0)].task for g in rollouts.kept]
-    episodes = play(
-        tasks,
-        engine,
-        chat,
-        catalog,
-        env_config=cfg.env,
-        agent=cfg.agent,
-        samples_per_task=training.rollout.group_size,
-        seed=rollout_seed(training.seed, step, 0),
-        group_seeds=[rollout_seed(training.seed, step, g) for g in rollouts.kept],
-    )
+    episodes = _play_groups(play, tasks, rollouts.kept, engine, chat, catalog, cfg, step, first=0)
     before = [o.success for g in rollouts.kept for o in rollouts.groups[g]]
     return {
         "replay_success_before": float(np.mean(before)),
