@@ -42,6 +42,9 @@ GATE_NAME = ".ecomrlve.gate"
 JOURNAL_NAME = ".publish-journal.json"
 # Storage format of a new DuckDB file: DuckDB >= 1.2 clients open it (2.x's default does not).
 STORAGE_VERSION = "v1.2.0"
+# on every view: the release of the views' definitions (2: `tasks` has `core_steps`), so a store
+# an older release wrote is brought up to date by the next process that may write it
+VIEWS_MARK = "ecomrlve views 2"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
@@ -328,6 +331,7 @@ def _create_views(con: duckdb.DuckDBPyConnection, paths: DataPaths) -> list[str]
     for name, select in views.items():
         try:
             con.execute(f"CREATE OR REPLACE VIEW {name} AS {select}")
+            con.execute(f"COMMENT ON VIEW {name} IS {_sql_literal(VIEWS_MARK)}")
         except duckdb.Error as err:  # a file the frame check passes but DuckDB cannot read
             first = str(err).splitlines()[0]
             raise StoreError(f"cannot create the {name} view in {paths.root}: {first}") from None
@@ -342,6 +346,20 @@ def refresh_views(data: str | os.PathLike) -> list[str]:
     ensure_writable(paths.root)
     with writer(paths.root) as con:  # waits while a reader has the file open
         return _create_views(con, paths)
+
+
+def update_views(data: str | os.PathLike) -> None:
+    """Bring the views of a store an older release wrote up to this release's definitions
+    (e.g. its `tasks` view without `core_steps`, which a step band's SQL reads), when this
+    process may write there; a current store, or one it cannot write, is left as it is."""
+    paths = DataPaths.of(data)
+    if not paths.db.exists() or not os.access(paths.root, os.W_OK):
+        return
+    with contextlib.closing(connect(paths.root)) as con:
+        views = "SELECT view_name, comment FROM duckdb_views() WHERE NOT internal"
+        marks = dict(con.execute(views).fetchall())
+    if any(marks.get(name) != VIEWS_MARK for name in _view_sources(paths)):
+        refresh_views(paths.root)
 
 
 def init_script(data: str | os.PathLike) -> str:

@@ -232,3 +232,33 @@ def test_a_reader_names_the_damaged_file_in_one_line(tmp_path: Path) -> None:
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and f"damaged Parquet file {damaged}: truncated" in lines[0]
     assert damaged.exists()  # a reader holds no writer lock: it moves nothing
+
+
+def test_a_store_from_an_older_release_gains_the_new_view_columns(tmp_path: Path) -> None:
+    """An older release's `tasks` view has no `core_steps`; a step band's SQL reads it
+    (`coalesce(core_steps, min_steps)`), so the next reader that may write updates the views
+    (`read_store_tasks`, which training and evaluation select with, does it first)."""
+    frame = pl.DataFrame(
+        {
+            "task_id": ["a", "b"],
+            "scenario": ["cart"] * 2,
+            "difficulty": [0] * 2,
+            "min_steps": [2, 5],
+        }
+    )
+    with store.publish(tmp_path) as tx:
+        tx.write_parquet(frame, _part(tmp_path, "cart", "p0.parquet"))
+    with store.writer(tmp_path) as con:  # the view as the older release wrote it: no mark
+        con.execute(
+            "CREATE OR REPLACE VIEW tasks AS SELECT * FROM "
+            "read_parquet('tasks/scenario=*/difficulty=*/*.parquet', hive_partitioning=true)"
+        )
+    band = "coalesce(core_steps, min_steps) <= 3"
+    with store.connect(tmp_path) as con, pytest.raises(duckdb.BinderException):
+        con.sql(f"SELECT * FROM tasks WHERE {band}").fetchall()
+
+    store.update_views(tmp_path)
+    with store.connect(tmp_path) as con:
+        assert con.sql(f"SELECT task_id FROM tasks WHERE {band}").fetchall() == [("a",)]
+        marks = con.sql("SELECT comment FROM duckdb_views() WHERE view_name = 'tasks'").fetchall()
+    assert marks == [(store.VIEWS_MARK,)]

@@ -95,6 +95,7 @@ def read_store_tasks(data: str | os.PathLike, where: str | None = None) -> pl.Da
     if predicate:
         query += f" WHERE {predicate}"
     query += " ORDER BY difficulty, min_steps, task_id"
+    store.update_views(data)  # a store from an older release: its views gain the new columns
     try:
         con = store.connect(data, read_only=True)
     except StoreError:
