@@ -9,7 +9,8 @@ and does DAPO's gain over SFT survive RL seeds and float paths?
 
 The demo recipe is read at run time from `--config` (default configs/tiny_cpu.yaml) through the
 project's config loader; the study changes only what it studies: `algorithm`, `seed` and the
-torch thread count per run, SFT steps times `--sft-budget` and RL steps times `--rl-budget`
+torch thread count per run, every evaluation at the recipe's `eval.samples` (not its
+`base_samples`), SFT steps times `--sft-budget` and RL steps times `--rl-budget`
 (default 1: the recipe's own), and with `--all-scenarios` all nine scenarios (`env.scenarios`,
 with room for bundle's five-call references in the store: `data.max_steps`). One store is built
 once (`ecomrlve pipeline --skip-train` into OUT/data); every training is the real entry point
@@ -157,6 +158,9 @@ def study_config(
         if recipe.data.max_steps is not None and recipe.data.max_steps < BUNDLE_MIN_STEPS:
             data["max_steps"] = BUNDLE_MIN_STEPS
     training = raw.setdefault("training", {})
+    # every evaluation at the recipe's sample count: a DAPO run's starting model is the SFT
+    # model, whose evaluation pairs with the run's final one (the demo plays its scratch base once)
+    drop_training(training, "eval_base_samples")
     if quick:
         data.update(QUICK_DATA)
         for key, value in QUICK_TRAINING.items():

@@ -406,6 +406,13 @@ class EvalConfig(StrictModel):
 
     tasks: int = Field(64, ge=0, description="held-out tasks, never trained on")
     samples: int = Field(4, ge=1, description="samples per held-out task (pass@1, pass^k)")
+    base_samples: int | None = Field(
+        None,
+        ge=1,
+        description="samples per task in the evaluation of the starting model (stage base); "
+        "None: samples. A model built from scratch solves nothing and plays every episode to "
+        "the turn limit, so one sample a task shows its 0.00 at a fraction of the cost",
+    )
     temperature: float | None = Field(
         None, ge=0.0, description="held-out sampling temperature; 0: greedy; None: agent's"
     )
@@ -493,7 +500,9 @@ FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
     **_in_block(
         "sft", "epochs steps learning_rate warmup_steps lr_schedule batch_size", prefix="sft_"
     ),
-    **_in_block("eval", "tasks samples temperature before_train split_seed", prefix="eval_"),
+    **_in_block(
+        "eval", "tasks samples base_samples temperature before_train split_seed", prefix="eval_"
+    ),
     "save_every": ("checkpoint", "save_every"),
     "keep_checkpoints": ("checkpoint", "keep"),
     "resume": ("checkpoint", "resume"),

@@ -88,6 +88,27 @@ def test_without_before_train_only_the_trained_model_is_evaluated(tmp_path) -> N
     assert text.startswith("held-out pass@1 DAPO ") and "−" not in text
 
 
+@pytest.mark.slow  # a tiny RL run
+def test_base_samples_sets_the_starting_models_samples_only(tmp_path) -> None:
+    """`eval.base_samples`: the demo plays its scratch base model once a task (it solves
+    nothing); every later stage keeps `eval.samples`, and the stages still pair by task."""
+    from ecomrlve.train.run import train_from_config
+
+    raw = copy.deepcopy(TINY_RUN)
+    raw["training"].update(total_steps=1, sft_epochs=0, eval_samples=2, eval_base_samples=1)
+    data = train_store_dir()
+    summary = train_from_config(config_from_dict(raw), data, tmp_path / "run")
+
+    per_task = sql_rows(
+        data,
+        "SELECT stage, min(n), max(n) FROM (SELECT stage, task_id, count(*) AS n "
+        "FROM eval_episodes WHERE run_id = ? GROUP BY ALL) GROUP BY stage ORDER BY stage",
+        [summary.run_id],
+    )
+    assert per_task == [("base", 1, 1), ("final", 2, 2)]
+    assert summary.held_out_gain  # base and final still pair task by task
+
+
 # ---------------------------------------------------------------------------------------------
 # training.rollout.reserved_tasks: tasks SFT never sees, which RL samples
 # ---------------------------------------------------------------------------------------------

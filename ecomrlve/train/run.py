@@ -486,6 +486,9 @@ def _evaluate_stage(run: TrainRun, stage: str) -> None:
     if not run.heldout:
         return
     training = run.cfg.training
+    samples = training.eval.samples
+    if stage == "base" and training.eval.base_samples is not None:
+        samples = training.eval.base_samples
     started = time.perf_counter()
     shares_policy = getattr(run.engine, "model", None) is run.policy
     generation = gathered_for_generation(run.policy) if shares_policy else contextlib.nullcontext()
@@ -496,8 +499,8 @@ def _evaluate_stage(run: TrainRun, stage: str) -> None:
             run.chat,
             run.catalog,
             run.cfg,
-            samples=training.eval.samples,
-            k=training.eval.samples,
+            samples=samples,
+            k=samples,
             seed=training.seed + 1,
             stage=stage,
             progress=run.stage_progress({"base": "base", "sft": "sft-eval"}.get(stage, "final")),
