@@ -1,0 +1,193 @@
+"""Several shoppers, one shop (issue 47): `ecomrlve.env.shared` and its PettingZoo API."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+
+from ecomrlve.env import format_call
+from ecomrlve.env.shared import DemandRule, SharedWorld, contendable, draw_shared_tasks
+from ecomrlve.testing.competing import ClaimingSeat, ReferenceSeat, contended_tasks, play
+
+
+@pytest.fixture(scope="module")
+def contended(catalog):
+    return contended_tasks(catalog, 4)
+
+
+def _driver(world: SharedWorld, agents: list):
+    """Play single turns in the order a test names (instead of the seeded rounds)."""
+    world.reset()
+    observations = {i: [] for i in range(len(agents))}
+
+    def turn(i: int):
+        result = world.play(i, agents[i].act(observations[i]))
+        observations[i] = result.observation
+        return result
+
+    return turn
+
+
+def _race(catalog, contended, loser_cls, units: int):
+    """Seats 0 and 1 both search and add the item; seat 1 checks out first; then each ends."""
+    tasks, item_id = contended
+    world = SharedWorld(tasks[:2], catalog, seed=3, scarce={item_id: units})
+    turn = _driver(world, [loser_cls(tasks[0]), ReferenceSeat(tasks[1])])
+    for seat in (0, 1, 0, 1, 1):  # search, search, add, add, checkout by seat 1
+        turn(seat)
+    while not world.seats[0].done:
+        turn(0)
+    while not world.seats[1].done:
+        turn(1)
+    return world, world.verdicts()
+
+
+def test_k4_shared_world_replays_byte_identically(catalog, contended):
+    tasks, item_id = contended
+
+    def run(seed: int) -> SharedWorld:
+        world = SharedWorld(tasks, catalog, seed=seed, scarce={item_id: 1})
+        play(world, [ReferenceSeat(t) for t in tasks])
+        return world
+
+    first, again = run(11), run(11)
+    assert first.log_bytes() == again.log_bytes()
+    # one seat got the last unit; the three others lost it, told so and bought a substitute
+    metrics = first.group_metrics()
+    assert metrics["served"] == 4 and metrics["orders"] == 4
+    assert metrics["contended"] == 3 and metrics["sold_out"] == [item_id]
+    # the order of turns comes from the seed
+    orders = set()
+    for seed in range(8):
+        world = SharedWorld(tasks, catalog, seed=seed)
+        world.reset()
+        orders.add(tuple(world.turn_order(0)))
+    assert len(orders) > 1
+
+
+def test_last_unit_bought_by_another_seat_truthful_succeeds(catalog, contended):
+    world, verdicts = _race(catalog, contended, ReferenceSeat, units=1)
+    _, item_id = contended
+    assert verdicts[1].success  # the faster seat
+    assert verdicts[0].success, verdicts[0].violations  # told "out of stock", substituted
+    assert "out of stock" in world.seats[0].env.record.final_answer
+    order = world.seats[0].env.record.state.orders["N0001"]
+    assert order["items"][0]["item_id"] != item_id
+    assert world.ran_into_sold_out(0) and not world.ran_into_sold_out(1)
+
+
+def test_last_unit_bought_by_another_seat_claiming_fails(catalog, contended):
+    world, verdicts = _race(catalog, contended, ClaimingSeat, units=1)
+    assert verdicts[1].success
+    assert not verdicts[0].success
+    text = " ".join(verdicts[0].violations)
+    assert "claims" in text and "expected exactly one new order, found 0" in text
+    assert world.group_metrics()["served"] == 1
+
+
+def test_demand_price_rise_is_judged_at_the_time(catalog, contended):
+    _, item_id = contended
+    old = float(catalog.row(item_id)["price"])
+    new = DemandRule().price(old, remaining=2)
+    assert new > old
+    # three units: seat 1's purchase leaves two, the last units cost more; seat 0 saw the
+    # old price and buys after the rise: it must tell the new one
+    world, verdicts = _race(catalog, contended, ReferenceSeat, units=3)
+    assert verdicts[1].success and verdicts[0].success, verdicts[0].violations
+    assert world.seats[0].env.record.state.orders["N0001"]["items"][0]["price"] == new
+    assert world.seats[1].env.record.state.orders["N0001"]["items"][0]["price"] == old
+    assert f"${new:.2f}" in world.seats[0].env.record.final_answer
+    # the same seat saying nothing of the price fails; the seat that bought first owes nothing
+    world, verdicts = _race(catalog, contended, ClaimingSeat, units=3)
+    assert verdicts[1].success
+    assert not verdicts[0].success
+    assert any(f"{new:.2f}" in v for v in verdicts[0].violations)
+    assert world.group_metrics()["price_changes"] == 1
+
+
+def test_seats_cannot_read_each_others_customers_or_orders(catalog, contended):
+    tasks, item_id = contended
+    world = SharedWorld(tasks[:2], catalog, seed=5, scarce={item_id: 2})
+    openings = world.reset()
+    seen = [json.dumps(openings[0]), ""]
+    seen[1] = json.dumps(openings[1])
+    agent = ReferenceSeat(tasks[0])
+    observation: list = []
+    while not world.seats[0].done:
+        observation = world.play(0, agent.act(observation)).observation
+        seen[0] += json.dumps(observation)
+    placed = world.seats[0].env.record.state.new_order_ids[0]
+    results = []
+    calls = [("get_order", {"order_id": placed}), ("list_orders", {}), ("view_cart", {})]
+    for name, arguments in calls:
+        observation = world.play(1, format_call(name, arguments)).observation
+        seen[1] += json.dumps(observation)
+        results.append(json.loads(observation[0]["content"]))
+    assert results[0]["code"] == "not_found"  # seat 0's order id means nothing to seat 1
+    assert results[1]["orders"] == [] and results[2]["items"] == []
+    for mine, other in ((0, 1), (1, 0)):
+        user = tasks[other].initial_state["user"]
+        assert user["name"] not in seen[mine] and user["address"] not in seen[mine]
+    assert tasks[0].initial_state["user"]["name"] in seen[0]
+
+
+def test_draw_contends_for_one_scarce_item(catalog, contended):
+    tasks, item_id = contended
+    pool = [*tasks[:1]]
+    drawn, scarce = draw_shared_tasks(pool, 4, seed=2, contention=1.0)
+    assert scarce == {item_id: 1} and contendable(pool[0])
+    assert len({t.task_id for t in drawn}) == 4
+    assert len({t.initial_state["user"]["user_id"] for t in drawn}) == 4
+    with pytest.raises(ValueError, match="contention"):
+        draw_shared_tasks(pool, 2, seed=2, contention=1.5)
+
+
+@pytest.fixture(scope="module")
+def shared_store(tmp_path_factory, catalog):
+    from ecomrlve.testing import env_tasks
+
+    data = tmp_path_factory.mktemp("shared")
+    tasks, _ = contended_tasks(catalog, 2)
+    env_tasks.write_store(data, [*tasks, env_tasks.order_status_task(catalog)])
+    return data
+
+
+def test_pettingzoo_parallel_api(shared_store):
+    pytest.importorskip("pettingzoo")
+    from pettingzoo.test import parallel_api_test
+
+    from ecomrlve.integrations.pettingzoo import parallel_env
+
+    env = parallel_env(data=shared_store, agents=3, seed=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # PettingZoo warns about a live agent left out
+        parallel_api_test(env, num_cycles=20)
+
+
+def test_pettingzoo_reference_seats_play_to_the_end(shared_store):
+    pytest.importorskip("pettingzoo")
+    from ecomrlve.integrations.pettingzoo import parallel_env
+
+    env = parallel_env(data=shared_store, agents=4, seed=4)
+    observations, infos = env.reset(seed=9)
+    from ecomrlve.env.cli import _tasks_query
+
+    pool = {t.task_id: t for t in _tasks_query(shared_store, None)}
+    agents = {
+        a: ReferenceSeat(pool[infos[a]["task_id"].split("@")[0]]) for a in env.possible_agents
+    }
+    assert all(env.observation_space(a).contains(observations[a]) for a in env.agents)
+    last = {a: [] for a in env.agents}
+    rewards = {}
+    while env.agents:
+        actions = {a: agents[a].act(last[a]) for a in env.agents}
+        obs, rew, term, trunc, info = env.step(actions)
+        for a in obs:
+            last[a] = json.loads(obs[a]) if obs[a] else []
+            if term[a] or trunc[a]:
+                rewards[a] = (rew[a], info[a]["verdict"]["success"])
+    assert set(rewards) == set(env.possible_agents)
+    metrics = env.group_metrics()
+    assert metrics["seats"] == 4 and metrics["served"] == sum(s for _, s in rewards.values())
