@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ecomrlve.env import Catalog, format_call, reference_turns
+from ecomrlve.env import Catalog, final_answer, format_call, reference_turns
 from ecomrlve.env.shared import SharedWorld
 from ecomrlve.tasks import Goal, PurchaseSpec, Slot, Task, ToolCall
 
@@ -179,20 +179,28 @@ class ReferenceSeat:
         return f"{title} ({item_id})" if title else item_id
 
     def final_answer(self) -> str:
+        """The reference's final answer when the shop left its plan alone; else what it did,
+        what sold out under it and what price changed since it looked."""
+        changed = [
+            (line, seen)
+            for line in self.ordered
+            if (seen := self.seen_price.get(line["item_id"])) is not None
+            and abs(seen - line["price"]) > 1e-9
+        ]
+        if not self.lost and not changed:
+            return final_answer(self.task)
         sentences = [
             f"Sorry: the {self._name(i)} went out of stock before checkout." for i in self.lost
         ]
         if self.ordered:
             names = " and ".join(f"the {self._name(line['item_id'])}" for line in self.ordered)
             sentences.append(f"I've placed your order for {names}.")
-            for line in self.ordered:
-                seen = self.seen_price.get(line["item_id"])
-                if seen is not None and abs(seen - line["price"]) > 1e-9:
-                    sentences.append(
-                        f"Note: the price of the {self._name(line['item_id'])} changed from "
-                        f"${seen:.2f} to ${line['price']:.2f} while I was placing your order, "
-                        "and the order was charged at the new price."
-                    )
+            for line, seen in changed:
+                sentences.append(
+                    f"Note: the price of the {self._name(line['item_id'])} changed from "
+                    f"${seen:.2f} to ${line['price']:.2f} while I was placing your order, "
+                    "and the order was charged at the new price."
+                )
         elif self.lost:
             sentences.append("Nothing else fitting your request is in stock, so I placed no order.")
         sentences += [f.say for f in self.task.goal.answer_facts if f.say]

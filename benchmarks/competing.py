@@ -1,0 +1,101 @@
+"""Several shoppers, one shop (issue 47): contention, success and reward per seat versus K.
+
+    python benchmarks/competing.py --worlds 20 --seed 7            # the fixture shop
+    python benchmarks/competing.py --data data --worlds 20        # a store's tasks
+
+For each K in {1, 2, 4, 8} and each contention level, `--worlds` shared worlds are drawn
+(`ecomrlve.env.shared.draw_shared_tasks`: seat 0 wants an item with one unit left, every other
+seat wants it too with probability `contention`, else draws any task) and played twice in the
+seeded turn order: once with every seat a `ReferenceSeat` (the reference, adapted: it buys an
+acceptable substitute when the item sells out under it and tells the customer), once with every
+seat a `ClaimingSeat` (the reference's turns played blind: it claims the reference's order
+whatever happened). Columns, per seat: `contended` the share of seats that lost an item to
+another seat (held it in the cart when it sold out, or failed to buy it after); `ref ok` and
+`ref reward` the reference's success and mean reward; `ref ok|lost` its success among the seats
+that lost an item; `claim ok|lost` the blind seat's success among the seats that lost (the
+verifier must never pay a claimed order it did not get: 0%); then per world the customers
+served by the reference and its revenue.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+from ecomrlve.env.shared import SharedWorld, draw_shared_tasks
+from ecomrlve.testing import env_tasks
+from ecomrlve.testing.bench import print_table
+from ecomrlve.testing.competing import ClaimingSeat, ReferenceSeat, contended_tasks, play
+
+SEATS = (1, 2, 4, 8)
+CONTENTION = (1.0, 0.5)
+
+
+def _pool(data: Path | None):
+    if data is None:
+        catalog = env_tasks.small_catalog()
+        rivals, _ = contended_tasks(catalog, 2)
+        return catalog, [*rivals, *env_tasks.all_tasks(catalog)]
+    from ecomrlve.env.catalog import Catalog
+    from ecomrlve.env.cli import _tasks_query
+
+    return Catalog.load(data), _tasks_query(data, None)
+
+
+def _pct(values: list[bool]) -> str:
+    return f"{100 * sum(values) / len(values):.0f}" if values else "-"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worlds", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--data", type=Path, default=None)
+    args = parser.parse_args()
+    catalog, pool = _pool(args.data)
+    started = time.perf_counter()
+    table = [
+        ("K", "contention", "seats", "contended %", "ref ok %", "ref reward", "ref ok|lost %",
+         "claim ok|lost %", "served/world", "revenue/world"),
+    ]  # fmt: skip
+    for contention in CONTENTION:
+        for k in SEATS:
+            lost, ref_ok, ref_reward, ref_lost_ok, claim_lost_ok = [], [], [], [], []
+            served, revenue = [], []
+            for w in range(args.worlds):
+                seed = args.seed * 1_000_003 + w
+                tasks, scarce = draw_shared_tasks(pool, k, seed, contention=contention)
+                world = SharedWorld(tasks, catalog, seed=seed, scarce=scarce)
+                play(world, [ReferenceSeat(t) for t in tasks])
+                verdicts = world.verdicts()
+                for i in range(k):
+                    lost_it = world.ran_into_sold_out(i)
+                    lost.append(lost_it)
+                    ref_ok.append(verdicts[i].success)
+                    ref_reward.append(verdicts[i].reward)
+                    if lost_it:
+                        ref_lost_ok.append(verdicts[i].success)
+                metrics = world.group_metrics()
+                served.append(metrics["served"])
+                revenue.append(metrics["revenue"])
+                blind = SharedWorld(tasks, catalog, seed=seed, scarce=scarce)
+                play(blind, [ClaimingSeat(t) for t in tasks])
+                blind_verdicts = blind.verdicts()
+                claim_lost_ok += [
+                    blind_verdicts[i].success for i in range(k) if blind.ran_into_sold_out(i)
+                ]
+            table.append(
+                (str(k), f"{contention:.1f}", str(len(lost)), _pct(lost), _pct(ref_ok),
+                 f"{statistics.fmean(ref_reward):.3f}", _pct(ref_lost_ok), _pct(claim_lost_ok),
+                 f"{statistics.fmean(served):.2f}", f"{statistics.fmean(revenue):.2f}")
+            )  # fmt: skip
+    source = args.data or "the fixture shop"
+    print(f"{args.worlds} worlds per row, seed {args.seed}, tasks of {source} ({len(pool)})")
+    print_table(table, numeric=True)
+    print(f"\n{time.perf_counter() - started:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
