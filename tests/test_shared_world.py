@@ -133,6 +133,22 @@ def test_seats_cannot_read_each_others_customers_or_orders(catalog, contended):
     assert tasks[0].initial_state["user"]["name"] in seen[0]
 
 
+def test_one_seat_is_judged_as_the_single_agent_env(catalog):
+    """A shared world of one seat is the ordinary episode: the same verdict as `verify`."""
+    from ecomrlve.env import reference_turns, verify
+    from ecomrlve.testing import env_tasks
+
+    for task in [*env_tasks.all_tasks(catalog), env_tasks.event_task(catalog)]:
+        world = SharedWorld([task], catalog, seed=1)
+        world.reset()
+        turns = reference_turns(task)
+        for turn in turns:
+            world.play(0, turn)
+        assert world.play(0, "late").info["error"].startswith("the episode is over")
+        alone = verify(task, turns, catalog)
+        assert world.verdicts()[0].to_json() == alone.to_json(), task.task_id
+
+
 def test_draw_contends_for_one_scarce_item(catalog, contended):
     tasks, item_id = contended
     pool = [*tasks[:1]]

@@ -191,6 +191,8 @@ class SharedWorld:
         if not self.seats:
             self.reset()
         seat = self.seats[index]
+        if seat.done:  # the env answers that the episode is over; nothing to book or log
+            return seat.env.step(action)
         before = dict(self.ledger.sold)
         orders_before = len(seat.env.record.state.new_order_ids)
         result = seat.env.step(action)

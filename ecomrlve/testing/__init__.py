@@ -11,5 +11,8 @@
 * `endpoint`: the endpoint tests' and benchmark's world (a tiny Qwen3 warmed up by SFT);
 * `baseline`: a shallow scripted agent (first search hit, no questions, no retries, no
   arithmetic) that `benchmarks/difficulty.py` plays against the references;
-* `bench`: the benchmark scripts' generated store (built once, reused) and aligned table.
+* `bench`: the benchmark scripts' generated store (built once, reused) and aligned table;
+* `competing`: shared-world fixtures (tasks that contend for one item, one customer each) and
+  scripted seats (`ReferenceSeat`, `ClaimingSeat`) for `tests/test_shared_world.py` and
+  `benchmarks/competing.py`.
 """
