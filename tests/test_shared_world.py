@@ -207,3 +207,21 @@ def test_pettingzoo_reference_seats_play_to_the_end(shared_store):
     assert set(rewards) == set(env.possible_agents)
     metrics = env.group_metrics()
     assert metrics["seats"] == 4 and metrics["served"] == sum(s for _, s in rewards.values())
+
+
+def test_competing_benchmark_prints_its_table(catalog, monkeypatch, capsys):
+    from pathlib import Path
+
+    from ecomrlve.testing.bench import load_script
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "competing.py"
+    bench = load_script(script)
+    monkeypatch.setattr(bench, "SEATS", (1, 4))
+    monkeypatch.setattr(bench, "CONTENTION", (1.0,))
+    monkeypatch.setattr("sys.argv", ["competing.py", "--worlds", "2"])
+    bench.main()
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[3:5]}
+    # K=4 at full contention: 3 of 4 seats lose the item; the reference serves all, and no
+    # blind claim of the lost order is paid
+    assert rows["4"][3:5] == ["75", "100"] and rows["4"][6:8] == ["100", "0"]
+    assert rows["1"][3] == "0"
