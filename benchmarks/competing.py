@@ -2,6 +2,7 @@
 
     python benchmarks/competing.py --worlds 20 --seed 7            # the fixture shop
     python benchmarks/competing.py --data data --worlds 20        # a store's tasks
+    python benchmarks/competing.py --generate 270 --worlds 20     # freshly generated tasks
 
 For each K in {1, 2, 4, 8} and each contention level, `--worlds` shared worlds are drawn
 (`ecomrlve.env.shared.draw_shared_tasks`: seat 0 wants an item with one unit left, every other
@@ -23,25 +24,39 @@ import argparse
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 from ecomrlve.env.shared import SharedWorld, draw_shared_tasks
+from ecomrlve.tasks import Task
 from ecomrlve.testing import env_tasks
-from ecomrlve.testing.bench import print_table
-from ecomrlve.testing.competing import ClaimingSeat, ReferenceSeat, contended_tasks, play
+from ecomrlve.testing.bench import generated_store, print_table
+from ecomrlve.testing.competing import (
+    ClaimingSeat,
+    ReferenceSeat,
+    contended_tasks,
+    play,
+    substitute_left,
+)
 
 SEATS = (1, 2, 4, 8)
 CONTENTION = (1.0, 0.5)
 
 
-def _pool(data: Path | None):
-    if data is None:
+def _pool(args: argparse.Namespace) -> tuple[Any, list[Task]]:
+    """The catalog and the tasks the worlds are drawn from."""
+    if args.generate:
+        _, catalog, frame, _ = generated_store(
+            "competing", products=args.products, tasks=args.generate, seed=args.seed
+        )
+        return catalog, [Task.from_row(row) for row in frame.iter_rows(named=True)]
+    if args.data is None:
         catalog = env_tasks.small_catalog()
         rivals, _ = contended_tasks(catalog, 2)
         return catalog, [*rivals, *env_tasks.all_tasks(catalog)]
     from ecomrlve.env.catalog import Catalog
     from ecomrlve.env.cli import _tasks_query
 
-    return Catalog.load(data), _tasks_query(data, None)
+    return Catalog.load(args.data), _tasks_query(args.data, None)
 
 
 def _pct(values: list[bool]) -> str:
@@ -53,16 +68,20 @@ def main() -> None:
     parser.add_argument("--worlds", type=int, default=20)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--data", type=Path, default=None)
+    parser.add_argument("--generate", type=int, default=0, help="draw from N generated tasks")
+    parser.add_argument("--products", type=int, default=3_000, help="catalog of --generate")
     args = parser.parse_args()
-    catalog, pool = _pool(args.data)
+    catalog, pool = _pool(args)
     started = time.perf_counter()
     table = [
-        ("K", "contention", "seats", "contended %", "ref ok %", "ref reward", "ref ok|lost %",
-         "claim ok|lost %", "served/world", "revenue/world"),
+        ("K", "contention", "seats", "contended %", "ref ok %", "ref reward",
+         "ref ok|lost, left %", "ref ok|not lost %", "blind ok|lost %", "served/world",
+         "revenue/world"),
     ]  # fmt: skip
     for contention in CONTENTION:
         for k in SEATS:
             lost, ref_ok, ref_reward, ref_lost_ok, claim_lost_ok = [], [], [], [], []
+            ref_other_ok: list[bool] = []
             served, revenue = [], []
             for w in range(args.worlds):
                 seed = args.seed * 1_000_003 + w
@@ -75,8 +94,10 @@ def main() -> None:
                     lost.append(lost_it)
                     ref_ok.append(verdicts[i].success)
                     ref_reward.append(verdicts[i].reward)
-                    if lost_it:
+                    if lost_it and substitute_left(world, i):
                         ref_lost_ok.append(verdicts[i].success)
+                    elif not lost_it:
+                        ref_other_ok.append(verdicts[i].success)
                 metrics = world.group_metrics()
                 served.append(metrics["served"])
                 revenue.append(metrics["revenue"])
@@ -88,10 +109,11 @@ def main() -> None:
                 ]
             table.append(
                 (str(k), f"{contention:.1f}", str(len(lost)), _pct(lost), _pct(ref_ok),
-                 f"{statistics.fmean(ref_reward):.3f}", _pct(ref_lost_ok), _pct(claim_lost_ok),
+                 f"{statistics.fmean(ref_reward):.3f}", _pct(ref_lost_ok), _pct(ref_other_ok),
+                 _pct(claim_lost_ok),
                  f"{statistics.fmean(served):.2f}", f"{statistics.fmean(revenue):.2f}")
             )  # fmt: skip
-    source = args.data or "the fixture shop"
+    source = args.data or (f"{args.generate} generated" if args.generate else "the fixture shop")
     print(f"{args.worlds} worlds per row, seed {args.seed}, tasks of {source} ({len(pool)})")
     print_table(table, numeric=True)
     print(f"\n{time.perf_counter() - started:.1f} s")

@@ -223,5 +223,5 @@ def test_competing_benchmark_prints_its_table(catalog, monkeypatch, capsys):
     rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[3:5]}
     # K=4 at full contention: 3 of 4 seats lose the item; the reference serves all, and no
     # blind claim of the lost order is paid
-    assert rows["4"][3:5] == ["75", "100"] and rows["4"][6:8] == ["100", "0"]
+    assert rows["4"][3:5] == ["75", "100"] and rows["4"][6:9] == ["100", "100", "0"]
     assert rows["1"][3] == "0"

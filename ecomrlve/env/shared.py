@@ -42,6 +42,9 @@ from ecomrlve.env.events import WorldEvents, _ran_into_stock
 from ecomrlve.env.verifier import Verdict
 from ecomrlve.tasks import Task, WorldEvent
 
+# turns a seat gets beyond its task's limit: room to meet a sold-out item at the checkout and
+# remove it, add a substitute and check out again
+TURN_SLACK = 3
 ROUND_STREAM = 0x5EA7  # the middle entropy word of a round's turn order
 DRAW_STREAM = 0xD2A3  # the middle entropy word of a shared world's task draw
 
@@ -76,6 +79,7 @@ class Seat:
     index: int
     task: Task
     env: EcomEnv
+    own_events: int = 0  # the task's own world events; the shop's changes come after them
     result: StepResult | None = None
 
     @property
@@ -118,9 +122,12 @@ class SharedWorld:
         seed: int,
         scarce: Mapping[str, int] | None = None,
         demand: DemandRule | None = None,
+        turn_slack: int = TURN_SLACK,
     ):
         """`scarce` maps item ids to the units left of them when the episode opens (the rest
-        of the catalog stock counts as sold before); `demand` prices the last units."""
+        of the catalog stock counts as sold before); `demand` prices the last units;
+        `turn_slack` turns are added to each seat's turn limit (other seats' purchases can
+        cost a seat the calls that handle them)."""
         if not tasks:
             raise ValueError("a shared world needs at least one seat")
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -136,6 +143,9 @@ class SharedWorld:
         self.seed = seed
         self.scarce = dict(scarce or {})
         self.demand = demand or DemandRule()
+        if isinstance(turn_slack, bool) or not isinstance(turn_slack, int) or turn_slack < 0:
+            raise ValueError(f"turn_slack must be an integer >= 0, got {turn_slack!r}")
+        self.turn_slack = turn_slack
         self.seats: list[Seat] = []
         self.round = 0
         self._log: list[dict[str, Any]] = []
@@ -155,11 +165,12 @@ class SharedWorld:
         for index, task in enumerate(self.tasks):
             own = task.model_copy(update={"events": list(task.events)})
             env = EcomEnv(own, self.catalog, self.config)
+            env.max_turns += self.turn_slack
             openings[index] = env.reset()
             env.tools.sold = ledger.sold  # one stock for every seat
             # the shop's changes reach the seat as world events on its own task copy
             env.world = env.world or WorldEvents(own.events, env.tools, env.record)
-            self.seats.append(Seat(index, own, env))
+            self.seats.append(Seat(index, own, env, own_events=len(task.events)))
         self._log.append({"reset": self.seed, "tasks": [t.task_id for t in self.tasks]})
         return openings
 
@@ -274,20 +285,26 @@ class SharedWorld:
         """The verdict of every finished seat."""
         return {s.index: s.env.verdict for s in self.seats if s.env.verdict is not None}
 
-    def ran_into_sold_out(self, index: int) -> bool:
-        """Whether seat `index` lost an item to another seat: it held it in the cart when it
-        sold out, or failed to buy it after (what its final message had to tell)."""
+    def lost_items(self, index: int) -> list[str]:
+        """The items seat `index` lost to other seats: it held one in the cart when it sold
+        out, or failed to buy it after (what its final message had to tell)."""
         seat = self.seats[index]
         record = seat.env.record
+        lost = []
         for k, event in enumerate(seat.task.events):
             fired_at = record.events_fired.get(k)
             if (
-                event.kind == "out_of_stock"
+                k >= seat.own_events
+                and event.kind == "out_of_stock"
                 and fired_at is not None
                 and _ran_into_stock(record, k, fired_at, event)
             ):
-                return True
-        return False
+                lost.append(event.item_id)
+        return lost
+
+    def ran_into_sold_out(self, index: int) -> bool:
+        """Whether seat `index` lost an item to another seat (`lost_items`)."""
+        return bool(self.lost_items(index))
 
     def group_metrics(self) -> dict[str, Any]:
         """The shop's view beside the per-seat rewards: customers served (successful seats),

@@ -114,65 +114,123 @@ class ReferenceSeat:
         self.plan = list(task.reference)
         self.hits: dict[str, dict[str, Any]] = {}  # search results seen, by id
         self.seen_price: dict[str, float] = {}  # the price it first saw, by id
-        self.lost: list[str] = []  # items sold out under it
-        self.substitutes: list[str] = []
+        self.cart: dict[str, int] = {
+            line["item_id"]: int(line.get("quantity", 1)) for line in task.initial_state["cart"]
+        }
+        self.lost: list[str] = []  # items sold out under it, told to the customer
+        self.gone: set[str] = set()  # every item it gave up (sold out, or no longer shown)
+        self.found_by: dict[str, dict[str, Any]] = {}  # the search that showed an item
+        self.pending: tuple | None = None  # a substitute to choose once a search is back
         self.ordered: list[dict[str, Any]] = []  # the lines of the order it placed
         self.sent: ToolCall | None = None
 
     def act(self, observation: list[dict[str, Any]]) -> str:
         for name, result in _tool_results(observation):
             self._read(name, result)
-        if not self.plan:
-            return self.final_answer()
-        self.sent = self.plan.pop(0)
-        return format_call(self.sent.name, self.sent.arguments)
+        while self.plan:
+            self.sent = self.plan.pop(0)
+            item_id = self.sent.arguments.get("item_id", "")
+            if self.sent.name == "add_to_cart" and self._unseen(item_id):
+                # a search no longer shows it (sold out under the seat): never use an unseen id
+                self._replan("add_to_cart", "", told=False)
+                continue
+            return format_call(self.sent.name, self.sent.arguments)
+        return self.final_answer()
+
+    def _unseen(self, item_id: str) -> bool:
+        return bool(self.hits) and item_id not in self.hits and item_id not in self.task.prompt
 
     def _read(self, name: str, result: dict[str, Any]) -> None:
-        if name == "search":
+        args = self.sent.arguments if self.sent is not None else {}
+        error = result.get("error")
+        if error is not None:
+            if "stock" in error and name in ("add_to_cart", "checkout"):
+                self._replan(name, error)
+        elif name == "search":
             for hit in result.get("results", []):
-                self.hits.setdefault(hit["item_id"], hit)
+                self.hits[hit["item_id"]] = hit  # stock as last seen
                 self.seen_price.setdefault(hit["item_id"], hit["price"])
-        elif name == "checkout" and result.get("ok"):
+                self.found_by.setdefault(hit["item_id"], args)
+            if self.pending is not None:
+                self._substitute(*self.pending)
+        elif name == "add_to_cart":
+            item_id = args["item_id"]
+            self.cart[item_id] = self.cart.get(item_id, 0) + int(args.get("quantity", 1))
+        elif name == "remove_from_cart" or (name == "set_quantity" and args["quantity"] == 0):
+            self.cart.pop(args["item_id"], None)
+        elif name == "set_quantity":
+            self.cart[args["item_id"]] = int(args["quantity"])
+        elif name == "checkout":
             self.ordered = result["items"]
-        if "error" in result and self.sent is not None and "stock" in result["error"]:
-            self._replan(name)
+            self.cart = {}
 
-    def _replan(self, failed: str) -> None:
-        """The item it wanted is gone: drop it, add the next acceptable hit in stock."""
-        cart_item = self.sent.arguments.get("item_id") if failed == "add_to_cart" else None
-        lost = cart_item or self._cart_item()
-        if lost is None:
+    def _replan(self, failed: str, error: str, told: bool = True) -> None:
+        """The item it wanted is gone: drop it and buy another item its slot accepts (a search
+        hit in stock when seen and within the budget; else it searches again for items in
+        stock), then go on with the plan."""
+        purchase = self.task.goal.purchase
+        arguments = self.sent.arguments
+        if failed == "add_to_cart":
+            lost, quantity = arguments["item_id"], int(arguments.get("quantity", 1))
+        else:  # the checkout names the cart line it refused
+            lost = next((i for i in self.cart if i in error), None)
+            quantity = self.cart.get(lost, 1)
+        if lost is None or purchase is None:
             return
-        self.lost.append(lost)
-        acceptable = set().union(*(s.acceptable for s in self.task.goal.purchase.slots))
+        self.gone.add(lost)
+        if told:  # what the customer hears about (an item it never saw goes unmentioned)
+            self.lost.append(lost)
+        removal = []
+        if failed == "checkout":
+            removal = [ToolCall(name="remove_from_cart", arguments={"item_id": lost})]
+        # the reference's own handling of the item (a world event of its task) is moot now
+        plan = [
+            c
+            for c in self.plan
+            if not (
+                c.name in ("remove_from_cart", "set_quantity") and c.arguments["item_id"] == lost
+            )
+        ]
+        acceptable = set().union(*(s.acceptable for s in purchase.slots if lost in s.acceptable))
+        if any(c.name == "add_to_cart" and c.arguments["item_id"] in acceptable for c in plan):
+            self.plan = [*removal, *plan]  # the plan buys another of the slot's items anyway
+            return
+        retry = [ToolCall(name="checkout")] if failed == "checkout" else []
+        self.plan = removal
+        self._substitute(lost, quantity, acceptable, [*retry, *plan], searched=False)
+
+    def _substitute(
+        self, lost: str, quantity: int, acceptable: set[str], then: list[ToolCall], searched: bool
+    ) -> None:
+        """Add the first option for `lost` before `then`; without one, search once more."""
+        self.pending = None
+        budget = self.task.goal.purchase.budget
+        rest = sum(self._price(i) * q for i, q in self.cart.items() if i != lost)
         options = [
             i
             for i in self.hits
             if i in acceptable
-            and i not in self.lost
+            and i not in self.gone
+            and i not in self.cart
             and self.hits[i].get("in_stock")
-            and i not in self.substitutes
+            and (budget is None or rest + self._price(i) * quantity <= budget)
         ]
-        rest = [c for c in self.plan if c.name != "add_to_cart"]
-        if failed == "checkout":
-            rest = [ToolCall(name="checkout"), *rest]
-        removal = (
-            []
-            if failed == "add_to_cart"
-            else [ToolCall(name="remove_from_cart", arguments={"item_id": lost})]
-        )
-        if not options:  # nothing acceptable left: tell the customer, buy nothing
-            self.plan = removal
-            return
-        self.substitutes.append(options[0])
-        add = ToolCall(name="add_to_cart", arguments={"item_id": options[0], "quantity": 1})
-        self.plan = [*removal, add, *[c for c in rest]]
+        if options:
+            add = ToolCall(
+                name="add_to_cart", arguments={"item_id": options[0], "quantity": quantity}
+            )
+            self.plan = [*self.plan, add, *then]
+        elif not searched and lost in self.found_by:
+            arguments = dict(self.found_by[lost])
+            filters = dict(arguments.get("filters") or {})
+            arguments.update(filters={**filters, "in_stock": True}, top_k=50)
+            self.plan = [*self.plan, ToolCall(name="search", arguments=arguments)]
+            self.pending = (lost, quantity, acceptable, then, True)
+        # else nothing acceptable is left: tell the customer, buy nothing
 
-    def _cart_item(self) -> str | None:
-        for call in reversed(self.task.reference):
-            if call.name == "add_to_cart":
-                return self.substitutes[-1] if self.substitutes else call.arguments["item_id"]
-        return None
+    def _price(self, item_id: str) -> float:
+        hit = self.hits.get(item_id)
+        return float(hit["price"]) if hit else 0.0
 
     def _name(self, item_id: str) -> str:
         title = self.hits.get(item_id, {}).get("title") or self.task.goal.product_names.get(item_id)
@@ -187,7 +245,7 @@ class ReferenceSeat:
             if (seen := self.seen_price.get(line["item_id"])) is not None
             and abs(seen - line["price"]) > 1e-9
         ]
-        if not self.lost and not changed:
+        if not self.gone and not changed:
             return final_answer(self.task)
         sentences = [
             f"Sorry: the {self._name(i)} went out of stock before checkout." for i in self.lost
@@ -202,7 +260,7 @@ class ReferenceSeat:
                     "and the order was charged at the new price."
                 )
         elif self.lost:
-            sentences.append("Nothing else fitting your request is in stock, so I placed no order.")
+            sentences.append("Nothing else that fits your request is in stock right now.")
         sentences += [f.say for f in self.task.goal.answer_facts if f.say]
         return " ".join(sentences) or "All done — your request has been taken care of."
 
@@ -230,3 +288,62 @@ def play(world: SharedWorld, agents: Sequence[Any], max_rounds: int = 64) -> Non
         for i, result in world.step(actions).items():
             observations[i] = result.observation
     world.finish()
+
+
+def substitute_left(world: SharedWorld, index: int) -> bool:
+    """Whether the shop left seat `index` a way to serve its customer after it lost items to
+    other seats: for every slot of its purchase holding a lost item, another item the slot
+    accepts has units left at the end (besides what the seat itself bought of it), and the
+    reference's order with it in place costs no more than the budget at catalog prices."""
+    seat = world.seats[index]
+    purchase = seat.task.goal.purchase
+    lost = set(world.lost_items(index)) & set(_reference_order(seat.task))
+    if purchase is None or not lost:
+        return True
+    catalog, sold = world.catalog, world.ledger.sold
+    state = seat.env.record.state
+    bought = {}
+    for order_id in state.new_order_ids:
+        for line in state.orders[order_id]["items"]:
+            bought[line["item_id"]] = bought.get(line["item_id"], 0) + line["quantity"]
+    order = _reference_order(seat.task)
+    total = sum(_catalog_price(catalog, i) * q for i, q in order.items() if i not in lost)
+    for item_id in lost:
+        quantity = order[item_id]
+        slots = [s for s in purchase.slots if item_id in s.acceptable]
+        fits = [
+            i
+            for s in slots
+            for i in s.acceptable
+            if i not in lost
+            and i not in order
+            and catalog.row_of(i) is not None
+            and int(catalog.stock[catalog.row_of(i)]) - sold.get(i, 0) + bought.get(i, 0)
+            >= quantity
+        ]
+        if not fits:
+            return False
+        total += min(_catalog_price(catalog, i) for i in fits) * quantity
+    return purchase.budget is None or total <= purchase.budget + 1e-6
+
+
+def _catalog_price(catalog: Catalog, item_id: str) -> float:
+    return float(catalog.price[catalog.row_of(item_id)])
+
+
+def _reference_order(task: Task) -> dict[str, int]:
+    """The cart the reference checks out: its starting cart played forward."""
+    cart = {line["item_id"]: int(line.get("quantity", 1)) for line in task.initial_state["cart"]}
+    for call in task.reference:
+        args = call.arguments
+        if call.name == "add_to_cart":
+            cart[args["item_id"]] = cart.get(args["item_id"], 0) + int(args.get("quantity", 1))
+        elif call.name == "remove_from_cart" or (
+            call.name == "set_quantity" and args.get("quantity") == 0
+        ):
+            cart.pop(args["item_id"], None)
+        elif call.name == "set_quantity":
+            cart[args["item_id"]] = int(args["quantity"])
+        elif call.name == "checkout":
+            break
+    return cart
