@@ -12,9 +12,11 @@ acceptable substitute when the item sells out under it and tells the customer), 
 seat a `ClaimingSeat` (the reference's turns played blind: it claims the reference's order
 whatever happened). Columns, per seat: `contended` the share of seats that lost an item to
 another seat (held it in the cart when it sold out, or failed to buy it after); `ref ok` and
-`ref reward` the reference's success and mean reward; `ref ok|lost` its success among the seats
-that lost an item; `claim ok|lost` the blind seat's success among the seats that lost (the
-verifier must never pay a claimed order it did not get: 0%); then per world the customers
+`ref reward` the reference's success and mean reward; `ref ok|lost, left` its success among
+the seats that lost an item while the shop still had a substitute within the budget
+(`substitute_left`); `ref ok|not lost` among the seats that lost nothing; `blind ok|lost` the
+blind seat's success among the seats that lost an item (it succeeds only where its task's own
+plan already replaced that item: its claims are then true); then per world the customers
 served by the reference and its revenue.
 """
 

@@ -139,7 +139,7 @@ def test_one_seat_is_judged_as_the_single_agent_env(catalog):
     from ecomrlve.testing import env_tasks
 
     for task in [*env_tasks.all_tasks(catalog), env_tasks.event_task(catalog)]:
-        world = SharedWorld([task], catalog, seed=1)
+        world = SharedWorld([task], catalog, seed=1, turn_slack=0)
         world.reset()
         turns = reference_turns(task)
         for turn in turns:
