@@ -158,6 +158,10 @@ def test_draw_contends_for_one_scarce_item(catalog, contended):
     assert len({t.initial_state["user"]["user_id"] for t in drawn}) == 4
     with pytest.raises(ValueError, match="contention"):
         draw_shared_tasks(pool, 2, seed=2, contention=1.5)
+    with pytest.raises(ValueError, match="scarce units"):
+        SharedWorld(drawn, catalog, seed=0, scarce={item_id: 0})
+    with pytest.raises(ValueError, match="seed"):
+        SharedWorld(drawn, catalog, seed=-1)
 
 
 @pytest.fixture(scope="module")

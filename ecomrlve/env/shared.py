@@ -135,8 +135,9 @@ class SharedWorld:
         for item_id, units in (scarce or {}).items():
             if catalog.row_of(item_id) is None:
                 raise ValueError(f"scarce item {item_id!r} is not in the catalog")
-            if isinstance(units, bool) or not isinstance(units, int) or units < 0:
-                raise ValueError(f"scarce units of {item_id} must be an integer >= 0")
+            if isinstance(units, bool) or not isinstance(units, int) or units < 1:
+                # none left would be an item the shop shows in stock and cannot sell
+                raise ValueError(f"scarce units of {item_id} must be an integer >= 1")
         self.tasks = list(tasks)
         self.catalog = catalog
         self.config = config or EnvConfig()
