@@ -50,6 +50,15 @@ OUT_OF_STOCK_WORDS: tuple[str, ...] = (
 SHIPPABLE = frozenset({"pending", "processing"})
 
 
+def names(event: WorldEvent, arguments: dict[str, Any]) -> bool:
+    """Whether a call with `arguments` names the event's item or order (a call without that
+    argument, such as `checkout` or `list_orders`, names every one)."""
+    for key, value in (("item_id", event.item_id), ("order_id", event.order_id)):
+        if value and key in arguments and arguments[key] != value:
+            return False
+    return True
+
+
 class WorldEvents:
     """The events of one episode, fired on `tools` / `state` as calls are made."""
 
@@ -59,23 +68,68 @@ class WorldEvents:
         self.record = record
         self.state: WorldState = record.state
         self._armed: dict[str, int] = {}  # tool -> index of the failure waiting for its call
+        self._excused: set[int] = set()  # events whose first refusal was excused
 
-    def before_call(self, calls_made: int, tool: str) -> dict[str, Any] | None:
-        """Fire the events due after `calls_made` calls; the transient error that answers this
-        call of `tool` instead of the tool, or None to run it."""
-        fired = self.record.events_fired
+    def before_call(
+        self, calls_made: int, tool: str, arguments: dict[str, Any] | None = None
+    ) -> dict[str, Any] | None:
+        """Fire the events due before this call of `tool` (by the count, or tied to this
+        action: `WorldEvent.before`); the transient error that answers this call instead of
+        the tool, or None to run it."""
+        arguments = arguments or {}
         for k, event in enumerate(self.events):
-            if k not in fired and event.after_calls <= calls_made:
-                fired[k] = calls_made
-                self.record.event_carts[k] = tuple(self.state.cart)
-                if event.item_id in self.tools.seen_ids:
-                    self.record.events_seen.add(k)
-                self._apply(k, event)
+            if k in self.record.events_fired or event.after:
+                continue
+            if event.before:
+                if event.before == tool and names(event, arguments):
+                    self._fire(k, event, calls_made)
+            elif event.after_calls <= calls_made:
+                self._fire(k, event, calls_made)
         k = self._armed.pop(tool, None)
         if k is None:
             return None
         message = TRANSIENT_MESSAGES.get(self.events[k].error, TRANSIENT_MESSAGES["timeout"])
         return {"error": message.format(tool=tool), "code": TRANSIENT_CODE}
+
+    def after_call(self, calls_made: int, tool: str, arguments: dict[str, Any], ok: bool) -> None:
+        """Fire the events tied to the end of this call (`WorldEvent.after`), if it succeeded;
+        `calls_made` counts this call."""
+        if not ok:
+            return
+        for k, event in enumerate(self.events):
+            if (
+                k not in self.record.events_fired
+                and event.after == tool
+                and names(event, arguments)
+            ):
+                self._fire(k, event, calls_made)
+
+    def refused(self, tool: str, arguments: dict[str, Any]) -> bool:
+        """Whether a refused call is the first one a fired event caused: an add, a quantity
+        or a checkout refused for a product that sold out, a cancel of an order that shipped."""
+        for k, event in enumerate(self.events):
+            if k not in self.record.events_fired or k in self._excused:
+                continue
+            if (
+                event.kind == "out_of_stock"
+                and tool in ("add_to_cart", "set_quantity", "checkout")
+                and (tool == "checkout" or arguments.get("item_id") == event.item_id)
+                and (tool != "checkout" or event.item_id in self.state.cart)
+            ) or (
+                event.kind == "order_shipped"
+                and tool == "cancel_order"
+                and arguments.get("order_id") == event.order_id
+            ):
+                self._excused.add(k)
+                return True
+        return False
+
+    def _fire(self, k: int, event: WorldEvent, calls_made: int) -> None:
+        self.record.events_fired[k] = calls_made
+        self.record.event_carts[k] = tuple(self.state.cart)
+        if event.item_id in self.tools.seen_ids:
+            self.record.events_seen.add(k)
+        self._apply(k, event)
 
     def _apply(self, k: int, event: WorldEvent) -> None:
         if event.kind == "price_change" and event.price is not None:
@@ -87,8 +141,10 @@ class WorldEvents:
             if order is not None and order["status"] in SHIPPABLE:
                 order["status"] = "shipped"
                 self.state.version += 1
+        elif event.kind == "confirm_writes":
+            self.tools.confirm_writes = True
         elif event.kind == "tool_failure":
-            self._armed.setdefault(event.tool, k)
+            self._armed.setdefault(event.tool or "", k)
 
 
 # ---- judging -------------------------------------------------------------------------------------

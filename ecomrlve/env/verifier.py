@@ -335,8 +335,8 @@ def judge(
         for item in call.unseen_ids:
             violations.append(f"hallucination: turn {call.turn}: {call.name} uses unseen id {item}")
             success = False
-        if call.transient:
-            continue  # the tool's fault (a world event), not the agent's
+        if call.transient or call.refused_by_event:
+            continue  # the tool's fault or the world's (a world event), not the agent's
         if call.repeat:
             violations.append(f"waste: turn {call.turn}: {call.name} repeats an earlier call")
         elif not call.ok:
