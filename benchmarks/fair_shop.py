@@ -19,7 +19,8 @@ per scenario x difficulty at d8-10 (where the shop changes) and prints:
 4. the simulated user on confirmation questions (a dozen wordings, asked of tasks that want
    the write and of tasks that don't): the share answered right.
 
-It runs on code before issue 44 too (the same figures for the before column).
+It runs on code before issue 44 too (the same figures for the before column);
+`--turn-slack 0` plays without the turn limit's room for care.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ecomrlve.catalogs import build_catalog
-from ecomrlve.config import SCENARIOS
+from ecomrlve.config import SCENARIOS, EnvConfig
 from ecomrlve.env import EcomEnv
 from ecomrlve.env.parser import format_call
 from ecomrlve.env.reference import final_answer
@@ -66,10 +67,13 @@ def percent(part: int, whole: int) -> str:
     return f"{100 * part / whole:.0f}" if whole else "-"
 
 
+CONFIG = EnvConfig()
+
+
 def play(task: Task, catalog: Any, calls: list[ToolCall], react: bool = False) -> bool:
     """Play `calls` one a turn, then the reference's final answer; with `react`, swap a
     product refused as out of stock for the event's substitute (and check out again)."""
-    env = EcomEnv(task, catalog)
+    env = EcomEnv(task, catalog, CONFIG)
     env.reset()
     stock = {e.item_id: e for e in task.events if e.kind == "out_of_stock"}
     queue = list(calls)
@@ -254,7 +258,11 @@ def main() -> None:
     parser.add_argument("--products", type=int, default=3000)
     parser.add_argument("--per-cell", type=int, default=20)
     parser.add_argument("--seed", type=int, default=41)
+    parser.add_argument("--turn-slack", type=int, help="env.turn_slack (default: the env's)")
     args = parser.parse_args()
+    if args.turn_slack is not None:
+        global CONFIG
+        CONFIG = EnvConfig(turn_slack=args.turn_slack)
     started = time.perf_counter()
     n = args.per_cell * len(SCENARIOS) * len(DIFFICULTIES)
     with tempfile.TemporaryDirectory() as tmp:
@@ -301,7 +309,9 @@ def main() -> None:
             rows.append((where, str(len(got)), percent(passed, len(got))))
         print_table(rows, numeric=True)
 
-        sample = [t for t in tasks if t.goal.cancel or t.goal.purchase][:60]
+        sample = [t for t in tasks if t.goal.cancel][:30] + [
+            t for t in tasks if t.goal.purchase and not t.goal.cancel
+        ][:30]
         yes, asked_yes, no, asked_no = confirmation_answers(sample, catalog)
         print(f"\n4. confirmation questions ({len(CONFIRMATIONS)} wordings, {len(sample)} tasks): "
               f"yes when the goal wants the write {percent(yes, asked_yes)}% of {asked_yes}; "

@@ -1,11 +1,15 @@
 """World events during an episode (issue 29): the shop changes while the agent works.
 
 A task's `events` (`ecomrlve.tasks.WorldEvent`, drawn by `ecomrlve.generators.events`) are
-played by `WorldEvents`, which the env asks before every tool call (`before_call`): events due
-after the calls made so far fire, in order, on the episode's tools and state; a transient tool
-failure answers the call instead of the tool. What fired, and when, is kept on the
-`EpisodeRecord` (`events_fired`: event index -> number of calls made before it fired), so the
-verifier judges every action on the world as it was when the action was taken:
+played by `WorldEvents`, which the env asks before every tool call (`before_call`) and after it
+(`after_call`): an event tied to an action (issue 44) fires just before the first call of its
+`before` tool, or just after the first successful call of its `after` tool, that names its item
+or order; one without (rows written before) fires once `after_calls` calls were made. A
+transient tool failure answers the call instead of the tool. The first refusal an event causes
+(an add or checkout of a product that sold out, the cancel of an order that shipped) is
+`refused`: news to the agent, not waste, and the same call again is no repeat. What fired,
+and when, is kept on the `EpisodeRecord` (`events_fired`: event index -> number of calls made
+before it fired), so the verifier judges every action on the world as it was when taken:
 
 * a change that fired after the action it could have touched asks nothing more (a cancel made
   before the order shipped stays a valid cancel; an order placed before a price change paid the

@@ -470,7 +470,8 @@ class SimulatedUser:
         """The reply to one `ask_user` question."""
         self.questions += 1
         if is_confirmation(question):
-            return self._finish(self._confirm(question), [])
+            reply = self._confirm(question)
+            return self._finish(reply, [reply])  # a yes or no is never garbled
         facts = self.goal.user_facts
         catch_all = bool(CATCH_ALL.search(question))
         folded = question.lower() if question.isascii() else None

@@ -3,22 +3,28 @@
 `add_events(task, ctx, key)` runs after a scenario's build, from difficulty `events_from`
 (default `EVENTS_FROM`) up, on a random stream of its own (`EVENTS_STREAM`: the scenario's
 draws, and so every task below `events_from`, are byte-identical with or without events). It
-picks among the events the task allows, rewrites the reference so that it handles each one,
-and replays that reference through the verifier (a draw it cannot solve is dropped):
+picks among the events the task allows, on a core call (one serving the main request, never an
+add-on), rewrites the reference so that it handles each one, and replays that reference through
+the verifier (a draw it cannot solve is dropped). Each event is tied to an action of the agent
+(`WorldEvent.before` / `after`, issue 44), so an extra read never moves it:
 
-| event         | when it fires                        | the reference                        |
+| event         | fires                                | the reference                        |
 |---------------|--------------------------------------|--------------------------------------|
-| tool_failure  | before a reference call to a shop    | sends the same call again            |
-|               | tool: it fails once (timeout, 503,   |                                      |
-|               | 429); `ask_user` never fails         |                                      |
-| price_change  | after an item is added, before the   | checks out; tells the new price      |
-|               | checkout                             |                                      |
-| out_of_stock  | after an item is added, before the   | views the cart, swaps in the next    |
-|               | checkout                             | fitting search hit, tells why        |
-| order_shipped | before the cancel of an order, or    | looks the order up and tells it has  |
-|               | just after it (a race it wins)       | shipped (or cancelled it in time)    |
+| tool_failure  | on the first call of a shop tool     | sends the same call again            |
+|               | naming that item or order (timeout,  |                                      |
+|               | 503, 429); `ask_user` never fails    |                                      |
+| price_change  | after the first add of the item      | checks out; tells the new price      |
+| out_of_stock  | before the add (refused), or after   | adds the next fitting search hit     |
+|               | it (the checkout is refused)         | (first removing the sold-out one,    |
+|               |                                      | then checking out again); tells why  |
+| order_shipped | before the cancel of an order (the   | tells it has shipped                 |
+|               | cancel is refused)                   |                                      |
 |               | before the first look at an order    | tells it has shipped (when no other  |
 |               | asked about                          | change of the world fits the task)   |
+
+No event is a no-op: an order whose cancel a purchase hangs on is not shipped. From
+`CONFIRM_FROM` (d9) a `confirm_writes` shop rule holds committing writes for the customer's yes
+(`confirm_prob(d)`: 1/2 at d9, 1 at d10); the reference asks before its first one.
 
 Two knobs grow with the difficulty above 8. `acting_first_prob(d)`: P(the changes the
 reference must act on, out of stock and a shipped order, are tried before a price change, which
