@@ -284,6 +284,12 @@ def main() -> None:
                          percent(sum(e[2] for e in got), len(got)),
                          percent(sum(e[3] for e in got), len(got))))  # fmt: skip
         print_table(rows, numeric=True)
+        rule = {d: [any(e.kind == "confirm_writes" for e in t.events)
+                    for t in tasks if t.difficulty == d] for d in DIFFICULTIES}  # fmt: skip
+        over = sum(getattr(e, "over_budget", False) for t in tasks for e in t.events)
+        print("tasks with the confirm_writes rule: " + ", ".join(
+            f"d{d} {percent(sum(v), len(v))}%" for d, v in rule.items()
+        ) + f"; price rises past the budget: {over}")  # fmt: skip
 
         hard = [t for t in tasks if t.difficulty >= 9]
         print("\n2. scripted agents at d9-10: % of tasks passed")

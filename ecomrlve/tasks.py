@@ -341,6 +341,9 @@ class WorldEvent(Model):
     say: str = ""
     before: str = ""
     after: str = ""
+    # a price rise that takes the order over the customer's budget: buying at it needs the
+    # customer's yes (an `ask_user` confirmation after the change)
+    over_budget: bool = False
 
 
 class Task(Model):

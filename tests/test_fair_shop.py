@@ -197,12 +197,14 @@ def test_confirmations_are_answered_from_the_goal(catalog, wording):
     # nothing to buy: no to placing an order; a bare "go ahead" is yes to the goal's own write
     assert user.answer("Shall I place the order?").lower().startswith("no")
     assert user.answer("Shall I go ahead?").lower().startswith(("yes", "go ahead"))
+    assert user.answer("Shall I cancel O1001 or not?").lower().startswith(("yes", "go ahead"))
 
 
 @pytest.mark.parametrize(
     "question",
     ["Which brand should I look for?", "How many should I add?", "What size shall I get?",
-     "Should I keep the one already in your cart?", "Anything else I should know?"],
+     "Should I keep the one already in your cart?", "Anything else I should know?",
+     "Shall I add the black or the navy one to your cart?"],
 )  # fmt: skip
 def test_clarifying_questions_are_not_confirmations(question):
     assert not is_confirmation(question)
@@ -253,3 +255,31 @@ def test_hard_tasks_carry_the_rule_and_their_references_confirm(ctx, catalog):
         assert asks and is_confirmation(asks[-1].arguments["question"])
         verdict = verify(task, reference_turns(task), catalog)
         assert verdict.success and verdict.tool_calls == task.min_steps, verdict.violations
+
+
+# ---- a price rise past the budget needs the customer's yes ---------------------------------------
+def test_a_price_rise_past_the_budget_is_bought_only_with_the_customers_yes(ctx, catalog):
+    task = next(
+        (t for s in ("bundle", "cart", "journey", "product_discovery", "substitution")
+         for d in (8, 9, 10) for i in range(12)
+         if (t := generate_task(ctx, s, 17, d, i)) is not None
+         and any(e.over_budget for e in t.events)),
+        None,
+    )  # fmt: skip
+    if task is None:
+        pytest.skip("no rise past a budget in the sample")
+    verdict = verify(task, reference_turns(task), catalog)
+    assert verdict.success, verdict.violations
+    asks = [
+        k for k, c in enumerate(task.reference)
+        if c.name == "ask_user" and "budget" in c.arguments["question"]
+    ]  # fmt: skip
+    assert asks
+    hasty = [c for k, c in enumerate(task.reference) if k not in asks]
+    verdict = verify(task, [*turns_of(hasty), final_answer(task)], catalog)
+    assert not verdict.success
+    assert any("exceeds the budget" in v for v in verdict.violations), verdict.violations
+    # a yes to a question that never told the new price is no consent to it
+    vague = ToolCall(name="ask_user", arguments={"question": "Shall I place the order?"})
+    blind = [vague if k in asks else c for k, c in enumerate(task.reference)]
+    assert not verify(task, [*turns_of(blind), final_answer(task)], catalog).success

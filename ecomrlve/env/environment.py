@@ -436,7 +436,10 @@ class EcomEnv:
         fault = world.before_call(len(record.calls), call.name, call.arguments) if world else None
         refused = False
         if fault is None:
+            yes_before = self.user.confirmed
             ok, result = self.tools.call(call.name, call.arguments)
+            if self.user.confirmed > yes_before:  # the customer said yes to this question
+                record.confirmations.append(len(record.calls))
             # a refusal the world caused is news, not a mistake: the same call again (a
             # checkout once the sold-out product is swapped) is no repeat
             refused = not ok and world is not None and world.refused(call.name, call.arguments)

@@ -209,6 +209,36 @@ def _shipped_under_the_agent(record: EpisodeRecord, fired_at: int, event: WorldE
     )
 
 
+def consented_rise(task: Task, record: EpisodeRecord, lines: list[dict[str, Any]]) -> float:
+    """How far the customer let the order go over budget: the rise of each price that went
+    over it (`WorldEvent.over_budget`) and that they said yes to buying at, asked after the
+    change and before the checkout, told of the new price (0: none; the budget holds)."""
+    checkouts = [k for k, c in enumerate(record.calls) if c.name == "checkout" and c.ok]
+    if not checkouts:
+        return 0.0
+    rise = 0.0
+    for k, event in enumerate(task.events):
+        fired_at = record.events_fired.get(k)
+        if not event.over_budget or fired_at is None or event.old_price is None:
+            continue
+        if not any(
+            fired_at <= c < checkouts[0] and _about_the_rise(record.calls[c].arguments, event)
+            for c in record.confirmations
+        ):
+            continue
+        for line in lines:
+            if line["item_id"] == event.item_id:
+                rise += (line["price"] - event.old_price) * line["quantity"]
+    return max(0.0, rise)
+
+
+def _about_the_rise(arguments: dict[str, Any], event: WorldEvent) -> bool:
+    """A yes counts as consent to the new price only when the question told of it (its price,
+    or the price or budget in words); "shall I place the order?" alone does not."""
+    question = str(arguments.get("question", "")).lower()
+    return any(w in question for w in ("budget", "price", "cost", f"{event.price:.2f}"))
+
+
 def expected_cancels(task: Task, record: EpisodeRecord) -> list[str]:
     """The goal's cancellations still possible in this episode: an order that shipped before
     the agent cancelled it can no longer be cancelled (the agent must say so instead)."""

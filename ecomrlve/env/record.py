@@ -63,3 +63,5 @@ class EpisodeRecord:
     event_carts: dict[int, tuple[str, ...]] = field(default_factory=dict)
     # price changes that fired after the agent had seen the product (its old price): news
     events_seen: set[int] = field(default_factory=set)
+    # the calls (indexes) at which the customer said yes to a confirmation question
+    confirmations: list[int] = field(default_factory=list)

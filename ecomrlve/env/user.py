@@ -25,8 +25,8 @@ want me to cancel O1002?", "is it okay if I place the order?", in any of many wo
 question asking leave, `CONFIRM_ASK`, about an action, `CONFIRM_ACTION`) is answered yes or no
 from the goal: yes when the goal wants that kind of write (and, where the question names ids,
 on those orders or products), no otherwise. A bare "shall I go ahead?" is yes when the goal
-wants any write. A question that starts with what/which/how… or asks about keeping a cart line
-is a clarifying question, answered from the facts as above.
+wants any write. A question that starts with what/which/how…, offers a choice ("… the 42 or the
+43?") or asks about keeping a cart line is a clarifying question, answered from the facts.
 
 Persona, per task (from difficulty `PERSONA_FROM` up; below it the replies are today's): terse,
 chatty or private, drawn from the task's seed and id. It changes the words, never the facts:
@@ -286,6 +286,8 @@ CONFIRM_ACTION: dict[str, re.Pattern[str]] = {
     ),
 }
 _CLARIFYING = re.compile(r"\s*(?:how|which|what|when|where|who|whose|why)\b", re.IGNORECASE)
+# "shall I add the 42 or the 43?" offers a choice: a clarifying question ("… or not?" is not)
+_CHOICE = re.compile(r"\bor\b(?!\s+not\b)", re.IGNORECASE)
 _ORDER_ID = re.compile(r"\b[A-Z]\d{4,}\b")
 YES: dict[str, tuple[str, ...]] = {
     "plain": ("Yes, please go ahead.", "Yes, do that.", "Yes, that's right, go ahead."),
@@ -330,7 +332,7 @@ def persona_of(task: Task) -> str:
 
 def is_confirmation(question: str) -> bool:
     """Whether `question` asks the customer's leave for a write (not a clarifying question)."""
-    if _CLARIFYING.match(question) or KEEP_IN_CART.search(question):
+    if _CLARIFYING.match(question) or KEEP_IN_CART.search(question) or _CHOICE.search(question):
         return False
     if not CONFIRM_ASK.search(question):
         return False

@@ -13,7 +13,9 @@ the verifier (a draw it cannot solve is dropped). Each event is tied to an actio
 | tool_failure  | on the first call of a shop tool     | sends the same call again            |
 |               | naming that item or order (timeout,  |                                      |
 |               | 503, 429); `ask_user` never fails    |                                      |
-| price_change  | after the first add of the item      | checks out; tells the new price      |
+| price_change  | after the first add of the item      | checks out; tells the new price (a   |
+|               |                                      | rise past the budget: views the cart |
+|               |                                      | and asks the customer first)         |
 | out_of_stock  | before the add (refused), or after   | adds the next fitting search hit     |
 |               | it (the checkout is refused)         | (first removing the sold-out one,    |
 |               |                                      | then checking out again); tells why  |
@@ -38,6 +40,7 @@ world as it was when taken.
 from __future__ import annotations
 
 import logging
+import zlib
 
 import numpy as np
 
@@ -160,6 +163,10 @@ def _price_change(draft: _Draft, rng: np.random.Generator) -> bool:
     old = draft.price(item_id)
     factors = [float(f) for f in rng.permutation(PRICE_FACTORS)]
     cart = draft.cart_at(checkout)
+    if rng.random() < OVER_BUDGET_PROB:  # a rise just past the budget, where one is plausible
+        new = _past_budget(draft, cart, item_id, old)
+        if new is not None:
+            return _over_budget(draft, a, item_id, old, new)
     for factor in factors:
         new = round(old * factor, 2)
         if new != old and new > 0 and draft.within_budget(cart, {item_id: new}):
@@ -176,6 +183,57 @@ def _price_change(draft: _Draft, rng: np.random.Generator) -> bool:
                    old_price=old, say=say, after="add_to_cart")
     )  # fmt: skip
     return True
+
+
+def _past_budget(draft: _Draft, cart: dict[str, int], item_id: str, old: float) -> float | None:
+    """A new price of `item_id` that takes the cart 5% of its price past the budget, if that is
+    a rise of at most `MAX_RISE` (None: no budget, or too far to be plausible)."""
+    purchase = draft.task.goal.purchase
+    if purchase is None or purchase.budget is None or not draft.within_budget(cart, {}):
+        return None
+    total = sum(draft.price(i) * q for i, q in cart.items())
+    new = round(old + (purchase.budget - total) / cart[item_id] + 0.05 * old, 2)
+    if new > old * (1 + MAX_RISE) or draft.within_budget(cart, {item_id: new}):
+        return None
+    return new
+
+
+def _over_budget(draft: _Draft, a: int, item_id: str, old: float, new: float) -> bool:
+    """The price rises past the customer's budget after the add: the reference sees it in the
+    cart and asks the customer, who agrees (a yes from the goal's purchase), then buys."""
+    budget = draft.task.goal.purchase.budget
+    title = draft.title(item_id)
+    wording = OVER_BUDGET_QUESTIONS[zlib.crc32(draft.task.task_id.encode()) % 3]
+    question = wording.format(title=title, old=old, new=new, budget=budget)
+    at = a + 1
+    if at < len(draft.reference) and draft.reference[at].name == "view_cart":
+        draft.insert(at + 1, [ToolCall(name="ask_user", arguments={"question": question})])
+    else:
+        draft.insert(at, [
+            ToolCall(name="view_cart"),
+            ToolCall(name="ask_user", arguments={"question": question}),
+        ])  # fmt: skip
+    say = (
+        f"The price of the {title} went up from ${old:.2f} to ${new:.2f}, past your budget; "
+        "as you agreed, I placed the order at the new price."
+    )
+    draft.events.append(
+        WorldEvent(kind="price_change", after_calls=a + 1, item_id=item_id, price=new,
+                   old_price=old, say=say, after="add_to_cart", over_budget=True)
+    )  # fmt: skip
+    return True
+
+
+OVER_BUDGET_PROB = 0.5  # P(a price change tries a rise past the budget first, where one fits)
+MAX_RISE = 0.5  # the largest rise past a budget drawn: +50%
+OVER_BUDGET_QUESTIONS = (
+    "The {title} just went up from ${old:.2f} to ${new:.2f}, over your ${budget:.2f} budget. "
+    "Shall I still place the order?",
+    "Heads-up: the price of the {title} rose to ${new:.2f} (it was ${old:.2f}), which puts the "
+    "order above your budget of ${budget:.2f}. Do you want me to order it anyway?",
+    "The {title} now costs ${new:.2f} instead of ${old:.2f}, past your ${budget:.2f} limit. "
+    "Is it okay if I go ahead and buy it at that price?",
+)
 
 
 def _last_search(draft: _Draft, before: int) -> list[str]:
@@ -376,7 +434,12 @@ def handling_calls(task: Task) -> int:
     checkout, the remove and the add (refused at the checkout)."""
     spent = {"tool_failure": 1, "out_of_stock": 3, "price_change": 0, "order_shipped": 0,
              "confirm_writes": 1}  # fmt: skip
-    return sum(1 if event.before == "add_to_cart" else spent[event.kind] for event in task.events)
+    # a price over the budget: the cart viewed (unless the reference views it anyway) and the
+    # customer asked
+    return sum(
+        1 if event.before == "add_to_cart" else 2 if event.over_budget else spent[event.kind]
+        for event in task.events
+    )
 
 
 # ---- a shop rule: the customer's yes before a committing write (issue 44) ------------------------
