@@ -67,6 +67,14 @@ class EnvConfig(StrictModel):
         None, description="a path into a data folder; `ecomrlve train` trains on that folder"
     )
     max_steps: int = Field(10, ge=1, le=64)
+    turn_slack: int = Field(
+        2,
+        ge=0,
+        le=16,
+        description="turns an episode has beyond the reference and its answer (room for a "
+        "clarifying question and a confirmation; one more where the shop changes during the "
+        "episode): the limit is max(max_steps, min_steps + 1 + turn_slack [+ 1])",
+    )
     scenarios: list[str] = Field(default_factory=lambda: list(SCENARIOS))
     reward_weights: RewardWeights = Field(default_factory=RewardWeights)
     reward_range: tuple[float, float] = (-1.0, 2.5)

@@ -299,7 +299,9 @@ class Goal(Model):
         return self.derived("slot_sets", lambda: [frozenset(s.acceptable) for s in slots])
 
 
-EventKind = Literal["price_change", "out_of_stock", "order_shipped", "tool_failure"]
+EventKind = Literal[
+    "price_change", "out_of_stock", "order_shipped", "tool_failure", "confirm_writes"
+]
 TRANSIENT_ERRORS: tuple[str, ...] = ("timeout", "service_unavailable", "rate_limited")
 
 
@@ -312,9 +314,19 @@ class WorldEvent(Model):
     * `order_shipped`: `order_id` moves from processing (or pending) to shipped;
     * `tool_failure`: the first call of `tool` from then on fails with `error` (a transient
       fault: a timeout, the service unavailable, a rate limit); the same call again works.
+    * `confirm_writes`: a shop rule in force from the first call (issue 44): an order placed,
+      cancelled, returned or exchanged needs the customer's explicit yes (`ask_user`) first;
+      the system prompt states it.
 
     `substitute` (out of stock) is the product the reference buys instead; `say` the sentence
     the reference's final message tells the customer the change with.
+
+    An event tied to an action (issue 44) fires on the agent's calls, not on their count: with
+    `before` set, just before the first call of that tool that names the event's item or order
+    (a call without that argument, such as `checkout` or `list_orders`, names every one); with
+    `after` set, just after the first successful such call. One more harmless read never moves
+    it. `after_calls` is then the reference call it fires at (for readers), and only events
+    with neither (rows written before issue 44) fire by the count.
     """
 
     kind: EventKind
@@ -327,6 +339,11 @@ class WorldEvent(Model):
     tool: str = ""
     error: str = ""
     say: str = ""
+    before: str = ""
+    after: str = ""
+    # a price rise that takes the order over the customer's budget: buying at it needs the
+    # customer's yes (an `ask_user` confirmation after the change)
+    over_budget: bool = False
 
 
 class Task(Model):

@@ -139,12 +139,13 @@ def test_reward_is_clipped_to_the_range(tasks, catalog):
 def test_step_limit_ends_the_episode(tasks, catalog):
     task = tasks["fx-cart"]
     turns = [c("view_cart")] * 20
-    env = EcomEnv(task, catalog, EnvConfig(max_steps=5))
+    config = EnvConfig(max_steps=5, turn_slack=0)  # no room for care: the limit is max_steps
+    env = EcomEnv(task, catalog, config)
     env.reset()
     results = [env.step(t) for t in turns[:5]]
     assert [r.done for r in results] == [False] * 4 + [True]
     assert results[-1].info["truncated"]
-    verdict = verify(task, turns, catalog, EnvConfig(max_steps=5))
+    verdict = verify(task, turns, catalog, config)
     assert not verdict.success and verdict.steps == 5
     assert any("ignored 15 turn(s)" in v for v in verdict.violations)
 

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from ecomrlve.config import SCENARIOS, EnvConfig
 from ecomrlve.env import EcomEnv, verify
+from ecomrlve.env.environment import turn_limit
 from ecomrlve.env.parser import parse_turn
 from ecomrlve.env.tools import TOOL_SPECS, ShopTools
 from ecomrlve.testing import env_tasks as fx
@@ -51,7 +52,7 @@ def test_fuzzed_episodes_keep_every_invariant(rng, task_index, max_steps, binary
     config = EnvConfig(max_steps=max_steps, binary_reward=binary)
     check = fuzz_episode(POOL[task_index], CATALOG, rng, config, extra_texts=payloads)
     assert check.ok, check.summary()
-    assert 1 <= check.turns <= max(max_steps, POOL[task_index].min_steps + 1)
+    assert 1 <= check.turns <= turn_limit(POOL[task_index], config)
 
 
 @settings(max_examples=60, deadline=None)

@@ -9,8 +9,10 @@
 
 A step is one assistant turn: it may carry several tool calls (at most `MAX_CALLS_PER_TURN`),
 all run in order. The episode ends at the first turn with no tool call attempt or when the
-turn limit `max(config.max_steps, task.min_steps + 1)` is reached (the limit always leaves room
-for the reference solution plus its final answer). Malformed output never raises: each problem
+turn limit `turn_limit(task, config)` is reached: the reference solution plus its final answer,
+plus room for care (`config.turn_slack`, default 2: a clarifying question and a confirmation;
+one turn more for a retry when the shop changes during the episode), never under
+`config.max_steps`. Malformed output never raises: each problem
 becomes a tool message for the agent and a format violation for the reward. The reward is 0 on
 intermediate steps and the verifier's reward at the end.
 """
@@ -90,6 +92,12 @@ Call tools with one or more blocks like
 Each reply may contain several tool calls; their results come back to you. When the request is \
 complete, reply to the customer without any tool call: that reply is your final answer and ends \
 the conversation. State the facts the customer asked for in it."""
+# said when the task's shop has the `confirm_writes` rule (issue 44)
+CONFIRM_RULE = """
+
+Shop rule: before placing an order, cancelling an order, or starting a return or exchange, ask \
+the customer to confirm it (ask_user) and wait for their explicit yes; without it the store \
+refuses the action."""
 
 TOOLS_SECTION = """
 
@@ -112,10 +120,16 @@ def system_prompt(task: Task, include_tools: bool = True) -> str:
     """The system message: the role, today's date, the customer profile and (by default) the
     tool schemas in Qwen3's `<tools>` layout. Pass `include_tools=False` when the chat template
     renders `tools=` itself."""
-    return _system_text(normalised_initial_state(task.initial_state), include_tools)
+    initial = normalised_initial_state(task.initial_state)
+    return _system_text(initial, include_tools, confirm_rule(task))
 
 
-def _system_text(initial: dict[str, Any], include_tools: bool) -> str:
+def confirm_rule(task: Task) -> bool:
+    """Whether the task's shop needs the customer's yes before a committing write."""
+    return any(event.kind == "confirm_writes" for event in task.events)
+
+
+def _system_text(initial: dict[str, Any], include_tools: bool, confirm: bool = False) -> str:
     user = initial["user"]
     return _system_text_of(
         initial["today"],
@@ -124,12 +138,19 @@ def _system_text(initial: dict[str, Any], include_tools: bool) -> str:
         user["address"],
         tuple(user["payment_methods"]),
         include_tools,
+        confirm,
     )
 
 
 @functools.lru_cache(maxsize=4096)
 def _system_text_of(
-    today: str, name: str, membership: str, address: str, payments: tuple[str, ...], tools: bool
+    today: str,
+    name: str,
+    membership: str,
+    address: str,
+    payments: tuple[str, ...],
+    tools: bool,
+    confirm: bool = False,
 ) -> str:
     """The system text of one customer profile: ~12 us to format with the tool schemas, so
     the episodes of a task (a rollout group, replays) build it once."""
@@ -140,6 +161,8 @@ def _system_text_of(
         address=address or "none",
         payments=", ".join(payments) or "none",
     )
+    if confirm:
+        text += CONFIRM_RULE
     return text + _TOOLS_TEXT if tools else text
 
 
@@ -232,6 +255,14 @@ def _not_in(ids: list[str], known: Container[str]) -> tuple[str, ...]:
     return tuple([i for i in ids if i not in known])
 
 
+def turn_limit(task: Task, config: EnvConfig) -> int:
+    """The turns an episode of `task` may take: `config.max_steps`, or the reference's calls,
+    its answer and `config.turn_slack` turns of care (+1 for a retry where the shop changes)
+    when that is more. A 3-call task under `max_steps` 6 keeps 6 turns."""
+    retry = 1 if task.events else 0
+    return max(config.max_steps, task.min_steps + 1 + config.turn_slack + retry)
+
+
 # --------------------------------------------------------------------------------------------
 # the environment
 # --------------------------------------------------------------------------------------------
@@ -255,7 +286,7 @@ class EcomEnv:
         self.transcript = transcript
         self.catalog = catalog
         self.config = config or EnvConfig()
-        self.max_turns = max(self.config.max_steps, task.min_steps + 1)
+        self.max_turns = turn_limit(task, self.config)
         self._initial = normalised_initial_state(task.initial_state)
         self._needed = NeededIds(task)
         self._prompt_ids = _visible_tokens(task.prompt)
@@ -281,6 +312,7 @@ class EcomEnv:
             ask_user=self.user.answer,
             seen_ids=self.seen_ids,
         )
+        self.tools.confirmed = lambda: self.user.confirmed
         self._done_keys: dict[tuple[str, str], int] = {}
         # the shop's changes during the episode (issue 29); None for a static shop
         self.world = (
@@ -292,7 +324,10 @@ class EcomEnv:
         if not self.transcript:
             return []
         self.messages = [
-            {"role": "system", "content": _system_text(self._initial, include_tools)},
+            {
+                "role": "system",
+                "content": _system_text(self._initial, include_tools, confirm_rule(self.task)),
+            },
             {"role": "user", "content": self.task.prompt},
         ]
         return [dict(m) for m in self.messages]
@@ -397,10 +432,20 @@ class EcomEnv:
         # the policy which candidate is right (the penalty would leak the hidden goal)
         unseen = _not_in(ids, self.seen_ids) if ids else ()
         irrelevant = _not_in(ids, self._needed) if ids and write else ()
-        fault = self.world.before_call(len(record.calls), call.name) if self.world else None
+        world = self.world
+        fault = world.before_call(len(record.calls), call.name, call.arguments) if world else None
+        refused = False
         if fault is None:
+            yes_before = self.user.confirmed
             ok, result = self.tools.call(call.name, call.arguments)
-            self._done_keys[key] = version
+            if self.user.confirmed > yes_before:  # the customer said yes to this question
+                record.confirmations.append(len(record.calls))
+            # a refusal the world caused is news, not a mistake: the same call again (a
+            # checkout once the sold-out product is swapped) is no repeat
+            refused = not ok and world is not None and world.refused(call.name, call.arguments)
+            # a write held for the customer's yes did nothing: once they say yes, it is no repeat
+            if not refused and result.get("code") != "needs_confirmation":
+                self._done_keys[key] = version
         else:  # a transient fault: nothing ran, so the same call again is no repeat
             ok, result = False, fault
         if ok:
@@ -420,8 +465,11 @@ class EcomEnv:
                 irrelevant_ids=irrelevant,
                 milestones=milestones,
                 transient=fault is not None,
+                refused_by_event=refused,
             )
         )
+        if world is not None and fault is None:
+            world.after_call(len(record.calls), call.name, call.arguments, ok)
         return _tool_message(call.name, result, call.call_id) if self.transcript else None
 
     def state(self) -> dict[str, Any]:

@@ -1,11 +1,15 @@
 """World events during an episode (issue 29): the shop changes while the agent works.
 
 A task's `events` (`ecomrlve.tasks.WorldEvent`, drawn by `ecomrlve.generators.events`) are
-played by `WorldEvents`, which the env asks before every tool call (`before_call`): events due
-after the calls made so far fire, in order, on the episode's tools and state; a transient tool
-failure answers the call instead of the tool. What fired, and when, is kept on the
-`EpisodeRecord` (`events_fired`: event index -> number of calls made before it fired), so the
-verifier judges every action on the world as it was when the action was taken:
+played by `WorldEvents`, which the env asks before every tool call (`before_call`) and after it
+(`after_call`): an event tied to an action (issue 44) fires just before the first call of its
+`before` tool, or just after the first successful call of its `after` tool, that names its item
+or order; one without (rows written before) fires once `after_calls` calls were made. A
+transient tool failure answers the call instead of the tool. The first refusal an event causes
+(an add or checkout of a product that sold out, the cancel of an order that shipped) is
+`refused`: news to the agent, not waste, and the same call again is no repeat. What fired,
+and when, is kept on the `EpisodeRecord` (`events_fired`: event index -> number of calls made
+before it fired), so the verifier judges every action on the world as it was when taken:
 
 * a change that fired after the action it could have touched asks nothing more (a cancel made
   before the order shipped stays a valid cancel; an order placed before a price change paid the
@@ -50,6 +54,15 @@ OUT_OF_STOCK_WORDS: tuple[str, ...] = (
 SHIPPABLE = frozenset({"pending", "processing"})
 
 
+def names(event: WorldEvent, arguments: dict[str, Any]) -> bool:
+    """Whether a call with `arguments` names the event's item or order (a call without that
+    argument, such as `checkout` or `list_orders`, names every one)."""
+    for key, value in (("item_id", event.item_id), ("order_id", event.order_id)):
+        if value and key in arguments and arguments[key] != value:
+            return False
+    return True
+
+
 class WorldEvents:
     """The events of one episode, fired on `tools` / `state` as calls are made."""
 
@@ -59,23 +72,68 @@ class WorldEvents:
         self.record = record
         self.state: WorldState = record.state
         self._armed: dict[str, int] = {}  # tool -> index of the failure waiting for its call
+        self._excused: set[int] = set()  # events whose first refusal was excused
 
-    def before_call(self, calls_made: int, tool: str) -> dict[str, Any] | None:
-        """Fire the events due after `calls_made` calls; the transient error that answers this
-        call of `tool` instead of the tool, or None to run it."""
-        fired = self.record.events_fired
+    def before_call(
+        self, calls_made: int, tool: str, arguments: dict[str, Any] | None = None
+    ) -> dict[str, Any] | None:
+        """Fire the events due before this call of `tool` (by the count, or tied to this
+        action: `WorldEvent.before`); the transient error that answers this call instead of
+        the tool, or None to run it."""
+        arguments = arguments or {}
         for k, event in enumerate(self.events):
-            if k not in fired and event.after_calls <= calls_made:
-                fired[k] = calls_made
-                self.record.event_carts[k] = tuple(self.state.cart)
-                if event.item_id in self.tools.seen_ids:
-                    self.record.events_seen.add(k)
-                self._apply(k, event)
+            if k in self.record.events_fired or event.after:
+                continue
+            if event.before:
+                if event.before == tool and names(event, arguments):
+                    self._fire(k, event, calls_made)
+            elif event.after_calls <= calls_made:
+                self._fire(k, event, calls_made)
         k = self._armed.pop(tool, None)
         if k is None:
             return None
         message = TRANSIENT_MESSAGES.get(self.events[k].error, TRANSIENT_MESSAGES["timeout"])
         return {"error": message.format(tool=tool), "code": TRANSIENT_CODE}
+
+    def after_call(self, calls_made: int, tool: str, arguments: dict[str, Any], ok: bool) -> None:
+        """Fire the events tied to the end of this call (`WorldEvent.after`), if it succeeded;
+        `calls_made` counts this call."""
+        if not ok:
+            return
+        for k, event in enumerate(self.events):
+            if (
+                k not in self.record.events_fired
+                and event.after == tool
+                and names(event, arguments)
+            ):
+                self._fire(k, event, calls_made)
+
+    def refused(self, tool: str, arguments: dict[str, Any]) -> bool:
+        """Whether a refused call is the first one a fired event caused: an add, a quantity
+        or a checkout refused for a product that sold out, a cancel of an order that shipped."""
+        for k, event in enumerate(self.events):
+            if k not in self.record.events_fired or k in self._excused:
+                continue
+            if (
+                event.kind == "out_of_stock"
+                and tool in ("add_to_cart", "set_quantity", "checkout")
+                and (tool == "checkout" or arguments.get("item_id") == event.item_id)
+                and (tool != "checkout" or event.item_id in self.state.cart)
+            ) or (
+                event.kind == "order_shipped"
+                and tool == "cancel_order"
+                and arguments.get("order_id") == event.order_id
+            ):
+                self._excused.add(k)
+                return True
+        return False
+
+    def _fire(self, k: int, event: WorldEvent, calls_made: int) -> None:
+        self.record.events_fired[k] = calls_made
+        self.record.event_carts[k] = tuple(self.state.cart)
+        if event.item_id in self.tools.seen_ids:
+            self.record.events_seen.add(k)
+        self._apply(k, event)
 
     def _apply(self, k: int, event: WorldEvent) -> None:
         if event.kind == "price_change" and event.price is not None:
@@ -87,8 +145,10 @@ class WorldEvents:
             if order is not None and order["status"] in SHIPPABLE:
                 order["status"] = "shipped"
                 self.state.version += 1
+        elif event.kind == "confirm_writes":
+            self.tools.confirm_writes = True
         elif event.kind == "tool_failure":
-            self._armed.setdefault(event.tool, k)
+            self._armed.setdefault(event.tool or "", k)
 
 
 # ---- judging -------------------------------------------------------------------------------------
@@ -147,6 +207,36 @@ def _shipped_under_the_agent(record: EpisodeRecord, fired_at: int, event: WorldE
         and _cancel_too_late(record, fired_at, event)
         and _looked_after(record, fired_at, event.order_id)
     )
+
+
+def consented_rise(task: Task, record: EpisodeRecord, lines: list[dict[str, Any]]) -> float:
+    """How far the customer let the order go over budget: the rise of each price that went
+    over it (`WorldEvent.over_budget`) and that they said yes to buying at, asked after the
+    change and before the checkout, told of the new price (0: none; the budget holds)."""
+    checkouts = [k for k, c in enumerate(record.calls) if c.name == "checkout" and c.ok]
+    if not checkouts:
+        return 0.0
+    rise = 0.0
+    for k, event in enumerate(task.events):
+        fired_at = record.events_fired.get(k)
+        if not event.over_budget or fired_at is None or event.old_price is None:
+            continue
+        if not any(
+            fired_at <= c < checkouts[0] and _about_the_rise(record.calls[c].arguments, event)
+            for c in record.confirmations
+        ):
+            continue
+        for line in lines:
+            if line["item_id"] == event.item_id:
+                rise += (line["price"] - event.old_price) * line["quantity"]
+    return max(0.0, rise)
+
+
+def _about_the_rise(arguments: dict[str, Any], event: WorldEvent) -> bool:
+    """A yes counts as consent to the new price only when the question told of it (its price,
+    or the price or budget in words); "shall I place the order?" alone does not."""
+    question = str(arguments.get("question", "")).lower()
+    return any(w in question for w in ("budget", "price", "cost", f"{event.price:.2f}"))
 
 
 def expected_cancels(task: Task, record: EpisodeRecord) -> list[str]:

@@ -27,10 +27,13 @@ class CallRecord:
     irrelevant_ids: tuple[str, ...]  # ids off the goal used by a write (reads: always empty)
     milestones: int = 0  # goal milestones this call reached first (`ecomrlve.env.progress`)
     transient: bool = False  # failed by a world event's transient fault (`ecomrlve.env.events`)
+    # refused by a change of the world the agent could not know of (the first add or checkout
+    # of a product that just sold out, the first cancel of an order that just shipped)
+    refused_by_event: bool = False
 
     @property
     def wasted(self) -> bool:
-        if self.transient:  # the tool's fault, not the agent's
+        if self.transient or self.refused_by_event:  # the tool's fault, not the agent's
             return False
         return (not self.ok) or self.repeat or bool(self.irrelevant_ids)
 
@@ -60,3 +63,5 @@ class EpisodeRecord:
     event_carts: dict[int, tuple[str, ...]] = field(default_factory=dict)
     # price changes that fired after the agent had seen the product (its old price): news
     events_seen: set[int] = field(default_factory=set)
+    # the calls (indexes) at which the customer said yes to a confirmation question
+    confirmations: list[int] = field(default_factory=list)

@@ -25,10 +25,50 @@ def product_name(task: Task, item_id: str) -> str:
     return f"{title} ({item_id})" if title else item_id
 
 
+def refused_calls(task: Task) -> set[int]:
+    """Indexes of the reference calls a world event refuses (issue 44): the add of a product
+    that sells out at the add, the checkout of a cart holding one that sold out after its add,
+    the cancel of an order that ships at the cancel. Events by call count refuse nothing here
+    (their reference never runs into a refusal)."""
+    refused: set[int] = set()
+    pending = [e for e in task.events if e.kind in ("out_of_stock", "order_shipped")]
+    withdrawn: set[str] = set()
+    cart = {line["item_id"] for line in task.initial_state.get("cart", [])}
+    for k, call in enumerate(task.reference):
+        args = call.arguments
+        for event in list(pending):
+            if event.before == call.name and args.get(
+                "item_id" if event.kind == "out_of_stock" else "order_id"
+            ) in (event.item_id, event.order_id):
+                pending.remove(event)
+                withdrawn.add(event.item_id)
+                refused.add(k)
+        if k in refused:
+            continue
+        if call.name == "add_to_cart":
+            cart.add(args["item_id"])
+            for event in list(pending):
+                if event.after == "add_to_cart" and event.item_id == args["item_id"]:
+                    pending.remove(event)
+                    withdrawn.add(event.item_id)
+        elif call.name == "remove_from_cart":
+            cart.discard(args["item_id"])
+        elif call.name == "checkout":
+            if cart & withdrawn:
+                refused.add(k)
+            else:
+                cart = set()
+    return refused
+
+
 def _ordered(task: Task) -> list[str]:
-    """The products the reference's checkout orders: the starting cart played forward."""
+    """The products the reference's checkout orders: the starting cart played forward (calls
+    a world event refuses change nothing)."""
+    refused = refused_calls(task) if task.events else set()
     cart = {line["item_id"]: line["quantity"] for line in task.initial_state.get("cart", [])}
-    for call in task.reference:
+    for k, call in enumerate(task.reference):
+        if k in refused:
+            continue
         args = call.arguments
         if call.name == "add_to_cart":
             cart[args["item_id"]] = cart.get(args["item_id"], 0) + int(args.get("quantity", 1))
@@ -73,8 +113,14 @@ def _action_sentence(task: Task, name: str, arguments: dict[str, Any]) -> str | 
 
 def final_answer(task: Task) -> str:
     """The reference final answer: what was done, then every fact asked about."""
-    # a call sent twice in a row is a retry after a transient failure: one action
-    calls = [c for k, c in enumerate(task.reference) if k == 0 or c != task.reference[k - 1]]
+    # a call sent twice in a row is a retry after a transient failure: one action; a call a
+    # world event refused did nothing
+    refused = refused_calls(task) if task.events else set()
+    calls = [
+        c
+        for k, c in enumerate(task.reference)
+        if k not in refused and (k == 0 or c != task.reference[k - 1])
+    ]
     sentences = [s for call in calls if (s := _action_sentence(task, call.name, call.arguments))]
     # world events the reference runs into (`WorldEvent.say` set): an order that shipped
     # before its cancel replaces what the goal says about that order; one asked about that

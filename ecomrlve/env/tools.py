@@ -70,6 +70,10 @@ _NEWEST_FIRST = operator.itemgetter("placed", "order_id")  # list_orders' order 
 VISIBLE_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
+# the writes a `confirm_writes` shop rule holds until the customer says yes
+CONFIRMED_WRITES = frozenset({"checkout", "cancel_order", "return_item", "exchange_item"})
+
+
 class ToolKind(StrEnum):
     READ = "read"
     WRITE = "write"
@@ -89,6 +93,12 @@ class RuleError(ToolError):
     """A business rule refuses the action (stock, caps, windows, statuses)."""
 
     code = "not_allowed"
+
+
+class ConfirmationError(RuleError):
+    """A `confirm_writes` shop rule holds a write until the customer has said yes."""
+
+    code = "needs_confirmation"
 
 
 class ArgumentError(ToolError):
@@ -167,11 +177,20 @@ class ShopTools:
         # world events (`ecomrlve.env.events`): prices changed and products withdrawn mid-episode
         self.prices: dict[str, float] = {}
         self.withdrawn: set[str] = set()
+        # a shop rule (`confirm_writes` event): the customer's yes before a committing write;
+        # `confirmed()` counts the yes answers the customer has given so far
+        self.confirm_writes = False
+        self.confirmed: Callable[[], int] = lambda: 0
 
     # ---- dispatch ---------------------------------------------------------------------------
     def call(self, name: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
         """Run a tool whose arguments were already checked; return (ok, result or error)."""
         try:
+            if self.confirm_writes and name in CONFIRMED_WRITES and not self.confirmed():
+                raise ConfirmationError(
+                    f"shop rule: {name} needs the customer's explicit yes first; ask them to "
+                    "confirm (ask_user) before placing, cancelling, returning or exchanging"
+                )
             return True, getattr(self, name)(**arguments)
         except ToolError as err:
             return False, {"error": str(err), "code": err.code}
@@ -212,6 +231,11 @@ class ShopTools:
             raise RuleError(
                 f"at most {self.max_quantity} units of one item per order "
                 f"(requested {quantity} of {item_id})"
+            )
+        if item_id in self.withdrawn:  # a world event: it sold out during the episode
+            raise RuleError(
+                f"{item_id} is out of stock (it just sold out) and can no longer be bought; "
+                "choose another product, and remove it from the cart if it is there"
             )
         available = self._available(item_id, row)
         if available <= 0:

@@ -20,6 +20,19 @@ across turns.
   question names, or of every line, in the order of the request).
 * A question that matches nothing gets a "don't know" reply.
 
+Confirmations (issue 44): a question that asks leave for a write ("shall I go ahead?", "do you
+want me to cancel O1002?", "is it okay if I place the order?", in any of many wordings: a
+question asking leave, `CONFIRM_ASK`, about an action, `CONFIRM_ACTION`) is answered yes or no
+from the goal: yes when the goal wants that kind of write (and, where the question names ids,
+on those orders or products), no otherwise. A bare "shall I go ahead?" is yes when the goal
+wants any write. A question that starts with what/which/how…, offers a choice ("… the 42 or the
+43?") or asks about keeping a cart line is a clarifying question, answered from the facts.
+
+Persona, per task (from difficulty `PERSONA_FROM` up; below it the replies are today's): terse,
+chatty or private, drawn from the task's seed and id. It changes the words, never the facts:
+terse replies drop openers and small talk, chatty ones add a friendly aside, private ones say
+what they don't know as "I'd rather not say" and add that they share only what is asked.
+
 Noise, per task:
 * `goal.typo_rate`: each template word of 4+ letters gets two adjacent inner letters swapped
   with that probability (numpy generator seeded by the task seed, its id and the reply number).
@@ -250,6 +263,83 @@ NOTHING_ELSE: tuple[str, ...] = (
 )
 SWITCH_TEMPLATES: tuple[str, ...] = ("Oh, and one more thing: {v}", "Actually, also: {v}")
 
+# ---- confirmations and personas (issue 44) ---------------------------------------------------
+PERSONA_FROM = 3  # difficulties below keep the replies they always had
+PERSONAS: tuple[str, ...] = ("terse", "chatty", "private")
+# a question asking the customer's leave…
+CONFIRM_ASK = re.compile(
+    r"\b(?:shall|should|can|may|could) I\b|\b(?:do|would) you (?:want|like) me to\b|"
+    r"\bwant me to\b|\bgo ahead\b|\bproceed\b|\bconfirm\b|\bokay\b|\bok\b|"
+    r"\b(?:is|are) you (?:sure|happy|fine|ok)\b|"
+    r"\b(?:is|would) (?:it|that) be (?:ok|okay|fine|alright)\b|"
+    r"\bis (?:it|that) (?:ok|okay|fine|alright)\b|\bgood to go\b|\bgreen light\b",
+    re.IGNORECASE,
+)
+# …about a write: the kind of write it names (none: "shall I go ahead?")
+CONFIRM_ACTION: dict[str, re.Pattern[str]] = {
+    "cancel": re.compile(r"\bcancel", re.IGNORECASE),
+    "return": re.compile(r"\breturn|\brefund|\bsend (?:it|them) back", re.IGNORECASE),
+    "exchange": re.compile(r"\bexchang|\bswap", re.IGNORECASE),
+    "purchase": re.compile(
+        r"\border\b|\bplace\b|\bbuy|\bpurchas|\bcheck ?out|\bpay\b|\badd\b|\bcart\b",
+        re.IGNORECASE,
+    ),
+}
+_CLARIFYING = re.compile(r"\s*(?:how|which|what|when|where|who|whose|why)\b", re.IGNORECASE)
+# "shall I add the 42 or the 43?" offers a choice: a clarifying question ("… or not?" is not)
+_CHOICE = re.compile(r"\bor\b(?!\s+not\b)", re.IGNORECASE)
+_ORDER_ID = re.compile(r"\b[A-Z]\d{4,}\b")
+YES: dict[str, tuple[str, ...]] = {
+    "plain": ("Yes, please go ahead.", "Yes, do that.", "Yes, that's right, go ahead."),
+    "terse": ("Yes.", "Go ahead.", "Yes, do it."),
+    "chatty": (
+        "Yes, please go ahead — thanks for checking with me!",
+        "Oh yes, absolutely, that's what I'd like. Thank you!",
+        "Yes please! That's exactly what I was hoping for.",
+    ),
+    "private": ("Yes, go ahead.", "Yes, please proceed.", "That's fine, go ahead."),
+}
+NO: dict[str, tuple[str, ...]] = {
+    "plain": ("No, please don't.", "No, that's not what I asked for.", "No, leave that as it is."),
+    "terse": ("No.", "No, don't.", "No thanks."),
+    "chatty": (
+        "Oh no, please don't — that's not what I'm after at all.",
+        "Hmm, no thanks, I'd rather you didn't do that.",
+        "No, no — please leave that one alone, thanks!",
+    ),
+    "private": ("No, please don't.", "No, leave that.", "No, I don't want that."),
+}
+CHATTY_ASIDES: tuple[str, ...] = (
+    "Thanks so much for helping me with this!",
+    "Sorry, I know I'm a bit all over the place today.",
+    "You're being very patient with me, thank you.",
+)
+PRIVATE_DONT_KNOW: tuple[str, ...] = (
+    "I'd rather not say.",
+    "I'd prefer to keep that to myself.",
+    "That's not something I want to share.",
+)
+PRIVATE_ASIDE = "I'd rather only answer what you need to know."
+
+
+def persona_of(task: Task) -> str:
+    """The customer's manner: "plain" below `PERSONA_FROM`, else terse, chatty or private,
+    drawn from the task's seed and id (the same in every process)."""
+    if task.difficulty < PERSONA_FROM:
+        return "plain"
+    return _pick(PERSONAS, task.seed, task.task_id, "persona")
+
+
+def is_confirmation(question: str) -> bool:
+    """Whether `question` asks the customer's leave for a write (not a clarifying question)."""
+    if _CLARIFYING.match(question) or KEEP_IN_CART.search(question) or _CHOICE.search(question):
+        return False
+    if not CONFIRM_ASK.search(question):
+        return False
+    return bool(
+        re.search(r"\bgo ahead\b|\bproceed\b|\bconfirm\b|\bgood to go\b", question, re.IGNORECASE)
+    ) or any(p.search(question) for p in CONFIRM_ACTION.values())
+
 
 def _pick(options: tuple[str, ...], *key: object) -> str:
     digest = zlib.crc32(":".join(str(k) for k in key).encode())
@@ -342,6 +432,8 @@ class SimulatedUser:
         self.replies = 0
         self.intent_revealed = self.goal.intent_switch is None
         self._key = f"{task.seed}:{task.task_id}"  # reply forms vary by task, not only by seed
+        self.persona = persona_of(task)
+        self.confirmed = 0  # questions answered yes to (a shop rule may ask for one)
 
     def _scrub(self, text: str) -> str:
         def replace(match: re.Match[str]) -> str:
@@ -379,6 +471,9 @@ class SimulatedUser:
     def answer(self, question: str) -> str:
         """The reply to one `ask_user` question."""
         self.questions += 1
+        if is_confirmation(question):
+            reply = self._confirm(question)
+            return self._finish(reply, [reply])  # a yes or no is never garbled
         facts = self.goal.user_facts
         catch_all = bool(CATCH_ALL.search(question))
         folded = question.lower() if question.isascii() else None
@@ -407,12 +502,63 @@ class SimulatedUser:
                 else [_pick(NOTHING_ELSE, self._key, "nothing-else", self.questions)]
             )
         if not parts:
-            parts.append(_pick(DONT_KNOW, self._key, "dont-know", self.questions))
-        reply = self._typos(" ".join(parts), values)
+            dont_know = PRIVATE_DONT_KNOW if self.persona == "private" else DONT_KNOW
+            parts.append(_pick(dont_know, self._key, "dont-know", self.questions))
+        if catch_all and self.persona == "terse" and len(parts) > 1:
+            parts = parts[1:]  # no opener
+        elif self.persona == "chatty":
+            parts.append(_pick(CHATTY_ASIDES, self._key, "aside", self.questions))
+        elif self.persona == "private" and catch_all:
+            parts.append(PRIVATE_ASIDE)
+        return self._finish(" ".join(parts), values)
+
+    def _finish(self, text: str, values: list[str]) -> str:
+        reply = self._typos(text, values)
         self.replies += 1
         if not self.intent_revealed:
             reply = f"{reply} {self.reveal_intent()}"
         return reply
+
+    def wants(self, action: str | None, ids: list[str]) -> bool:
+        """Whether the goal wants a write of kind `action` (None: any write), on `ids` where
+        the question names some (order or item ids)."""
+        goal = self.goal
+        purchase_ids = (
+            {i for s in goal.purchase.slots for i in s.acceptable} if goal.purchase else set()
+        )
+        targets: dict[str, tuple[bool, set[str]]] = {
+            "cancel": (bool(goal.cancel), set(goal.cancel)),
+            "return": (
+                bool(goal.returns),
+                {x for r in goal.returns for x in (r.order_id, r.item_id)},
+            ),
+            "exchange": (
+                bool(goal.exchanges),
+                {x for e in goal.exchanges for x in (e.order_id, e.item_id, *e.acceptable_new)},
+            ),
+            "purchase": (goal.purchase is not None, purchase_ids),
+        }  # fmt: skip
+        kinds = [action] if action else list(targets)
+        for kind in kinds:
+            wanted, known = targets[kind]
+            # a new order's id (N0001) is not the goal's to know: it names no target
+            named = [i for i in ids if not (kind == "purchase" and i.startswith("N"))]
+            if wanted and (not named or any(i in known for i in named)):
+                return True
+        return False
+
+    def _confirm(self, question: str) -> str:
+        """Yes or no to a question asking leave for a write, from the goal."""
+        actions = [kind for kind, pattern in CONFIRM_ACTION.items() if pattern.search(question)]
+        # "cancel the order": the order is what is cancelled, not a purchase
+        if len(actions) > 1 and "purchase" in actions:
+            actions.remove("purchase")
+        ids = _ORDER_ID.findall(question)
+        yes = any(self.wants(a, ids) for a in actions) if actions else self.wants(None, ids)
+        if yes:
+            self.confirmed += 1
+        forms = (YES if yes else NO)[self.persona]
+        return _pick(forms, self._key, "confirm", self.questions)
 
     def _label(self) -> str:
         return variant_label(self.goal.user_facts.get("category", ""))

@@ -39,7 +39,7 @@ from typing import Any
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
-from ecomrlve.env.events import episode_facts, expected_cancels
+from ecomrlve.env.events import consented_rise, episode_facts, expected_cancels
 from ecomrlve.env.facts import AnswerPlan, Shown, check_answer
 from ecomrlve.env.record import EpisodeRecord
 from ecomrlve.env.reward import reward_components, total_reward
@@ -142,7 +142,9 @@ def _check_purchase(task: Task, record: EpisodeRecord, violations: list[str]) ->
             violations.append(f"goal: order lines [{got}] do not match the slots [{want}]")
     if spec.budget is not None:
         subtotal = sum(x["price"] * x["quantity"] for x in lines)
-        if subtotal > spec.budget + BUDGET_TOLERANCE:
+        # a price rise over the budget is paid only with the customer's yes
+        allowed = spec.budget + (consented_rise(task, record, lines) if task.events else 0.0)
+        if subtotal > allowed + BUDGET_TOLERANCE:
             violations.append(f"goal: subtotal {subtotal:.2f} exceeds the budget {spec.budget:.2f}")
 
 
@@ -335,8 +337,8 @@ def judge(
         for item in call.unseen_ids:
             violations.append(f"hallucination: turn {call.turn}: {call.name} uses unseen id {item}")
             success = False
-        if call.transient:
-            continue  # the tool's fault (a world event), not the agent's
+        if call.transient or call.refused_by_event:
+            continue  # the tool's fault or the world's (a world event), not the agent's
         if call.repeat:
             violations.append(f"waste: turn {call.turn}: {call.name} repeats an earlier call")
         elif not call.ok:

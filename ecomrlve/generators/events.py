@@ -3,22 +3,30 @@
 `add_events(task, ctx, key)` runs after a scenario's build, from difficulty `events_from`
 (default `EVENTS_FROM`) up, on a random stream of its own (`EVENTS_STREAM`: the scenario's
 draws, and so every task below `events_from`, are byte-identical with or without events). It
-picks among the events the task allows, rewrites the reference so that it handles each one,
-and replays that reference through the verifier (a draw it cannot solve is dropped):
+picks among the events the task allows, on a core call (one serving the main request, never an
+add-on), rewrites the reference so that it handles each one, and replays that reference through
+the verifier (a draw it cannot solve is dropped). Each event is tied to an action of the agent
+(`WorldEvent.before` / `after`, issue 44), so an extra read never moves it:
 
-| event         | when it fires                        | the reference                        |
+| event         | fires                                | the reference                        |
 |---------------|--------------------------------------|--------------------------------------|
-| tool_failure  | before a reference call to a shop    | sends the same call again            |
-|               | tool: it fails once (timeout, 503,   |                                      |
-|               | 429); `ask_user` never fails         |                                      |
-| price_change  | after an item is added, before the   | checks out; tells the new price      |
-|               | checkout                             |                                      |
-| out_of_stock  | after an item is added, before the   | views the cart, swaps in the next    |
-|               | checkout                             | fitting search hit, tells why        |
-| order_shipped | before the cancel of an order, or    | looks the order up and tells it has  |
-|               | just after it (a race it wins)       | shipped (or cancelled it in time)    |
+| tool_failure  | on the first call of a shop tool     | sends the same call again            |
+|               | naming that item or order (timeout,  |                                      |
+|               | 503, 429); `ask_user` never fails    |                                      |
+| price_change  | after the first add of the item      | checks out; tells the new price (a   |
+|               |                                      | rise past the budget: views the cart |
+|               |                                      | and asks the customer first)         |
+| out_of_stock  | before the add (refused), or after   | adds the next fitting search hit     |
+|               | it (the checkout is refused)         | (first removing the sold-out one,    |
+|               |                                      | then checking out again); tells why  |
+| order_shipped | before the cancel of an order (the   | tells it has shipped                 |
+|               | cancel is refused)                   |                                      |
 |               | before the first look at an order    | tells it has shipped (when no other  |
 |               | asked about                          | change of the world fits the task)   |
+
+No event is a no-op: an order whose cancel a purchase hangs on is not shipped. From
+`CONFIRM_FROM` (d9) a `confirm_writes` shop rule holds committing writes for the customer's yes
+(`confirm_prob(d)`: 1/2 at d9, 1 at d10); the reference asks before its first one.
 
 Two knobs grow with the difficulty above 8. `acting_first_prob(d)`: P(the changes the
 reference must act on, out of stock and a shipped order, are tried before a price change, which
@@ -32,11 +40,13 @@ world as it was when taken.
 from __future__ import annotations
 
 import logging
+import zlib
 
 import numpy as np
 
 from ecomrlve.config import EVENTS_FROM, NO_EVENTS, EnvConfig
 from ecomrlve.env import reference_turns, verify
+from ecomrlve.env.events import names
 from ecomrlve.generators.base import TaskKey, seed_sequence
 from ecomrlve.generators.blocks import spoken_day
 from ecomrlve.generators.context import GenContext
@@ -137,8 +147,15 @@ class _Draft:
 
 
 # ---- one event each ------------------------------------------------------------------------------
+# Every event hangs on a core call (one serving the main request, not an add-on) and is tied to
+# an action of the agent (`WorldEvent.before` / `after`), so an extra read never moves it; the
+# reference runs into it where a real shop shows it.
+def _is_core(draft: _Draft, index: int) -> bool:
+    return not draft.core_calls or index in draft.core_calls
+
+
 def _price_change(draft: _Draft, rng: np.random.Generator) -> bool:
-    points = draft.purchase_points()
+    points = [(a, c) for a, c in draft.purchase_points() if _is_core(draft, a)]
     if not points:
         return False
     a, checkout = points[int(rng.integers(len(points)))]
@@ -146,6 +163,10 @@ def _price_change(draft: _Draft, rng: np.random.Generator) -> bool:
     old = draft.price(item_id)
     factors = [float(f) for f in rng.permutation(PRICE_FACTORS)]
     cart = draft.cart_at(checkout)
+    if rng.random() < OVER_BUDGET_PROB:  # a rise just past the budget, where one is plausible
+        new = _past_budget(draft, cart, item_id, old)
+        if new is not None:
+            return _over_budget(draft, a, item_id, old, new)
     for factor in factors:
         new = round(old * factor, 2)
         if new != old and new > 0 and draft.within_budget(cart, {item_id: new}):
@@ -156,11 +177,63 @@ def _price_change(draft: _Draft, rng: np.random.Generator) -> bool:
         f"Note: the price of the {draft.title(item_id)} changed from ${old:.2f} to ${new:.2f} "
         "while I was placing your order, and the order was charged at the new price."
     )
+    # the agent saw the old price before adding it; the cart and the checkout show the new one
     draft.events.append(
         WorldEvent(kind="price_change", after_calls=a + 1, item_id=item_id, price=new,
-                   old_price=old, say=say)
+                   old_price=old, say=say, after="add_to_cart")
     )  # fmt: skip
     return True
+
+
+def _past_budget(draft: _Draft, cart: dict[str, int], item_id: str, old: float) -> float | None:
+    """A new price of `item_id` that takes the cart 5% of its price past the budget, if that is
+    a rise of at most `MAX_RISE` (None: no budget, or too far to be plausible)."""
+    purchase = draft.task.goal.purchase
+    if purchase is None or purchase.budget is None or not draft.within_budget(cart, {}):
+        return None
+    total = sum(draft.price(i) * q for i, q in cart.items())
+    new = round(old + (purchase.budget - total) / cart[item_id] + 0.05 * old, 2)
+    if new > old * (1 + MAX_RISE) or draft.within_budget(cart, {item_id: new}):
+        return None
+    return new
+
+
+def _over_budget(draft: _Draft, a: int, item_id: str, old: float, new: float) -> bool:
+    """The price rises past the customer's budget after the add: the reference sees it in the
+    cart and asks the customer, who agrees (a yes from the goal's purchase), then buys."""
+    budget = draft.task.goal.purchase.budget
+    title = draft.title(item_id)
+    wording = OVER_BUDGET_QUESTIONS[zlib.crc32(draft.task.task_id.encode()) % 3]
+    question = wording.format(title=title, old=old, new=new, budget=budget)
+    at = a + 1
+    if at < len(draft.reference) and draft.reference[at].name == "view_cart":
+        draft.insert(at + 1, [ToolCall(name="ask_user", arguments={"question": question})])
+    else:
+        draft.insert(at, [
+            ToolCall(name="view_cart"),
+            ToolCall(name="ask_user", arguments={"question": question}),
+        ])  # fmt: skip
+    say = (
+        f"The price of the {title} went up from ${old:.2f} to ${new:.2f}, past your budget; "
+        "as you agreed, I placed the order at the new price."
+    )
+    draft.events.append(
+        WorldEvent(kind="price_change", after_calls=a + 1, item_id=item_id, price=new,
+                   old_price=old, say=say, after="add_to_cart", over_budget=True)
+    )  # fmt: skip
+    return True
+
+
+OVER_BUDGET_PROB = 0.5  # P(a price change tries a rise past the budget first, where one fits)
+MAX_RISE = 0.5  # the largest rise past a budget drawn: +50%
+OVER_BUDGET_QUESTIONS = (
+    "The {title} just went up from ${old:.2f} to ${new:.2f}, over your ${budget:.2f} budget. "
+    "Shall I still place the order?",
+    "Heads-up: the price of the {title} rose to ${new:.2f} (it was ${old:.2f}), which puts the "
+    "order above your budget of ${budget:.2f}. Do you want me to order it anyway?",
+    "The {title} now costs ${new:.2f} instead of ${old:.2f}, past your ${budget:.2f} limit. "
+    "Is it okay if I go ahead and buy it at that price?",
+)
 
 
 def _last_search(draft: _Draft, before: int) -> list[str]:
@@ -174,12 +247,10 @@ def _last_search(draft: _Draft, before: int) -> list[str]:
     return []
 
 
-def _out_of_stock(draft: _Draft, rng: np.random.Generator) -> bool:
+def _substitute(draft: _Draft, a: int, checkout: int) -> str | None:
+    """The next hit of the search before add `a` that fits the same purchase line, is in stock
+    and keeps the cart within budget (what an agent reacting to the stock-out would pick)."""
     purchase = draft.task.goal.purchase
-    points = draft.purchase_points()
-    if purchase is None or not points:
-        return False
-    a, checkout = points[int(rng.integers(len(points)))]
     args = draft.reference[a].arguments
     item_id, quantity = args["item_id"], int(args.get("quantity", 1))
     cart = draft.cart_at(checkout)
@@ -197,51 +268,75 @@ def _out_of_stock(draft: _Draft, rng: np.random.Generator) -> bool:
             continue
         swapped = {k: v for k, v in cart.items() if k != item_id} | {candidate: cart[item_id]}
         if draft.within_budget(swapped, {}):
-            substitute = candidate
-            break
-    else:
+            return candidate
+    return None
+
+
+def _out_of_stock(draft: _Draft, rng: np.random.Generator) -> bool:
+    """A product the reference buys sells out: at the add (the add is refused) or, once it is
+    in the cart, at the checkout (refused, naming it); the reference swaps in the next fitting
+    hit of its search."""
+    points = [(a, c) for a, c in draft.purchase_points() if _is_core(draft, a)]
+    if draft.task.goal.purchase is None or not points:
         return False
-    say = (
-        f"Sorry: the {draft.title(item_id)} ({item_id}) went out of stock before checkout. "
-        f"The {draft.title(substitute)} ({substitute}) takes its place."
-    )
-    event = WorldEvent(kind="out_of_stock", after_calls=a + 1, item_id=item_id,
-                       substitute=substitute, say=say)  # fmt: skip
-    draft.insert(a + 1, [
-        ToolCall(name="view_cart"),
-        ToolCall(name="remove_from_cart", arguments={"item_id": item_id}),
-        ToolCall(name="add_to_cart", arguments={"item_id": substitute, "quantity": cart[item_id]}),
-    ])  # fmt: skip
+    a, checkout = points[int(rng.integers(len(points)))]
+    item_id = draft.reference[a].arguments["item_id"]
+    substitute = _substitute(draft, a, checkout)
+    if substitute is None:
+        return False
+    quantity = draft.cart_at(checkout)[item_id]
+    at_add = rng.random() < 0.5 and item_id not in draft.cart_at(a)
+    if at_add:
+        say = (
+            f"Sorry: the {draft.title(item_id)} ({item_id}) was out of stock when I tried to add "
+            f"it, so I took the {draft.title(substitute)} ({substitute}) instead."
+        )
+        event = WorldEvent(kind="out_of_stock", after_calls=a, item_id=item_id,
+                           substitute=substitute, say=say, before="add_to_cart")  # fmt: skip
+        draft.insert(a + 1, [
+            ToolCall(name="add_to_cart", arguments={"item_id": substitute, "quantity": quantity}),
+        ])  # fmt: skip
+    else:
+        say = (
+            f"Sorry: the {draft.title(item_id)} ({item_id}) went out of stock before checkout. "
+            f"The {draft.title(substitute)} ({substitute}) takes its place."
+        )
+        event = WorldEvent(kind="out_of_stock", after_calls=a + 1, item_id=item_id,
+                           substitute=substitute, say=say, after="add_to_cart")  # fmt: skip
+        draft.insert(checkout, [
+            ToolCall(name="checkout", arguments=dict(draft.reference[checkout].arguments)),
+            ToolCall(name="remove_from_cart", arguments={"item_id": item_id}),
+            ToolCall(name="add_to_cart", arguments={"item_id": substitute, "quantity": quantity}),
+        ])  # fmt: skip
     draft.events.append(event)
     draft.names[substitute] = draft.title(substitute)
     return True
 
 
 def _order_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
+    """An order to cancel ships just before the cancel: the cancel is refused and the
+    reference tells it. (An order whose cancel a purchase hangs on, `generators/dependent.py`,
+    is not drawn: the goal's purchase would no longer be the one asked for.)"""
     orders = {o["order_id"]: o for o in draft.task.initial_state.get("orders", [])}
     cancels = [
         c for c, call in enumerate(draft.reference)
         if call.name == "cancel_order"
+        and _is_core(draft, c)
         and orders.get(call.arguments["order_id"], {}).get("status") in SHIPPABLE
+        and not _bought_on(draft, c, orders[call.arguments["order_id"]])
     ]  # fmt: skip
     if not cancels:
         return False
     c = cancels[int(rng.integers(len(cancels)))]
     order_id = draft.reference[c].arguments["order_id"]
-    if _bought_on(draft, c, orders[order_id]):
-        # a purchase hangs on this cancellation (`generators/dependent.py`): the shop ships
-        # only after it, a race the reference wins
-        draft.events.append(WorldEvent(kind="order_shipped", after_calls=c + 1, order_id=order_id))
-        return True
-    if rng.random() < 0.5:  # a race the reference wins: it cancels, then the shop ships
-        draft.events.append(WorldEvent(kind="order_shipped", after_calls=c + 1, order_id=order_id))
-        return True
     say = (
         f"Your order {order_id} has already shipped, so it can't be cancelled any more; you can "
         "return it once it arrives."
     )
-    draft.reference[c] = ToolCall(name="get_order", arguments={"order_id": order_id})
-    draft.events.append(WorldEvent(kind="order_shipped", after_calls=c, order_id=order_id, say=say))
+    draft.events.append(
+        WorldEvent(kind="order_shipped", after_calls=c, order_id=order_id, say=say,
+                   before="cancel_order")
+    )  # fmt: skip
     return True
 
 
@@ -284,7 +379,7 @@ def _status_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
             if c.name == "list_orders"
             or (c.name == "get_order" and c.arguments.get("order_id") == order_id)
         ]  # fmt: skip
-        if looks:
+        if looks and _is_core(draft, looks[0]):
             picks.append((order_id, looks[0]))
     if not picks:
         return False
@@ -297,32 +392,97 @@ def _status_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
         say += f" and should arrive on {spoken_day(order['eta'])}"
     # told in place of the order's status and date (`reference.final_answer`); its details stay
     draft.events.append(
-        WorldEvent(kind="order_shipped", after_calls=first_look, order_id=order_id, say=say + ".")
-    )
+        WorldEvent(kind="order_shipped", after_calls=first_look, order_id=order_id, say=say + ".",
+                   before=draft.reference[first_look].name)
+    )  # fmt: skip
     return True
 
 
+def _subject(call: ToolCall) -> dict[str, str]:
+    return {
+        key: call.arguments[key]
+        for key in ("item_id", "order_id")
+        if isinstance(call.arguments.get(key), str)
+    }
+
+
 def _tool_failure(draft: _Draft, rng: np.random.Generator) -> bool:
-    # a shop service fails, not the customer: `ask_user` is the conversation itself
-    calls = [j for j, c in enumerate(draft.reference) if c.name != "ask_user"]
+    """A core call fails once (a shop service, not the customer: `ask_user` is the
+    conversation itself): the first call of its tool naming its item or order."""
+    calls = []
+    for j, call in enumerate(draft.reference):
+        if call.name == "ask_user" or not _is_core(draft, j):
+            continue
+        probe = WorldEvent(kind="tool_failure", after_calls=j, **_subject(call))
+        if not any(c.name == call.name and names(probe, c.arguments) for c in draft.reference[:j]):
+            calls.append(j)
     if not calls:
         return False
     j = calls[int(rng.integers(len(calls)))]
     call = draft.reference[j]
     event = WorldEvent(kind="tool_failure", after_calls=j, tool=call.name,
-                       error=str(rng.choice(TRANSIENT_ERRORS)))  # fmt: skip
+                       error=str(rng.choice(TRANSIENT_ERRORS)), before=call.name,
+                       **_subject(call))  # fmt: skip
     draft.insert(j + 1, [ToolCall(name=call.name, arguments=dict(call.arguments))])
     draft.events.append(event)
     return True
 
 
-# reference calls spent handling one event of each kind (the scenario's plan does not count them)
-HANDLING_CALLS = {"tool_failure": 1, "out_of_stock": 3, "price_change": 0, "order_shipped": 0}
-
-
 def handling_calls(task: Task) -> int:
-    """Reference calls `task` spends on its world events (`min_steps` = plan steps + these)."""
-    return sum(HANDLING_CALLS[event.kind] for event in task.events)
+    """Reference calls `task` spends on its world events (`min_steps` = plan steps + these):
+    the retry of a failed call, the add of a substitute (refused at the add) or the refused
+    checkout, the remove and the add (refused at the checkout)."""
+    spent = {"tool_failure": 1, "out_of_stock": 3, "price_change": 0, "order_shipped": 0,
+             "confirm_writes": 1}  # fmt: skip
+    # a price over the budget: the cart viewed (unless the reference views it anyway) and the
+    # customer asked
+    return sum(
+        1 if event.before == "add_to_cart" else 2 if event.over_budget else spent[event.kind]
+        for event in task.events
+    )
+
+
+# ---- a shop rule: the customer's yes before a committing write (issue 44) ------------------------
+CONFIRM_FROM = 9
+COMMITTING = ("checkout", "cancel_order", "return_item", "exchange_item")
+
+
+def confirm_prob(difficulty: int) -> float:
+    """P(the shop needs the customer's explicit yes before a write): 0 below d9, 1/2 at d9,
+    1 at d10."""
+    return min(1.0, 0.5 * max(0, difficulty - CONFIRM_FROM + 1))
+
+
+def _confirmation(draft: _Draft, rng: np.random.Generator) -> bool:
+    """The `confirm_writes` rule: the reference asks the customer before its first
+    committing write (a yes, from the goal, lets every write after it through)."""
+    writes = [k for k, c in enumerate(draft.reference) if c.name in COMMITTING]
+    if not writes:
+        return False
+    first = writes[0]
+    call = draft.reference[first]
+    args = call.arguments
+    action = {
+        "checkout": "place the order",
+        "cancel_order": f"cancel order {args.get('order_id')}",
+        "return_item": f"start the return from order {args.get('order_id')}",
+        "exchange_item": f"set up the exchange on order {args.get('order_id')}",
+    }[call.name]
+    wording = CONFIRM_WORDINGS[int(rng.integers(len(CONFIRM_WORDINGS)))]
+    question = wording.format(action=action)
+    draft.insert(first, [ToolCall(name="ask_user", arguments={"question": question})])
+    draft.events.append(WorldEvent(kind="confirm_writes", after_calls=0))
+    return True
+
+
+CONFIRM_WORDINGS = (
+    "Shall I go ahead and {action}?",
+    "Do you want me to {action}?",
+    "Before I {action}: is that okay with you?",
+    "Can I {action} now?",
+    "Would you like me to {action}?",
+    "Just to confirm: should I {action}?",
+)
 
 
 def acting_first_prob(difficulty: int) -> float:
@@ -375,6 +535,8 @@ def add_events(
         _tool_failure(draft, rng)
     if not changed:  # drawn last: every other draw is the one it was before this kind
         _status_shipped(draft, rng)
+    if task.difficulty >= CONFIRM_FROM and rng.random() < confirm_prob(task.difficulty):
+        _confirmation(draft, rng)
     if not draft.events:
         return task
     goal = task.goal.model_copy(update={"product_names": draft.names})

@@ -37,7 +37,7 @@ from typing import Any
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env import Catalog, EcomEnv, Verdict, final_answer, format_call
-from ecomrlve.tasks import AnswerFact, Task, ToolCall
+from ecomrlve.tasks import AnswerFact, Task, ToolCall, WorldEvent
 
 _WORD = re.compile(r"[a-z0-9]+")
 # filters the baseline always keeps: the gist of the request
@@ -82,6 +82,7 @@ class ShallowAgent:
         self.orders: list[dict[str, Any]] = []  # the latest list_orders, newest first
         self.order_map: dict[str, str] = {}  # reference order id -> the baseline's
         self.shown: list[str] = [task.prompt]
+        self.refusals: list[str] = []  # the errors of refused calls
         self.departures = 0
 
     # ---- choices --------------------------------------------------------------------------------
@@ -168,6 +169,18 @@ class ShallowAgent:
         """Whether the baseline took another order for `order_id`."""
         return self.order_map.get(order_id, order_id) != order_id
 
+    def _saw(self, event: WorldEvent) -> bool:
+        """Whether what the baseline was shown tells an order's shipping (it tells nothing it
+        never saw: the cancel a shop rule refused first shows no status)."""
+        if event.kind != "order_shipped":
+            return True
+        for text in self.shown[1:]:  # results, after the prompt
+            result = json.loads(text)
+            for order in [result, *result.get("orders", [])] if isinstance(result, dict) else []:
+                if order.get("order_id") == event.order_id and order.get("status") == "shipped":
+                    return True
+        return any(f"order {event.order_id} is shipped" in text for text in self.refusals)
+
     def _copyable(self, fact: AnswerFact) -> bool:
         if self._mistaken(fact.subject):
             return False
@@ -189,7 +202,11 @@ class ShallowAgent:
                     row = self.catalog.row_of(item_id) if isinstance(item_id, str) else None
                     if row is not None:
                         names[item_id] = self.catalog.title(row)
-        events = [e for e in self.task.events if not (e.order_id and self._mistaken(e.order_id))]
+        events = [
+            e
+            for e in self.task.events
+            if not (e.order_id and self._mistaken(e.order_id)) and self._saw(e)
+        ]
         self.departures += len(self.task.events) - len(events)
         own = self.task.model_copy(
             update={
@@ -219,6 +236,7 @@ class ShallowAgent:
             message = next(m for m in step.observation if m.get("role") == "tool")
             result = json.loads(message["content"])
             if "error" in result:
+                self.refusals.append(result["error"])
                 continue  # no retry
             self.observe(call.name, result)
             done.append(ToolCall(name=call.name, arguments=arguments))

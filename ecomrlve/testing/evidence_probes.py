@@ -17,6 +17,7 @@ import datetime as dt
 import re
 
 from ecomrlve.env import Catalog, EcomEnv, final_answer, format_call, reference_turns, verify
+from ecomrlve.env.reference import refused_calls
 from ecomrlve.tasks import Task
 
 READS = frozenset(("search", "get_product", "view_cart", "list_orders", "get_order",
@@ -60,8 +61,13 @@ def no_lookup(task: Task) -> list[str] | None:
 
 
 def reason_dump(task: Task) -> list[str] | None:
-    """The reference with every return/cancel reason replaced by a list of every complaint."""
-    if not any(c.name in ("return_item", "cancel_order") for c in task.reference):
+    """The reference with every return/cancel reason replaced by a list of every complaint
+    (None when no such call takes effect: a cancel a world event refuses judges no reason)."""
+    refused = refused_calls(task)
+    if not any(
+        c.name in ("return_item", "cancel_order") and k not in refused
+        for k, c in enumerate(task.reference)
+    ):
         return None
     turns = []
     for call in task.reference:
@@ -202,7 +208,8 @@ def early_price_change(task: Task) -> tuple[Task, list[str]] | None:
     changes = [e for e in task.events if e.kind == "price_change"]
     if not changes:
         return None
-    events = [e.model_copy(update={"after_calls": 0}) if e.kind == "price_change" else e
+    first = {"after_calls": 0, "after": "", "before": ""}  # by the count: before any call
+    events = [e.model_copy(update=first) if e.kind == "price_change" else e
               for e in task.events]  # fmt: skip
     moved = task.model_copy(update={"events": events})
     answer = final_answer(task)
