@@ -207,3 +207,29 @@ def test_the_failed_clause_is_the_quote_of_a_claims_violation() -> None:
         "it's refunded",
     ]
     assert "".join(piece for piece, _ in marked_spans(text, clauses)) == text
+
+
+def test_rescore_replays_every_episode_and_counts_flipped_verdicts(tmp_path) -> None:
+    """`view RUN --rescore`: under the verifier that judged them nothing flips; a stored
+    verdict that today's verifier does not give (as after a verifier change) is counted."""
+    from ecomrlve import store
+    from ecomrlve.train.view import rescore
+
+    data, folder = scripted_run(tmp_path)
+    table = rescore(folder)
+    assert table["stage"].to_list() == ["base", "sft", "final"]
+    assert table["replayed"].to_list() == [18, 18, 18]  # 9 tasks x 2 samples
+    assert table["now_pass"].to_list() == table["now_fail"].to_list() == [0, 0, 0]
+    assert table["stored_pass_at_1"].to_list() == table["now_pass_at_1"].to_list()
+
+    with store.writer(data) as con:  # one SFT episode stored as failed that the env passes
+        con.execute(
+            "UPDATE eval_episodes SET success = false WHERE rowid = (SELECT min(rowid) "
+            "FROM eval_episodes WHERE stage = 'sft' AND success)"
+        )
+    flipped = rescore(folder).filter(stage="sft").row(0, named=True)
+    assert (flipped["now_pass"], flipped["now_fail"]) == (1, 0)
+
+    result = CliRunner().invoke(app, ["view", str(folder), "--rescore"])
+    assert result.exit_code == 0, result.output
+    assert "verdicts replayed" in result.output and not (folder / "report.html").exists()

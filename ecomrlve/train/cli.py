@@ -11,7 +11,7 @@ import polars as pl
 import typer
 
 from ecomrlve.cli_common import console, fail, frame_table, progress_bar, user_errors
-from ecomrlve.train.view import EPISODES_PER_STAGE, write_report
+from ecomrlve.train.view import EPISODES_PER_STAGE, rescore, write_report
 
 if TYPE_CHECKING:
     from ecomrlve.config import EcomConfig
@@ -159,9 +159,21 @@ def view(
         "--episodes",
         help="held-out episodes shown per stage (failed and passed in turn)",
     ),
+    rescore_: bool = typer.Option(
+        False,
+        "--rescore",
+        help="instead of the page: replay every stored held-out episode under today's verifier "
+        "and print per stage how many verdicts flipped (did a verifier change move the figures?)",
+    ),
 ) -> None:
     """Write one static HTML report of a finished run: held-out table with CIs, curves, task
     mix and an episode browser (opens from disk, offline)."""
+    if rescore_:
+        with user_errors():
+            table = rescore(run, data)
+        title = "held-out verdicts replayed under today's verifier"
+        console.print(frame_table(table, title=title))
+        return
     with user_errors():
         path = write_report(run, data, output, episodes=episodes)
     size = f"{path.stat().st_size / 1e3:,.0f} kB"

@@ -295,6 +295,32 @@ def episode_views(data: Path, run: FinishedRun, picked: pl.DataFrame) -> list[Ep
     return [replay(r, by_id.get(r["task_id"]), catalog, run.config) for r in picked.to_dicts()]
 
 
+def rescore(run_dir: Path, data: Path | None = None) -> pl.DataFrame:
+    """Every stored held-out episode of the run replayed and judged by today's env: per stage,
+    the episodes, pass@1 as stored and as judged now, and how many verdicts flipped each way.
+    A verifier change that flips none leaves the run's figures standing; episodes stored
+    without turns are left out (`replayed` counts the others)."""
+    run = FinishedRun.open(Path(run_dir))
+    data = store_of(run, data)
+    rows = held_out_episodes(data, run).filter(pl.col("assistant_turns").is_not_null())
+    if not rows.height:
+        raise ViewError(f"run {run.run_id} stored no turns to replay (a run from before them)")
+    views = episode_views(data, run, rows)
+    now = [v.verdict.success if v.verdict is not None else None for v in views]
+    judged = rows.select("stage", pl.col("success").alias("stored")).with_columns(
+        pl.Series("now", now, dtype=pl.Boolean)
+    )
+    flips = judged.group_by("stage", maintain_order=True).agg(
+        pl.len().alias("replayed"),
+        pl.col("stored").mean().alias("stored_pass_at_1"),
+        pl.col("now").mean().alias("now_pass_at_1"),
+        (pl.col("now") & ~pl.col("stored")).sum().alias("now_pass"),
+        (~pl.col("now") & pl.col("stored")).sum().alias("now_fail"),
+    )
+    order = {stage: i for i, stage in enumerate(STAGE_ORDER)}
+    return flips.sort(pl.col("stage").replace_strict(order, default=len(order)))
+
+
 # the last ": 'text'" of a claims violation (a name it cites earlier may be quoted too)
 _QUOTED = re.compile(r".*: (?P<quote>'.*'|\".*\")$")
 
