@@ -247,7 +247,7 @@ DELIVERED = (  # done, to the customer's place
     "turned up on your porch",
     "came to your house last week",
     "was left at your front door",
-    "ended up in your mailbox",
+    "wound up in your mailbox",
     "reached your doorstep",
     "got to you already",
     "was handed to you in person",
@@ -263,7 +263,7 @@ SHIPPED = (  # gone from the shop's place, or on the way to the customer's
     "is coming to you",
     "is travelling to your address",
     "is moving to your house now",
-    "set off from our fulfilment centre",
+    "pulled out of our fulfilment centre",
     "rolled out of the distribution center",
     "is making its way to you",
     "exited our warehouse",
@@ -278,7 +278,7 @@ NOT_YET = (  # a movement to come, denied or of something else: no status
     "can be left at your door if you like",
     "is not coming to you",
     "reached the warehouse",  # a return that came back, no departure
-    "may end up in your mailbox",
+    "may wind up in your mailbox",
 )
 
 

@@ -106,9 +106,11 @@ Evidence — what the answer states, the episode made known (with `shown`; issue
   have been today"): the fact is missing unless stated plainly; every alternative is still
   checked for conflicts and grounding.
 * A sentence naming an order no fact is about (an order id no cue names: the order just placed)
-  is about that order (`OTHER`), and so are the sentences after it that name nothing ("Order
-  #N0001. Total: $52.98."): their values are judged by evidence, not as conflicts with the
-  facts of the orders the request is about. An order id names the facts of its order
+  is about that order (`OTHER`): its values are judged by evidence, not as conflicts with the
+  facts of the orders the request is about. After an order placed in the episode (an "N" id)
+  the sentences that name nothing go on about it ("Order #N0001. Total: $52.98."); after an
+  order on file, they do not (a policy answer after "I've started a return from order O1" is
+  still held to the policy's facts). An order id names the facts of its order
   (or of its items, the product's words picking among them).
 
 Precision — an answer that states a conflicting value of a checked kind fails:

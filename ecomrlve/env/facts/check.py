@@ -294,6 +294,7 @@ def _with_roles(fact: AnswerFact) -> list[tuple[str, str]]:
 # the agent just placed) is about that order (`OTHER`): its values are judged by what the
 # episode showed, not against the facts of the orders the request is about
 _ORDER_ID = re.compile(r"\b(?:o\d{7}|n\d{4})\b")  # an initial order, one placed in the episode
+_NEW_ORDER = re.compile(r"\bn\d{4}\b")
 # a value offered as one of several alternatives commits to none: it states no fact, though a
 # wrong alternative still fails. An alternative is said by "or" ("either today or June 16",
 # "June 16 or 17"), a slash ("June 16/today"), or a word of doubt ("maybe June 16", "June 16,
@@ -379,6 +380,10 @@ class Reading:
                     # and a product's words (or id) pick among the items of one order
                     by_words = {s for cue, s in plan.word_pairs if cue in words}
                     named = (by_id & by_words or by_id) if by_id else OTHER
+                if named is OTHER and not _NEW_ORDER.search(sentence):
+                    # about an order on file no fact is about, alone: the next sentence is not
+                    self.segments.append(Segment(sentence, OTHER, start))
+                    continue
                 # a sentence naming nothing goes on about the order before it, the one just
                 # placed too ("Order N0001 is placed. Total: $52.98.")
                 current = named or current

@@ -576,9 +576,10 @@ _STATUS_STEMS = ("deliver", "arriv", "ship", "dispatch", "process", "pending", "
 # your door", "was left on your porch"); on its way there ("is heading your way", "is coming
 # to you") or gone from the shop's place ("has left our warehouse") it has shipped. A verb in
 # its base form states nothing ("should get to you on June 16" is an arrival date).
-_MOTION_LEMMAS = ("arrive", "reach", "land", "get", "come", "show", "turn", "make", "end",
-                  "leave", "depart", "exit", "go", "head", "set", "drop", "hand", "pull",
-                  "move", "travel", "roll", "pop", "wind")  # fmt: skip
+# ("set off", "end up" are motions too, but "set up", "ending in 1234" fill answers: left out)
+_MOTION_LEMMAS = ("arrive", "reach", "land", "get", "come", "show", "turn", "make", "leave",
+                  "depart", "exit", "go", "head", "drop", "hand", "pull", "move", "travel",
+                  "roll", "pop", "wind")  # fmt: skip
 _MOTION_FORMS = {  # "showed" -> "done", "heading" -> "ing"
     form: ("ing" if tag == "VBG" else "done")
     for lemma in _MOTION_LEMMAS
@@ -601,9 +602,10 @@ _PLACE = re.compile(
 # a place right after the verb, with no preposition: reached (the customer's), left (the shop's)
 _REACHED = frozenset(f for f, _ in _MOTION_FORMS.items() if f.startswith("reach"))
 _LEFT = frozenset(("left", "leaving", "departed", "departing", "exited", "exiting"))
-_PLACE_STEMS = ("to you", "your way", "door", "porch", "home", "house", "address", "box",
-                "hands", "building", "apartment", "flat", "step", "reception", "locker",
-                "warehouse", "depot", "facilit", "cent", "stockroom")  # fmt: skip
+_PLACE_STEMS = ("to you", "your way", "door", "porch", "home", "house", "address", "mailbox",
+                "letterbox", "hands", "building", "apartment", "flat", "step", "reception",
+                "locker", "warehouse", "depot", "facilit", "center", "centre",
+                "stockroom")  # fmt: skip
 
 
 def _motions(text: str) -> list[tuple[int, str]]:
@@ -639,7 +641,8 @@ def extract_statuses(text: str) -> list[tuple[int, str]]:
                 said = m.group()
                 status = "cancelled" if _CANCELLATION_DONE.match(said) else _STATUS_OF[said]
                 found.append((m.start(), status))
-    if _has(text, _PLACE_STEMS):
+    # (a verb of motion, then a place: one answer in twenty holds both)
+    if not _MOTION_FORMS.keys().isdisjoint(text.split()) and _has(text, _PLACE_STEMS):
         found = sorted(found + _motions(text))
     out = []
     for start, status in found:
