@@ -641,7 +641,7 @@ def extract_statuses(text: str) -> list[tuple[int, str]]:
                 said = m.group()
                 status = "cancelled" if _CANCELLATION_DONE.match(said) else _STATUS_OF[said]
                 found.append((m.start(), status))
-    # (a verb of motion, then a place: one answer in twenty holds both)
+    # (a verb of motion first: a split and a set test; few answers hold one, fewer a place)
     if not _MOTION_FORMS.keys().isdisjoint(text.split()) and _has(text, _PLACE_STEMS):
         found = sorted(found + _motions(text))
     out = []
