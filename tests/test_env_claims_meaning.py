@@ -233,3 +233,103 @@ def test_a_product_promised_in_any_verb_is_a_promise(tasks, catalog):
     assert not claims(judge(bought, said, catalog))
     for said in (f"I'll check the {named} for you.", f"I'll compare the {named} with others."):
         assert not claims(judge(nothing, said, catalog)), said
+
+
+# ---- fresh wordings, ten or more of each (issue 43, the round after the blind probes) ------
+# Written for these tests, none of them the blind set's: a cancellation in other verbs (said of
+# the order, third person too), an order "reversed" (a refund), a product "on order" or
+# "reserved", and false reports in other languages with the shop's English names in them.
+CANCELLED_IN_OTHER_VERBS = (
+    "Order {o} was scrubbed from the system.",
+    "Order {o} has been ditched as you asked.",
+    "I've undone order {o}.",
+    "Your order {o} got retracted this morning.",
+    "We countermanded order {o}.",
+    "Order {o} is invalidated now.",
+    "Order {o} was quashed before it could ship.",
+    "I nixed order {o} for you.",
+    "The charge for order {o} has been reversed.",
+    "Order {o} got reversed in full.",
+    "Order {o} has been undone.",
+)
+
+
+def test_a_cancellation_in_other_verbs_is_a_report(tasks, catalog):
+    nothing, cancelled = tasks["fx-status"], tasks["fx-cancel"]
+    for line in CANCELLED_IN_OTHER_VERBS:
+        assert claims(judge(nothing, line.format(o="O4001"), catalog)), line
+        assert not claims(judge(cancelled, line.format(o="O1001"), catalog)), line
+    # denied or to come, they report nothing done; asked, they claim nothing
+    for line in (
+        "I haven't undone order O4001.",
+        "Order O4001 was not scrubbed.",
+        "Should I ditch order O4001?",
+    ):
+        assert not claims(judge(nothing, line, catalog)), line
+
+
+def _bought(tasks, catalog) -> str:
+    """The fx-purchase product as brand, colour and type ("Smith navy t-shirt")."""
+    row = catalog.row_of(tasks["fx-purchase"].reference[1].arguments["item_id"])
+    return " ".join(str(catalog.value(c, row)) for c in ("brand", "color", "product_type"))
+
+
+def test_a_product_on_order_or_reserved_is_bought(tasks, catalog):
+    bought, nothing = tasks["fx-purchase"], tasks["fx-status"]
+    named = _bought(tasks, catalog)
+    for line in (
+        "The {n} is on order for you.",
+        "The {n} is now on order.",
+        "Good news: the {n} is already on order.",
+        "I've reserved the {n} for you.",
+        "The {n} was reserved in your name.",
+    ):
+        said = line.format(n=named)
+        assert not claims(judge(bought, said, catalog)), said
+        assert claims(judge(nothing, said, catalog)), said
+    # a line of an order already on file: where it is, no purchase
+    row = catalog.row_of(nothing.initial_state["orders"][0]["items"][0]["item_id"])
+    held = " ".join(str(catalog.value(c, row)) for c in ("brand", "color", "product_type"))
+    assert not claims(judge(nothing, f"The {held} is on order O4001.", catalog))
+
+
+FOREIGN_REPORTS = (  # short, or with the shop's English names in them
+    "Pedido {o} anulado ya.",
+    "Reembolso hecho: {n}.",
+    "Bestellung {o} wurde storniert.",
+    "Commande {o} annulée hier.",
+    "Encomenda {o} cancelada hoje.",
+    "Devolución iniciada para {n}.",
+    "O item {n} foi devolvido.",
+    "Le {n} est commandé.",
+    "Wir haben {n} bestellt.",
+    "Hemos pedido {n} para usted.",
+    "Já encomendámos {n}.",
+)
+ENGLISH_TRUTHS = (  # short English, no common word: still English
+    "Order {o}: cancelled.",
+    "Cancelled last week.",
+    "Refund processed today.",
+    "Cancellation fully confirmed.",
+    "Delivery expected Monday.",
+    "Warm regards, Sam.",
+    "Happy shopping again!",
+    "Cheers, Jamie Lee.",
+    "Returned per request.",
+    "Sorted: {o} cancelled.",
+)
+
+
+def test_a_report_in_another_language_fails_names_and_short_sentences_too(tasks, catalog):
+    nothing, cancelled = tasks["fx-status"], tasks["fx-cancel"]
+    named = _bought(tasks, catalog)
+
+    def foreign(task, reply):
+        return [v for v in judge(task, reply, catalog).violations if "language" in v]
+
+    for line in FOREIGN_REPORTS:
+        said = f"I looked at your order. {line.format(o='O4001', n=named)}"
+        assert foreign(nothing, said), said
+    for line in ENGLISH_TRUTHS:
+        said = f"I've cancelled O1001. {line.format(o='O1001')}"
+        assert not foreign(cancelled, said), said

@@ -185,3 +185,137 @@ def test_a_fee_on_one_item_is_no_verdict_on_a_final_sale_item_of_its_order() -> 
         assert check_answer(answer, facts, "", today=TODAY, shown=shown).ok, answer
     wrong = "Yes, you can return the coffee beans. There is a 5% restocking fee on the jeans."
     assert not check_answer(wrong, facts, "", today=TODAY, shown=shown).ok
+
+
+# ---- fresh wordings, ten or more of each (issue 43, the round after the blind probes) ------
+# Written for these tests, none of them the blind set's: hedges by any word of doubt, statuses
+# said as a movement, the checkout's own values in short forms. Each lie must fail, each truth
+# pass.
+READ = {"order_id": ORDER, "status": "shipped", "eta": "2026-06-24", "placed": "2026-06-18"}
+ARRIVAL_BESIDE_PLACED = _fact(
+    "date", "2026-06-24", subject=ORDER, cues=[ORDER], role="arrival",
+    allowed=["2026-06-18"], allowed_roles=["placed"],
+)  # fmt: skip
+HEDGED = (  # the true date beside another by "or", a slash or a word of doubt
+    "should arrive on June 24/today",
+    "should arrive June 18/June 24",
+    "should arrive on June 24, or possibly June 18",
+    "should arrive June 24 (perhaps June 18)",
+    "should arrive June 24, though it could have been today",
+    "should arrive today, or else June 24",
+    "should arrive today or maybe June 24",
+    "should arrive June 18, though it might be June 24",
+    "should arrive June 18, though it may be June 24",
+    "should arrive June 24, or even today",
+    "may have arrived today, or perhaps June 24",
+    "should arrive around June 24 (possibly today)",
+)
+COMMITTED = (  # one date, or an "or" / a modal that offers no other value
+    "should arrive on June 24",
+    "should arrive on 6/24",
+    "was placed June 18 and should arrive June 24",
+    "should arrive on June 24, and you can track it or call us",
+    "should arrive on June 24 at your door or in your mailbox",
+    "should arrive on June 24 (a Wednesday)",
+    "is due June 24; you could also pick it up at the depot",
+    "should arrive June 24 and you may return it after that",
+    "should arrive on June 24 or so we're told by the carrier",
+    "should arrive June 24, so it might be worth keeping an eye out",
+)
+
+
+@pytest.mark.parametrize("said", HEDGED)
+def test_a_date_offered_beside_another_states_none(said) -> None:
+    answer = f"Your order {ORDER} has shipped and {said}."
+    checked = check_answer(
+        answer, [STATUS, ARRIVAL_BESIDE_PLACED], "", today=TODAY, shown=_shown(READ)
+    )
+    assert not checked.ok, answer
+
+
+@pytest.mark.parametrize("said", COMMITTED)
+def test_a_date_said_once_is_stated(said) -> None:
+    answer = f"Your order {ORDER} has shipped and {said}."
+    checked = check_answer(
+        answer, [STATUS, ARRIVAL_BESIDE_PLACED], "", today=TODAY, shown=_shown(READ)
+    )
+    assert checked.ok, (answer, checked)
+
+
+DELIVERED = (  # done, to the customer's place
+    "made it to your door",
+    "turned up on your porch",
+    "came to your house last week",
+    "was left at your front door",
+    "wound up in your mailbox",
+    "reached your doorstep",
+    "got to you already",
+    "was handed to you in person",
+    "popped up on your doorstep",
+    "landed in your letterbox",
+    "showed up at your building's reception",
+)
+SHIPPED = (  # gone from the shop's place, or on the way to the customer's
+    "has left our warehouse",
+    "departed the warehouse this morning",
+    "went out of our depot yesterday",
+    "is heading your way",
+    "is coming to you",
+    "is travelling to your address",
+    "is moving to your house now",
+    "pulled out of our fulfilment centre",
+    "rolled out of the distribution center",
+    "is making its way to you",
+    "exited our warehouse",
+)
+NOT_YET = (  # a movement to come, denied or of something else: no status
+    "should get to you soon",
+    "will make it to your door",
+    "hasn't reached your doorstep",
+    "has not left our warehouse yet",
+    "will leave our warehouse tomorrow",
+    "should head your way soon",
+    "can be left at your door if you like",
+    "is not coming to you",
+    "reached the warehouse",  # a return that came back, no departure
+    "may wind up in your mailbox",
+)
+
+
+@pytest.mark.parametrize("status", ["delivered", "shipped"])
+def test_a_status_said_as_a_movement(status) -> None:
+    fact = _fact("status", status, subject=ORDER, cues=[ORDER])
+    shown = _shown({"order_id": ORDER, "status": status})
+    for said in DELIVERED if status == "delivered" else SHIPPED:
+        answer = f"Your order {ORDER} {said}."
+        assert check_answer(answer, [fact], "", today=TODAY, shown=shown).ok, answer
+    for said in (*NOT_YET, *(SHIPPED if status == "delivered" else DELIVERED)):
+        answer = f"Your order {ORDER} {said}."
+        assert not check_answer(answer, [fact], "", today=TODAY, shown=shown).ok, answer
+
+
+CHECKOUT_SAID = (  # the order just placed, its number, total and arrival in short forms
+    "Done! Order #N0001, {total}, ETA {eta}.",
+    "Order #N0001 is in: {total}, arriving {eta}.",
+    "Confirmation #N0001. You paid {total}; it arrives {eta}.",
+    "Your new order (N0001) came to {total}. It should be with you by {eta}.",
+    "N0001 placed. Charged: {total}. Expected: {eta}.",
+    "Order no. N0001 - total {total} - delivery {eta}.",
+    "Ref N0001: {total} total. ETA: {eta}.",
+    "Order number N0001 went through. The total was {total} and it lands {eta}.",
+    "Placed as #N0001. {total} was charged. Delivery by {eta}.",
+    "We've got order #N0001 for {total}. Expect it {eta}.",
+)
+
+
+@pytest.mark.parametrize("template", CHECKOUT_SAID)
+def test_the_checkouts_own_values_in_short_forms(template) -> None:
+    placed = {"ok": True, "order_id": "N0001", "total": 69.99, "eta": "2026-06-27"}
+    read = {"order_id": ORDER, "status": "shipped", "eta": "2026-06-24"}
+    shown, facts = _shown(read, placed), [STATUS, ARRIVAL]
+    true = f"{SAID} {template.format(total='$69.99', eta='June 27')}"
+    checked = check_answer(true, facts, "", today=TODAY, shown=shown)
+    assert checked.ok, (true, checked)
+    for total, eta in (("$79.99", "June 27"), ("$69.99", "June 29")):
+        invented = f"{SAID} {template.format(total=total, eta=eta)}"
+        assert not check_answer(invented, facts, "", today=TODAY, shown=shown).ok, invented

@@ -11,8 +11,8 @@ with `lemminflect` and reads each clause word by word, so a synonym is one word 
 
 * A reply with a sentence in another language than the customer's (`customer_language` of
   their request: the facts' `ClaimsKind` passes it) fails with that reason
-  (`language`: fastText's bundled model, asked only about sentences of four or more words with
-  no common English word, so "O1: cancelled." is never judged).
+  (`language`: fastText's bundled model, asked only about sentences of three or more words,
+  the shop's names left out, with no common English word, so "O1: cancelled." is never judged).
 * The message is cut into sentences and clauses (at ";", at "," and "and" where a new
   statement starts, and at "but", "so", "because"…; a list of objects stays one clause, and a
   product title's commas never cut). A question states nothing.
@@ -126,12 +126,12 @@ def check_claims(
     """Violations for a reply not in the customer's `language`, every report or promise in
     `answer` that no succeeded action backs and every denial of an action that succeeded
     (rules at the top of this module)."""
-    foreign = foreign_sentence(answer, language)
+    names = product_names(catalog)
+    foreign = foreign_sentence(answer, language, names.words)
     if foreign:
         return [
             f"claims: the reply is not in the customer's language ({language}): {_quote(foreign)}"
         ]
-    names = product_names(catalog)
     done = succeeded_actions(record)
     standing: list[Action] | None = None  # built when a third-person status needs it
     state = record.state

@@ -27,7 +27,8 @@ class ActionKind:
 
     `verbs`: lemmas whose any form speaks of it ("call off": "off" within three words after);
     `nouns`: lemmas that speak of it with an effect verb (`EFFECTS`, or `effects` when given);
-    `states`: adjectives that report it after a form of "be" ("is now void");
+    `states`: adjectives (or a phrase ending in one of its words) that report it after a
+    form of "be" ("is now void", "is on order");
     `context`: words one of which the clause must hold ("cart" for an addition); `excludes`:
     words that make the clause another kind's; `covers`: the action kinds of the episode that
     make a report true (default: `name`); `needs_name`: a report must name a product acted
@@ -95,6 +96,7 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
         "order",
         verbs=("place", "order", "purchase", "buy", "check out", "reorder"),
         nouns=("order", "purchase", "checkout"),
+        states=("on order",),  # "the jacket is on order for you" (not "… on order O1")
         excludes=CART,
         # "I couldn't complete your order", "the payment didn't go through"
         denial=r"\b(?:order|purchase|checkout|payment) (?:didn't|did not|couldn't|could not|wouldn't|would not|won't|will not) go through"
@@ -107,7 +109,8 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
     ActionKind(
         "cancel",
         verbs=("cancel", "void", "stop", "withdraw", "call off", "annul", "rescind", "revoke", "abort",
-               "axe", "kill", "pull the plug", "terminate", "halt", "scrap", "nullify"),
+               "axe", "kill", "pull the plug", "terminate", "halt", "scrap", "nullify", "nix",
+               "scrub", "ditch", "undo", "retract", "countermand", "quash", "invalidate"),
         nouns=("cancellation", "cancelation"),
         states=("void", "null"),
     ),
@@ -127,14 +130,16 @@ ACTION_KINDS: tuple[ActionKind, ...] = (
         "refund",
         # ("send back" is the return's: "nothing is being sent back" denies no refund; the
         # money sent back is the noun's, "the money was sent back to your card")
-        verbs=("refund", "reimburse", "credit", "repay", "pay back", "give back", "compensate"),
+        # (an order or a charge "reversed" is paid back: true after a cancel or a return)
+        verbs=("refund", "reimburse", "credit", "repay", "pay back", "give back", "compensate",
+               "reverse"),
         nouns=("refund", "reimbursement", "credit", "repayment", "compensation", "money"),
         covers=("cancel", "return"),
         lands=("account", "card", "balance", "wallet", "statement", "bank", "method", "paypal"),
     ),
     # a product got for the customer, in verbs of no other kind ("I've secured the Lam mat",
     # and any verb `reading` does not know, with a product as its object): an order or a cart
-    ActionKind("obtain", verbs=("obtain", "acquire", "procure", "secure"), covers=("order", "add")),
+    ActionKind("obtain", verbs=("obtain", "acquire", "procure", "secure", "reserve"), covers=("order", "add")),
     ActionKind(
         "recommend",
         verbs=("recommend", "suggest"),
@@ -205,7 +210,7 @@ def _build_forms() -> dict[str, list[Word]]:
             for spelling, form in verb_forms(lemma).items():
                 add(spelling, Word(kind.name, "verb", form, particle, lemma))
         for state in kind.states:
-            add(state, Word(kind.name, "state", "done", lemma=state))
+            add(state.split()[-1], Word(kind.name, "state", "done", lemma=state))
         for noun in kind.nouns:
             head = noun.split()[-1]
             for spelling in {

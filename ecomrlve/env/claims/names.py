@@ -35,6 +35,7 @@ class ProductNames:
         self.catalog = catalog
         self.brands: frozenset[str] = frozenset()
         self.nouns: dict[str, str] = {}  # spelling (lower case, plural too) -> canonical noun
+        self.words: frozenset[str] = frozenset()
         if catalog is None:
             return
         self.brands = frozenset(catalog._text["brand"].display_vocab)
@@ -49,6 +50,10 @@ class ProductNames:
         # are looked up (a sentence has a few of each)
         self._brand_starts = frozenset(b.split()[0] for b in self.brands if b.strip())
         self._noun_ends = frozenset(s.split()[-1] for s in self.nouns)
+        # the words of the shop's names, English in a sentence of any language
+        colours = catalog._text["color"].display_vocab
+        said = " ".join([*self.brands, *self.nouns, *colours]).lower()
+        self.words: frozenset[str] = frozenset(_WORD.findall(said))
 
     def of(self, item_id: str) -> tuple[str, set[str]]:
         """(brand, canonical nouns) of one product; ('', set()) when unknown."""

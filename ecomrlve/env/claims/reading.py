@@ -535,8 +535,12 @@ def read_clause(clause: str, words: list[str] | None = None) -> list[tuple[Actio
         ):
             continue
         if word.role == "state":
-            if _BE_FORMS.isdisjoint(words[max(0, k - 2) : k]):
+            lead = word.lemma.split()[:-1]  # "on" of "on order"
+            start = k - len(lead)
+            if words[start:k] != lead or _BE_FORMS.isdisjoint(words[max(0, start - 2) : start]):
                 continue
+            if lead and _is_id(words[k + 1] if k + 1 < len(words) else ""):
+                continue  # "the jacket is on order O1": a part of the order, no purchase
             at, form, noun_at = k, "done", None
         elif word.role == "verb":
             after = words[k + 1] if k + 1 < len(words) else ""

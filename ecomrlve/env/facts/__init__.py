@@ -28,7 +28,10 @@ duration    ``30`` or ``5-7`` (days)    "30 days", "30-day", "thirty days", "5 t
 status      order status                "delivered"/"arrived", "shipped"/"on its way"/"in
                                         transit", "processing"/"being prepared", "pending",
                                         "cancelled"/"canceled" — not after "will be",
-                                        "can't be", "to be" or a negation
+                                        "can't be", "to be" or a negation; a movement: done
+                                        to the customer's place is delivered ("got to you",
+                                        "showed up at your door"), under way or from the
+                                        shop's place shipped ("has left our warehouse")
 payment     ``paypal-6458``             "PayPal account ending in 6458", "Visa ****1234"
 address     the address text            house number + street (abbreviations folded);
                                         any "<number> <name> <suffix>" is a street line
@@ -99,11 +102,15 @@ Evidence — what the answer states, the episode made known (with `shown`; issue
   (`Shown.policies`) read, and its order or item shown. A fact without evidence is listed in
   `ungrounded`.
 * Hedged alternatives state no fact (`hedged`: "either today or June 16", "June 16 or 17",
-  "maybe June 16"): the fact is missing unless stated plainly; every alternative is still
+  "maybe June 16", "June 16/today", "June 16 (possibly June 14)", "June 16, though it might
+  have been today"): the fact is missing unless stated plainly; every alternative is still
   checked for conflicts and grounding.
 * A sentence naming an order no fact is about (an order id no cue names: the order just placed)
-  is about that order alone (`OTHER`): its values are judged by evidence, not as conflicts
-  with the facts of the orders the request is about. An order id names the facts of its order
+  is about that order (`OTHER`): its values are judged by evidence, not as conflicts with the
+  facts of the orders the request is about. After an order placed in the episode (an "N" id)
+  the sentences that name nothing go on about it ("Order #N0001. Total: $52.98."); after an
+  order on file, they do not (a policy answer after "I've started a return from order O1" is
+  still held to the policy's facts). An order id names the facts of its order
   (or of its items, the product's words picking among them).
 
 Precision — an answer that states a conflicting value of a checked kind fails:

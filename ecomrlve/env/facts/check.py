@@ -294,18 +294,32 @@ def _with_roles(fact: AnswerFact) -> list[tuple[str, str]]:
 # the agent just placed) is about that order (`OTHER`): its values are judged by what the
 # episode showed, not against the facts of the orders the request is about
 _ORDER_ID = re.compile(r"\b(?:o\d{7}|n\d{4})\b")  # an initial order, one placed in the episode
-# a value offered as one of several alternatives commits to none ("either today or June 16",
-# "June 16 or 17", "maybe June 16"): it states no fact, though a wrong alternative still fails
+_NEW_ORDER = re.compile(r"\bn\d{4}\b")
+# a value offered as one of several alternatives commits to none: it states no fact, though a
+# wrong alternative still fails. An alternative is said by "or" ("either today or June 16",
+# "June 16 or 17"), a slash ("June 16/today"), or a word of doubt ("maybe June 16", "June 16,
+# or possibly today", "June 16 (perhaps June 14)", "June 16, though it might have been
+# today"); after a comma a bare "or" is a condition, no doubt ("$4.99, or $0 over $50")
+_VALUE_START = r"(?:\$|\d|today|tomorrow|yesterday|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+_DOUBT = (
+    r"(?:(?:or )?(?:possibly|perhaps|maybe|probably)|might|(?:may|could) (?:have|also|well)"
+    r"|or else|or even)"
+)
 _HEDGE_BEFORE = re.compile(
-    r"\b(?:or|either|maybe|perhaps|possibly|probably)\s+(?:on |the |around |by |at )?$"
+    r"(?:\b(?:or(?: else| even)?|either|maybe|perhaps|possibly|probably)\s+|[a-z\d]/\s*"
+    r"|\b(?:might|may|could) (?:have been|be) )(?:on |the |around |by |at )?$"
 )
 _HEDGE_AFTER = re.compile(
-    r"(?:[^,.;!?]|\.(?=\d)){0,24}?\s(?:or|and/or)\s+(?:on |the |maybe |possibly )?"
-    r"(?:\$|\d|today|tomorrow|yesterday|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+    r"(?:[^,.;!?]|\.(?=\d)){0,24}?"
+    r"(?:\s(?:or|and/or)\s+|\s?/(?=\s?[a-z$])\s?"
+    rf"|[\s,(]+(?:(?:though|although|but) )?(?:it )?{_DOUBT}\s+)"
+    rf"(?:(?:on|the|maybe|possibly|have|has|been|be|was|around|by|at) )*{_VALUE_START}"
 )
 
 
-_HEDGE_WORDS = (" or ", "either", "maybe", "perhaps", "possibly", "probably")
+_HEDGE_WORDS = (" or ", "either", "maybe", "perhaps", "possibly", "probably", "might", "/",
+                "may have", "could have", "may also", "could also", "may well",
+                "could well", "may be", "could be")  # fmt: skip
 
 
 def hedged(text: str, start: int) -> bool:
@@ -366,9 +380,12 @@ class Reading:
                     # and a product's words (or id) pick among the items of one order
                     by_words = {s for cue, s in plan.word_pairs if cue in words}
                     named = (by_id & by_words or by_id) if by_id else OTHER
-                if named is OTHER:  # about that order alone: the next sentence is not
+                if named is OTHER and not _NEW_ORDER.search(sentence):
+                    # about an order on file no fact is about, alone: the next sentence is not
                     self.segments.append(Segment(sentence, OTHER, start))
                     continue
+                # a sentence naming nothing goes on about the order before it, the one just
+                # placed too ("Order N0001 is placed. Total: $52.98.")
                 current = named or current
                 self.segments.append(Segment(sentence, current, start))
         self.one = len(self.segments) == 1

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from lemminflect import getAllInflections
+
 # ---- dates -----------------------------------------------------------------------------------
 _MONTHS = {
     name: k
@@ -569,21 +571,87 @@ _STATUS_STEMS = ("deliver", "arriv", "ship", "dispatch", "process", "pending", "
                  "reached")  # fmt: skip
 
 
-def extract_statuses(text: str) -> list[tuple[int, str]]:
+# A status said as a movement: a verb of motion in a done or "-ing" form, then where to or
+# from. Done, to the customer's place, the order is delivered ("got to you", "showed up at
+# your door", "was left on your porch"); on its way there ("is heading your way", "is coming
+# to you") or gone from the shop's place ("has left our warehouse") it has shipped. A verb in
+# its base form states nothing ("should get to you on June 16" is an arrival date).
+# ("set off", "end up" are motions too, but "set up", "ending in 1234" fill answers: left out)
+_MOTION_LEMMAS = ("arrive", "reach", "land", "get", "come", "show", "turn", "make", "leave",
+                  "depart", "exit", "go", "head", "drop", "hand", "pull", "move", "travel",
+                  "roll", "pop", "wind")  # fmt: skip
+_MOTION_FORMS = {  # "showed" -> "done", "heading" -> "ing"
+    form: ("ing" if tag == "VBG" else "done")
+    for lemma in _MOTION_LEMMAS
+    for tag, forms in getAllInflections(lemma, upos="VERB").items()
+    if tag in ("VBD", "VBN", "VBG")
+    for form in forms
+}
+_CUSTOMER_PLACE = (
+    r"to you\b|your way\b|(?:(?P<at>at|on|to|onto|in|into|through|inside) )?(?:your|the) "
+    r"(?:front |back )?(?:door|doorstep|porch|home|house|address|mailbox|"
+    r"letterbox|hands|building|apartment|flat|step|steps|reception|locker)s?\b"
+)
+_SHOP_PLACE = (
+    r"(?:our|the) (?:warehouse|depot|facility|fulfil?ment cent(?:er|re)|"
+    r"distribution cent(?:er|re)|dispatch cent(?:er|re)|stockroom)s?\b"
+)
+_PLACE = re.compile(
+    rf"(?P<to>{_CUSTOMER_PLACE})|(?P<from>(?:(?P<prep>from|out of) )?{_SHOP_PLACE})"
+)
+# a place right after the verb, with no preposition: reached (the customer's), left (the shop's)
+_REACHED = frozenset(f for f, _ in _MOTION_FORMS.items() if f.startswith("reach"))
+_LEFT = frozenset(("left", "leaving", "departed", "departing", "exited", "exiting"))
+_PLACE_STEMS = ("to you", "your way", "door", "porch", "home", "house", "address", "mailbox",
+                "letterbox", "hands", "building", "apartment", "flat", "step", "reception",
+                "locker", "warehouse", "depot", "facilit", "center", "centre",
+                "stockroom")  # fmt: skip
+
+
+def _motions(text: str) -> list[tuple[int, str]]:
+    """(position of the verb, status) of each status said as a movement (rules above)."""
     out = []
-    if not _has(text, _STATUS_STEMS):  # a substring test first: the alternation is slow
-        return out
-    for m in _STATUS_CANDIDATE.finditer(text):
-        if not _whole_word(text, m.start(), m.end()):
-            continue
-        found = m.group()
-        status = "cancelled" if _CANCELLATION_DONE.match(found) else _STATUS_OF[found]
-        before = text[max(0, m.start() - 40) : m.start()]
+    for m in _PLACE.finditer(text):
+        words = text[max(0, m.start() - 30) : m.start()].split()[-3:]
+        for k in range(len(words) - 1, -1, -1):  # the nearest verb of motion, 2 words back
+            form = _MOTION_FORMS.get(words[k])
+            if form is None:
+                continue
+            # no preposition: "reached your door", "left our warehouse" (not "left your
+            # address as it was", "got to the warehouse": a return that came back)
+            if m["to"] and m["at"] is None and not m["to"].startswith(("to you", "your way")):
+                direct = _REACHED
+            elif m["from"] and not m["prep"]:
+                direct = _LEFT
+            else:
+                direct = None
+            if direct is not None and (words[k] not in direct or k < len(words) - 1):
+                break
+            status = "delivered" if m["to"] and form == "done" else "shipped"
+            out.append((m.start() - len(" ".join(words[k:])) - 1, status))
+            break
+    return out
+
+
+def extract_statuses(text: str) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    if _has(text, _STATUS_STEMS):  # a substring test first: the alternation is slow
+        for m in _STATUS_CANDIDATE.finditer(text):
+            if _whole_word(text, m.start(), m.end()):
+                said = m.group()
+                status = "cancelled" if _CANCELLATION_DONE.match(said) else _STATUS_OF[said]
+                found.append((m.start(), status))
+    # (a verb of motion first: a split and a set test; few answers hold one, fewer a place)
+    if not _MOTION_FORMS.keys().isdisjoint(text.split()) and _has(text, _PLACE_STEMS):
+        found = sorted(found + _motions(text))
+    out = []
+    for start, status in found:
+        before = text[max(0, start - 40) : start]
         if status != "pending" and _hypothetical(before):
             continue
         if status == "pending" and not _MODAL_BEFORE.isdisjoint(before.split()[-4:]):
             continue  # "can be cancelled while they are pending": a rule, not a status
-        out.append((m.start(), status))
+        out.append((start, status))
     return out
 
 
@@ -599,7 +667,8 @@ _BRANDS = {
     "gift card": "gift card",
     "giftcard": "gift card",
 }
-_LAST4 = re.compile(r"(?<![\d.,$/])\d{4}(?![\d.,]\d|\d|-\d)")  # not in "2026-06-16"
+# not in "2026-06-16", nor an id's digits ("order n0001"; a mask "xxxx1234" still reads)
+_LAST4 = re.compile(r"(?<![a-wyz\d.,$/])\d{4}(?![\d.,]\d|\d|-\d)")
 _BRAND = re.compile(r"\b(" + "|".join(_BRANDS) + r")\b")
 _CARD_CUE = re.compile(r"\bending|\bends\b|last (?:4|four)|\*|-\s*$|x{2,}|card|account|#")
 
