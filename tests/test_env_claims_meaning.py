@@ -333,3 +333,27 @@ def test_a_report_in_another_language_fails_names_and_short_sentences_too(tasks,
     for line in ENGLISH_TRUTHS:
         said = f"I've cancelled O1001. {line.format(o='O1001')}"
         assert not foreign(cancelled, said), said
+
+
+def test_an_address_is_a_place_not_an_action(tasks, catalog):
+    """A street named like an action ("Barton Place", "Return Lane") says where an order goes;
+    the same word outside the address is still read (a generated reference was refused for
+    "It's going to 2503 Barton Place")."""
+    task = tasks["fx-status"]
+    state = dict(task.initial_state)
+    address = "2503 Barton Place, Leeds"
+    state["user"] = dict(state["user"], address=address)
+    state["orders"] = [dict(o, shipping_address=address) for o in state["orders"]]
+    task = task.model_copy(update={"initial_state": state, "goal": task.goal.model_copy()})
+    for said in (
+        "It's going to 2503 Barton Place.",
+        "Your laptop is on its way to 2503 Barton Place, Leeds.",
+        "Order O4001 will be delivered to 2503 Barton Place.",
+    ):
+        assert not claims(judge(task, said, catalog)), said
+    for said in (
+        "I'll place a new order for you, going to 2503 Barton Place.",
+        "I've placed a replacement order to 2503 Barton Place.",
+        "It's going to 2503 Barton Place, and I'll cancel the old one.",
+    ):
+        assert claims(judge(task, said, catalog)), said

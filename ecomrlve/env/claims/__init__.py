@@ -79,6 +79,7 @@ from ecomrlve.env.claims.reading import Clause, Message, Statement, read_stateme
 if TYPE_CHECKING:
     from ecomrlve.env.catalog import Catalog
     from ecomrlve.env.record import EpisodeRecord
+    from ecomrlve.env.state import WorldState
 
 __all__ = [
     "ACTION_KINDS",
@@ -141,7 +142,7 @@ def check_claims(
     violations: list[str] = []
     reported: set[tuple[str, bool, str]] = set()
     titles = _titles(items, catalog) if catalog is not None and " - " in answer else ()
-    statements = read_statements(answer, names, state.orders, items, titles)
+    statements = read_statements(_places_named(answer, state), names, state.orders, items, titles)
     # "I couldn't find anything cheaper, but I recommend X": a message that names a product
     # it recommended does not deny recommending
     recommended = [a for a in done if a.kind == "recommend"]
@@ -204,6 +205,19 @@ def check_claims(
         what = "that was not done" if not matching else "on something not acted on"
         violations.append(f"claims: reports a {kind.name} {what}: {quoted}")
     return violations
+
+
+def _places_named(answer: str, state: WorldState) -> str:
+    """`answer` with the street line of each address the episode holds (the customer's, an
+    order's shipping address) read as one place: "it's going to 2503 Barton Place" says where
+    an order goes, not that one will be placed."""
+    addresses = {state.user.get("address", "")}
+    addresses |= {o.get("shipping_address", "") for o in state.orders.values()}
+    for address in addresses:
+        street = address.split(",")[0].strip()
+        if street and street in answer:
+            answer = answer.replace(street, "that address")
+    return answer
 
 
 def _titles(items: set[str], catalog: Catalog) -> list[str]:
