@@ -128,6 +128,7 @@ def test_a_sum_of_order_totals_shown_is_grounded():
     shown = Shown([{"orders": [{"total": 10.0}, {"total": 5.5}, {"total": 1.25}]}])
     money = KINDS["money"]
     assert shown.derives(money, 15.5, "") and shown.derives(money, 16.75, "")
+    assert shown.derives(money, 20.0, "")  # two orders of the same total
     assert not shown.derives(money, 100.0, "")
 
 

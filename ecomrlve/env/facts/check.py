@@ -199,13 +199,15 @@ class Shown:
         return not self.policies or any(p in self._index() for p in self.policies)
 
 
-MAX_SUMMED = 30  # totals a sum is drawn from (an order list of 30 gives 4,495 sums)
+MAX_SUMMED = 40  # distinct totals a sum is drawn from (40 give 12,300 sums)
 
 
 def _sums(totals: list[float]) -> set[float]:
-    """The sums of two or three distinct `totals`."""
-    pairs = {round(a + b, 2) for a, b in itertools.combinations(totals, 2)}
-    return pairs | {round(a + b + c, 2) for a, b, c in itertools.combinations(totals, 3)}
+    """The sums of two or three of the distinct `totals`, a value taken more than once too
+    (two orders of the same total)."""
+    pairs = itertools.combinations_with_replacement(totals, 2)
+    triples = itertools.combinations_with_replacement(totals, 3)
+    return {round(sum(terms), 2) for terms in itertools.chain(pairs, triples)}
 
 
 class AnswerPlan:
