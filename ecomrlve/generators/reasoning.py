@@ -184,6 +184,15 @@ def _with_history(draft: Draft, ctx: GenContext, rng: np.random.Generator, need:
     )
 
 
+def _answer_days(draft: Draft) -> set[str]:
+    """Days the customer may not say: the goal's dates (a day in the prompt would give an
+    answer away) and the days orders arrived or are due (a day names one date of one order)."""
+    days = {f.value for f in draft.goal.answer_facts if f.kind == "date"}
+    for order in draft.initial_state["orders"]:
+        days |= {order[k] for k in ("delivered", "eta") if order.get(k)}
+    return days
+
+
 def _chained(
     draft: Draft, ctx: GenContext, rng: np.random.Generator, typo_rate: float
 ) -> tuple[str, AnswerFact, str]:
@@ -192,11 +201,13 @@ def _chained(
     orders = draft.initial_state["orders"]
     days = [o["placed"] for o in orders]
     prompt = draft.prompt.lower()
+    taken = _answer_days(draft)
     fits = [
         o
         for o in _untouched(draft)
         if len(o["items"]) == 1
         and days.count(o["placed"]) == 1
+        and o["placed"] not in taken
         and o is not orders[0]
         and ctx.noun(ctx.catalog.row_of(o["items"][0]["item_id"])).lower() not in prompt
     ]
@@ -232,6 +243,7 @@ def _total(
     other order shares, named by the first and last day."""
     orders = draft.initial_state["orders"]
     untouched = {id(o) for o in _untouched(draft)}
+    taken = _answer_days(draft)
     size = 2 + int(rng.random() < 0.5)
     starts = []
     for k in range(len(orders) - 1):
@@ -241,7 +253,8 @@ def _total(
                 continue
             newer = orders[k - 1]["placed"] if k else None
             older = orders[k + n]["placed"] if k + n < len(orders) else None
-            if run[0]["placed"] != newer and run[-1]["placed"] != older:
+            bounds = {run[0]["placed"], run[-1]["placed"]}
+            if run[0]["placed"] != newer and run[-1]["placed"] != older and not bounds & taken:
                 starts.append((k, n))
                 break
     if not starts:
