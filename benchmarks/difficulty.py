@@ -1,7 +1,9 @@
-"""Difficulty measured without a model: the reference and a shallow scripted baseline on
-generated tasks, success by scenario x difficulty (issue 29, item 3).
+"""Difficulty measured without a model: the reference, a shallow scripted baseline and a ladder
+of scripted agents on generated tasks, success by scenario x difficulty (issue 29, item 3;
+issue 44, item 5).
 
     python benchmarks/difficulty.py --products 20000 --tasks 990 --seed 7
+    python benchmarks/difficulty.py --products 20000 --tasks 0 --ladder 6,8,10 --per-cell 20
 
 The baseline (`ecomrlve.testing.baseline`) plays the reference's kinds of call but takes the
 shallow option at every choice: no clarifying questions, the first search hit, the first
@@ -14,6 +16,13 @@ distinct tool kinds, world events (`Task.events`: tasks carrying any, and events
 reasoning operations (the decisions where the baseline departed from the reference: questions
 asked, ids other than the shallow pick, filters the prompt does not spell, facts that had to be
 computed, retries), each a mean per task.
+
+The ladder (`--ladder`: the difficulties it plays, `--per-cell` tasks each): per scenario, the
+success of each rung (`ecomrlve.testing.baseline.LADDER`: shallow, + history look-ups, + asks
+and confirms, + arithmetic, + handles events) and of the reference, and their sum (600 = every
+rung solves every task); then per difficulty the mean core steps of those tasks. Last, from
+plans alone, the mean reasoning features a task carries
+(`ecomrlve.generators.reasoning.reasoning_features`) per scenario x difficulty.
 """
 
 from __future__ import annotations
@@ -24,14 +33,20 @@ import statistics
 import time
 from pathlib import Path
 
+from ecomrlve.catalogs import build_catalog
 from ecomrlve.config import SCENARIOS
-from ecomrlve.env import reference_turns, verify
-from ecomrlve.generators.difficulty import MAX_DIFFICULTY, MIN_DIFFICULTY
+from ecomrlve.env import Catalog, reference_turns, verify
+from ecomrlve.generators import GenContext, TaskKey, generate_task
+from ecomrlve.generators.difficulty import MAX_DIFFICULTY, MIN_DIFFICULTY, parse_difficulty_range
+from ecomrlve.generators.generate import config_of
+from ecomrlve.generators.reasoning import reasoning_features
+from ecomrlve.generators.registry import get_scenario
 from ecomrlve.tasks import Task
-from ecomrlve.testing.baseline import play_baseline
+from ecomrlve.testing.baseline import LADDER, play_baseline, play_rung
 from ecomrlve.testing.bench import generated_store, print_table
 
 DIFFICULTIES = range(MIN_DIFFICULTY, MAX_DIFFICULTY + 1)
+PLANS_PER_CELL = 200
 
 
 def success_table(title: str, wins: dict[tuple[str, int], list[bool]]) -> None:
@@ -52,13 +67,107 @@ def success_table(title: str, wins: dict[tuple[str, int], list[bool]]) -> None:
     print_table(table, numeric=True)
 
 
+def ladder_success(
+    tasks: list[Task], catalog: Catalog
+) -> dict[tuple[str, int], dict[str, list[bool]]]:
+    """Per (scenario, difficulty): each rung's wins and the reference's, task by task."""
+    wins: dict[tuple[str, int], dict[str, list[bool]]] = collections.defaultdict(
+        lambda: collections.defaultdict(list)
+    )
+    for task in tasks:
+        cell = wins[(task.scenario, task.difficulty)]
+        for name, skills in LADDER:
+            cell[name].append(play_rung(task, catalog, skills).verdict.success)
+        cell["reference"].append(verify(task, reference_turns(task), catalog).success)
+    return wins
+
+
+def ladder_table(
+    wins: dict[tuple[str, int], dict[str, list[bool]]], difficulties: list[int]
+) -> list[tuple[str, ...]]:
+    """Rows scenario / rung, a column per difficulty: success %, and where the rung falls (the
+    first difficulty it solves under half the tasks at); a sum row per scenario."""
+    rungs = [name for name, _ in LADDER] + ["reference"]
+    rows = [("scenario", "rung", *(f"d{d}" for d in difficulties), "falls at")]
+    for scenario in SCENARIOS:
+        sums = [0.0] * len(difficulties)
+        for rung in rungs:
+            cells, falls = [], "-"
+            for k, d in enumerate(difficulties):
+                got = wins[(scenario, d)][rung]
+                share = 100 * sum(got) / len(got) if got else 0.0
+                sums[k] += share
+                cells.append(f"{share:.0f}" if got else "-")
+                if got and share < 50 and falls == "-":
+                    falls = f"d{d}"
+            rows.append((scenario if rung == rungs[0] else "", rung, *cells, falls))
+        rows.append(("", "sum", *(f"{x:.0f}" for x in sums), ""))
+    return rows
+
+
+def features_table() -> list[tuple[str, ...]]:
+    """Per scenario x difficulty, the mean reasoning features of `PLANS_PER_CELL` plans."""
+    rows = [("scenario", *(f"d{d}" for d in DIFFICULTIES))]
+    for scenario in SCENARIOS:
+        generator = get_scenario(scenario)
+        cells = []
+        for d in DIFFICULTIES:
+            config = config_of(scenario, d)
+            total = 0
+            for i in range(PLANS_PER_CELL):
+                key = TaskKey(scenario, 41, d, i)
+                total += len(reasoning_features(generator.plan_task(config, key.rng(), key)))
+            cells.append(f"{total / PLANS_PER_CELL:.2f}")
+        rows.append((scenario, *cells))
+    return rows
+
+
+def run_ladder(data: Path, difficulties: list[int], per_cell: int, seed: int) -> None:
+    started = time.perf_counter()
+    ctx = GenContext.load(data)
+    tasks = [
+        task
+        for scenario in SCENARIOS
+        for d in difficulties
+        for i in range(per_cell)
+        if (task := generate_task(ctx, scenario, seed, d, i)) is not None
+    ]
+    wins = ladder_success(tasks, ctx.catalog)
+    print(f"\nladder: success % by scenario x rung ({per_cell} tasks a cell, seed {seed}, "
+          f"{len(tasks)} tasks, {time.perf_counter() - started:.0f} s)")  # fmt: skip
+    print_table(ladder_table(wins, difficulties), numeric=True)
+    print("\nladder tasks per difficulty: mean core steps, mean reference calls")
+    table = [("d", "tasks", "core steps", "reference calls")]
+    for d in difficulties:
+        got = [t for t in tasks if t.difficulty == d]
+        core = statistics.fmean(t.core_steps for t in got)
+        calls = statistics.fmean(t.min_steps for t in got)
+        table.append((str(d), str(len(got)), f"{core:.2f}", f"{calls:.2f}"))
+    print_table(table, numeric=True)
+    print(f"\nreasoning features per task (plans, {PLANS_PER_CELL} a cell)")
+    print_table(features_table(), numeric=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--products", type=int, default=20_000)
-    parser.add_argument("--tasks", type=int, default=990)
+    parser.add_argument("--tasks", type=int, default=990, help="0: the ladder alone")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--data", type=Path, default=None)
+    parser.add_argument("--ladder", default="6,8,10", help="difficulties the ladder plays")
+    parser.add_argument("--per-cell", type=int, default=20, help="ladder tasks a cell")
     args = parser.parse_args()
+    bounds = [parse_difficulty_range(part) for part in args.ladder.split(",")]
+    difficulties = sorted({d for lo, hi in bounds for d in range(lo, hi + 1)})
+    if args.tasks:
+        shallow_and_reference(args)
+    data = args.data or Path(f"/tmp/ecomrlve-difficulty-{args.products}-{args.seed}")
+    if not (data / "catalog" / "products.parquet").exists():
+        build_catalog(data, args.products, seed=args.seed)
+    run_ladder(data, difficulties, args.per_cell, args.seed)
+
+
+def shallow_and_reference(args: argparse.Namespace) -> None:
     started = time.perf_counter()
     _, catalog, frame, report = generated_store(
         "difficulty", products=args.products, tasks=args.tasks, seed=args.seed, data=args.data

@@ -33,6 +33,7 @@ from ecomrlve.env import reference_turns, verify
 from ecomrlve.env.facts import check_answer, extract_money, normalise
 from ecomrlve.generators import generate_task
 from ecomrlve.generators.phrasing import money
+from ecomrlve.generators.reasoning import late_facts
 from ecomrlve.tasks import AnswerFact, Task
 from ecomrlve.testing.fuzzer import gen_context
 
@@ -323,8 +324,9 @@ def _price_tasks(ctx) -> list[tuple[Task, AnswerFact]]:
             task = generate_task(ctx, "order_status", 61, d, i)
             if task is None or task.events:
                 continue
+            history = late_facts(task)  # from d7: a past order's price, its own sentence
             for f in task.goal.answer_facts:
-                if f.kind == "money" and f.role == "price" and f.say:
+                if f.kind == "money" and f.role == "price" and f.say and f not in history:
                     out.append((task, f))
     return out
 

@@ -23,6 +23,7 @@ from ecomrlve.env.tools import policy_search
 from ecomrlve.generators import GenContext, TaskKey, generate_task, regenerate, validate
 from ecomrlve.generators.generate import config_of, task_row
 from ecomrlve.generators.prompts import HIDDEN_SIGNALS
+from ecomrlve.generators.reasoning import LATE_FROM, late_facts
 from ecomrlve.generators.registry import get_scenario
 from ecomrlve.generators.scenarios.bundle import BUDGET_HIDDEN
 from ecomrlve.tasks import USER_FACT_KEYWORDS, Task
@@ -293,7 +294,11 @@ def test_order_status_answers_state_status_and_dates(ctx):
     for task in tasks_of(ctx, "order_status"):
         orders = {o["order_id"]: o for o in task.initial_state["orders"]}
         facts = {(f.subject, f.kind, f.value) for f in task.goal.answer_facts}
+        # from d7 the customer also asks what they paid on a past day (no status asked)
+        priced = {f.subject for f in late_facts(task)}
         for order_id in (i for i in task.goal.relevant_ids if ORDER_ID.fullmatch(i)):
+            if order_id in priced:
+                continue
             order = orders[order_id]
             assert (order_id, "status", order["status"]) in facts
             date = order["delivered"] or order["eta"]
@@ -309,7 +314,10 @@ def test_policy_answers_follow_the_policy_book(ctx):
         purchase = ("search", "add_to_cart", "checkout")
         own = [c.name for c in task.reference if c.name not in purchase]
         acting = ("return_item", "get_product") if task.difficulty >= 3 else ()
-        assert all(name in ("search_policy", "ask_user", "list_orders", *acting) for name in own)
+        # from d7 a question about a past order's price (`generators/reasoning.py`)
+        late = ("get_order",) if task.difficulty >= LATE_FROM else ()
+        own_kinds = ("search_policy", "ask_user", "list_orders", *acting, *late)
+        assert all(name in own_kinds for name in own)
         names = [c.name for c in task.reference]
         if "return_item" in names:  # only once the policy was read, and only if it may go back
             assert "search_policy" in names[: names.index("return_item")]

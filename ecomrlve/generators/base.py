@@ -32,6 +32,7 @@ from ecomrlve.config import SCENARIOS
 from ecomrlve.generators.context import dated, today_of
 from ecomrlve.generators.difficulty import check_difficulty
 from ecomrlve.generators.errors import GenerationError
+from ecomrlve.generators.reasoning import add_late_demands, late_cost, late_demands, late_rng
 from ecomrlve.generators.strata import cell_position, positioned
 from ecomrlve.tasks import DIFFICULTY_AXES, Goal, Task, ToolCall
 
@@ -138,10 +139,13 @@ class TaskKey:
             attempt=int(match["a"]),
         )
 
+    def entropy(self) -> list[int]:
+        """The words every stream of the task is seeded from."""
+        return [self.seed, self.scenario_id, self.index, self.difficulty, self.attempt]
+
     def rng(self) -> np.random.Generator:
         """The task's own generator. Seed 42 task 1 never equals seed 43 task 0."""
-        entropy = [self.seed, self.scenario_id, self.index, self.difficulty, self.attempt]
-        return np.random.default_rng(seed_sequence(entropy))
+        return np.random.default_rng(seed_sequence(self.entropy()))
 
     def today(self) -> dt.date:
         """The task's date, from a stream of its own (the task's other draws do not move it,
@@ -199,7 +203,21 @@ class Scenario(ABC):
         """`plan` for the task at `key`: knob shares are decided by the index's position in its
         cell (`ecomrlve.generators.strata`), not by a coin per task."""
         with positioned(cell_position(key.seed, key.scenario_id, key.index)):
-            return self.plan(config, rng)
+            plan = self.plan(config, rng)
+        # the demands past d6 (`generators/reasoning.py`): questions beside the main request
+        # (add-on steps: the core steps are the plan's)
+        demands = late_demands(key.difficulty)
+        if demands:
+            plan.choices["late"] = demands
+            cost = late_cost(demands, listed=self.lists_orders(plan))
+            plan.steps += cost
+            plan.addon_steps += cost
+        return plan
+
+    def lists_orders(self, plan: Plan) -> bool:
+        """Whether the reference of `plan` lists the customer's orders (`list_orders`): the
+        late demands read that listing rather than list them again."""
+        return False
 
     def generate(
         self, config: ScenarioConfig, rng: np.random.Generator, ctx: GenContext, key: TaskKey
@@ -217,10 +235,16 @@ class Scenario(ABC):
     ) -> Task:
         # Catalog draws (target items, look-alikes) may not fit; redraw them for the same plan,
         # so the step counts of kept tasks follow the plan distribution exactly.
+        demands = plan.choices.get("late", ())
+        # on a stream of their own: every other draw is the one it was without them
+        late = late_rng(key.entropy()) if demands else None
         with dated(key.today()):
             for tries_left in range(BUILD_TRIES - 1, -1, -1):
                 try:
                     draft = self.build(config, plan, rng, ctx)
+                    if late is not None:
+                        listed = self.lists_orders(plan)
+                        add_late_demands(draft, demands, ctx, late, config.typo_rate, listed=listed)
                     break
                 except GenerationError:
                     if not tries_left:

@@ -85,6 +85,13 @@ add-on purchase of `generators/followups.py` stops at d2).
 
 World events (`generators/events.py`, from d8) grow too: `failure_prob` 1/2, 3/4, 1 and
 `acting_first_prob` 0, 1/2, 1 at d8, d9, d10.
+
+The knobs above reach their full share by d6. From d7 every scenario adds questions about the
+customer's history that the goal checks (`generators/reasoning.py`, `late_demands`): a chained
+look-up at d7-8 (what they paid for what they bought on a day: the listing gives the order,
+whose page gives the price), and at d9-10 a total as well (what their orders of a span of days
+came to). The reasoning features a plan carries (`reasoning.reasoning_features`: the hard
+variants drawn and the late demands) so rise from d6 to d8 to d10 in every scenario.
 """
 
 from __future__ import annotations

@@ -26,6 +26,20 @@ at every point where the reference had to think, it takes the shallow option:
 reference (`reasoning_operations`: the decisions that needed more than the shallow option:
 questions asked, ids chosen other than the shallow pick, facts that had to be computed, calls
 retried). `benchmarks/difficulty.py` plays it against the reference on generated tasks.
+
+**The ladder** (issue 44, item 5): the same agent with skills (`SKILLS`) that each replace a
+shallow option by the reference's choice, added one at a time (`LADDER`, `play_rung`):
+
+* `history`: the order (and line) meant, not the best word match; the variant an exchange
+  wants; a product read off an order; filter values the tool results spelled (a past size);
+* `asks`: asks the reference's questions (and confirmations), and searches with the filter
+  values the customer's replies spelled;
+* `arithmetic`: every filter (a deadline as a day count, a budget), the product the
+  reference compared its way to (a price band, a budget), and every fact, computed ones and
+  "no" verdicts included;
+* `events`: sends a call that failed for a transient reason again.
+
+Each rung has the skills of the ones below it; the reference above them all.
 """
 
 from __future__ import annotations
@@ -43,6 +57,15 @@ _WORD = re.compile(r"[a-z0-9]+")
 # filters the baseline always keeps: the gist of the request
 _GIST_FILTERS = frozenset({"category", "in_stock"})
 _PRODUCT_CALLS = frozenset({"get_product", "add_to_cart"})
+
+SKILLS: tuple[str, ...] = ("history", "asks", "arithmetic", "events")
+# the ladder's rungs below the reference: name -> skills (each rung's are the ones below it too)
+LADDER: tuple[tuple[str, frozenset[str]], ...] = tuple(
+    (name, frozenset(SKILLS[:k]))
+    for k, name in enumerate(
+        ("shallow", "+ history look-ups", "+ asks and confirms", "+ arithmetic", "+ handles events")
+    )
+)
 
 
 @dataclass
@@ -71,7 +94,19 @@ def _number_words(value: float) -> set[str]:
 class ShallowAgent:
     """One episode of the shallow policy on `task` (see the module docstring)."""
 
-    def __init__(self, task: Task, catalog: Catalog, config: EnvConfig | None = None):
+    def __init__(
+        self,
+        task: Task,
+        catalog: Catalog,
+        config: EnvConfig | None = None,
+        skills: frozenset[str] = frozenset(),
+    ):
+        unknown = set(skills) - set(SKILLS)
+        if unknown:
+            raise ValueError(f"unknown skills {sorted(unknown)}; known: {', '.join(SKILLS)}")
+        self.skills = skills
+        self.told = ""  # the customer's replies (lowercased)
+        self.order_lines: set[str] = set()  # item ids of the order lines shown
         self.task = task
         self.catalog = catalog
         self.env = EcomEnv(task, catalog, config)
@@ -91,9 +126,16 @@ class ShallowAgent:
             return True
         if isinstance(value, bool):
             return False
+        if "arithmetic" in self.skills:
+            return True
+        said = [self.prompt]
+        if "asks" in self.skills:
+            said.append(self.told)
+        if "history" in self.skills:
+            said += [text.lower() for text in self.shown[1:]]
         if isinstance(value, int | float):
-            return bool(_number_words(float(value)) & self.prompt_words)
-        return _spelled(str(value), self.prompt)
+            return any(_number_words(float(value)) & _words(text) for text in said)
+        return any(_spelled(str(value), text) for text in said)
 
     def _search(self, arguments: dict[str, Any]) -> dict[str, Any]:
         filters = arguments.get("filters") or {}
@@ -109,6 +151,8 @@ class ShallowAgent:
         return len(_words(line.get("title", "")) & self.prompt_words)
 
     def _order(self, reference_id: str) -> str:
+        if "history" in self.skills:
+            return reference_id
         if reference_id.lower() in self.prompt or not self.orders:
             return reference_id  # named in the prompt, or never listed: nothing to pick from
         mapped = self.order_map.get(reference_id)
@@ -120,6 +164,8 @@ class ShallowAgent:
         return mapped
 
     def _order_line(self, order_id: str, reference_item: str) -> str:
+        if "history" in self.skills:
+            return reference_item
         for order in self.orders:
             if order["order_id"] == order_id:
                 best = max(order["items"], key=self._line_overlap)
@@ -130,20 +176,22 @@ class ShallowAgent:
         """The baseline's arguments for the reference's `call` (None: it skips the call)."""
         name, args = call.name, dict(call.arguments)
         if name == "ask_user":
+            if "asks" in self.skills:
+                return args
             self.departures += 1
             return None
         if name == "search":
             return self._search(args)
-        if name in _PRODUCT_CALLS and self.hits and str(args["item_id"]).lower() not in self.prompt:
+        if name in _PRODUCT_CALLS and self.hits and not self._knows(str(args["item_id"])):
             args["item_id"] = self.hits[0]
-        elif name == "recommend" and self.hits:
+        elif name == "recommend" and self.hits and "arithmetic" not in self.skills:
             args["item_ids"] = self.hits[: len(args["item_ids"])]
         if "order_id" in args:
             reference_order = args["order_id"]
             args["order_id"] = self._order(reference_order)
             if name in ("return_item", "exchange_item"):
                 args["item_id"] = self._order_line(args["order_id"], args["item_id"])
-        if name == "exchange_item":
+        if name == "exchange_item" and "history" not in self.skills:
             others = [
                 v["item_id"] for v in self.variants
                 if v["item_id"] != args["item_id"] and v.get("in_stock")
@@ -154,8 +202,19 @@ class ShallowAgent:
             self.departures += 1
         return args
 
+    def _knows(self, item_id: str) -> bool:
+        """Whether the agent takes the reference's product, not the first search hit: named in
+        the prompt, compared its way to (`arithmetic`), or read off an order (`history`)."""
+        if item_id.lower() in self.prompt or "arithmetic" in self.skills:
+            return True
+        return "history" in self.skills and item_id in self.order_lines
+
     def observe(self, name: str, result: dict[str, Any]) -> None:
         self.shown.append(json.dumps(result))
+        if name == "ask_user":
+            self.told += " " + json.dumps(result).lower()
+        for order in result.get("orders", [result] if "order_id" in result else []):
+            self.order_lines.update(str(line.get("item_id")) for line in order.get("items", []))
         if name == "search":
             self.hits = [r["item_id"] for r in result.get("results", [])]
         elif name == "get_product":
@@ -184,6 +243,8 @@ class ShallowAgent:
     def _copyable(self, fact: AnswerFact) -> bool:
         if self._mistaken(fact.subject):
             return False
+        if "arithmetic" in self.skills:
+            return True
         if fact.kind == "verdict":
             return fact.value.endswith(":yes")
         value = fact.value.lower()
@@ -224,7 +285,8 @@ class ShallowAgent:
         done: list[ToolCall] = []
         reference = self.task.reference
         for k, call in enumerate(reference):
-            if k and call == reference[k - 1]:  # the reference retrying a transient failure
+            retry = k and call == reference[k - 1]  # the reference retrying a transient failure
+            if retry and "events" not in self.skills:
                 self.departures += 1
                 continue
             arguments = self.adapt(call)
@@ -248,3 +310,10 @@ class ShallowAgent:
 def play_baseline(task: Task, catalog: Catalog, config: EnvConfig | None = None) -> BaselineResult:
     """Play the shallow baseline on `task`; its verdict, calls, answer and departures."""
     return ShallowAgent(task, catalog, config).play()
+
+
+def play_rung(
+    task: Task, catalog: Catalog, skills: frozenset[str], config: EnvConfig | None = None
+) -> BaselineResult:
+    """Play the shallow agent with `skills` (a `LADDER` rung's) on `task`."""
+    return ShallowAgent(task, catalog, config, skills).play()

@@ -20,6 +20,7 @@ import re
 from ecomrlve.catalogs.policies import PolicyBook
 from ecomrlve.env.reference import final_answer
 from ecomrlve.generators.phrasing import money
+from ecomrlve.generators.reasoning import late_facts
 from ecomrlve.tasks import Task
 
 _SHIPPING = re.compile(r"standard shipping on a \$([\d.]+) order", re.IGNORECASE)
@@ -119,10 +120,12 @@ def book_sentences(task: Task, book: PolicyBook) -> list[str]:
 
 
 def book_answer(task: Task, book: PolicyBook) -> str:
-    """The reference's final message with its policy sentences written from `book`."""
+    """The reference's final message with its policy sentences written from `book` (the
+    answers about the customer's history that late demands ask for stay as they are)."""
     text = final_answer(task)
+    history = {id(fact) for fact in late_facts(task)}
     for fact in task.goal.answer_facts:
-        if fact.say:
+        if fact.say and id(fact) not in history:
             text = text.replace(fact.say, "")
     text = " ".join(text.split())
     return " ".join([text, *book_sentences(task, book)]).strip()

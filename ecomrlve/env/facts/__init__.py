@@ -95,7 +95,8 @@ Evidence — what the answer states, the episode made known (with `shown`; issue
   shown (`Shown`: tool results, the customer's replies, a refused call's message; data are
   looked up first (`Kind.quick`: ISO days, amounts and days by key, statuses, cards), texts
   read only for a value not found so), or the difference of two such values (`Shown.derives`:
-  days left = window - days since delivery, what an order lacks to ship free).
+  days left = window - days since delivery, what an order lacks to ship free), or for an
+  amount the sum of two or three totals shown (what orders of a span came to together).
 * A fact the answer states counts only with its evidence (`Kind.evident`): a fact about an
   order needs its target shown *of that order* (`Shown.about`: the dicts with its id, the
   messages naming it); a verdict or policy term needs one of the policy rows the request needs

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -177,7 +178,8 @@ class Shown:
         return sub
 
     def derives(self, kind: Kind, value: Any, prompt: str) -> bool:
-        """Is `value` the difference of two values of `kind` shown or in `prompt`?"""
+        """Is `value` the difference of two values of `kind` shown or in `prompt`, or an
+        amount the sum of two or three totals shown (orders of a span added up)?"""
         number = kind.number(value)
         if number is None:
             return False
@@ -188,11 +190,24 @@ class Shown:
             pool = self._differences[kind.name] = {
                 round(a - b, 2) for a in numbers for b in numbers if a > b
             }
+            if kind.name == "money":  # what two or three orders shown came to together
+                pool |= _sums(sorted(set(self.numbers(("total",))))[:MAX_SUMMED])
         return round(number, 2) in pool
 
     def read_policy(self) -> bool:
         """Was one of the policy rows the request needs shown (True when it needs none)?"""
         return not self.policies or any(p in self._index() for p in self.policies)
+
+
+MAX_SUMMED = 40  # distinct totals a sum is drawn from (40 give 12,300 sums)
+
+
+def _sums(totals: list[float]) -> set[float]:
+    """The sums of two or three of the distinct `totals`, a value taken more than once too
+    (two orders of the same total)."""
+    pairs = itertools.combinations_with_replacement(totals, 2)
+    triples = itertools.combinations_with_replacement(totals, 3)
+    return {round(sum(terms), 2) for terms in itertools.chain(pairs, triples)}
 
 
 class AnswerPlan:

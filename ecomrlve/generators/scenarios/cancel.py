@@ -109,6 +109,9 @@ class Cancel(Scenario):
             "dependent_share": dependent_share(difficulty),
         }
 
+    def lists_orders(self, plan: Plan) -> bool:
+        return True
+
     def plan(self, config: CancelConfig, rng: np.random.Generator) -> Plan:
         n_requested = between(rng, 1, config.n_items + 1)
         shipped = bool(rng.random() < config.shipped_prob)

@@ -102,6 +102,9 @@ class Cart(Scenario):
             "usual_size_prob": usual_size_prob(difficulty),
         }
 
+    def lists_orders(self, plan: Plan) -> bool:
+        return bool(plan["usual_size"])
+
     def plan(self, config: CartConfig, rng: np.random.Generator) -> Plan:
         n_wanted = between(rng, max(1, config.n_items - 1), config.n_items + 1)
         n_mistakes = between(rng, 0, config.n_distractors + 1)

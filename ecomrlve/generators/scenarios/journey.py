@@ -158,6 +158,9 @@ class Journey(Scenario):
             "twin_order_share": rising_share(difficulty),
         }
 
+    def lists_orders(self, plan: Plan) -> bool:
+        return any(intent in ORDER_INTENTS for intent in plan["story"])
+
     def plan(self, config: JourneyConfig, rng: np.random.Generator) -> Plan:
         # three intents from d5 on, more often as d grows
         three = config.n_intents == 3 and rng.random() < min(

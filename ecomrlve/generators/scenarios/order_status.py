@@ -131,6 +131,9 @@ class OrderStatus(Scenario):
             "dependent_share": dependent_share(difficulty),
         }
 
+    def lists_orders(self, plan: Plan) -> bool:
+        return True
+
     def plan(self, config: OrderStatusConfig, rng: np.random.Generator) -> Plan:
         n_targets = between(rng, 1, config.n_items + 1)
         details = [

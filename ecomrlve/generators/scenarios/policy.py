@@ -149,6 +149,9 @@ class Policy(Scenario):
             "dependent_share": dependent_share(difficulty),
         }
 
+    def lists_orders(self, plan: Plan) -> bool:
+        return bool(plan["lookup"])
+
     def plan(self, config: PolicyConfig, rng: np.random.Generator) -> Plan:
         b = config.policy_branches
         n_topics = between(rng, max(1, b - 1), b + 1)

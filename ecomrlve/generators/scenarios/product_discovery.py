@@ -143,6 +143,9 @@ class ProductDiscovery(Scenario):
             "dependent_share": dependent_share(difficulty),
         }
 
+    def lists_orders(self, plan: Plan) -> bool:
+        return plan["anchor"] is not None
+
     def plan(self, config: DiscoveryConfig, rng: np.random.Generator) -> Plan:
         m = config.n_constraints - 1
         keys = [ATTRIBUTE_KEYS[i] for i in sorted(rng.choice(len(ATTRIBUTE_KEYS), m, False))]

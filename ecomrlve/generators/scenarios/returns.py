@@ -146,6 +146,9 @@ class Return(Scenario):
             "dependent_share": dependent_share(difficulty),
         }
 
+    def lists_orders(self, plan: Plan) -> bool:
+        return True
+
     def plan(self, config: ReturnConfig, rng: np.random.Generator) -> Plan:
         n_requests = between(rng, 1, config.n_items + 1)
         p_ineligible = 0.15 + 0.1 * (config.policy_branches - 1)

@@ -111,6 +111,9 @@ class Substitution(Scenario):
             "price_trap_prob": price_trap_prob(difficulty),
         }
 
+    def lists_orders(self, plan: Plan) -> bool:
+        return bool(plan["history"])
+
     def plan(self, config: SubstitutionConfig, rng: np.random.Generator) -> Plan:
         history = bool(rng.random() < config.history_prob)
         empty_brands = int(rng.binomial(3, config.out_of_stock_rate))

@@ -1,0 +1,153 @@
+"""Reasoning that keeps growing past d6 (issue 44, items 2 and 5): the late demands of
+`generators/reasoning.py`, checked through the goal, and the ladder of scripted agents."""
+
+from __future__ import annotations
+
+import re
+import statistics
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ecomrlve.config import SCENARIOS
+from ecomrlve.env import reference_turns, verify
+from ecomrlve.env.facts.check import Shown
+from ecomrlve.env.facts.kinds import KINDS
+from ecomrlve.generators import GenContext, TaskKey, generate_task
+from ecomrlve.generators.difficulty import MAX_DIFFICULTY, MIN_DIFFICULTY
+from ecomrlve.generators.generate import config_of
+from ecomrlve.generators.reasoning import (
+    CHAINED_SENTENCES,
+    LATE_FROM,
+    TOTAL_SENTENCES,
+    late_demands,
+    late_facts,
+    reasoning_features,
+)
+from ecomrlve.generators.registry import get_scenario
+from ecomrlve.tasks import Task
+from ecomrlve.testing.baseline import LADDER, play_baseline, play_rung
+
+difficulties = st.integers(min_value=MIN_DIFFICULTY, max_value=MAX_DIFFICULTY)
+
+
+@pytest.fixture(scope="module")
+def ctx(small_catalog_dir) -> GenContext:
+    return GenContext.load(small_catalog_dir)
+
+
+@given(low=difficulties, high=difficulties)
+def test_late_demands_only_grow_with_difficulty(low, high):
+    low, high = min(low, high), max(low, high)
+    assert late_demands(high)[: len(late_demands(low))] == late_demands(low)
+    assert (late_demands(low) == ()) is (low < LATE_FROM)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_reasoning_features_rise_from_d6_to_d8_to_d10(scenario):
+    generator = get_scenario(scenario)
+
+    def mean_features(d: int) -> float:
+        config = config_of(scenario, d)
+        keys = [TaskKey(scenario, 3, d, i) for i in range(40)]
+        plans = [generator.plan_task(config, k.rng(), k) for k in keys]
+        return statistics.fmean(len(reasoning_features(p)) for p in plans)
+
+    d6, d8, d10 = mean_features(6), mean_features(8), mean_features(10)
+    assert d6 < d8 < d10, (d6, d8, d10)
+
+
+def _answer_without(task: Task, says: list[str]) -> list[str]:
+    turns = reference_turns(task)
+    answer = turns[-1]
+    for say in says:
+        answer = answer.replace(say, "")
+    return [*turns[:-1], answer]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_the_reference_meets_the_demands_and_ignoring_them_fails(ctx, scenario):
+    for d, index in ((8, 0), (10, 1)):
+        task = generate_task(ctx, scenario, 17, d, index, events_from=11)
+        assert task is not None
+        assert verify(task, reference_turns(task), ctx.catalog).success
+        facts = late_facts(task)
+        assert [f.kind for f in facts] == ["money"] * len(late_demands(d))
+        chained = facts[0]
+        assert chained.role == "price" and chained.subject in task.goal.relevant_ids
+        assert {"order_id": chained.subject} in [c.arguments for c in task.reference]
+        # the late look-ups are add-ons: the core steps are the main request's
+        assert task.core_steps < task.min_steps
+        for fact in facts:
+            verdict = verify(task, _answer_without(task, [fact.say]), ctx.catalog)
+            assert not verdict.success
+            assert any("does not state money" in v for v in verdict.violations)
+
+
+def test_another_orders_price_fails_the_chained_look_up(ctx):
+    task = generate_task(ctx, "bundle", 17, 8, 2, events_from=11)
+    chained = late_facts(task)[0]
+    other = next(
+        o
+        for o in task.initial_state["orders"]
+        if o["order_id"] != chained.subject and o["items"][0]["price"] != float(chained.value)
+    )
+    wrong = f"{other['items'][0]['price']:.2f}"
+    turns = reference_turns(task)
+    turns[-1] = turns[-1].replace(chained.say, chained.say.replace(chained.value, wrong))
+    assert wrong in turns[-1]
+    assert not verify(task, turns, ctx.catalog).success
+
+
+def _template_parts(template: str) -> list[str]:
+    return [p.strip(" ,.?—:").lower() for p in re.split(r"\{[a-z]+\}", template) if len(p) > 12]
+
+
+def test_each_demand_is_worded_several_ways(ctx):
+    tasks = [generate_task(ctx, "cancel", 5, 9, i, events_from=11) for i in range(24)]
+    prompts = [t.prompt.lower() for t in tasks if t is not None]
+    for templates in (CHAINED_SENTENCES, TOTAL_SENTENCES):
+        used = {
+            k
+            for k, template in enumerate(templates)
+            for prompt in prompts
+            if any(part in prompt for part in _template_parts(template))
+        }
+        assert len(used) >= 3, used
+
+
+def test_the_tasks_up_to_d6_draw_no_demand():
+    for scenario in SCENARIOS:
+        key = TaskKey(scenario, 1, 6, 0)
+        plan = get_scenario(scenario).plan_task(config_of(scenario, 6), key.rng(), key)
+        assert "late" not in plan.choices
+
+
+def test_a_sum_of_order_totals_shown_is_grounded():
+    shown = Shown([{"orders": [{"total": 10.0}, {"total": 5.5}, {"total": 1.25}]}])
+    money = KINDS["money"]
+    assert shown.derives(money, 15.5, "") and shown.derives(money, 16.75, "")
+    assert shown.derives(money, 20.0, "")  # two orders of the same total
+    assert not shown.derives(money, 100.0, "")
+
+
+def test_the_ladder_climbs_to_the_reference(ctx):
+    """Each rung's skills replace a shallow option: at d10 the shallow agent fails where the
+    rung with every skill solves; a rung never solves fewer tasks than the one below it over
+    the sample."""
+    wins = [0] * len(LADDER)
+    for scenario in ("cart", "return", "policy"):
+        for index in range(3):
+            task = generate_task(ctx, scenario, 23, 10, index)
+            assert not play_baseline(task, ctx.catalog).verdict.success
+            for k, (_, skills) in enumerate(LADDER):
+                wins[k] += play_rung(task, ctx.catalog, skills).verdict.success
+    assert wins[-1] == 9
+    assert wins == sorted(wins)
+
+
+def test_unknown_skills_are_refused(ctx):
+    task = generate_task(ctx, "cart", 23, 1, 0)
+    with pytest.raises(ValueError, match="unknown skills"):
+        play_rung(task, ctx.catalog, frozenset({"telepathy"}))
