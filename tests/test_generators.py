@@ -31,8 +31,8 @@ from ecomrlve.generators import (
     regenerate,
     write_tasks,
 )
-from ecomrlve.generators.base import seed_sequence
 from ecomrlve.generators.difficulty import DECREASING_AXES
+from ecomrlve.generators.draws import seed_sequence
 from ecomrlve.generators.fanout import (
     ExecutorError,
     chunk_executor,

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ecomrlve.config import SCENARIOS
 from ecomrlve.generators.context import dated, today_of
 from ecomrlve.generators.difficulty import check_difficulty
+from ecomrlve.generators.draws import seed_sequence
 from ecomrlve.generators.errors import GenerationError
 from ecomrlve.generators.reasoning import add_late_demands, late_cost, late_demands, late_rng
 from ecomrlve.generators.strata import cell_position, positioned
@@ -152,18 +153,6 @@ class TaskKey:
         and it moves none of them)."""
         entropy = [self.seed, self.scenario_id, self.index, self.difficulty, self.attempt]
         return today_of(seed_sequence([*entropy, TODAY_STREAM]))
-
-
-_WORD = 1 << 32
-
-
-def seed_sequence(entropy: list[int]) -> np.random.SeedSequence:
-    """`SeedSequence(entropy)`, the same state, cheaper: numpy turns a list into uint32 words
-    one int at a time (~7 us); ints below 2**32 are one word each, so a uint32 array of them
-    is the same entropy, read in one step (~2 us). Larger ints keep the list form."""
-    if all(0 <= x < _WORD for x in entropy):
-        return np.random.SeedSequence(np.array(entropy, dtype=np.uint32))
-    return np.random.SeedSequence(entropy)
 
 
 class Scenario(ABC):

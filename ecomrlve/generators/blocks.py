@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from ecomrlve.catalogs.taxonomy import variant_label
-from ecomrlve.generators.base import GenerationError
 from ecomrlve.generators.context import GenContext, iso, today
 from ecomrlve.generators.draws import below, between, pick
+from ecomrlve.generators.errors import GenerationError
 from ecomrlve.generators.phrasing import (
     FACT_KEY,
     ask_question,

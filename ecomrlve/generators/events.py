@@ -47,9 +47,10 @@ import numpy as np
 from ecomrlve.config import EVENTS_FROM, NO_EVENTS, EnvConfig
 from ecomrlve.env import reference_turns, verify
 from ecomrlve.env.events import names
-from ecomrlve.generators.base import TaskKey, seed_sequence
+from ecomrlve.generators.base import TaskKey
 from ecomrlve.generators.blocks import spoken_day
 from ecomrlve.generators.context import GenContext
+from ecomrlve.generators.draws import seed_sequence
 from ecomrlve.tasks import TRANSIENT_ERRORS, AnswerFact, Task, ToolCall, WorldEvent
 
 log = logging.getLogger(__name__)

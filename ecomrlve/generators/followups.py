@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 
-from ecomrlve.generators.base import GenerationError
 from ecomrlve.generators.blocks import (
     ProductNeed,
     ReferenceParts,
@@ -48,6 +47,7 @@ from ecomrlve.generators.blocks import (
 )
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import pick
+from ecomrlve.generators.errors import GenerationError
 from ecomrlve.generators.phrasing import render
 from ecomrlve.generators.prompts import CLOSERS, counted
 from ecomrlve.generators.strata import in_share

@@ -33,9 +33,10 @@ import polars as pl
 from ecomrlve import store
 from ecomrlve.config import SCENARIOS, EnvConfig
 from ecomrlve.env import reference_turns, verify
-from ecomrlve.generators.base import GenerationError, ScenarioConfig, TaskKey, seed_sequence
+from ecomrlve.generators.base import GenerationError, ScenarioConfig, TaskKey
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.difficulty import axes_for, check_difficulty
+from ecomrlve.generators.draws import seed_sequence
 from ecomrlve.generators.events import EVENTS_FROM, add_events, check_events_from
 from ecomrlve.generators.fanout import chunk_executor, spawn_can_import_main
 from ecomrlve.generators.registry import get_scenario

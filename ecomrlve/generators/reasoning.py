@@ -39,7 +39,7 @@ import numpy as np
 from ecomrlve.generators.blocks import about, call, spoken_day
 from ecomrlve.generators.context import today
 from ecomrlve.generators.difficulty import check_difficulty
-from ecomrlve.generators.draws import below, pick
+from ecomrlve.generators.draws import below, pick, seed_sequence
 from ecomrlve.generators.errors import GenerationError
 from ecomrlve.generators.followups import before_closer
 from ecomrlve.generators.phrasing import money, render
@@ -129,8 +129,6 @@ def late_facts(task: Task) -> list[AnswerFact]:
 
 def late_rng(entropy: list[int]) -> np.random.Generator:
     """The late demands' own stream of a task (its `TaskKey` entropy plus `LATE_STREAM`)."""
-    from ecomrlve.generators.base import seed_sequence
-
     return np.random.default_rng(seed_sequence([*entropy, LATE_STREAM]))
 
 
