@@ -61,11 +61,13 @@ def refused_calls(task: Task) -> set[int]:
     return refused
 
 
-def _ordered(task: Task) -> list[str]:
-    """The products the reference's checkout orders: the starting cart played forward (calls
-    a world event refuses change nothing)."""
+def reference_cart(task: Task) -> dict[str, int]:
+    """The cart the reference checks out, product -> quantity: the starting cart played
+    forward (calls a world event refuses change nothing)."""
     refused = refused_calls(task) if task.events else set()
-    cart = {line["item_id"]: line["quantity"] for line in task.initial_state.get("cart", [])}
+    cart = {
+        line["item_id"]: int(line.get("quantity", 1)) for line in task.initial_state.get("cart", [])
+    }
     for k, call in enumerate(task.reference):
         if k in refused:
             continue
@@ -79,8 +81,13 @@ def _ordered(task: Task) -> list[str]:
         elif call.name == "set_quantity":
             cart[args["item_id"]] = int(args["quantity"])
         elif call.name == "checkout":
-            return list(cart)
-    return list(cart)
+            break
+    return cart
+
+
+def _ordered(task: Task) -> list[str]:
+    """The products the reference's checkout orders (`reference_cart`)."""
+    return list(reference_cart(task))
 
 
 def _action_sentence(task: Task, name: str, arguments: dict[str, Any]) -> str | None:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ecomrlve.env import Catalog, final_answer, format_call, reference_turns
+from ecomrlve.env.reference import reference_cart
 from ecomrlve.env.shared import SharedWorld
 from ecomrlve.tasks import Goal, PurchaseSpec, Slot, Task, ToolCall
 
@@ -297,7 +298,7 @@ def substitute_left(world: SharedWorld, index: int) -> bool:
     reference's order with it in place costs no more than the budget at catalog prices."""
     seat = world.seats[index]
     purchase = seat.task.goal.purchase
-    lost = set(world.lost_items(index)) & set(_reference_order(seat.task))
+    lost = set(world.lost_items(index)) & set(reference_cart(seat.task))
     if purchase is None or not lost:
         return True
     catalog, sold = world.catalog, world.ledger.sold
@@ -306,7 +307,7 @@ def substitute_left(world: SharedWorld, index: int) -> bool:
     for order_id in state.new_order_ids:
         for line in state.orders[order_id]["items"]:
             bought[line["item_id"]] = bought.get(line["item_id"], 0) + line["quantity"]
-    order = _reference_order(seat.task)
+    order = reference_cart(seat.task)
     total = sum(_catalog_price(catalog, i) * q for i, q in order.items() if i not in lost)
     for item_id in lost:
         quantity = order[item_id]
@@ -329,21 +330,3 @@ def substitute_left(world: SharedWorld, index: int) -> bool:
 
 def _catalog_price(catalog: Catalog, item_id: str) -> float:
     return float(catalog.price[catalog.row_of(item_id)])
-
-
-def _reference_order(task: Task) -> dict[str, int]:
-    """The cart the reference checks out: its starting cart played forward."""
-    cart = {line["item_id"]: int(line.get("quantity", 1)) for line in task.initial_state["cart"]}
-    for call in task.reference:
-        args = call.arguments
-        if call.name == "add_to_cart":
-            cart[args["item_id"]] = cart.get(args["item_id"], 0) + int(args.get("quantity", 1))
-        elif call.name == "remove_from_cart" or (
-            call.name == "set_quantity" and args.get("quantity") == 0
-        ):
-            cart.pop(args["item_id"], None)
-        elif call.name == "set_quantity":
-            cart[args["item_id"]] = int(args["quantity"])
-        elif call.name == "checkout":
-            break
-    return cart
