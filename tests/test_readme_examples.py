@@ -121,6 +121,9 @@ NOT_RUN: dict[str, str] = {
     "test_endpoint.py runs endpoint evaluations against the loopback server)",
     "export MY_API_KEY": "a hosted API's key",
     "ecomrlve eval --endpoint https://HOST/v1": "a hosted API",
+    "from ecomrlve.integrations.pettingzoo import parallel_env": "`policy` stands for the "
+    "reader's agent; tests/test_shared_world.py plays `parallel_env` to the end with scripted "
+    "seats and runs PettingZoo's own `parallel_api_test` on it",
 }
 
 

@@ -30,7 +30,7 @@ from ecomrlve.env import Catalog, EcomEnv, reference_turns
 from ecomrlve.env.facts import spellings
 from ecomrlve.env.parser import format_call
 from ecomrlve.env.tools import ShopTools
-from ecomrlve.env.user import SimulatedUser
+from ecomrlve.env.user import SimulatedUser, is_confirmation
 from ecomrlve.generators import generate_task
 from ecomrlve.tasks import Task
 from ecomrlve.testing import env_tasks as fx
@@ -104,7 +104,10 @@ def play(task: Task, turns: list[Any], scanner: LeakScanner | None = None) -> Ep
 
 
 def observations(task: Task, turns: list[Any], config: EnvConfig) -> list[Any]:
-    """Everything the agent sees when playing `turns`: the opening, then each step's output."""
+    """Everything the agent sees when playing `turns`: the opening, then each step's output, up
+    to the customer's first yes or no to a confirmation question ("shall I start the return
+    from O4520037?"): the customer answers it from what they want, which is the goal, and what
+    the shop does next follows from that answer (a d9+ shop rule refuses a write without it)."""
     env = EcomEnv(task, CATALOG, config)
     seen: list[Any] = [env.reset()]
     for turn in turns:
@@ -112,6 +115,12 @@ def observations(task: Task, turns: list[Any], config: EnvConfig) -> list[Any]:
             break
         result = env.step(turn)
         info = result.info if not result.done else None  # the final verdict is for the trainer
+        asked = [c for c in env.record.calls if c.turn == env.record.turns]
+        if any(
+            c.name == "ask_user" and is_confirmation(str(c.arguments.get("question", "")))
+            for c in asked
+        ):
+            break
         seen.append((result.observation, result.done, info))
     return seen
 
