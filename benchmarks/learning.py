@@ -323,7 +323,7 @@ def held_out_table(stages: dict[str, pl.DataFrame], by: str) -> list[list[str]]:
     rows = [header]
     for key in ["all", *keys]:
         chosen = {
-            name: frame if key == "all" else frame.filter(pl.col(by) == key)
+            name: frame if key == "all" or not frame.height else frame.filter(pl.col(by) == key)
             for name, frame in stages.items()
         }
         first = next(iter(chosen.values()))
