@@ -4,8 +4,10 @@ where building data is costly."""
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,6 +47,24 @@ def small_catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 _PREFECT_DIR = tempfile.mkdtemp(prefix="ecomrlve-prefect-")
 atexit.register(shutil.rmtree, _PREFECT_DIR, ignore_errors=True)
 prefect_env(_PREFECT_DIR)  # PREFECT_HOME under it, telemetry off, 120 s server start-up
+
+
+@pytest.fixture(autouse=True)
+def _log_handlers_write_to_an_open_stream() -> Iterator[None]:
+    """A logging handler made during a `CliRunner` invocation (Prefect's console handler, set
+    up when a command first imports or configures Prefect) keeps that invocation's captured
+    stderr, which is closed when it ends; its next record then printed a "--- Logging error ---
+    Traceback" into whatever invocation came next, so a test passed or failed by test order.
+    After each test such a handler writes to the session's stderr again."""
+    yield
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for logger in loggers:
+        for handler in getattr(logger, "handlers", ()):
+            stream = getattr(handler, "stream", None)
+            if stream is not None and getattr(stream, "closed", False):
+                handler.stream = sys.stderr  # not setStream: it flushes the closed one
+                if getattr(handler, "console", None) is not None:  # rich's Console, Prefect's
+                    handler.console.file = sys.stderr
 
 
 @pytest.fixture(scope="session")
