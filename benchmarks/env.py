@@ -25,11 +25,15 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import json
 import os
 import resource
+import sys
 import time
 import timeit
+import types
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -450,15 +454,22 @@ def bench_mixed_at(products: int, data: Path) -> list[Row]:
     return bench_mixed(Catalog.load(data), data)
 
 
-def bench_mixed(catalog: Catalog, data: Path, n_tasks: int = 900, seed: int = 7) -> list[Row]:
-    """Replay+verify of generated tasks mixed over the nine scenarios (d 0-10), one core,
-    and the cost of the typed answer check beside a substring check of the same facts."""
+def mixed_plays(catalog: Catalog, data: Path, n_tasks: int = 900, seed: int = 7) -> list:
+    """Generated tasks mixed over the nine scenarios (d 0-10) with their reference turns, each
+    verified once (which warms the search and policy caches)."""
     frame, _ = generate_tasks(data, n_tasks, seed=seed)
     tasks = [Task.from_row(row) for row in frame.iter_rows(named=True)]
     plays = [(t, reference_turns(t)) for t in tasks]
-    for task, turns in plays:  # warm caches (search, policy ranking) and check the references
+    for task, turns in plays:
         if not verify(task, turns, catalog).success:
             raise RuntimeError(f"reference of {task.task_id} fails")
+    return plays
+
+
+def bench_mixed(catalog: Catalog, data: Path, n_tasks: int = 900, seed: int = 7) -> list[Row]:
+    """Replay+verify of generated tasks mixed over the nine scenarios (d 0-10), one core,
+    and the cost of the typed answer check beside a substring check of the same facts."""
+    plays = mixed_plays(catalog, data, n_tasks, seed)
     # CPU time of this process per round: the machine is shared, and its speed drifts within
     # minutes, so the best round is the code's cost and the median round is shown beside it
     rounds = []
@@ -506,6 +517,85 @@ def bench_mixed(catalog: Catalog, data: Path, n_tasks: int = 900, seed: int = 7)
     ]
 
 
+class _ScriptedUser:
+    """τ-bench's user interface without the LLM: the replay's `respond` actions get a fixed
+    reply, so only the environment and its reward are timed."""
+
+    def reset(self, instruction: str | None = None) -> str:
+        return instruction or ""
+
+    def step(self, content: str) -> str:
+        return "ok"
+
+    def get_total_cost(self) -> float:
+        return 0.0
+
+
+def tau_retail_replay(checkout: Path) -> Callable[[], int]:
+    """τ-bench retail's own replay+verify of its reference actions (the peer issue 43 measures
+    against), from a checkout of sierra-research/tau-bench: for each test task, `reset`, every
+    reference action through `Env.step`, then `calculate_reward` (it reloads the JSON database and
+    replays the reference to compare hashes). Returns a function that plays every task once and
+    returns how many it played."""
+    sys.path.insert(0, str(checkout))
+    if importlib.util.find_spec("litellm") is None:
+        # tau_bench/envs/user.py imports litellm's `completion` for its LLM users; the replay
+        # never calls it, so a stand-in module spares installing litellm for a benchmark
+        sys.modules["litellm"] = types.SimpleNamespace(completion=None)  # type: ignore[assignment]
+    from tau_bench.envs.retail import MockRetailDomainEnv
+
+    env = MockRetailDomainEnv(user_strategy="human", task_split="test", task_index=0)
+    env.user = _ScriptedUser()
+
+    def play_all() -> int:
+        for index, task in enumerate(env.tasks):
+            env.reset(task_index=index)
+            for action in task.actions:
+                env.step(action)
+            # a task with `outputs` also wants them said in a reply, which its action list
+            # lacks; the others must score 1 (the replay reproduced the reference's database)
+            if env.calculate_reward().reward != 1.0 and not task.outputs:
+                raise RuntimeError(f"tau-bench retail task {index}: its reference scored < 1")
+        return len(env.tasks)
+
+    return play_all
+
+
+def bench_peer(catalog: Catalog, data: Path, checkout: Path, rounds: int = 5) -> list[Row]:
+    """Our replay+verify of 900 mixed tasks and τ-bench retail's of its 115 test tasks, in
+    alternating rounds of the same process (one core, CPU time), so both see the same machine:
+    the ratio of the best rounds is the figure, the ratio of the median rounds beside it."""
+    plays = mixed_plays(catalog, data)
+    tau = tau_retail_replay(checkout)
+    tau()  # warm imports and caches
+    ours_s: list[float] = []
+    tau_s: list[float] = []
+    tau_n = 0
+    for _ in range(rounds):
+        t = time.process_time()
+        for task, turns in plays:
+            verify(task, turns, catalog)
+        ours_s.append(time.process_time() - t)
+        t = time.process_time()
+        tau_n = tau()
+        tau_s.append(time.process_time() - t)
+    ours = len(plays) / min(ours_s)
+    peer = tau_n / min(tau_s)
+    ours_median = len(plays) / float(np.median(ours_s))
+    peer_median = tau_n / float(np.median(tau_s))
+    return [
+        (
+            f"replay+verify vs tau-bench retail, same run ({len(plays)} mixed tasks at "
+            f"{catalog.size:,} products; its {tau_n} test tasks; best of {rounds} alternating "
+            "rounds)",
+            f"{ours:,.0f} eps/s = {ours / peer:,.0f}x "
+            f"(median rounds {ours_median / peer_median:,.0f}x)",
+            f"tau-bench retail {peer:,.1f} eps/s (median {peer_median:,.1f})",
+            "≥ 250x",
+        )
+    ]
+
+
 def print_table(rows: list[Row]) -> None:
     headers = ("measurement", "ecomrlve env", "baseline", "target")
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(4)]
@@ -540,6 +630,14 @@ def main() -> None:
         default=[20_000],
         help="mixed replay rows on catalogs of these sizes too (cached in /tmp)",
     )
+    parser.add_argument(
+        "--tau-bench",
+        type=Path,
+        default=None,
+        metavar="CHECKOUT",
+        help="a checkout of sierra-research/tau-bench: add the same-run ratio row against its "
+        "retail replay+verify (with --mixed-only: only that row)",
+    )
     args = parser.parse_args()
     data = args.data or Path(f"/tmp/ecomrlve-bench-{args.products}")
     start_load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
@@ -550,7 +648,11 @@ def main() -> None:
     sizes = [n for n in args.mixed_also if n != args.products]
 
     def mixed_rows() -> list[Row]:
+        if args.tau_bench is not None and args.mixed_only:
+            return bench_peer(catalog, data, args.tau_bench)
         out = bench_mixed(catalog, data)
+        if args.tau_bench is not None:
+            out += bench_peer(catalog, data, args.tau_bench)
         for size in sizes:
             out += bench_mixed_at(size, Path(f"/tmp/ecomrlve-bench-{size}"))
         return out
