@@ -56,9 +56,9 @@ def _pool(args: argparse.Namespace) -> tuple[Any, list[Task]]:
         rivals, _ = contended_tasks(catalog, 2)
         return catalog, [*rivals, *env_tasks.all_tasks(catalog)]
     from ecomrlve.env.catalog import Catalog
-    from ecomrlve.env.cli import _tasks_query
+    from ecomrlve.tasks import read_tasks
 
-    return Catalog.load(args.data), _tasks_query(args.data, None)
+    return Catalog.load(args.data), read_tasks(args.data, None)
 
 
 def _pct(values: list[bool]) -> str:

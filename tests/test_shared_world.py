@@ -192,9 +192,9 @@ def test_pettingzoo_reference_seats_play_to_the_end(shared_store):
 
     env = parallel_env(data=shared_store, agents=4, seed=4)
     observations, infos = env.reset(seed=9)
-    from ecomrlve.env.cli import _tasks_query
+    from ecomrlve.tasks import read_tasks
 
-    pool = {t.task_id: t for t in _tasks_query(shared_store, None)}
+    pool = {t.task_id: t for t in read_tasks(shared_store, None)}
     agents = {
         a: ReferenceSeat(pool[infos[a]["task_id"].split("@")[0]]) for a in env.possible_agents
     }

@@ -38,7 +38,7 @@ import numpy as np
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.environment import EcomEnv, StepResult
-from ecomrlve.env.events import WorldEvents, _ran_into_stock
+from ecomrlve.env.events import WorldEvents, ran_into_stock
 from ecomrlve.env.verifier import Verdict
 from ecomrlve.tasks import Task, WorldEvent
 
@@ -298,7 +298,7 @@ class SharedWorld:
                 k >= seat.own_events
                 and event.kind == "out_of_stock"
                 and fired_at is not None
-                and _ran_into_stock(record, k, fired_at, event)
+                and ran_into_stock(record, k, fired_at, event)
             ):
                 lost.append(event.item_id)
         return lost

@@ -40,9 +40,8 @@ from pettingzoo import ParallelEnv
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
-from ecomrlve.env.cli import _tasks_query
 from ecomrlve.env.shared import DemandRule, SharedWorld, draw_shared_tasks
-from ecomrlve.tasks import Task
+from ecomrlve.tasks import Task, read_tasks
 
 MAX_OBSERVATION_CHARS = 1_000_000
 MAX_ACTION_CHARS = 32_768
@@ -175,7 +174,7 @@ def parallel_env(
     env_config: EnvConfig | None = None,
 ) -> EcomParallelEnv:
     """A shared shop of `agents` seats over the data folder `data` (its catalog and tasks)."""
-    pool = _tasks_query(Path(data), where)
+    pool = read_tasks(Path(data), where)
     return EcomParallelEnv(
         pool, Catalog.load(data), agents, seed, contention=contention, demand=demand,
         env_config=env_config,
