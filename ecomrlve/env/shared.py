@@ -152,8 +152,9 @@ class SharedWorld:
         self._log: list[dict[str, Any]] = []
 
     # ---- the episode ----------------------------------------------------------------------------
-    def reset(self) -> dict[int, list[dict[str, Any]]]:
-        """Open every seat's episode on a fresh shop; each seat's opening messages."""
+    def reset(self, include_tools: bool = True) -> dict[int, list[dict[str, Any]]]:
+        """Open every seat's episode on a fresh shop; each seat's opening messages
+        (`include_tools`: the tools as text in the system message, as `EcomEnv.reset`)."""
         ledger = _Ledger()
         for item_id, units in self.scarce.items():
             stock = int(self.catalog.stock[self.catalog.row_of(item_id)])
@@ -167,7 +168,7 @@ class SharedWorld:
             own = task.model_copy(update={"events": list(task.events)})
             env = EcomEnv(own, self.catalog, self.config)
             env.max_turns += self.turn_slack
-            openings[index] = env.reset()
+            openings[index] = env.reset(include_tools=include_tools)
             env.tools.sold = ledger.sold  # one stock for every seat
             # the shop's changes reach the seat as world events on its own task copy
             env.world = env.world or WorldEvents(own.events, env.tools, env.record)
