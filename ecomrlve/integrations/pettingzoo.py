@@ -22,8 +22,8 @@ Spaces are `gymnasium.spaces.Text` over printable ASCII: observations always lie
 any text is accepted as an action (the space is what `sample()` draws from).
 
 Each reset draws K tasks from the store's `tasks` view (`where`: an SQL filter) so that they
-contend for one scarce item (`contention`: the probability a seat wants it too;
-`ecomrlve.env.shared.draw_shared_tasks`).
+contend for one scarce item (`contention`: the probability a seat wants it too; None: the
+difficulty ladder's, `ecomrlve.env.shared.contention_at`; `ecomrlve.env.shared.draw_shared_tasks`).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class EcomParallelEnv(ParallelEnv):
         agents: int = 2,
         seed: int = 0,
         *,
-        contention: float = 1.0,
+        contention: float | None = 1.0,
         demand: DemandRule | None = None,
         env_config: EnvConfig | None = None,
     ):
@@ -169,7 +169,7 @@ def parallel_env(
     seed: int = 0,
     *,
     where: str | None = None,
-    contention: float = 1.0,
+    contention: float | None = 1.0,
     demand: DemandRule | None = None,
     env_config: EnvConfig | None = None,
 ) -> EcomParallelEnv:
