@@ -34,7 +34,7 @@ from ecomrlve.env.shared import SharedWorld, draw_shared_tasks
 from ecomrlve.progress import ProgressEvent, ProgressFn
 from ecomrlve.tasks import Task
 from ecomrlve.train.chat import ChatFormat, TokenSequence
-from ecomrlve.train.engine import RolloutEngine, SamplingParams
+from ecomrlve.train.engine import Completion, RolloutEngine, SamplingParams
 from ecomrlve.train.rollout import Episode
 
 WORLD_STREAM = 0x5E1F  # the middle entropy word of a group's world seeds
@@ -81,21 +81,14 @@ def play_shared(
     seats' sampling (else `seed`)."""
     if group_seeds is not None and len(group_seeds) != len(tasks):
         raise ValueError(f"{len(group_seeds)} group seeds for {len(tasks)} tasks")
-    everyone: list[_Seat] = []
-    for group, task in enumerate(tasks):
-        group_seed = group_seeds[group] if group_seeds is not None else seed * 10_007 + group
-        tools = tools_for(task) if tools_for is not None else None
-        for first in range(0, samples_per_task, seats):
-            size = min(seats, samples_per_task - first)
-            world_seed = _seed(group_seed, WORLD_STREAM, first)
-            drawn, scarce = draw_shared_tasks([task], size, world_seed, units=units)
-            world = SharedWorld(drawn, catalog, env_config, seed=world_seed, scarce=scarce)
-            openings = world.reset(include_tools=False)
-            for k in range(size):
-                sequence = TokenSequence()
-                sequence.add_prompt(chat.prompt_ids(openings[k], tools))
-                episode = Episode(task, group, first + k, sequence)
-                everyone.append(_Seat(episode, world, k, _seed(group_seed, first + k)))
+    if group_seeds is None:
+        group_seeds = [seed * 10_007 + group for group in range(len(tasks))]
+    everyone = [
+        seat
+        for group, task in enumerate(tasks)
+        for seat in _seat_group(task, group, group_seeds[group], samples_per_task, seats, units,
+                                chat, catalog, env_config, tools_for)
+    ]  # fmt: skip
     episodes = [s.episode for s in everyone]
     active = [s for s in everyone if not _over_budget(s, agent)]
     round_index = 0
@@ -114,30 +107,72 @@ def play_shared(
             row_seeds=tuple(s.seed * 10_007 + round_index for s in active),
         )
         completions = engine.generate([s.episode.sequence.token_ids for s in active], sampling)
-        # every seat's turn first, then each world plays its seats in its seeded order
-        turns: dict[int, dict[int, str]] = {}
-        cut: dict[int, bool] = {}
-        for seat, completion, budget in zip(active, completions, budgets, strict=True):
-            ids, logprobs = completion.token_ids[:budget], completion.logprobs[:budget]
-            cut[id(seat)] = (
-                completion.finish_reason == "length" or len(completion.token_ids) > budget
-            )
-            seat.episode.sequence.add_generated(ids, logprobs)
-            text = chat.decode_turn(ids)
-            seat.episode.turns.append(text)
-            turns.setdefault(id(seat.world), {})[seat.index] = text
-        by_place = {(id(s.world), s.index): s for s in active}
-        worlds = {id(s.world): s.world for s in active}
-        still: set[int] = set()
-        for key, world in worlds.items():
-            for index, result in world.step(turns[key]).items():
-                seat = by_place[(key, index)]
-                if _after_turn(seat, result, cut[id(seat)], chat, agent):
-                    still.add(id(seat))
-        active = [s for s in active if id(s) in still]
+        active = _play_round(active, completions, budgets, chat, agent)
         round_index += 1
     _report(progress, episodes, round_index)
     return episodes
+
+
+def _seat_group(
+    task: Task,
+    group: int,
+    group_seed: int,
+    samples: int,
+    seats: int,
+    units: int | None,
+    chat: ChatFormat,
+    catalog: Catalog,
+    env_config: EnvConfig,
+    tools_for: Callable[[Task], list[dict[str, Any]] | None] | None,
+) -> list[_Seat]:
+    """The `samples` seats of one group: worlds of `seats` copies of `task`, opened."""
+    tools = tools_for(task) if tools_for is not None else None
+    out = []
+    for first in range(0, samples, seats):
+        size = min(seats, samples - first)
+        world_seed = _seed(group_seed, WORLD_STREAM, first)
+        drawn, scarce = draw_shared_tasks([task], size, world_seed, units=units)
+        world = SharedWorld(drawn, catalog, env_config, seed=world_seed, scarce=scarce)
+        openings = world.reset(include_tools=False)
+        for k in range(size):
+            sequence = TokenSequence()
+            sequence.add_prompt(chat.prompt_ids(openings[k], tools))
+            episode = Episode(task, group, first + k, sequence)
+            out.append(_Seat(episode, world, k, _seed(group_seed, first + k)))
+    return out
+
+
+def _play_round(
+    active: list[_Seat],
+    completions: list[Completion],
+    budgets: list[int],
+    chat: ChatFormat,
+    agent: AgentConfig,
+) -> list[_Seat]:
+    """Every seat's turn first, then each world plays its seats' turns in its seeded order;
+    the seats that play on."""
+    turns: dict[int, dict[int, str]] = {}  # world -> seat -> its turn
+    cut: dict[int, bool] = {}
+    for seat, completion, budget in zip(active, completions, budgets, strict=True):
+        version = completion.extra.get("policy_version")
+        if version is not None:  # the oldest weights the episode sampled with
+            seen = seat.episode.policy_version
+            seat.episode.policy_version = version if seen is None else min(seen, version)
+        ids, logprobs = completion.token_ids[:budget], completion.logprobs[:budget]
+        over = len(completion.token_ids) > budget
+        cut[id(seat)] = completion.finish_reason == "length" or over
+        seat.episode.sequence.add_generated(ids, logprobs)
+        text = chat.decode_turn(ids)
+        seat.episode.turns.append(text)
+        turns.setdefault(id(seat.world), {})[seat.index] = text
+    by_place = {(id(s.world), s.index): s for s in active}
+    still: set[int] = set()
+    for key, world in {id(s.world): s.world for s in active}.items():
+        for index, result in world.step(turns[key]).items():
+            seat = by_place[(key, index)]
+            if _after_turn(seat, result, cut[id(seat)], chat, agent):
+                still.add(id(seat))
+    return [s for s in active if id(s) in still]
 
 
 def _seed(*words: int) -> int:
