@@ -18,6 +18,10 @@ the seats that lost an item while the shop still had a substitute within the bud
 blind seat's success among the seats that lost an item (it succeeds only where its task's own
 plan already replaced that item: its claims are then true); then per world the customers
 served by the reference and its revenue.
+
+A second table turns the difficulty ladder's contention knob (`contention_at(d)`: the share of
+seats that want the scarce item and the units of it left) at K = `LADDER_SEATS`, with the same
+columns. `--quick`: 4 worlds per row, K in {1, 2, 4}, the ladder at d in {0, 4, 8}.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ecomrlve.env.shared import SharedWorld, draw_shared_tasks
+from ecomrlve.env.shared import SharedWorld, contention_at, draw_shared_tasks
 from ecomrlve.tasks import Task
 from ecomrlve.testing import env_tasks
 from ecomrlve.testing.bench import generated_store, print_table
@@ -42,6 +46,12 @@ from ecomrlve.testing.competing import (
 
 SEATS = (1, 2, 4, 8)
 CONTENTION = (1.0, 0.5)
+LADDER = (0, 2, 4, 6, 8)  # difficulties whose contention knob the second table turns
+LADDER_SEATS = 4
+COLUMNS = (
+    "seats", "contended %", "ref ok %", "ref reward", "ref ok|lost, left %", "ref ok|not lost %",
+    "blind ok|lost %", "served/world", "revenue/world",
+)  # fmt: skip
 
 
 def _pool(args: argparse.Namespace) -> tuple[Any, list[Task]]:
@@ -56,13 +66,50 @@ def _pool(args: argparse.Namespace) -> tuple[Any, list[Task]]:
         rivals, _ = contended_tasks(catalog, 2)
         return catalog, [*rivals, *env_tasks.all_tasks(catalog)]
     from ecomrlve.env.catalog import Catalog
-    from ecomrlve.env.cli import _tasks_query
+    from ecomrlve.tasks import read_tasks
 
-    return Catalog.load(args.data), _tasks_query(args.data, None)
+    return Catalog.load(args.data), read_tasks(args.data, None)
 
 
 def _pct(values: list[bool]) -> str:
     return f"{100 * sum(values) / len(values):.0f}" if values else "-"
+
+
+def _row(
+    catalog: Any, pool: list[Task], k: int, worlds: int, seed0: int, share: float, units: int
+) -> tuple[str, ...]:
+    """`COLUMNS` over `worlds` shared worlds of `k` seats drawn at contention `share` with
+    `units` of the scarce item left, each played by reference seats and by blind ones."""
+    lost, ref_ok, ref_reward, ref_lost_ok, claim_lost_ok = [], [], [], [], []
+    ref_other_ok: list[bool] = []
+    served, revenue = [], []
+    for w in range(worlds):
+        seed = seed0 * 1_000_003 + w
+        tasks, scarce = draw_shared_tasks(pool, k, seed, contention=share, units=units)
+        world = SharedWorld(tasks, catalog, seed=seed, scarce=scarce)
+        play(world, [ReferenceSeat(t) for t in tasks])
+        verdicts = world.verdicts()
+        for i in range(k):
+            lost_it = world.ran_into_sold_out(i)
+            lost.append(lost_it)
+            ref_ok.append(verdicts[i].success)
+            ref_reward.append(verdicts[i].reward)
+            if lost_it and substitute_left(world, i):
+                ref_lost_ok.append(verdicts[i].success)
+            elif not lost_it:
+                ref_other_ok.append(verdicts[i].success)
+        metrics = world.group_metrics()
+        served.append(metrics["served"])
+        revenue.append(metrics["revenue"])
+        blind = SharedWorld(tasks, catalog, seed=seed, scarce=scarce)
+        play(blind, [ClaimingSeat(t) for t in tasks])
+        blind_verdicts = blind.verdicts()
+        claim_lost_ok += [blind_verdicts[i].success for i in range(k) if blind.ran_into_sold_out(i)]
+    return (
+        str(len(lost)), _pct(lost), _pct(ref_ok), f"{statistics.fmean(ref_reward):.3f}",
+        _pct(ref_lost_ok), _pct(ref_other_ok), _pct(claim_lost_ok),
+        f"{statistics.fmean(served):.2f}", f"{statistics.fmean(revenue):.2f}",
+    )  # fmt: skip
 
 
 def main() -> None:
@@ -72,52 +119,28 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--generate", type=int, default=0, help="draw from N generated tasks")
     parser.add_argument("--products", type=int, default=3_000, help="catalog of --generate")
+    parser.add_argument("--quick", action="store_true", help="4 worlds a row, fewer rows")
     args = parser.parse_args()
+    seats, ladder_at = SEATS, LADDER
+    if args.quick:
+        args.worlds, seats, ladder_at = 4, (1, 2, 4), (0, 4, 8)
     catalog, pool = _pool(args)
     started = time.perf_counter()
-    table = [
-        ("K", "contention", "seats", "contended %", "ref ok %", "ref reward",
-         "ref ok|lost, left %", "ref ok|not lost %", "blind ok|lost %", "served/world",
-         "revenue/world"),
-    ]  # fmt: skip
+    table = [("K", "contention", *COLUMNS)]
     for contention in CONTENTION:
-        for k in SEATS:
-            lost, ref_ok, ref_reward, ref_lost_ok, claim_lost_ok = [], [], [], [], []
-            ref_other_ok: list[bool] = []
-            served, revenue = [], []
-            for w in range(args.worlds):
-                seed = args.seed * 1_000_003 + w
-                tasks, scarce = draw_shared_tasks(pool, k, seed, contention=contention)
-                world = SharedWorld(tasks, catalog, seed=seed, scarce=scarce)
-                play(world, [ReferenceSeat(t) for t in tasks])
-                verdicts = world.verdicts()
-                for i in range(k):
-                    lost_it = world.ran_into_sold_out(i)
-                    lost.append(lost_it)
-                    ref_ok.append(verdicts[i].success)
-                    ref_reward.append(verdicts[i].reward)
-                    if lost_it and substitute_left(world, i):
-                        ref_lost_ok.append(verdicts[i].success)
-                    elif not lost_it:
-                        ref_other_ok.append(verdicts[i].success)
-                metrics = world.group_metrics()
-                served.append(metrics["served"])
-                revenue.append(metrics["revenue"])
-                blind = SharedWorld(tasks, catalog, seed=seed, scarce=scarce)
-                play(blind, [ClaimingSeat(t) for t in tasks])
-                blind_verdicts = blind.verdicts()
-                claim_lost_ok += [
-                    blind_verdicts[i].success for i in range(k) if blind.ran_into_sold_out(i)
-                ]
-            table.append(
-                (str(k), f"{contention:.1f}", str(len(lost)), _pct(lost), _pct(ref_ok),
-                 f"{statistics.fmean(ref_reward):.3f}", _pct(ref_lost_ok), _pct(ref_other_ok),
-                 _pct(claim_lost_ok),
-                 f"{statistics.fmean(served):.2f}", f"{statistics.fmean(revenue):.2f}")
-            )  # fmt: skip
+        for k in seats:
+            row = _row(catalog, pool, k, args.worlds, args.seed, contention, 1)
+            table.append((str(k), f"{contention:.1f}", *row))
     source = args.data or (f"{args.generate} generated" if args.generate else "the fixture shop")
     print(f"{args.worlds} worlds per row, seed {args.seed}, tasks of {source} ({len(pool)})")
     print_table(table, numeric=True)
+    ladder = [("d", "share", "units", "K", *COLUMNS)]
+    for d in ladder_at:
+        knob = contention_at(d)
+        row = _row(catalog, pool, LADDER_SEATS, args.worlds, args.seed, knob.share, knob.units)
+        ladder.append((str(d), f"{knob.share:.2f}", str(knob.units), str(LADDER_SEATS), *row))
+    print(f"\nthe difficulty ladder's contention knob (contention_at(d)), K = {LADDER_SEATS}")
+    print_table(ladder, numeric=True)
     print(f"\n{time.perf_counter() - started:.1f} s")
 
 

@@ -353,6 +353,13 @@ class RolloutConfig(StrictModel):
     )
     api_key_env: str | None = Field(None, description="env variable holding the API key")
     concurrency: int = Field(64, ge=1, description="requests in flight over the pool")
+    # --- self-play (ecomrlve/train/selfplay.py, issue 47)
+    shared_seats: int = Field(
+        1,
+        ge=1,
+        description="self-play: a group's samples play K to a shared shop (one policy, K seats "
+        "competing for a scarce item; 1: each episode its own shop)",
+    )
     # --- asynchronous RL (ecomrlve/train/rollout_workers.py; AReaL's max_head_offpolicyness)
     asynchronous: bool = Field(
         False,
@@ -385,6 +392,8 @@ class RolloutConfig(StrictModel):
 
     @model_validator(mode="after")
     def _check(self) -> RolloutConfig:
+        if self.shared_seats > 1 and self.asynchronous:
+            raise ValueError("shared_seats > 1 (self-play) runs synchronous rollouts: async false")
         if self.engine == "endpoint" and not (self.endpoints and self.weights_dir):
             raise ValueError(
                 "engine endpoint needs endpoints (server URLs; flat: rollout_endpoints) and "
@@ -496,7 +505,7 @@ FLAT_TRAINING_KEYS: dict[str, tuple[str, str]] = {
             "prompts_per_step group_size vllm_gpu_memory_utilization curriculum "
             "adaptive_difficulty adaptive_window adaptive_threshold adaptive_episodes shuffle "
             "replay_after_update reserved_tasks tool_curriculum tool_curriculum_threshold "
-            "tool_curriculum_window max_staleness"
+            "tool_curriculum_window max_staleness shared_seats"
         ),
     ),
     "async": ("rollout", "asynchronous"),

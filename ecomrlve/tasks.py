@@ -22,14 +22,18 @@ Goal semantics (checked by `ecomrlve.env.verifier`):
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Hashable
 from typing import Any, Literal
 
+import duckdb
 import orjson
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from ecomrlve import store
 from ecomrlve.config import SCENARIOS
+from ecomrlve.read_sql import check_read_query
 
 # Axis columns every task row carries (interpretation is per scenario; unused axes are 0).
 DIFFICULTY_AXES: tuple[str, ...] = (
@@ -446,3 +450,37 @@ def _sorted_json(value: Any) -> str:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
     except TypeError:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def read_tasks(
+    data: str | os.PathLike, where: str | None = None, params: list[Any] | None = None
+) -> list[Task]:
+    """Tasks from the store's `tasks` view in the data folder `data`, by task id; `where` is
+    trusted SQL (with `?` placeholders bound to `params`), run as one SELECT
+    (`check_read_query`) on a read-only connection, so it cannot write."""
+
+    con = store.connect(data, read_only=True)
+    try:
+        views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
+        if "tasks" not in views:
+            raise store.StoreError(f"no tasks in {data}: run `ecomrlve generate` first")
+        sql = "SELECT * FROM tasks"
+        if where:
+            sql += f" WHERE ({where})"
+        sql += " ORDER BY task_id"
+        check_read_query(sql)
+        try:
+            table = con.sql(sql, params=params or None).to_arrow_table()
+            frame = pl.from_arrow(table)
+        except duckdb.Error as err:
+            raise store.damaged_file_error(data, err) from None
+    finally:
+        con.close()
+    tasks = []
+    for row in frame.iter_rows(named=True):
+        try:
+            tasks.append(Task.from_row(row))
+        except (ValueError, KeyError) as err:
+            first = str(err).splitlines()[0]
+            raise store.StoreError(f"task {row.get('task_id')!r} is malformed: {first}") from None
+    return tasks

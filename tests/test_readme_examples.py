@@ -124,6 +124,9 @@ NOT_RUN: dict[str, str] = {
     "from ecomrlve.integrations.pettingzoo import parallel_env": "`policy` stands for the "
     "reader's agent; tests/test_shared_world.py plays `parallel_env` to the end with scripted "
     "seats and runs PettingZoo's own `parallel_api_test` on it",
+    "from ecomrlve.integrations.env_server import EcomAction, EcomEnvClient": "`seat_token` and "
+    "`policy` stand for the reader's; tests/test_env_server_shared.py plays four clients on one "
+    "shared world over the server",
 }
 
 
@@ -426,7 +429,7 @@ def test_yaml_blocks_load_through_the_config_model() -> None:
 
     base = yaml.safe_load((ROOT / "configs" / "tiny_cpu.yaml").read_text())
     blocks = [b for b, _ in assigned("test_yaml_blocks_load_through_the_config_model")]
-    assert len(blocks) == 4 and all(b.lang == "yaml" for b in blocks)
+    assert len(blocks) == 5 and all(b.lang == "yaml" for b in blocks)
     for block in blocks:
         fragment = yaml.safe_load(block.text)
         cfg = config_from_dict(_merged(base, fragment), source=block.where)

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import json
 import warnings
+from itertools import pairwise
 
 import pytest
 
 from ecomrlve.env import format_call
-from ecomrlve.env.shared import DemandRule, SharedWorld, contendable, draw_shared_tasks
+from ecomrlve.env.shared import (
+    Contention,
+    DemandRule,
+    SharedWorld,
+    contendable,
+    contention_at,
+    draw_shared_tasks,
+)
+from ecomrlve.testing import env_tasks as fx
 from ecomrlve.testing.competing import ClaimingSeat, ReferenceSeat, contended_tasks, play
 
 
@@ -164,6 +173,40 @@ def test_draw_contends_for_one_scarce_item(catalog, contended):
         SharedWorld(drawn, catalog, seed=-1)
 
 
+def test_the_ladder_sets_how_much_seats_contend(catalog, contended):
+    knobs = [contention_at(d) for d in range(11)]
+    # monotone: more seats want the item, fewer units of it are left
+    assert all(a.share <= b.share and a.units >= b.units for a, b in pairwise(knobs))
+    assert knobs[0] == Contention(0.0, 3) and knobs[8] == knobs[10] == Contention(1.0, 1)
+    with pytest.raises(ValueError, match="difficulty"):
+        contention_at(-1)
+    tasks, item_id = contended
+    others = [fx_task for fx_task in fx.all_tasks(catalog) if not contendable(fx_task)]
+    pool = [tasks[0], *others]
+    wanting = {}
+    for d in (0, 4, 8):
+        first = tasks[0].model_copy(update={"difficulty": d})
+        want = 0
+        for seed in range(40):
+            drawn, scarce = draw_shared_tasks(
+                [first, *others], 4, seed, contention=None, units=None
+            )
+            assert scarce == {item_id: contention_at(d).units}
+            want += sum(t.task_id.startswith(first.task_id) for t in drawn[1:])
+        wanting[d] = want / (3 * 40)
+    # the share of rival seats that want the item follows the knob (0, 0.5, 1); a seat that
+    # does not contend draws any pool task, the wanted one among them
+    for d, share in wanting.items():
+        knob = contention_at(d).share
+        assert abs(share - (knob + (1 - knob) / len(pool))) < 0.12
+    assert wanting[0] < wanting[4] < wanting[8] == 1.0
+    # an explicit contention and units override the ladder
+    _, scarce = draw_shared_tasks(pool, 2, 0, contention=1.0, units=2)
+    assert scarce == {item_id: 2}
+    with pytest.raises(ValueError, match="scarce units"):
+        draw_shared_tasks(pool, 2, 0, units=0)
+
+
 @pytest.fixture(scope="module")
 def shared_store(tmp_path_factory, catalog):
     from ecomrlve.testing import env_tasks
@@ -192,9 +235,9 @@ def test_pettingzoo_reference_seats_play_to_the_end(shared_store):
 
     env = parallel_env(data=shared_store, agents=4, seed=4)
     observations, infos = env.reset(seed=9)
-    from ecomrlve.env.cli import _tasks_query
+    from ecomrlve.tasks import read_tasks
 
-    pool = {t.task_id: t for t in _tasks_query(shared_store, None)}
+    pool = {t.task_id: t for t in read_tasks(shared_store, None)}
     agents = {
         a: ReferenceSeat(pool[infos[a]["task_id"].split("@")[0]]) for a in env.possible_agents
     }
@@ -222,6 +265,7 @@ def test_competing_benchmark_prints_its_table(catalog, monkeypatch, capsys):
     bench = load_script(script)
     monkeypatch.setattr(bench, "SEATS", (1, 4))
     monkeypatch.setattr(bench, "CONTENTION", (1.0,))
+    monkeypatch.setattr(bench, "LADDER", (0, 8))
     monkeypatch.setattr("sys.argv", ["competing.py", "--worlds", "2"])
     bench.main()
     rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[3:5]}

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import polars as pl
 import typer
 from rich.markup import escape
@@ -16,8 +15,7 @@ from rich.markup import escape
 from ecomrlve import store
 from ecomrlve.cli_common import console, err_console, fail, frame_table, user_errors
 from ecomrlve.config import EnvConfig, load_config
-from ecomrlve.read_sql import check_read_query
-from ecomrlve.tasks import Task
+from ecomrlve.tasks import read_tasks
 
 DataOpt = typer.Option(Path("data"), "--data", help="data directory")
 ConfigOpt = typer.Option(None, "--config", help="YAML config (its env block is used)")
@@ -25,36 +23,6 @@ ConfigOpt = typer.Option(None, "--config", help="YAML config (its env block is u
 
 def _env_config(path: Path | None) -> EnvConfig:
     return load_config(path).env
-
-
-def _tasks_query(data: Path, where: str | None, params: list[Any] | None = None) -> list[Task]:
-    """Tasks from the store's `tasks` view; `where` is trusted SQL, run as one SELECT
-    (`check_read_query`) on a read-only connection, so it cannot write."""
-    con = store.connect(data, read_only=True)
-    try:
-        views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
-        if "tasks" not in views:
-            raise store.StoreError(f"no tasks in {data}: run `ecomrlve generate` first")
-        sql = "SELECT * FROM tasks"
-        if where:
-            sql += f" WHERE ({where})"
-        sql += " ORDER BY task_id"
-        check_read_query(sql)
-        try:
-            table = con.sql(sql, params=params or None).to_arrow_table()
-            frame = pl.from_arrow(table)
-        except duckdb.Error as err:
-            raise store.damaged_file_error(data, err) from None
-    finally:
-        con.close()
-    tasks = []
-    for row in frame.iter_rows(named=True):
-        try:
-            tasks.append(Task.from_row(row))
-        except (ValueError, KeyError) as err:
-            first = str(err).splitlines()[0]
-            raise store.StoreError(f"task {row.get('task_id')!r} is malformed: {first}") from None
-    return tasks
 
 
 def _read_trajectories(path: Path) -> list[tuple[int, str, list[Any]]]:
@@ -134,7 +102,7 @@ def register(app: typer.Typer) -> None:
             env_config = _env_config(config)
             episodes = _read_trajectories(trajectories)
             ids = sorted({task_id for _, task_id, _ in episodes})
-            tasks = {t.task_id: t for t in _tasks_query(data, "list_contains(?, task_id)", [ids])}
+            tasks = {t.task_id: t for t in read_tasks(data, "list_contains(?, task_id)", [ids])}
             for number, task_id, _ in episodes:
                 if task_id not in tasks:
                     raise ValueError(f"{trajectories} line {number}: unknown task_id {task_id!r}")
@@ -174,7 +142,7 @@ def register(app: typer.Typer) -> None:
         from ecomrlve.env.reference import reference_turns
 
         with user_errors():
-            tasks = _tasks_query(data, where)
+            tasks = read_tasks(data, where)
         if not tasks:
             fail(f"no tasks match --where {where!r}: nothing written" if where else "no tasks")
         rows = ({"task_id": t.task_id, "turns": reference_turns(t)} for t in tasks)
@@ -203,7 +171,7 @@ def register(app: typer.Typer) -> None:
 
         with user_errors():
             env_config = _env_config(config)
-            found = _tasks_query(data, "task_id = ?", [task])
+            found = read_tasks(data, "task_id = ?", [task])
             if not found:
                 raise ValueError(f"unknown task id {task!r}")
             catalog = Catalog.load(data)

@@ -163,7 +163,7 @@ def _ordered_after(record: EpisodeRecord, fired_at: int, item_id: str) -> bool:
     return False
 
 
-def _ran_into_stock(record: EpisodeRecord, k: int, fired_at: int, event: WorldEvent) -> bool:
+def ran_into_stock(record: EpisodeRecord, k: int, fired_at: int, event: WorldEvent) -> bool:
     """The product was in the cart when it went out of stock, or the agent tried to buy it
     after (an add or a checkout refused)."""
     if event.item_id in record.event_carts.get(k, ()):
@@ -284,7 +284,7 @@ def episode_facts(task: Task, record: EpisodeRecord) -> list[AnswerFact] | None:
                            role="price", allowed_roles=["was"] * len(allowed))
             )  # fmt: skip
             changed = True
-        elif event.kind == "out_of_stock" and _ran_into_stock(record, k, fired_at, event):
+        elif event.kind == "out_of_stock" and ran_into_stock(record, k, fired_at, event):
             facts.append(
                 AnswerFact(
                     kind="text",

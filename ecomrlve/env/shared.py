@@ -38,7 +38,7 @@ import numpy as np
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.environment import EcomEnv, StepResult
-from ecomrlve.env.events import WorldEvents, _ran_into_stock
+from ecomrlve.env.events import WorldEvents, ran_into_stock
 from ecomrlve.env.verifier import Verdict
 from ecomrlve.tasks import Task, WorldEvent
 
@@ -152,8 +152,9 @@ class SharedWorld:
         self._log: list[dict[str, Any]] = []
 
     # ---- the episode ----------------------------------------------------------------------------
-    def reset(self) -> dict[int, list[dict[str, Any]]]:
-        """Open every seat's episode on a fresh shop; each seat's opening messages."""
+    def reset(self, include_tools: bool = True) -> dict[int, list[dict[str, Any]]]:
+        """Open every seat's episode on a fresh shop; each seat's opening messages
+        (`include_tools`: the tools as text in the system message, as `EcomEnv.reset`)."""
         ledger = _Ledger()
         for item_id, units in self.scarce.items():
             stock = int(self.catalog.stock[self.catalog.row_of(item_id)])
@@ -167,7 +168,7 @@ class SharedWorld:
             own = task.model_copy(update={"events": list(task.events)})
             env = EcomEnv(own, self.catalog, self.config)
             env.max_turns += self.turn_slack
-            openings[index] = env.reset()
+            openings[index] = env.reset(include_tools=include_tools)
             env.tools.sold = ledger.sold  # one stock for every seat
             # the shop's changes reach the seat as world events on its own task copy
             env.world = env.world or WorldEvents(own.events, env.tools, env.record)
@@ -298,7 +299,7 @@ class SharedWorld:
                 k >= seat.own_events
                 and event.kind == "out_of_stock"
                 and fired_at is not None
-                and _ran_into_stock(record, k, fired_at, event)
+                and ran_into_stock(record, k, fired_at, event)
             ):
                 lost.append(event.item_id)
         return lost
@@ -363,22 +364,64 @@ def contendable(task: Task) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class Contention:
+    """How hard the seats of a shared world fight over its scarce item: `share`, the
+    probability that each seat after the first wants it too; `units`, the units of it left
+    when the world opens."""
+
+    share: float
+    units: int
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.share <= 1.0:
+            raise ValueError(f"contention must be within 0..1, got {self.share}")
+        if isinstance(self.units, bool) or not isinstance(self.units, int) or self.units < 1:
+            raise ValueError(f"scarce units must be an integer >= 1, got {self.units!r}")
+
+
+def contention_at(difficulty: int) -> Contention:
+    """The contention knob of the difficulty ladder (issue 47): how much the seats of a shared
+    world whose first task has difficulty `difficulty` contend. Each step adds an eighth of the
+    other seats wanting the scarce item, and the units left shrink from three to one:
+
+    | d      | 0    | 2    | 4    | 6    | 8-10 |
+    |--------|------|------|------|------|------|
+    | share  | 0    | 0.25 | 0.5  | 0.75 | 1    |
+    | units  | 3    | 3    | 2    | 2    | 1    |
+
+    >>> contention_at(4)
+    Contention(share=0.5, units=2)
+    """
+    if isinstance(difficulty, bool) or not isinstance(difficulty, int) or difficulty < 0:
+        raise ValueError(f"difficulty must be a non-negative integer, got {difficulty!r}")
+    return Contention(share=min(1.0, difficulty / 8), units=max(1, 3 - difficulty // 4))
+
+
 def draw_shared_tasks(
-    pool: Sequence[Task], seats: int, seed: int, *, contention: float = 1.0
+    pool: Sequence[Task],
+    seats: int,
+    seed: int,
+    *,
+    contention: float | None = 1.0,
+    units: int | None = 1,
 ) -> tuple[list[Task], dict[str, int]]:
-    """Draw `seats` tasks for one shared world from `pool`, and the scarce item (1 unit).
+    """Draw `seats` tasks for one shared world from `pool`, and the scarce item (`units` left).
 
     Seat 0 gets a contendable purchase task (`contendable`); its first pick is the scarce
     item. Every other seat contends with probability `contention`: it gets a pool task whose
     acceptable items include the scarce one, else seat 0's request for its own customer (a
     seat's copy: `task_id` suffixed `@seatN`, its own `user_id`). Otherwise it draws any pool
-    task. Without a contendable task in the pool the seats draw independently and nothing is
-    scarce. Seeded by `SeedSequence([seed, DRAW_STREAM])`.
+    task. `contention` or `units` None: the difficulty ladder's (`contention_at` seat 0's
+    task's difficulty). Without a contendable task in the pool the seats draw independently
+    and nothing is scarce. Seeded by `SeedSequence([seed, DRAW_STREAM])`.
     """
     if seats < 1:
         raise ValueError(f"seats must be >= 1, got {seats}")
-    if not 0.0 <= contention <= 1.0:
+    if contention is not None and not 0.0 <= contention <= 1.0:
         raise ValueError(f"contention must be within 0..1, got {contention}")
+    if units is not None:
+        Contention(1.0, units)  # validates
     if not pool:
         raise ValueError("the task pool is empty")
     rng = np.random.default_rng(np.random.SeedSequence([seed, DRAW_STREAM]))
@@ -387,6 +430,9 @@ def draw_shared_tasks(
         drawn = [pool[int(rng.integers(len(pool)))] for _ in range(seats)]
         return [_seat_copy(t, k) for k, t in enumerate(drawn)], {}
     first = candidates[int(rng.integers(len(candidates)))]
+    ladder = contention_at(first.difficulty)
+    contention = ladder.share if contention is None else contention
+    units = ladder.units if units is None else units
     item_id = _first_pick(first)
     rivals = [
         t
@@ -400,7 +446,7 @@ def draw_shared_tasks(
             drawn.append(rivals[int(rng.integers(len(rivals)))] if rivals else first)
         else:
             drawn.append(pool[int(rng.integers(len(pool)))])
-    return [_seat_copy(t, k) for k, t in enumerate(drawn)], {item_id: 1}
+    return [_seat_copy(t, k) for k, t in enumerate(drawn)], {item_id: units}
 
 
 def _seat_copy(task: Task, seat: int) -> Task:

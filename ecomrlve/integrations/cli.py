@@ -34,6 +34,15 @@ def register(app: typer.Typer) -> None:
         max_body_kb: int = typer.Option(
             256, "--max-body-kb", help="largest HTTP body / WebSocket message"
         ),
+        shared_seats: int = typer.Option(
+            0, "--shared-seats", help="host one shared world of K seats (0: an episode a session)"
+        ),
+        seat_token_file: Path | None = typer.Option(
+            None, "--seat-token-file", help="the seats' tokens, one a line (with --shared-seats)"
+        ),
+        contention: float = typer.Option(
+            1.0, "--contention", help="shared world: how likely a seat wants the scarce item"
+        ),
     ) -> None:
         """Serve the env over HTTP/WebSocket (OpenEnv protocol): bearer token, step/time limits.
 
@@ -53,6 +62,13 @@ def register(app: typer.Typer) -> None:
             token = os.environ.get(server.TOKEN_ENV, "").strip()
         if not token:
             fail(f"no bearer token: set {server.TOKEN_ENV} or pass --token-file")
+        seat_tokens: tuple[str, ...] = ()
+        if seat_token_file is not None:
+            with user_errors(OSError):
+                lines = seat_token_file.read_text().splitlines()
+            seat_tokens = tuple(line.strip() for line in lines if line.strip())
+        if shared_seats < 0 or (shared_seats > 0) != bool(seat_tokens):
+            fail("--shared-seats K needs --seat-token-file with K tokens (and K >= 1)")
         if not 0 < port < 65536:
             fail(f"--port must be 1-65535, got {port}")
         with user_errors():
@@ -64,11 +80,17 @@ def register(app: typer.Typer) -> None:
                 max_body_bytes=max_body_kb * 1024,
             )
             env_config = load_config(config).env if config is not None else None
-            world = server.load_world(data, limits, where=where, env_config=env_config)
+            world = server.load_world(
+                data, limits, where=where, env_config=env_config, shared_seats=shared_seats,
+                contention=contention,
+            )  # fmt: skip
+            server.build_app(world, token, seat_tokens)  # refuses tokens that do not fit
         console.print(
             f"serving {len(world.tasks.ids):,} tasks on http://{host}:{port} "
             f"(WebSocket /ws; {limits.max_sessions} sessions, {limits.max_steps} turns and "
             f"{limits.max_episode_s:g} s per episode)",
             highlight=False,
         )
-        server.serve(world, token, host, port)
+        if world.shared is not None:
+            console.print(f"one shared world of {shared_seats} seats, a token each")
+        server.serve(world, token, host, port, seat_tokens)

@@ -19,6 +19,15 @@ verdict; at most `max_sessions` sessions at once, and a session idle `idle_s` se
 evicted; HTTP bodies and WebSocket messages over `max_body_bytes` are refused. OpenEnv's HTTP
 `/reset` is stateless (it shows an episode's opening); HTTP `/step` answers 400 with a pointer
 to `/ws`, where multi-turn episodes run.
+
+One shared world (`--shared-seats K`, issue 47): the server hosts one `SharedWorld` of K seats
+(`ecomrlve.env.shared`) instead of an episode per session. Each client has its own token (one
+per seat, `seat_tokens`); a WebSocket session opened with seat k's token plays seat k: its
+`reset` joins the world (the first reset after every seat has finished draws the next world,
+`draw_shared_tasks`), its `step`s play that seat's turns now, in the order they arrive, under
+one lock (the stock, prices and order queue stay consistent), and its `state` shows that seat's
+own customer, cart and orders only. A seat whose session closes mid-episode is ended (judged as
+truncated). See `SharedTable`.
 """
 
 from __future__ import annotations
@@ -34,9 +43,11 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 from openenv.core.env_server import (
@@ -53,6 +64,8 @@ from ecomrlve import store
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.environment import EcomEnv
+from ecomrlve.env.environment import StepResult as EnvStep
+from ecomrlve.env.shared import SharedWorld, draw_shared_tasks
 from ecomrlve.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -62,6 +75,8 @@ UNAUTHENTICATED_PATHS = frozenset({"/health"})
 STATELESS_STEP = (
     "HTTP /step has no session (a fresh env per request): play episodes over the WebSocket /ws"
 )
+# the seat of the WebSocket session being opened (its token's), set by `_Guard`
+SESSION_SEAT: ContextVar[int | None] = ContextVar("ecomrlve_session_seat", default=None)
 
 
 @dataclass(frozen=True)
@@ -157,14 +172,100 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+class SharedTable:
+    """One shared world the server hosts: K seats on one shop, one session per seat.
+
+    Every method holds one lock, so concurrent sessions (each runs in its own thread) see and
+    change the shop one turn at a time: no sale is lost, no unit sold twice. The world of
+    episode e is drawn from `SeedSequence([seed, e])` (`draw_shared_tasks`, `contention`); it
+    opens on the first `join` after every seat of the last one has finished."""
+
+    def __init__(
+        self,
+        tasks: TaskPool,
+        catalog: Catalog,
+        env_config: EnvConfig,
+        seats: int,
+        *,
+        seed: int = 0,
+        contention: float = 1.0,
+    ):
+        if isinstance(seats, bool) or not isinstance(seats, int) or seats < 1:
+            raise ValueError(f"seats must be an integer >= 1, got {seats!r}")
+        self.pool = [Task.from_row(tasks.rows[i]) for i in tasks.ids]
+        self.catalog = catalog
+        self.env_config = env_config
+        self.seats = seats
+        self.seed = seed
+        self.contention = contention
+        self.lock = threading.Lock()
+        self.world: SharedWorld | None = None
+        self.episode = 0  # worlds opened so far
+        self.joined: set[int] = set()  # seats that have their opening in the current world
+        self.held: set[int] = set()  # seats a live session plays
+
+    def take(self, seat: int) -> None:
+        """A session opens on `seat`; refused while another session plays it."""
+        with self.lock:
+            if seat in self.held:
+                raise ValueError(f"seat {seat} is played by another session")
+            self.held.add(seat)
+
+    def leave(self, seat: int) -> None:
+        """The session of `seat` closed: an episode it left unfinished ends (truncated)."""
+        with self.lock:
+            self.held.discard(seat)
+            if self.world is not None and seat in self.joined and not self.world.seats[seat].done:
+                self.world.seats[seat].env.finish()
+
+    def join(self, seat: int) -> tuple[EcomEnv, list[dict[str, Any]]]:
+        """Seat `seat`'s episode in the current world (the next world once every seat of the
+        last has finished) and its opening messages."""
+        with self.lock:
+            world = self.world
+            if world is None or all(s.done for s in world.seats):
+                world = self._open()
+            if seat in self.joined:
+                left = len(world.live())
+                raise ValueError(
+                    f"seat {seat} is playing this shared episode: step until it ends"
+                    if not world.seats[seat].done
+                    else f"seat {seat}'s episode is over; the next shared episode opens when "
+                    f"every seat has finished ({left} still playing)"
+                )
+            self.joined.add(seat)
+            return world.seats[seat].env, self.openings[seat]
+
+    def _open(self) -> SharedWorld:
+        entropy = np.random.SeedSequence([self.seed, self.episode]).generate_state(1)
+        world_seed = int(entropy[0])
+        self.episode += 1
+        tasks, scarce = draw_shared_tasks(
+            self.pool, self.seats, world_seed, contention=self.contention
+        )
+        self.world = SharedWorld(
+            tasks, self.catalog, self.env_config, seed=world_seed, scarce=scarce
+        )
+        self.openings = self.world.reset(include_tools=False)
+        self.joined = set()
+        return self.world
+
+    def play(self, seat: int, turn: str | dict[str, Any]) -> EnvStep:
+        """Seat `seat`'s turn, now."""
+        with self.lock:
+            return self.world.play(seat, turn)
+
+
 @dataclass
 class ServedWorld:
-    """Everything sessions share: the catalog, the tasks, the env config and the limits."""
+    """Everything sessions share: the catalog, the tasks, the env config and the limits (and,
+    for one shared world, its table)."""
 
     catalog: Catalog
     tasks: TaskPool
     env_config: EnvConfig
     limits: ServerLimits
+    shared: SharedTable | None = None
 
 
 class EcomServerEnv(Environment[EcomAction, EcomObservation, EcomState]):
@@ -180,11 +281,26 @@ class EcomServerEnv(Environment[EcomAction, EcomObservation, EcomState]):
         self.started = 0.0
         self.steps = 0
         self.closed = False
+        self.seat: int | None = None  # the shared world's seat of this session's token
         self._lock = threading.Lock()
+
+    def sit(self, seat: int | None) -> None:
+        """Bind the session to its token's seat of the shared world (before any message)."""
+        if seat is not None and self.world.shared is not None:
+            self.world.shared.take(seat)
+            self.seat = seat
 
     def close(self) -> None:
         """Called when the session ends or is evicted for idling: later messages are refused."""
         self.closed = True
+        if self.seat is not None and self.world.shared is not None:
+            self.world.shared.leave(self.seat)
+            self.seat = None
+
+    @property
+    def _shop(self) -> contextlib.AbstractContextManager[Any]:
+        """The shared world's lock (a seat's env reads and changes the shared shop)."""
+        return self.world.shared.lock if self.seat is not None else contextlib.nullcontext()
 
     def _check_open(self) -> None:
         if self.closed:
@@ -204,6 +320,19 @@ class EcomServerEnv(Environment[EcomAction, EcomObservation, EcomState]):
         """Start an episode. `include_tools=False` (default): tools come as schemas in `tools`
         for the client's chat template, not as text in the system message."""
         self._check_open()
+        if self.world.shared is not None:
+            if self.seat is None:
+                raise ValueError(
+                    "this server hosts one shared world: connect over /ws with a seat's token"
+                )
+            with self._lock:
+                self.env, messages = self.world.shared.join(self.seat)
+                self.episode_id = episode_id
+                self.started = time.monotonic()
+                self.steps = 0
+            return EcomObservation(
+                messages=messages, tools=self.env.tool_schemas(), task_id=self.env.task.task_id
+            )
         task = self.world.tasks.pick(task_id, seed)
         with self._lock:
             self.env = EcomEnv(task, self.world.catalog, self.world.env_config)
@@ -228,7 +357,10 @@ class EcomServerEnv(Environment[EcomAction, EcomObservation, EcomState]):
             if elapsed > limits.max_episode_s:
                 return self._cut(env, f"time limit: {limits.max_episode_s:g} s per episode")
             self.steps += 1
-            result = env.step(action.turn)
+            if self.seat is not None:
+                result = self.world.shared.play(self.seat, action.turn)
+            else:
+                result = env.step(action.turn)
             observation = EcomObservation(
                 messages=result.observation, task_id=env.task.task_id, turn=self.steps
             )
@@ -244,7 +376,8 @@ class EcomServerEnv(Environment[EcomAction, EcomObservation, EcomState]):
 
     def _cut(self, env: EcomEnv, reason: str) -> EcomObservation:
         """End the episode now (truncated) and return its verdict with the reason."""
-        verdict = env.finish()
+        with self._shop:
+            verdict = env.finish()
         return EcomObservation(
             done=True,
             reward=verdict.reward,
@@ -259,11 +392,13 @@ class EcomServerEnv(Environment[EcomAction, EcomObservation, EcomState]):
         with self._lock:
             if self.env is None:
                 return EcomState(episode_id=self.episode_id, step_count=0)
+            with self._shop:
+                world = self.env.state()
             return EcomState(
                 episode_id=self.episode_id,
                 step_count=self.steps,
                 task_id=self.env.task.task_id,
-                world=self.env.state(),
+                world=world,
             )
 
 
@@ -278,25 +413,37 @@ class _Guard:
     password is the token (any user name). The second is what a URL with user info sends:
     `GenericEnvClient("http://ecomrlve:TOKEN@host:8000")` (the websockets library turns the
     URL's user info into Basic credentials), so generic OpenEnv clients need no code of ours.
+
+    A seat's token (`seat_tokens[k]`, a shared world) is accepted as well; a WebSocket opened
+    with it plays seat k (`SESSION_SEAT`).
     """
 
-    def __init__(self, app: Any, token: str, max_body_bytes: int):
+    def __init__(
+        self, app: Any, token: str, max_body_bytes: int, seat_tokens: tuple[str, ...] = ()
+    ):
         self.app = app
-        self.token = token.encode()
+        self.tokens = [token.encode(), *(t.encode() for t in seat_tokens)]
         self.max_body_bytes = max_body_bytes
 
-    def _authorized(self, header: bytes) -> bool:
+    def _holder(self, header: bytes) -> int | None:
+        """Which token the header carries: 0 the server's, k + 1 seat k's; None: no token."""
         scheme, _, credentials = header.partition(b" ")
         scheme = scheme.lower()
         if scheme == b"bearer":
-            return hmac.compare_digest(credentials.strip(), self.token)
-        if scheme == b"basic":
+            given = credentials.strip()
+        elif scheme == b"basic":
             try:
                 decoded = base64.b64decode(credentials.strip(), validate=True)
             except (binascii.Error, ValueError):
-                return False
-            return hmac.compare_digest(decoded.partition(b":")[2], self.token)
-        return False
+                return None
+            given = decoded.partition(b":")[2]
+        else:
+            return None
+        matches = [hmac.compare_digest(given, token) for token in self.tokens]  # each compared
+        return matches.index(True) if any(matches) else None
+
+    def _authorized(self, header: bytes) -> bool:
+        return self._holder(header) is not None
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         kind = scope["type"]
@@ -304,14 +451,19 @@ class _Guard:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        if not self._authorized(headers.get(b"authorization", b"")):
+        holder = self._holder(headers.get(b"authorization", b""))
+        if holder is None:
             if kind == "websocket":  # closing before accept refuses the handshake (HTTP 403)
                 await send({"type": "websocket.close", "code": 1008})
                 return
             await _json_error(send, 401, "missing or wrong bearer token")
             return
         if kind == "websocket":
-            await _watched_session(self.app, scope, receive, send)
+            seated = SESSION_SEAT.set(holder - 1 if holder else None)
+            try:
+                await _watched_session(self.app, scope, receive, send)
+            finally:
+                SESSION_SEAT.reset(seated)
             return
         declared = headers.get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
@@ -403,15 +555,36 @@ async def _json_error(send: Any, status: int, message: str) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
-def build_app(world: ServedWorld, token: str) -> Any:
+class _SeatedEnvServer(HTTPEnvServer):
+    """OpenEnv's server, whose WebSocket sessions sit at their token's seat when they open."""
+
+    async def _create_session(self) -> tuple[str, Environment]:
+        # runs in the WebSocket's own task, where `_Guard` set the token's seat (the env
+        # factory itself runs in an executor thread, outside that context)
+        session_id, env = await super()._create_session()
+        try:
+            env.sit(SESSION_SEAT.get())
+        except ValueError:
+            await self._destroy_session(session_id)
+            raise
+        return session_id, env
+
+
+def build_app(world: ServedWorld, token: str, seat_tokens: tuple[str, ...] = ()) -> Any:
     """The ASGI app: OpenEnv's `/ws`, `/reset`, `/step`, `/state`, `/schema`, `/health` behind
-    `_Guard`. Raises ValueError on an empty token."""
+    `_Guard`. Raises ValueError on an empty token, and when the seat tokens do not give each
+    seat of `world.shared` its own token."""
     from fastapi import FastAPI
 
     if not token or not token.strip():
         raise ValueError(f"a bearer token is required: set {TOKEN_ENV}")
+    seats = world.shared.seats if world.shared is not None else 0
+    if len(seat_tokens) != seats:
+        raise ValueError(f"{len(seat_tokens)} seat tokens for {seats} shared seats")
+    if any(not t.strip() for t in seat_tokens) or len({token, *seat_tokens}) != seats + 1:
+        raise ValueError("each seat needs its own non-empty token, none the server's")
     limits = world.limits
-    server = HTTPEnvServer(
+    server = _SeatedEnvServer(
         lambda: EcomServerEnv(world),
         EcomAction,
         EcomObservation,
@@ -423,7 +596,7 @@ def build_app(world: ServedWorld, token: str) -> Any:
     _answer_bad_requests_with_one_line(app)
     server.register_routes(app)
     app.state.env_server = server
-    return _Guard(app, token, limits.max_body_bytes)
+    return _Guard(app, token, limits.max_body_bytes, seat_tokens)
 
 
 def _answer_bad_requests_with_one_line(app: Any) -> None:
@@ -453,22 +626,45 @@ def load_world(
     *,
     where: str | None = None,
     env_config: EnvConfig | None = None,
+    shared_seats: int = 0,
+    contention: float = 1.0,
+    seed: int = 0,
 ) -> ServedWorld:
-    """The store's catalog and tasks (optionally a `where` selection), loaded once."""
+    """The store's catalog and tasks (optionally a `where` selection), loaded once; with
+    `shared_seats` K > 0, one shared world of K seats drawn from them (`SharedTable`)."""
     paths = store.DataPaths.of(data)
-    return ServedWorld(
+    world = ServedWorld(
         catalog=Catalog.load(paths.root),
         tasks=TaskPool.from_store(paths.root, where),
         env_config=env_config or EnvConfig(),
         limits=limits,
     )
+    return with_shared_world(world, shared_seats, contention=contention, seed=seed)
 
 
-def serve(world: ServedWorld, token: str, host: str = "127.0.0.1", port: int = 8000) -> None:
+def with_shared_world(
+    world: ServedWorld, seats: int, *, contention: float = 1.0, seed: int = 0
+) -> ServedWorld:
+    """`world` hosting one shared world of `seats` seats drawn from its tasks (0: none)."""
+    if seats == 0:
+        return world
+    world.shared = SharedTable(
+        world.tasks, world.catalog, world.env_config, seats, seed=seed, contention=contention
+    )
+    return world
+
+
+def serve(
+    world: ServedWorld,
+    token: str,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    seat_tokens: tuple[str, ...] = (),
+) -> None:
     """Run the server until interrupted (uvicorn; WebSocket messages bounded like HTTP bodies)."""
     import uvicorn
 
-    app = build_app(world, token)
+    app = build_app(world, token, seat_tokens)
     # The world (catalog, every task) lives as long as the server: out of the collector's
     # reach, a full collection no longer walks it in the middle of a step (~190 ms with
     # 2,700 tasks loaded; frozen, under 1 ms).
@@ -561,7 +757,9 @@ class EcomEnvClient(EnvClient[EcomAction, EcomObservation, EcomState]):
 
 
 @contextlib.contextmanager
-def serve_in_thread(world: ServedWorld, token: str) -> Iterator[str]:
+def serve_in_thread(
+    world: ServedWorld, token: str, seat_tokens: tuple[str, ...] = ()
+) -> Iterator[str]:
     """Run the server on 127.0.0.1 at a free port in a background thread; yield its base URL.
 
     Stops the server (and waits for the thread) on exit.
@@ -569,7 +767,7 @@ def serve_in_thread(world: ServedWorld, token: str) -> Iterator[str]:
     import uvicorn
 
     config = uvicorn.Config(
-        build_app(world, token),
+        build_app(world, token, seat_tokens),
         host="127.0.0.1",
         port=0,
         ws_max_size=world.limits.max_body_bytes,

@@ -22,8 +22,8 @@ Spaces are `gymnasium.spaces.Text` over printable ASCII: observations always lie
 any text is accepted as an action (the space is what `sample()` draws from).
 
 Each reset draws K tasks from the store's `tasks` view (`where`: an SQL filter) so that they
-contend for one scarce item (`contention`: the probability a seat wants it too;
-`ecomrlve.env.shared.draw_shared_tasks`).
+contend for one scarce item (`contention`: the probability a seat wants it too; None: the
+difficulty ladder's, `ecomrlve.env.shared.contention_at`; `ecomrlve.env.shared.draw_shared_tasks`).
 """
 
 from __future__ import annotations
@@ -40,9 +40,8 @@ from pettingzoo import ParallelEnv
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
-from ecomrlve.env.cli import _tasks_query
 from ecomrlve.env.shared import DemandRule, SharedWorld, draw_shared_tasks
-from ecomrlve.tasks import Task
+from ecomrlve.tasks import Task, read_tasks
 
 MAX_OBSERVATION_CHARS = 1_000_000
 MAX_ACTION_CHARS = 32_768
@@ -61,7 +60,7 @@ class EcomParallelEnv(ParallelEnv):
         agents: int = 2,
         seed: int = 0,
         *,
-        contention: float = 1.0,
+        contention: float | None = 1.0,
         demand: DemandRule | None = None,
         env_config: EnvConfig | None = None,
     ):
@@ -170,12 +169,12 @@ def parallel_env(
     seed: int = 0,
     *,
     where: str | None = None,
-    contention: float = 1.0,
+    contention: float | None = 1.0,
     demand: DemandRule | None = None,
     env_config: EnvConfig | None = None,
 ) -> EcomParallelEnv:
     """A shared shop of `agents` seats over the data folder `data` (its catalog and tasks)."""
-    pool = _tasks_query(Path(data), where)
+    pool = read_tasks(Path(data), where)
     return EcomParallelEnv(
         pool, Catalog.load(data), agents, seed, contention=contention, demand=demand,
         env_config=env_config,

@@ -193,8 +193,17 @@ class ReferenceSeat:
             )
         ]
         acceptable = set().union(*(s.acceptable for s in purchase.slots if lost in s.acceptable))
-        if any(c.name == "add_to_cart" and c.arguments["item_id"] in acceptable for c in plan):
-            self.plan = [*removal, *plan]  # the plan buys another of the slot's items anyway
+        later = [
+            k
+            for k, c in enumerate(plan)
+            if c.name == "add_to_cart" and c.arguments["item_id"] in acceptable
+        ]
+        if later:  # the plan buys another of the slot's items anyway (its own event's recovery)
+            k = later[0]
+            if any(c.name == "checkout" for c in plan[k:]):
+                # the checkout that event refused would now go through: one order, after it
+                plan = [c for c in plan[:k] if c.name != "checkout"] + plan[k:]
+            self.plan = [*removal, *plan]
             return
         retry = [ToolCall(name="checkout")] if failed == "checkout" else []
         self.plan = removal

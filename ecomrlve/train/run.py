@@ -92,6 +92,7 @@ from ecomrlve.train.rollout_workers import (
     ProcessRolloutWorkers,
     WorkerSpec,
 )
+from ecomrlve.train.selfplay import shared_play
 from ecomrlve.train.sft import reference_data, train_sft
 from ecomrlve.train.tool_curriculum import FULL_WIDTH, ToolCurriculum, scenario_tools
 from ecomrlve.train.tracking import Tracking, check_loggers, open_tracking
@@ -602,6 +603,7 @@ def _dapo_stage(run: TrainRun, sampler: CurriculumSampler) -> None:
             ctx=run.ctx,
             tools=run.tools,
             workers=workers,
+            play=shared_play(training.rollout.shared_seats),  # self-play (1 seat: None)
         )
     if workers is not None:  # the engine evaluates next: it serves the final weights
         run.engine.sync_weights(run.policy)
