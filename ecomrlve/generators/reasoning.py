@@ -3,26 +3,42 @@ and the reasoning features a plan carries.
 
 The scenario knobs of `generators/difficulty.py` reach their full share at d6, so a d10 task
 asked nothing a d6 task did not. From d7 every task also asks about the customer's history
-(`late_demands(d)`: none up to d6, one at d7-8, two at d9-10, each a kind of `LATE_KINDS`):
+(`late_demands(d)`: none up to d6, then one more each step, `LATE_START`):
 
-| demand  | from | the customer asks                              | the reference       | goal  |
-|---------|------|------------------------------------------------|---------------------|-------|
-| chained | d7   | what they paid for what they bought on a day   | list_orders, then   | money |
-|         |      | (no product named: the order found by its day  | get_order of the    | fact: |
-|         |      | is the key of the look-up that shows the price)| order of that day   | price |
-| total   | d9   | what their orders of a span of days came to    | (the same listing)  | money |
-|         |      | together (two or three orders: a sum)          |                     | fact  |
+| demand  | from | the customer asks                                | the reference     | goal fact |
+|---------|------|--------------------------------------------------|-------------------|-----------|
+| chained | d7   | what they paid for what they bought on a day (no | list_orders, then | money:    |
+|         |      | product named: the order found by its day is the | get_order of that | the price |
+|         |      | key of the look-up that shows the price)         | day's order       |           |
+| twins   | d8   | what they paid for "the navy hoodie in size M":  | get_order of the  | money:    |
+|         |      | three past orders of one product, each near-twin | order with both   | the price |
+|         |      | sharing one of its colour and size (no day said) | attributes        |           |
+| total   | d9   | what their orders of a span of days came to      | (the listing)     | money:    |
+|         |      | together (two or three orders: a sum)            |                   | the sum   |
+| branch  | d9   | a conditional: "if I sent it back, the refund;   | get_order (its    | money:    |
+|         |      | if not, the price" of a past item; the world     | returns show      | refund or |
+|         |      | decides (even odds: the order holds a return)    | which)            | price     |
+| net     | d10  | a cost with a refund or a discount in the sum:   | get_order (the    | money:    |
+|         |      | a two-line order less the refund of the line     | total and refund, | the       |
+|         |      | that went back, or an item at the price paid     | or the price)     | difference|
+|         |      | less a gift card the customer names ($5-$25)     |                   |           |
 
-Both are questions beside the main request (an add-on, as `followups.ADDONS` counts: not core
+All are questions beside the main request (an add-on, as `followups.ADDONS` counts: not core
 steps, so step bands are as before) about delivered orders the main request does not touch
-(no cancel, return or world event changes what they say). Where the history holds too few such
-orders, unrelated past orders are added, older than the task's own (its "last order" stays
-the last). An agent that takes the first or the best-matching order for the day gets another
-price, and one that copies a figure it was shown states no sum: the goal's money facts fail
-both.
+(no cancel, return or world event changes what they say). Where the history holds too few
+orders for the chained look-up and the total, unrelated past orders are added; twins, branch
+and net get orders of their own (products of kinds the task does not touch), all older than
+the task's own (its "last order" stays the last) and on days no other order was placed,
+arrived or is due. An agent that takes the first or the best-matching order for the day gets
+another price; one that matches a single attribute takes a near-twin; one that does not check
+the order's returns answers the other branch; one that copies a figure it was shown states no
+sum or difference: each misses the goal's money fact (the figures the arithmetic starts from,
+and the price beside a refund, may be said on the way).
 
 The demands are drawn on a random stream of their own (`LATE_STREAM`), so every other draw of a
-task, and every task up to d6, is what it was before them. Each demand has several wordings.
+task, and every task up to d6, is what it was before them (d7, asking only the chained look-up,
+too). Each demand has four to six wordings (the conditional also either order of its two
+branches, four wordings each).
 
 `reasoning_features(plan)` names the reasoning a plan demands: the hard variants its scenario
 drew (a twin order, a hidden detail, a dependent purchase, a deadline...: `FEATURE_CHOICES`)
@@ -36,14 +52,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ecomrlve.catalogs.taxonomy import size_words, variant_label
+from ecomrlve.catalogs.taxonomy import variant_label
 from ecomrlve.generators.blocks import about, call, spoken_day
 from ecomrlve.generators.context import today
 from ecomrlve.generators.difficulty import check_difficulty
 from ecomrlve.generators.draws import below, pick, seed_sequence
 from ecomrlve.generators.errors import GenerationError
 from ecomrlve.generators.followups import before_closer
-from ecomrlve.generators.phrasing import money, render
+from ecomrlve.generators.phrasing import money, render, size_phrase
 from ecomrlve.tasks import AnswerFact, Task
 
 if TYPE_CHECKING:
@@ -449,7 +465,7 @@ def _twins(
     product = ctx.product(row)
     order = orders[row]
     noun = ctx.noun(row)
-    thing = f"the {product['color']} {noun} in {size_words(product['size'])}"
+    thing = f"the {product['color']} {noun} {size_phrase(product['size'])}"
     sentence = render(pick(rng, TWINS_SENTENCES), {"thing": thing}, rng, typo_rate)
     line = order["items"][0]
     say = f"For {thing} (order {order['order_id']}), you paid {money(line['price'])}."
