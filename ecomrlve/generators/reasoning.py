@@ -5,23 +5,23 @@ The scenario knobs of `generators/difficulty.py` reach their full share at d6, s
 asked nothing a d6 task did not. From d7 every task also asks about the customer's history
 (`late_demands(d)`: none up to d6, then one more each step, `LATE_START`):
 
-| demand  | from | the customer asks                                | the reference     | goal fact |
-|---------|------|--------------------------------------------------|-------------------|-----------|
-| chained | d7   | what they paid for what they bought on a day (no | list_orders, then | money:    |
-|         |      | product named: the order found by its day is the | get_order of that | the price |
-|         |      | key of the look-up that shows the price)         | day's order       |           |
-| twins   | d8   | what they paid for "the navy hoodie in size M":  | get_order of the  | money:    |
-|         |      | three past orders of one product, each near-twin | order with both   | the price |
-|         |      | sharing one of its colour and size (no day said) | attributes        |           |
-| total   | d9   | what their orders of a span of days came to      | (the listing)     | money:    |
-|         |      | together (two or three orders: a sum)            |                   | the sum   |
-| branch  | d9   | a conditional: "if I sent it back, the refund;   | get_order (its    | money:    |
-|         |      | if not, the price" of a past item; the world     | returns show      | refund or |
-|         |      | decides (even odds: the order holds a return)    | which)            | price     |
-| net     | d10  | a cost with a refund or a discount in the sum:   | get_order (the    | money:    |
-|         |      | a two-line order less the refund of the line     | total and refund, | the       |
-|         |      | that went back, or an item at the price paid     | or the price)     | difference|
-|         |      | less a gift card the customer names ($5-$25)     |                   |           |
+| demand  | from | the customer asks                                | the reference     | fact     |
+|---------|------|--------------------------------------------------|-------------------|----------|
+| chained | d7   | what they paid for what they bought on a day (no | list_orders, then | money:   |
+|         |      | product named: the order found by its day is the | get_order of that | price    |
+|         |      | key of the look-up that shows the price)         | day's order       |          |
+| twins   | d8   | what they paid for "the navy hoodie in size M":  | get_order of the  | money:   |
+|         |      | three past orders of one product, each near-twin | order with both   | price    |
+|         |      | sharing one of its colour and size (no day said) | attributes        |          |
+| total   | d9   | what their orders of a span of days came to      | (the listing)     | money:   |
+|         |      | together (two or three orders: a sum)            |                   | sum      |
+| branch  | d9   | a conditional: "if I sent it back, the refund;   | get_order (its    | money:   |
+|         |      | if not, the price" of a past item; the world     | returns show      | refund   |
+|         |      | decides (even odds: the order holds a return)    | which)            | or price |
+| net     | d10  | a cost with a refund or a discount in the sum:   | get_order (the    | money:   |
+|         |      | a two-line order less the refund of the line     | total and refund, | the      |
+|         |      | that went back, or an item at the price paid     | or the price)     | net      |
+|         |      | less a gift card the customer names ($5-$25)     |                   |          |
 
 All are questions beside the main request (an add-on, as `followups.ADDONS` counts: not core
 steps, so step bands are as before) about delivered orders the main request does not touch
@@ -468,7 +468,7 @@ def _twins(
     thing = f"the {product['color']} {noun} {size_phrase(product['size'])}"
     sentence = render(pick(rng, TWINS_SENTENCES), {"thing": thing}, rng, typo_rate)
     line = order["items"][0]
-    say = f"For {thing} (order {order['order_id']}), you paid {money(line['price'])}."
+    say = f"The {product['color']} one ({order['order_id']}) cost you {money(line['price'])}."
     fact = AnswerFact(
         kind="money",
         value=f"{line['price']:.2f}",
@@ -500,16 +500,10 @@ def _branch(
     price = f"{line['price']:.2f}"
     if returned:
         refund = _add_return(draft, order, line, pick(rng, RESTOCKING_FEES))
-        say = (
-            f"You did send back the {noun} from your {day} order ({order['order_id']}): "
-            f"the refund came to {money(refund)}."
-        )
+        say = f"The {noun} ({order['order_id']}) went back: refund {money(refund)}."
         value, allowed, roles, role = f"{refund:.2f}", [price], ["price"], ""
     else:
-        say = (
-            f"You kept the {noun} from your {day} order ({order['order_id']}); "
-            f"you paid {money(line['price'])} for it."
-        )
+        say = f"You kept the {noun} ({order['order_id']}); you paid {money(line['price'])}."
         value, allowed, roles, role = price, [f"{order['total']:.2f}"], ["order"], "price"
     fact = AnswerFact(
         kind="money",
@@ -541,10 +535,7 @@ def _net(
         noun, day = ctx.noun(row), spoken_day(order["placed"])
         values = {"noun": noun, "day": day}
         sentence = render(pick(rng, NET_REFUND_SENTENCES), values, rng, typo_rate)
-        say = (
-            f"Your {day} order ({order['order_id']}) came to {money(order['total'])}; less "
-            f"the {money(refund)} refund for the {noun}, it cost you {money(net)}."
-        )
+        say = f"Net of the refund, order {order['order_id']} cost you {money(net)}."
         allowed = [f"{order['total']:.2f}", f"{refund:.2f}"]
     else:
         for _ in range(ROW_TRIES):
@@ -561,10 +552,7 @@ def _net(
         noun, day = ctx.noun(row), spoken_day(order["placed"])
         values = {"noun": noun, "day": day, "voucher": money(voucher)}
         sentence = render(pick(rng, NET_VOUCHER_SENTENCES), values, rng, typo_rate)
-        say = (
-            f"At the {money(line['price'])} you paid for the {noun} (order "
-            f"{order['order_id']}), your {money(voucher)} gift card brings it to {money(net)}."
-        )
+        say = f"With the voucher, the {noun} ({order['order_id']}) would cost {money(net)}."
         allowed = [f"{line['price']:.2f}", f"{order['total']:.2f}"]
     # about the whole request: a figure worked out, never shown of the order
     fact = AnswerFact(kind="money", value=f"{net:.2f}", say=say, allowed=allowed)
