@@ -20,7 +20,10 @@ computed, retries), each a mean per task.
 The ladder (`--ladder`: the difficulties it plays, `--per-cell` tasks each): per scenario, the
 success of each rung (`ecomrlve.testing.baseline.LADDER`: shallow, + history look-ups, + asks
 and confirms, + arithmetic, + handles events) and of the reference, and their sum (600 = every
-rung solves every task); then per difficulty the mean core steps of those tasks. Last, from
+rung solves every task); then per late demand (`reasoning.LATE_KINDS`) and difficulty, the
+share of the tasks asking it whose answer, rung by rung, states its fact (the verifier found
+it: a rung may state it and still fail the task on another count); then per difficulty the
+mean core steps of those tasks. Last, from
 plans alone, the mean reasoning features a task carries
 (`ecomrlve.generators.reasoning.reasoning_features`) per scenario x difficulty.
 """
@@ -36,10 +39,11 @@ from pathlib import Path
 from ecomrlve.catalogs import build_catalog
 from ecomrlve.config import SCENARIOS
 from ecomrlve.env import Catalog, reference_turns, verify
+from ecomrlve.env.facts.check import describe
 from ecomrlve.generators import GenContext, TaskKey, generate_task
 from ecomrlve.generators.difficulty import MAX_DIFFICULTY, MIN_DIFFICULTY, parse_difficulty_range
 from ecomrlve.generators.generate import config_of
-from ecomrlve.generators.reasoning import reasoning_features
+from ecomrlve.generators.reasoning import LATE_KINDS, late_demands, late_facts, reasoning_features
 from ecomrlve.generators.registry import get_scenario
 from ecomrlve.tasks import Task
 from ecomrlve.testing.baseline import LADDER, play_baseline, play_rung
@@ -67,19 +71,42 @@ def success_table(title: str, wins: dict[tuple[str, int], list[bool]]) -> None:
     print_table(table, numeric=True)
 
 
-def ladder_success(
-    tasks: list[Task], catalog: Catalog
-) -> dict[tuple[str, int], dict[str, list[bool]]]:
-    """Per (scenario, difficulty): each rung's wins and the reference's, task by task."""
-    wins: dict[tuple[str, int], dict[str, list[bool]]] = collections.defaultdict(
-        lambda: collections.defaultdict(list)
-    )
+Wins = dict[tuple[str, int], dict[str, list[bool]]]
+
+
+def ladder_success(tasks: list[Task], catalog: Catalog) -> tuple[Wins, Wins]:
+    """Per (scenario, difficulty): each rung's wins and the reference's, task by task; and per
+    (late demand, difficulty): whether each rung's answer stated the demand's fact (the
+    verifier found it), task by task."""
+    wins: Wins = collections.defaultdict(lambda: collections.defaultdict(list))
+    stated: Wins = collections.defaultdict(lambda: collections.defaultdict(list))
     for task in tasks:
         cell = wins[(task.scenario, task.difficulty)]
+        labels = [describe(f) for f in late_facts(task)]
+        demands = list(zip(late_demands(task.difficulty), labels, strict=True))
         for name, skills in LADDER:
-            cell[name].append(play_rung(task, catalog, skills).verdict.success)
+            verdict = play_rung(task, catalog, skills).verdict
+            cell[name].append(verdict.success)
+            found = verdict.answer.get("found", [])
+            for demand, label in demands:
+                stated[(demand, task.difficulty)][name].append(label in found)
         cell["reference"].append(verify(task, reference_turns(task), catalog).success)
-    return wins
+    return wins, stated
+
+
+def demand_table(stated: Wins, difficulties: list[int]) -> list[tuple[str, ...]]:
+    """Rows late demand / difficulty, a column per rung: the share of the tasks asking it
+    whose answer states its fact (all scenarios together)."""
+    rungs = [name for name, _ in LADDER]
+    rows = [("demand", "d", "tasks", *rungs)]
+    for demand in LATE_KINDS:
+        for d in difficulties:
+            cell = stated.get((demand, d))
+            if not cell:
+                continue
+            shares = [f"{100 * sum(cell[r]) / len(cell[r]):.0f}" for r in rungs]
+            rows.append((demand, str(d), str(len(cell[rungs[0]])), *shares))
+    return rows
 
 
 def ladder_table(
@@ -132,10 +159,12 @@ def run_ladder(data: Path, difficulties: list[int], per_cell: int, seed: int) ->
         for i in range(per_cell)
         if (task := generate_task(ctx, scenario, seed, d, i)) is not None
     ]
-    wins = ladder_success(tasks, ctx.catalog)
+    wins, stated = ladder_success(tasks, ctx.catalog)
     print(f"\nladder: success % by scenario x rung ({per_cell} tasks a cell, seed {seed}, "
           f"{len(tasks)} tasks, {time.perf_counter() - started:.0f} s)")  # fmt: skip
     print_table(ladder_table(wins, difficulties), numeric=True)
+    print("\nlate demands: % of the tasks asking one whose answer states its fact, by rung")
+    print_table(demand_table(stated, difficulties), numeric=True)
     print("\nladder tasks per difficulty: mean core steps, mean reference calls")
     table = [("d", "tasks", "core steps", "reference calls")]
     for d in difficulties:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 
@@ -18,12 +19,21 @@ from ecomrlve.generators import GenContext, TaskKey, generate_task
 from ecomrlve.generators.difficulty import MAX_DIFFICULTY, MIN_DIFFICULTY
 from ecomrlve.generators.generate import config_of
 from ecomrlve.generators.reasoning import (
+    BRANCH_SENTENCES,
     CHAINED_SENTENCES,
     LATE_FROM,
+    LATE_KINDS,
+    LATE_START,
+    NET_REFUND_SENTENCES,
+    NET_VOUCHER_SENTENCES,
     TOTAL_SENTENCES,
+    TWINS_SENTENCES,
+    VOUCHERS,
     late_demands,
+    late_fact,
     late_facts,
     reasoning_features,
+    returned_before,
 )
 from ecomrlve.generators.registry import get_scenario
 from ecomrlve.tasks import Task
@@ -105,9 +115,10 @@ def _template_parts(template: str) -> list[str]:
 
 
 def test_each_demand_is_worded_several_ways(ctx):
-    tasks = [generate_task(ctx, "cancel", 5, 9, i, events_from=11) for i in range(24)]
+    tasks = [generate_task(ctx, "cancel", 5, 10, i, events_from=11) for i in range(24)]
     prompts = [t.prompt.lower() for t in tasks if t is not None]
-    for templates in (CHAINED_SENTENCES, TOTAL_SENTENCES):
+    net = NET_REFUND_SENTENCES + NET_VOUCHER_SENTENCES
+    for templates in (CHAINED_SENTENCES, TOTAL_SENTENCES, TWINS_SENTENCES, BRANCH_SENTENCES, net):
         used = {
             k
             for k, template in enumerate(templates)
@@ -115,6 +126,93 @@ def test_each_demand_is_worded_several_ways(ctx):
             if any(part in prompt for part in _template_parts(template))
         }
         assert len(used) >= 3, used
+
+
+def test_demands_start_in_order_and_each_difficulty_past_d6_adds_one():
+    assert [LATE_START[k] for k in LATE_KINDS] == sorted(LATE_START.values())
+    counts = [len(late_demands(d)) for d in range(LATE_FROM - 1, MAX_DIFFICULTY + 1)]
+    assert counts[0] == 0 and all(b > a for a, b in itertools.pairwise(counts)), counts
+
+
+def _price_said(task: Task, fact, price: float) -> list[str]:
+    """The reference turns with `fact`'s sentence saying `price` and nothing else of it."""
+    turns = reference_turns(task)
+    subject = fact.subject or "the order"
+    turns[-1] = turns[-1].replace(fact.say, f"For {subject} you paid ${price:.2f}.")
+    return turns
+
+
+def _order(task: Task, order_id: str) -> dict:
+    return next(o for o in task.initial_state["orders"] if o["order_id"] == order_id)
+
+
+def test_the_twin_is_told_apart_by_two_attributes_and_a_near_twins_price_fails(ctx):
+    for scenario, index in (("order_status", 0), ("bundle", 1), ("policy", 2)):
+        task = generate_task(ctx, scenario, 19, 8, index, events_from=11)
+        fact = late_fact(task, "twins")
+        target = _order(task, fact.subject)["items"][0]
+        mine = ctx.product(ctx.catalog.row_of(target["item_id"]))
+        rows = {int(r) for r in ctx.family_rows(ctx.catalog.row_of(target["item_id"]))}
+        twins = [
+            line
+            for o in task.initial_state["orders"]
+            for line in o["items"]
+            if ctx.catalog.row_of(line["item_id"]) in rows and o["order_id"] != fact.subject
+        ]
+        assert len(twins) == 2
+        shared = []
+        for line in twins:
+            other = ctx.product(ctx.catalog.row_of(line["item_id"]))
+            same = (other["color"] == mine["color"], other["size"] == mine["size"])
+            assert sum(same) == 1  # one attribute in common: only both tell them apart
+            shared.append(same)
+            assert line["price"] != target["price"]
+            turns = _price_said(task, fact, line["price"])
+            assert not verify(task, turns, ctx.catalog).success
+        assert sorted(shared) == [(False, True), (True, False)]
+        assert f"{mine['color']} {ctx.noun(ctx.catalog.row_of(target['item_id']))}" in task.prompt
+
+
+def test_the_conditional_takes_the_branch_the_world_decided(ctx):
+    branches = set()
+    for index in range(8):
+        task = generate_task(ctx, "cart", 29, 9, index, events_from=11)
+        fact = late_fact(task, "branch")
+        line = _order(task, fact.subject)["items"][0]
+        turned = returned_before(task, fact.subject)
+        branches.add(turned)
+        assert verify(task, reference_turns(task), ctx.catalog).success
+        if turned:  # the refund asked for; the price paid (the other branch) is no answer
+            refund = next(r["refund"] for r in task.initial_state["returns"])
+            assert fact.value == f"{refund:.2f}" != f"{line['price']:.2f}"
+            assert not verify(task, _price_said(task, fact, line["price"]), ctx.catalog).success
+        else:
+            assert fact.value == f"{line['price']:.2f}"
+    assert branches == {True, False}
+
+
+def test_the_net_cost_takes_the_refund_or_the_gift_card_off(ctx):
+    kinds = set()
+    for index in range(8):
+        task = generate_task(ctx, "return", 31, 10, index, events_from=11)
+        fact = late_fact(task, "net")
+        order_id = re.search(r"\bO\d{7}\b", fact.say)[0]
+        order = _order(task, order_id)
+        refunds = [r["refund"] for r in task.initial_state["returns"] if r["order_id"] == order_id]
+        if refunds:
+            kinds.add("refund")
+            assert fact.value == f"{order['total'] - refunds[0]:.2f}"
+            gross = order["total"]
+        else:
+            kinds.add("voucher")
+            gross = order["items"][0]["price"]
+            voucher = round(gross - float(fact.value), 2)
+            assert voucher in VOUCHERS and f"${voucher:g} " in task.prompt
+        # the figure before the arithmetic is no answer
+        turns = reference_turns(task)
+        turns[-1] = turns[-1].replace(fact.say, f"It comes to ${gross:.2f}.")
+        assert not verify(task, turns, ctx.catalog).success
+    assert kinds == {"refund", "voucher"}
 
 
 def test_the_tasks_up_to_d6_draw_no_demand():

@@ -294,8 +294,12 @@ def test_order_status_answers_state_status_and_dates(ctx):
     for task in tasks_of(ctx, "order_status"):
         orders = {o["order_id"]: o for o in task.initial_state["orders"]}
         facts = {(f.subject, f.kind, f.value) for f in task.goal.answer_facts}
-        # from d7 the customer also asks what they paid on a past day (no status asked)
+        # from d7 the customer also asks what they paid on a past day, from d8 for a product
+        # in a colour and size, from d9-10 a refund or a net cost (no status asked): the
+        # orders of these facts and of the add-on look-ups
+        addon = (c for k, c in enumerate(task.reference) if k not in task.core_calls)
         priced = {f.subject for f in late_facts(task)}
+        priced |= {c.arguments["order_id"] for c in addon if c.name == "get_order"}
         for order_id in (i for i in task.goal.relevant_ids if ORDER_ID.fullmatch(i)):
             if order_id in priced:
                 continue

@@ -87,11 +87,14 @@ World events (`generators/events.py`, from d8) grow too: `failure_prob` 1/2, 3/4
 `acting_first_prob` 0, 1/2, 1 at d8, d9, d10.
 
 The knobs above reach their full share by d6. From d7 every scenario adds questions about the
-customer's history that the goal checks (`generators/reasoning.py`, `late_demands`): a chained
-look-up at d7-8 (what they paid for what they bought on a day: the listing gives the order,
-whose page gives the price), and at d9-10 a total as well (what their orders of a span of days
-came to). The reasoning features a plan carries (`reasoning.reasoning_features`: the hard
-variants drawn and the late demands) so rise from d6 to d8 to d10 in every scenario.
+customer's history that the goal checks (`generators/reasoning.py`, `late_demands`), more
+each step: a chained look-up from d7 (what they paid for what they bought on a day: the listing
+gives the order, whose page gives the price), a product told apart from two near-twins only by
+its colour and size together from d8, a total (what their orders of a span of days came to) and
+a conditional (the refund if an item went back, else its price: the order's returns decide)
+from d9, and a cost with a refund or a gift card taken off from d10. The reasoning features a
+plan carries (`reasoning.reasoning_features`: the hard variants drawn and the late demands) so
+rise at every step from d6 to d10 in every scenario.
 """
 
 from __future__ import annotations

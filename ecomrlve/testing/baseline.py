@@ -17,7 +17,9 @@ at every point where the reference had to think, it takes the shallow option:
   failure is skipped);
 * **no arithmetic**: the final message reports what it did (`reference.final_answer` over its
   own calls) and states only the facts it can copy: a fact whose value appears in the prompt or
-  a tool result, and yes/no verdicts only when the answer is "yes" (the happy path);
+  a tool result, yes/no verdicts only when the answer is "yes" (the happy path), and of a
+  conditional request ("if I sent it back, the refund; if not, the price") the happy branch
+  whatever the world decided (the price, never checking the order's returns);
 * **its own picks**: what it says about an order it took another order for (the first lexical
   match was not the one meant) is what it saw of that other order, so the facts and the world
   events of the order meant are not stated (a twin order's card, a cancel that shipped).
@@ -35,8 +37,9 @@ shallow option by the reference's choice, added one at a time (`LADDER`, `play_r
 * `asks`: asks the reference's questions (and confirmations), and searches with the filter
   values the customer's replies spelled;
 * `arithmetic`: every filter (a deadline as a day count, a budget), the product the
-  reference compared its way to (a price band, a budget), and every fact, computed ones and
-  "no" verdicts included;
+  reference compared its way to (a price band, a budget), and every fact, computed ones (a
+  total, a cost net of a refund or a gift card), "no" verdicts and the branch a condition
+  took included;
 * `events`: sends a call that failed for a transient reason again.
 
 Each rung has the skills of the ones below it; the reference above them all.
@@ -51,6 +54,7 @@ from typing import Any
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env import Catalog, EcomEnv, Verdict, final_answer, format_call
+from ecomrlve.generators.reasoning import late_fact, returned_before
 from ecomrlve.tasks import AnswerFact, Task, ToolCall, WorldEvent
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -119,6 +123,10 @@ class ShallowAgent:
         self.shown: list[str] = [task.prompt]
         self.refusals: list[str] = []  # the errors of refused calls
         self.departures = 0
+        # a conditional demand (`reasoning.late_fact`): its fact, and whether the world took
+        # the branch a shallow agent does not check for (the item went back: the refund)
+        self.branch = late_fact(task, "branch")
+        self.branch_turned = self.branch is not None and returned_before(task, self.branch.subject)
 
     # ---- choices --------------------------------------------------------------------------------
     def _filter_spelled(self, key: str, value: Any) -> bool:
@@ -245,6 +253,8 @@ class ShallowAgent:
             return False
         if "arithmetic" in self.skills:
             return True
+        if fact is self.branch and self.branch_turned:
+            return False  # it states the price paid, as if the item had never gone back
         if fact.kind == "verdict":
             return fact.value.endswith(":yes")
         value = fact.value.lower()
