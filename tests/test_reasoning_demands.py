@@ -15,6 +15,7 @@ from ecomrlve.config import SCENARIOS
 from ecomrlve.env import reference_turns, verify
 from ecomrlve.env.facts.check import Shown
 from ecomrlve.env.facts.kinds import KINDS
+from ecomrlve.env.verifier import FACTS_IN_BASE, MAX_ANSWER_CHARS, answer_limit
 from ecomrlve.generators import GenContext, TaskKey, generate_task
 from ecomrlve.generators.difficulty import MAX_DIFFICULTY, MIN_DIFFICULTY
 from ecomrlve.generators.generate import config_of
@@ -249,3 +250,26 @@ def test_unknown_skills_are_refused(ctx):
     task = generate_task(ctx, "cart", 23, 1, 0)
     with pytest.raises(ValueError, match="unknown skills"):
         play_rung(task, ctx.catalog, frozenset({"telepathy"}))
+
+
+def test_a_d10_answer_said_at_length_passes_and_a_longer_dump_still_fails(ctx):
+    """A d10 task asks up to ~9 facts: its reference answer alone nears the flat 1,500
+    characters, so a fuller wording of the same answer must not fail on length alone; past the
+    task's own limit an answer still fails before it is read."""
+    task = generate_task(ctx, "order_status", 17, 10, 1, events_from=11)
+    *calls, answer = reference_turns(task)
+    facts = len(task.goal.answer_facts)
+    assert facts > FACTS_IN_BASE
+    courtesy = " Thank you for your patience while I went through each of these with you."
+    chatty = answer
+    while len(chatty) <= MAX_ANSWER_CHARS:
+        chatty += courtesy
+    assert len(chatty) <= answer_limit(facts)
+    assert verify(task, [*calls, chatty], ctx.catalog).success
+    while len(chatty) <= answer_limit(facts):
+        chatty += courtesy
+    verdict = verify(task, [*calls, chatty], ctx.catalog)
+    assert not verdict.success
+    assert f"goal: the final answer is longer than {answer_limit(facts)} characters" in (
+        verdict.violations
+    )

@@ -15,8 +15,9 @@ Success (see the Goal semantics at the top of `ecomrlve.tasks`) needs all of:
 * answer_facts: the final answer states every fact, read by kind (dates in any common form,
   money, percents, durations, statuses, payment methods, addresses, yes/no verdicts, policy
   terms), and asserts no conflicting value of a checked kind: rules in `ecomrlve.env.facts`.
-  It is at most `MAX_ANSWER_CHARS` long. The verdict's `answer` lists the facts found, missing
-  and contradicted (missing and conflicting ones are also violations); facts marked
+  It is at most `answer_limit(facts)` long (1,500 characters, 300 more per fact past four).
+  The verdict's `answer` lists the facts found, missing and contradicted (missing and
+  conflicting ones are also violations); facts marked
   `required=False` (context) may be left out. Every other value it states, of any kind, is
   grounded in the prompt, today, the customer's details or a tool result of the episode
   (`ungrounded` values are violations), in every task, with or without facts;
@@ -45,7 +46,18 @@ from ecomrlve.env.record import EpisodeRecord
 from ecomrlve.env.reward import reward_components, total_reward
 from ecomrlve.tasks import PurchaseSpec, Task
 
-MAX_ANSWER_CHARS = 1500
+MAX_ANSWER_CHARS = 1500  # an answer of up to FACTS_IN_BASE facts; each further one adds:
+CHARS_PER_EXTRA_FACT = 300
+FACTS_IN_BASE = 4
+
+
+def answer_limit(facts: int) -> int:
+    """The longest final answer a task asking `facts` facts accepts: long answers fail (a dump
+    of every value is no answer), but a d9-10 task asks up to ~9 facts, and its reference's
+    own answer reached 1,383 of a flat 1,500 characters."""
+    return MAX_ANSWER_CHARS + CHARS_PER_EXTRA_FACT * max(0, facts - FACTS_IN_BASE)
+
+
 BUDGET_TOLERANCE = 1e-6
 
 
@@ -275,8 +287,9 @@ def _check_answer(
     if answer is None or not answer.strip():
         violations.append("goal: the episode ended without a final answer")
         return {}
-    if len(answer) > MAX_ANSWER_CHARS:
-        violations.append(f"goal: the final answer is longer than {MAX_ANSWER_CHARS} characters")
+    limit = answer_limit(len(facts))
+    if len(answer) > limit:
+        violations.append(f"goal: the final answer is longer than {limit} characters")
         return {}
     user = record.initial["user"]
     addresses = [user.get("address") or ""]

@@ -144,7 +144,7 @@ Precision — an answer that states a conflicting value of a checked kind fails:
   duration stated as a window by value and role);
   addresses conflict when another address the customer has, or any other street line,
   appears; terms never conflict.
-* Answers longer than `MAX_ANSWER_CHARS` fail before any reading; nothing in the text can
+* Answers longer than the verifier's `answer_limit` fail before any reading; nothing in the text can
   raise (unreadable values such as "31/02" or "1e309" are simply not values).
 """
 
