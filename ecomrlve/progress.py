@@ -2,7 +2,7 @@
 DAPO step, and the ETA arithmetic the reporters share.
 
 A phase calls `progress(ProgressEvent("sft", 12, 60, unit="step", metrics={"loss": 1.23}))`;
-whoever listens renders it (`ecomrlve.cli_common.progress_bar`: a rich bar on a terminal, a
+whoever listens renders it (`ecomrlve.cli.common.progress_bar`: a rich bar on a terminal, a
 plain line every ~20 s otherwise; `ecomrlve.flows.stages`: Prefect's progress artifact).
 
 >>> ProgressEvent("sft", 12, 60, unit="step", metrics={"loss": 1.2345, "tokens/s": 850.0}).text()

@@ -9,8 +9,9 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from ecomrlve import __version__, cli_common
+from ecomrlve import __version__
 from ecomrlve.cli import app
+from ecomrlve.cli import common as cli_common
 from ecomrlve.progress import ProgressEvent
 from ecomrlve.testing import env_tasks as fx
 

@@ -111,7 +111,7 @@ def test_play_unknown_task_exits_2(data):
 
 
 def test_play_turns_shorthand_into_calls():
-    from ecomrlve.env.cli import play_turn
+    from ecomrlve.cli.env import play_turn
 
     assert '"name": "view_cart"' in play_turn("view_cart")
     assert '"query": "boots"' in play_turn('search {"query": "boots"}')

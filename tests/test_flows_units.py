@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ecomrlve.config import ConfigError, load_config
 from ecomrlve.flows import QUIET_DEFAULTS, prefect_env
-from ecomrlve.flows.cli import TINY_TRAINING_CONFIG, resolve_config
+from ecomrlve.cli.flows import TINY_TRAINING_CONFIG, resolve_config
 from ecomrlve.flows.params import CurriculumParams, PipelineParams, RegenerateParams
 from ecomrlve.flows.regenerate import (
     allocate,

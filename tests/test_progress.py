@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ecomrlve.cli_common import PROGRESS_LINE_EVERY_S, ProgressLines
+from ecomrlve.cli.common import PROGRESS_LINE_EVERY_S, ProgressLines
 from ecomrlve.flows.progress import ProgressArtifact
 from ecomrlve.progress import PhaseETA, ProgressEvent
 
@@ -92,7 +92,7 @@ def test_a_short_command_prints_no_line() -> None:
 
 
 TTY_SCRIPT = """
-from ecomrlve.cli_common import progress_bar
+from ecomrlve.cli.common import progress_bar
 from ecomrlve.progress import ProgressEvent
 import time
 with progress_bar("train") as update:

@@ -197,7 +197,7 @@ def test_train_on_a_store_takes_the_tasks_its_data_block_describes(tmp_path, run
 def test_eval_of_a_run_model_uses_the_agent_settings_it_was_trained_with(tmp_path) -> None:
     """`ecomrlve eval --model RUN/model` used the default agent settings: it reads the run's
     config.yaml now (an explicit --config still wins)."""
-    from ecomrlve.train.cli import _eval_config
+    from ecomrlve.cli.train import _eval_config
 
     model = tmp_path / "run" / "model"
     model.mkdir(parents=True)

@@ -181,7 +181,7 @@ def test_the_page_in_headless_chromium(page, tmp_path) -> None:
 
 
 def test_training_ends_with_the_report_line_or_one_warning(run, tmp_path, capsys) -> None:
-    from ecomrlve.train.cli import print_report
+    from ecomrlve.cli.train import print_report
 
     data, folder = run
     print_report(folder, data)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ecomrlve.cli_common import console, fail, user_errors
+from ecomrlve.cli.common import console, fail, user_errors
 
 
 def register(app: typer.Typer) -> None:

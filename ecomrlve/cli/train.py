@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 import typer
 
-from ecomrlve.cli_common import console, fail, frame_table, progress_bar, user_errors
+from ecomrlve.cli.common import console, fail, frame_table, progress_bar, user_errors
 from ecomrlve.train.view import EPISODES_PER_STAGE, rescore, write_report
 
 if TYPE_CHECKING:

@@ -1,9 +1,9 @@
-"""The `ecomrlve` command line. Each subpackage registers its own commands in `register(app)`."""
+"""The data commands: `catalog` (synthesize products and policies into the store) and `sql`
+(a read-only query over it)."""
 
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -12,8 +12,9 @@ import duckdb
 import polars as pl
 import typer
 
-from ecomrlve import __version__, store
-from ecomrlve.cli_common import (
+from ecomrlve import store
+from ecomrlve.cli.common import (
+    DataOpt,
     console,
     data_default,
     fail,
@@ -21,50 +22,14 @@ from ecomrlve.cli_common import (
     progress_bar,
     user_errors,
 )
-from ecomrlve.env import cli as env_cli
-from ecomrlve.flows import cli as flows_cli
-from ecomrlve.generators import cli as generators_cli
-from ecomrlve.integrations import cli as integrations_cli
 from ecomrlve.read_sql import check_read_query
-from ecomrlve.train import cli as train_cli
-
-app = typer.Typer(
-    name="ecomrlve",
-    help="Synthetic e-commerce worlds turned into verifiable RL training for tool-using agents.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-
-DataOpt = typer.Option(Path("data"), "--data", help="data directory")
 
 
-def _print_version(value: bool) -> None:
-    if value:
-        console.print(f"ecomrlve {__version__}", highlight=False)
-        raise typer.Exit()
+def register(app: typer.Typer) -> None:
+    app.command()(catalog)
+    app.command()(sql)
 
 
-@app.callback()
-def _main(
-    verbose: bool = typer.Option(
-        False, "--verbose/--quiet", "-v", help="debug logging", metavar=""
-    ),
-    version: bool = typer.Option(
-        False,
-        "--version",
-        callback=_print_version,
-        is_eager=True,
-        help="print the version and exit",
-    ),
-) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
-
-
-@app.command()
 def catalog(
     products: int = typer.Option(
         data_default("products"), "--products", "-n", help="number of sellable variants"
@@ -123,7 +88,6 @@ def csv_ready(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-@app.command()
 def sql(
     query: str = typer.Argument(..., help="a SQL query over products, policies, tasks, …"),
     data: Path = DataOpt,
@@ -151,14 +115,3 @@ def sql(
         sys.stdout.write(json.dumps(df.to_dicts(), default=str) + "\n")
     else:
         console.print(frame_table(df, max_rows=max_rows))
-
-
-env_cli.register(app)
-flows_cli.register(app)
-generators_cli.register(app)
-integrations_cli.register(app)
-train_cli.register(app)
-
-
-def main() -> None:  # pragma: no cover - entry point
-    app()

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import typer
 
-from ecomrlve.cli_common import (
+from ecomrlve.cli.common import (
     console,
     err_console,
     fail,

@@ -7,6 +7,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, NoReturn
 
 import polars as pl
@@ -23,6 +24,7 @@ console = Console()
 err_console = Console(stderr=True)
 
 EXIT_BAD_INPUT = 2
+DataOpt = typer.Option(Path("data"), "--data", help="data directory")
 
 
 def data_default(field: str) -> Any:

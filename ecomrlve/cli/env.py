@@ -13,11 +13,10 @@ import typer
 from rich.markup import escape
 
 from ecomrlve import store
-from ecomrlve.cli_common import console, err_console, fail, frame_table, user_errors
+from ecomrlve.cli.common import DataOpt, console, err_console, fail, frame_table, user_errors
 from ecomrlve.config import EnvConfig, load_config
 from ecomrlve.tasks import read_tasks
 
-DataOpt = typer.Option(Path("data"), "--data", help="data directory")
 ConfigOpt = typer.Option(None, "--config", help="YAML config (its env block is used)")
 
 

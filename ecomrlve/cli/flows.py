@@ -15,7 +15,8 @@ from typing import Any
 
 import typer
 
-from ecomrlve.cli_common import (
+from ecomrlve.cli.common import (
+    DataOpt,
     console,
     data_default,
     frame_table,
@@ -23,13 +24,12 @@ from ecomrlve.cli_common import (
     user_errors,
     writer_lock,
 )
+from ecomrlve.cli.train import print_report
 from ecomrlve.config import NO_EVENTS
 from ecomrlve.progress import ProgressEvent
-from ecomrlve.train.cli import print_report
 
 log = logging.getLogger(__name__)
 
-DataOpt = typer.Option(Path("data"), "--data", help="data directory")
 RunnerOpt = typer.Option(
     None, "--task-runner", help="threads (default), processes or dask: runs generation chunks"
 )
