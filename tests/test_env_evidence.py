@@ -11,6 +11,8 @@ from the policy read, a price change the agent never saw left untold) pass. The 
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -110,8 +112,6 @@ def test_a_verdict_needs_the_policy_read() -> None:
 
 
 def _days_before(days: int) -> str:
-    import datetime as dt
-
     return (dt.date.fromisoformat(TODAY) - dt.timedelta(days=days)).isoformat()
 
 
