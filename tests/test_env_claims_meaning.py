@@ -392,7 +392,7 @@ NO_MONEY_BACK = (
 
 def test_an_amount_said_to_come_back_is_a_refund(tasks, catalog):
     nothing = tasks["fx-status"]
-    for amount in ("$14.99", "14.99 dollars"):
+    for amount in ("$14.99", "14.99 dollars", "fourteen dollars and ninety-nine cents"):
         for line in MONEY_BACK:
             said = line.format(x=amount)
             assert claims(judge(nothing, said, catalog)), said

@@ -204,7 +204,8 @@ Mode = str  # "reported", "promised" or "denied"
 # back ("$47.99 back on your card", "the $20 will show up on your statement"): read as the
 # word "money" (an amount that costs or totals something is no refund: left as it is)
 _AMOUNT = re.compile(
-    r"(?:(?:US)?\$\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)? (?:dollars?|bucks|usd)\b)"
+    r"(?:(?:US)?\$\s?\d[\d,]*(?:\.\d+)?|\b(?:\d[\d,]*(?:\.\d+)?|[a-z]+(?:-[a-z]+)?)"
+    r" (?:dollars?|bucks|usd)\b(?: and [\w-]+ cents?\b)?)"
     r"(?=(?:\s+[\w']+){0,4}?\s+(?:back|show|shows|appear|appears|post|posts)\b)",
     re.I,
 )
