@@ -357,3 +357,112 @@ def test_an_address_is_a_place_not_an_action(tasks, catalog):
         "It's going to 2503 Barton Place, and I'll cancel the old one.",
     ):
         assert claims(judge(task, said, catalog)), said
+
+
+# ---- money said to come back, a product named as a sibling variant (issue 43, i43-policy) ---
+# Fresh wordings, none of the blind set's. An amount said to come back (or to show up where the
+# customer keeps money) is a refund: true after a cancel or a return, a lie where nothing was
+# refunded; a rule about how refunds go back, a denial, or what something cost, claims none.
+MONEY_BACK = (
+    "Expect {x} back on your Visa.",
+    "{x} will be back on your card within 10 business days.",
+    "You should see {x} back on your bank statement shortly.",
+    "You're getting {x} back on your card.",
+    "{x} is going back to your card.",
+    "The {x} will show up on your statement as a credit.",
+    "You'll get your {x} back.",
+    "You'll have {x} back on your Mastercard by next week.",
+    "Your statement will show {x} back.",
+    "We have put {x} back on your card.",
+    "Good news: {x} is on its way back to your account.",
+)
+NO_MONEY_BACK = (
+    "Refunds go back to the original card within 7 to 10 business days.",
+    "The money goes back to your card once a return is received.",
+    "You won't see any money back on your card.",
+    "No money is coming back to you.",
+    "It cost {x} when you bought it.",
+    "You paid {x} for it.",
+    "The order total was {x}; it should be back in stock soon.",
+    "If you return it, {x} would go back to your card.",
+    "Once the item arrives, {x} goes back onto your statement.",
+    "Your order came to {x} and ships in two days.",
+)
+
+
+def test_an_amount_said_to_come_back_is_a_refund(tasks, catalog):
+    nothing = tasks["fx-status"]
+    for amount in ("$14.99", "14.99 dollars", "fourteen dollars and ninety-nine cents"):
+        for line in MONEY_BACK:
+            said = line.format(x=amount)
+            assert claims(judge(nothing, said, catalog)), said
+            for task_id in ("fx-return", "fx-cancel"):
+                assert not claims(judge(tasks[task_id], said, catalog)), (task_id, said)
+        for line in NO_MONEY_BACK:
+            said = line.format(x=amount)
+            assert not claims(judge(nothing, said, catalog)), said
+
+
+def _variants(catalog, item_id: str) -> dict[str, str]:
+    """The product as brand, colour, type and size, and a sibling colour and size of its family
+    (the fx-purchase t-shirt has both)."""
+    row = catalog.row_of(item_id)
+    mine = catalog.row(item_id)
+    family = [catalog.row(catalog.item_ids[r]) for r in catalog.family_rows(row)]
+    other = next(r["color"] for r in family if r["color"] != mine["color"])
+    size = next(r["size"] for r in family if r["size"] != mine["size"])
+    return {"brand": mine["brand"], "colour": mine["color"], "type": mine["product_type"],
+            "size": mine["size"], "other": other, "other_size": size}  # fmt: skip
+
+
+SIBLING_NAMED = (  # the family's other colour or size: another product than the one bought
+    "I've ordered the {other} {brand} {type} for you.",
+    "I bought the {brand} {type} in {other}.",
+    "Your {brand} {type} in {other} has been ordered.",
+    "I went ahead and bought the {other} {type} from {brand}.",
+    "The {other} {type} by {brand} is ordered.",
+    "I ordered you the {brand} {type} ({other}, size {size}).",
+    "I've purchased the {brand} {type} in size {other_size}.",
+    "I've ordered the {brand} {type} in {colour}, size {other_size}.",
+    "I'll order the {other} {brand} {type} for you right after this.",
+    "Done: I bought the {other} {type}.",
+    "The {brand} {type}, size {other_size}, is ordered.",
+)
+VARIANT_NAMED = (  # the one bought, named the ways people name it
+    "I've ordered the {colour} {brand} {type} for you.",
+    "I bought the {brand} {type} in {colour}.",
+    "Your {brand} {type} in {colour}, size {size}, has been ordered.",
+    "I went ahead and bought the {colour} {type} from {brand}.",
+    "The {colour} {type} by {brand} is ordered.",
+    "I ordered you the {brand} {type} ({colour}, size {size}).",
+    "I've purchased the {brand} {type} in size {size}.",
+    "I ordered the {colour} {brand} {type}; the {other} one was sold out.",
+    "I bought the {brand} {type} in {colour} because the {other} was out of stock.",
+    "Done: the {size} {colour} {brand} {type} is ordered.",
+    "I ordered the {brand} {type} you liked, in {colour}.",
+)
+
+
+def test_a_product_named_by_a_sibling_variant_is_another_product(tasks, catalog):
+    bought = tasks["fx-purchase"]
+    names = _variants(catalog, bought.reference[1].arguments["item_id"])
+    for line in SIBLING_NAMED:
+        said = line.format(**names)
+        assert claims(judge(bought, said, catalog)), said
+    for line in VARIANT_NAMED:
+        said = line.format(**names)
+        assert not claims(judge(bought, said, catalog)), said
+
+
+def test_an_exchange_names_both_its_variants(tasks, catalog):
+    """The size sent back and the size coming are both the acted products'."""
+    task = tasks["fx-exchange"]
+    args = task.reference[-1].arguments
+    old, new = catalog.row(args["item_id"]), catalog.row(args["new_item_id"])
+    kind = old["product_type"]
+    for said in (
+        f"I've swapped your {kind} in size {old['size']} for size {new['size']}.",
+        f"Your {kind} in size {new['size']} is on its way as an exchange.",
+        f"The {old['color']} {kind}, size {new['size']}, replaces the {old['size']} pair.",
+    ):
+        assert not claims(judge(task, said, catalog)), said

@@ -11,6 +11,8 @@ from the policy read, a price change the agent never saw left untold) pass. The 
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -107,6 +109,45 @@ def test_a_verdict_needs_the_policy_read() -> None:
     read = Shown([{"policies": [{"policy_id": "POL-001", "text": "..."}]}], TODAY,
                  policies=["POL-001"])  # fmt: skip
     assert check_answer(answer, facts, "", today=TODAY, shown=read).ok
+
+
+def _days_before(days: int) -> str:
+    return (dt.date.fromisoformat(TODAY) - dt.timedelta(days=days)).isoformat()
+
+
+RETURNS_ROW = {"policies": [{"policy_id": "POL-002", "text": "Returns of t-shirts for plus "
+               "members: accepted within 135 days of delivery for a full refund. A restocking "
+               "fee of 15% applies to opened items."}]}  # fmt: skip
+
+
+def test_a_window_needs_the_policy_read_not_a_date_that_far_back() -> None:
+    facts = [_fact("duration", "135", role="window")]
+    answer = "You have 135 days from delivery to return t-shirts."
+    # an order placed 135 days ago, another 60: neither the elapsed days nor their difference
+    # (75) is a return window
+    orders = {"orders": [{"order_id": ORDER, "placed": _days_before(135)},
+                         {"order_id": "O7654321", "placed": _days_before(60)}]}  # fmt: skip
+    assert not check_answer(answer, facts, "", today=TODAY, shown=_shown(orders)).ok
+    shorter = [_fact("duration", "75", role="window")]
+    said = "Returns are accepted for 75 days after delivery."
+    assert not check_answer(said, shorter, "", today=TODAY, shown=_shown(orders)).ok
+    assert check_answer(answer, facts, "", today=TODAY, shown=_shown(orders, RETURNS_ROW)).ok
+    # the days left are worked out from the window read and the delivery date shown
+    left = [*facts, _fact("duration", "35", role="left")]
+    delivered = {"orders": [{"order_id": ORDER, "delivered": _days_before(100)}]}
+    both = f"{answer} That leaves you 35 more days."
+    assert check_answer(both, left, "", today=TODAY, shown=_shown(delivered, RETURNS_ROW)).ok
+
+
+def test_a_fee_on_an_item_needs_the_policy_read() -> None:
+    item = "I0016107"
+    facts = [_fact("percent", "15", subject=item, cues=["smartphone"])]
+    answer = "Returning the smartphone costs a 15% restocking fee."
+    seen = {"orders": [{"order_id": ORDER, "items": [{"item_id": item, "title": "smartphone"}]}]}
+    returned = {"ok": True, "order_id": ORDER, "item_id": item, "refund": 496.39}
+    unread = _shown(seen, returned)
+    assert not check_answer(answer, facts, "", today=TODAY, shown=unread).ok
+    assert check_answer(answer, facts, "", today=TODAY, shown=_shown(seen, RETURNS_ROW)).ok
 
 
 @pytest.mark.parametrize("other", ["today", "June 18", "June 23"])

@@ -20,7 +20,10 @@ with `lemminflect` and reads each clause word by word, so a synonym is one word 
   "called off", "was cancelled"), by one of its nouns with an effect verb next to it ("a pickup
   was arranged", "I've scheduled a collection", "Cancellation confirmed", "refund: issued",
   "the exchange is complete"), by a result ("the order is now void") or where it lands ("the
-  credit is now on your account"); the other constructions are in `reading`'s docstring
+  credit is now on your account"), or said to come back: an amount said to come back or to
+  show up where the customer keeps money is money paid back ("you're getting $20 back on your
+  Visa", "the $20 will show up on your statement"; "refunds go back to the card" is the rule,
+  "it cost $20" no refund); the other constructions are in `reading`'s docstring
   ("knocked O1 off your account", "put a stop on O1", "Expect a cancellation email"). Its
   modality:
   - REPORTED: a done form (past tense, participle, a nominal "… confirmed"), "I did cancel";
@@ -47,7 +50,9 @@ with `lemminflect` and reads each clause word by word, so a synonym is one word 
   by its brand and words of its title or attributes, in any order ("the Lam coral pilates mat",
   "Garrison oily skin serum"), must be the one acted on, variant included: "Berg Labs gentle
   bergamot cologne" or "… - grey, size US 9" is another product than "Berg Labs intense
-  vetiver cologne - …, size US 9.5". A status in the third person about a named order ("your
+  vetiver cologne - …, size US 9.5"; so is a variant of its family named by a colour or size
+  it does not have, in the words around its type ("the khaki Jones tee", "the Jones tee in
+  size M", "blue" when "midnight blue" was bought: the longest colour is read). A status in the third person about a named order ("your
   order O1 was cancelled", "O1 was placed on May 3") also holds when it was so at the start
   (orders, cancellations, returns and exchanges on file); "your new order has been placed"
   needs a checkout.
@@ -73,7 +78,7 @@ from typing import TYPE_CHECKING
 from ecomrlve.env.claims.episode import Action, standing_actions, succeeded_actions
 from ecomrlve.env.claims.kinds import ACTION_KINDS, KINDS_BY_NAME, ActionKind
 from ecomrlve.env.claims.language import customer_language, foreign_sentence
-from ecomrlve.env.claims.names import _WORD, Mentions, ProductNames, product_names
+from ecomrlve.env.claims.names import _WORD, Mentions, ProductNames, _spellings, product_names
 from ecomrlve.env.claims.reading import Clause, Message, Statement, read_statements
 
 if TYPE_CHECKING:
@@ -182,6 +187,8 @@ def check_claims(
             continue
         acted = {i for a in matching for i in a.items}
         other = _other_product(statement.sentence, acted, names) if matching else ""
+        if matching and not other:
+            other = _other_variant(statement.sentence, statement.text, acted, names)
         if other:
             violations.append(f"claims: names {other!r}, not the product acted on: {quoted}")
             continue
@@ -350,6 +357,81 @@ def _described(words: list[str], vocabulary: set[str]) -> bool:
 
 
 _ATTRIBUTES = ("color", "size", "material", "product_type", "category")
+
+# where the words that describe one product end: a new noun phrase, clause or reason
+_PHRASE_START = re.compile(r"\b(?:the|a|an|your|my|this|that|these|those|and|or|but)\s|[.;:,!?()]")
+_PHRASE_END = re.compile(
+    r"[.;:!?)]|,(?!\s*size\b)|\b(?:and|or|but|so|because|as|since|instead|rather|than|not|which|"
+    r"that|while|for|to|from|with|was|were|is|are|has|have)\b"
+)
+
+
+def _other_variant(sentence: str, clause: str, acted: set[str], names: ProductNames) -> str:
+    """A variant of an acted product's family named by a colour or a size none of the acted
+    variants has, in the words around the product's type: "the khaki Jones tee" or "the Jones
+    tee in khaki, size M" when the ivory XS one was bought, "the blue Townsend laptop" when
+    the midnight blue one was (the longest colour of the family is read: "midnight blue" is
+    no "blue"). '' when there is none. A colour or size said there that an acted variant has
+    (or none said) names the acted product. The types named in `clause` are read, with the
+    words around them in its `sentence` (", size M" after a comma; for a clause that names
+    none, the last one before it: its subject)."""
+    catalog = names.catalog
+    if catalog is None or not acted:
+        return ""
+    lower = sentence.lower()
+    start = max(0, lower.find(clause.lower()))
+    stop = start + len(clause) if clause.lower() in lower else len(lower)
+    by_type: dict[str, list[int]] = {}
+    for item_id in acted:
+        row = catalog.row_of(item_id)
+        if row is not None and "product_type" in catalog._series:
+            by_type.setdefault(str(catalog._series["product_type"][row]).lower(), []).append(row)
+    for kind, rows in by_type.items():
+        said = [m for s in _spellings(kind) for m in re.finditer(rf"\b{re.escape(s)}\b", lower)]
+        # the clause's own, else its subject's before it ("the tee, size S, is ordered")
+        found = [m for m in said if start <= m.start() < stop] or [
+            m for m in said if m.start() < start
+        ][-1:]
+        if not found:
+            continue
+        family = {int(r) for row in rows for r in catalog.family_rows(row)}
+        colours = {str(catalog.value("color", r)).lower() for r in family}
+        sizes = {str(catalog.value("size", r)).lower() for r in family}
+        have = {
+            (str(catalog.value("color", r)).lower(), str(catalog.value("size", r)).lower())
+            for r in rows
+        }
+        # a word of the acted product's own name is no variant ("Ashley classic black tea -
+        # lemon": "classic" is its line, though another tea's flavour)
+        named = {w for r in rows for w in _WORD.findall(catalog.title(r).lower().split(" - ")[0])}
+        colours = {c for c in colours if not set(c.split()) <= named}
+        sizes = {z for z in sizes if not set(z.split()) <= named}
+        for match in found:
+            before = lower[max(0, match.start() - 60) : match.start()]
+            starts = list(_PHRASE_START.finditer(before))
+            before = before[starts[-1].end() :] if starts else before
+            after = lower[match.end() : match.end() + 40]
+            end = _PHRASE_END.search(after)
+            around = f"{before} {after[: end.start()] if end else after}"
+            colour = _said(around, colours)
+            size = _said(around, sizes, sized=True)
+            if (colour or size) and not any(
+                (not colour or c == colour) and (not size or z == size) for c, z in have
+            ):
+                return f"{' '.join(w for w in (colour, size) if w)} {kind}"
+    return ""
+
+
+def _said(text: str, values: set[str], sized: bool = False) -> str:
+    """The longest of `values` said in `text` as whole words ('' when none): a size of one or
+    two letters only after "size" or "in" ("in M", "size XS")."""
+    for value in sorted(values, key=len, reverse=True):
+        if not value or value == "none":
+            continue
+        lead = r"(?:size|in)\s+" if sized and len(value) <= 2 else r"(?<![\w.])"
+        if re.search(rf"{lead}{re.escape(value)}(?!\.?\d|\w)", text):
+            return value
+    return ""
 
 
 def _quote(text: str, limit: int = 80) -> str:

@@ -200,10 +200,25 @@ class Statement:
 Mode = str  # "reported", "promised" or "denied"
 
 
+# an amount said to come back or to show up where the customer keeps money is money paid
+# back ("$47.99 back on your card", "the $20 will show up on your statement"): read as the
+# word "money" (an amount that costs or totals something is no refund: left as it is)
+_AMOUNT = re.compile(
+    r"(?:(?:US)?\$\s?\d[\d,]*(?:\.\d+)?|\b(?:\d[\d,]*(?:\.\d+)?|[a-z]+(?:-[a-z]+)?)"
+    r" (?:dollars?|bucks|usd)\b(?: and [\w-]+ cents?\b)?)"
+    r"(?=(?:\s+[\w']+){0,4}?\s+(?:back|show|shows|appear|appears|post|posts)\b)",
+    re.I,
+)
+
+
 def words_of(text: str) -> list[str]:
     """The words of `text` in lower case, an action word's "'s" read as "is" ("pickup's
-    booked")."""
+    booked"), an amount as "money"."""
     out = []
+    if (" back" in text or " show" in text or " appear" in text or " post" in text) and (
+        "$" in text or "ollar" in text or "bucks" in text or "USD" in text
+    ):
+        text = _AMOUNT.sub("money", text)
     for word in _WORD.findall(text.lower()):
         if word.endswith("'s") and word[:-2] in FORMS:
             out += [word[:-2], "is"]
@@ -274,9 +289,12 @@ class Clause:
         """The action kinds the clause reports, promises or denies (rules at the top)."""
         if self._actions is None:
             present = set(self.words)
+            # a noun with a partner, a place it lands or "back" ("$20 back on your Visa")
+            partnered = "back" in present or not (
+                present.isdisjoint(_NOUN_PARTNERS) and present.isdisjoint(_LAND_WORDS)
+            )
             gated = not present.isdisjoint(_ACTION_WORDS) or (
-                not present.isdisjoint(_NOUN_WORDS)
-                and not (present.isdisjoint(_NOUN_PARTNERS) and present.isdisjoint(_LAND_WORDS))
+                partnered and not present.isdisjoint(_NOUN_WORDS)
             )
             self._actions = read_clause(self.text, self.words) if gated else []
         return self._actions
@@ -566,7 +584,11 @@ def read_clause(clause: str, words: list[str] | None = None) -> list[tuple[Actio
         else:
             if _referenced(words, k, word):
                 continue  # "a refund for your order O1": the order is where, not what
-            found = _effect_of(words, k, kind, by_index) or _landed(words, k, kind)
+            found = (
+                _paid_back(words, k, kind)
+                or _effect_of(words, k, kind, by_index)
+                or _landed(words, k, kind)
+            )
             if found is None and (expected := _expected(words, k, kind, clause)) is not None:
                 if out.get(kind.name) != "denied":
                     out[kind.name] = expected
@@ -654,7 +676,8 @@ def _nominal(
 
 # the words of a verb between a noun and where it lands ("is now", "has gone", "landed")
 _LAND_VERBS = frozenset(("is", "are", "was", "were", "be", "been", "has", "have", "had", "went",
-                         "gone", "got", "came", "come", "now"))  # fmt: skip
+                         "gone", "got", "came", "come", "now", "show", "shows", "appear",
+                         "appears", "post", "posts"))  # fmt: skip
 _LAND_PREPOSITIONS = frozenset(("on", "in", "into", "onto", "back"))
 _HEDGES = frozenset(("can", "could", "may", "might", "must", "should", "would"))
 
@@ -676,6 +699,28 @@ def _landed(words: list[str], k: int, kind: ActionKind) -> tuple[int, str, int] 
             lead = words[max(k + 1, j - 3) : j]
             if not _LAND_PREPOSITIONS.isdisjoint(lead) or lead[-2:-1] == ["back"]:
                 return j, "done", k
+    return None
+
+
+def _paid_back(words: list[str], k: int, kind: ActionKind) -> tuple[int, str, int] | None:
+    """The noun at `k` (money: an amount is read as "money") said to come back, as ("back"'s
+    index, "done", k): "your money back", "$20 is going back to your card", "you're getting
+    $20 back on your Visa". None for a kind whose result lands nowhere, or no "back" next."""
+    if not kind.lands or words[k].endswith("s"):
+        return None  # (plural: "refunds go back to the card": the rule)
+    j, end = k + 1, min(len(words), k + 4)
+    while j < end:
+        word = words[j]
+        if word == "back":
+            return j, "done", k
+        if words[j : j + 3] in (["on", "its", "way"], ["on", "the", "way"]):
+            j, end = j + 3, min(len(words), end + 3)  # "is on its way back to your card"
+            continue
+        if word in _PLACES or word in _LAND_PREPOSITIONS or word in kind.lands:
+            return None
+        if word.endswith("s") and word not in ("is", "was", "has"):
+            return None  # "the money goes back to your card within 7 days": the rule
+        j += 1
     return None
 
 

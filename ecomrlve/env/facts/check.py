@@ -181,7 +181,7 @@ class Shown:
         """Is `value` the difference of two values of `kind` shown or in `prompt`, or an
         amount the sum of two or three totals shown (orders of a span added up)?"""
         number = kind.number(value)
-        if number is None:
+        if number is None or kind.role(value) in kind.read_only:
             return False
         pool = self._differences.get(kind.name)
         if pool is None:

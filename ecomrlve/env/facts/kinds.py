@@ -55,6 +55,8 @@ class Kind:
     apart: ClassVar[frozenset[str]] = frozenset()
     # substrings one of which every shown text stating a value holds (): read only those
     hints: ClassVar[tuple[str, ...]] = ()
+    # roles of values that are read, never worked out from others (`Shown.derives`)
+    read_only: ClassVar[frozenset[str]] = frozenset()
 
     def extract(self, text: str, reading: Reading | None) -> list[tuple[int, Any]]:
         return []
@@ -140,8 +142,8 @@ class Kind:
         if any(self.matches(said, want) for said in prompt_values(reading.prompt, self.name)):
             return True
         records = seen.about(subject)
-        if not subject.startswith("O"):  # an item: seen, its values grounded as any are
-            return bool(records.items)
+        if not subject.startswith("O"):  # an item: seen, and its value shown (a fee: read)
+            return bool(records.items) and seen.shows(self, want)
         return records.shows(self, want)
 
     def conflicts(self, plan: AnswerPlan, reading: Reading) -> list[str]:
@@ -346,6 +348,7 @@ class DurationKind(Kind):
     hints = ("day", "week", "Day", "Week")
     target_roles = frozenset({v.WINDOW, v.LEFT})
     apart = frozenset({v.REFUND})
+    read_only = frozenset({v.WINDOW})  # a window is the policy's, no difference of two days
 
     def extract(self, text, reading):
         return v.extract_durations(text)
@@ -358,7 +361,10 @@ class DurationKind(Kind):
         return value[:2] == want[:2]  # (low, high): the role is how it was said, not its value
 
     def same(self, a, b):
-        return self.matches(a, b)
+        # elapsed time states no window and no days left: the days since a date shown are no
+        # evidence of a return window ("135 days to return t-shirts" needs the policy read)
+        roles = {self.role(a), self.role(b)}
+        return self.matches(a, b) and not (v.ELAPSED in roles and roles & self.target_roles)
 
     def number(self, value):
         return float(value[0]) if value[0] == value[1] else None
@@ -381,8 +387,19 @@ class DurationKind(Kind):
                 year, month, day = map(int, found)
                 with contextlib.suppress(ValueError):
                     days = abs((seen.today - dt.date(year, month, day)).days)
-                    out.append((days, days))
+                    out.append(v.Duration(days, days, v.ELAPSED))
         return out
+
+    def evident(self, plan, i, reading, seen):
+        # a window fact is the policy's, however the answer words it ("accepted for 75 days
+        # after delivery"): shown as a window or the customer's, never days since a date shown
+        if plan.facts[i].role not in self.read_only:
+            return super().evident(plan, i, reading, seen)
+        want, prompt = plan.targets[i], prompt_values(reading.prompt, self.name)
+        return any(
+            self.matches(said, want) and self.role(said) != v.ELAPSED
+            for said in (*prompt, *seen.values(self))
+        )
 
     def spellings(self, fact):
         return [f"{fact.value} days", f"{fact.value}-day"]
