@@ -1,6 +1,6 @@
 """Evaluation and rollouts through OpenAI-compatible endpoints (issue 16), on loopback servers.
 
-The loopback server (`ecomrlve.train.loopback`) serves the tiny Qwen3 with vLLM's response
+The loopback server (`ecomrlve.testing.loopback`) serves the tiny Qwen3 with vLLM's response
 schema; scripted FastAPI apps play broken servers (500s, timeouts, malformed tool calls)."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ecomrlve.config import config_from_dict
 from ecomrlve.env import tool_schemas
 from ecomrlve.testing.endpoint import ENABLE_THINKING, endpoint_world, scripted_server
 from ecomrlve.testing.env_tasks import sql_rows
+from ecomrlve.testing.loopback import LoopbackModel, build_app, serve
 from ecomrlve.train.chat import ChatFormat
 from ecomrlve.train.engine import SamplingParams
 from ecomrlve.train.engines.endpoint import (
@@ -31,7 +32,6 @@ from ecomrlve.train.engines.endpoint import (
 )
 from ecomrlve.train.engines.hf import HFEngine
 from ecomrlve.train.evaluate import evaluate_episodes
-from ecomrlve.train.loopback import LoopbackModel, build_app, serve
 from ecomrlve.train.model import load_model_and_tokenizer
 
 SECRET = "sk-test-9f2c41d7e0b3a85c"  # a fake key: it must never show up anywhere

@@ -86,9 +86,9 @@ def _check_recordable(history: list[dict]) -> None:
 def test_batch_without_trainable_tokens_skips_the_update(world, monkeypatch, caplog) -> None:
     """Regression: every generated token masked gave total_tokens == 0, a 0/0 NaN loss and NaN
     weights after the AdamW step."""
-    from ecomrlve.train import loop
+    from ecomrlve.train import sources
 
-    real = loop.run_episodes
+    real = sources.run_episodes
 
     def masked(*args, **kwargs):
         episodes = real(*args, **kwargs)
@@ -96,7 +96,7 @@ def test_batch_without_trainable_tokens_skips_the_update(world, monkeypatch, cap
             episode.sequence.loss_mask = [0] * len(episode.sequence.loss_mask)
         return episodes
 
-    monkeypatch.setattr(loop, "run_episodes", masked)
+    monkeypatch.setattr(sources, "run_episodes", masked)
     with caplog.at_level(logging.WARNING, logger="ecomrlve.train.loop"):
         initial, after, result = _run(world)
     assert result.steps == N_STEPS and result.updates == 0

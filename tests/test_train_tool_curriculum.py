@@ -101,7 +101,7 @@ def test_tiny_train_records_the_width_per_step_and_narrow_prompts_offer_own_tool
     """Threshold 0 and window 2: steps 1-2 offer each scenario's own tools, step 3 all of them;
     base and SFT evaluation run narrow, the final one wide. Every prompt the loop played is
     checked against its task's scenario."""
-    import ecomrlve.train.loop as loop
+    import ecomrlve.train.sources as sources
     from ecomrlve.train.run import train_from_config
 
     raw = copy.deepcopy(TINY_RUN)
@@ -113,7 +113,7 @@ def test_tiny_train_records_the_width_per_step_and_narrow_prompts_offer_own_tool
     }
     cfg = config_from_dict(raw)
     played: list[tuple[Task, str]] = []  # every RL episode's task and prompt text
-    play = loop.run_episodes
+    play = sources.run_episodes
 
     def spy(tasks, engine, chat, *args, **kwargs):
         episodes = play(tasks, engine, chat, *args, **kwargs)
@@ -122,7 +122,7 @@ def test_tiny_train_records_the_width_per_step_and_narrow_prompts_offer_own_tool
             played.append((episode.task, chat.tokenizer.decode(prompt)))
         return episodes
 
-    monkeypatch.setattr(loop, "run_episodes", spy)
+    monkeypatch.setattr(sources, "run_episodes", spy)
     data = train_store_dir()
     summary = train_from_config(cfg, data, tmp_path / "run")
 

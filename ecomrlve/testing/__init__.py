@@ -9,6 +9,8 @@
   another catalog seed);
 * `training`: tiny Qwen3 models/tokenizers built offline and a small training store;
 * `endpoint`: the endpoint tests' and benchmark's world (a tiny Qwen3 warmed up by SFT);
+* `loopback`: an OpenAI-compatible server (vLLM's response schema) of a local model folder,
+  for the endpoint tests and benchmark;
 * `baseline`: a shallow scripted agent (first search hit, no questions, no retries, no
   arithmetic) that `benchmarks/difficulty.py` plays against the references;
 * `bench`: the benchmark scripts' generated store (built once, reused) and aligned table;

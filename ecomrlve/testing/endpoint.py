@@ -83,7 +83,7 @@ def scripted_server(reply: Callable[[dict[str, Any], int], Any]) -> Iterator[str
     from fastapi import Body, FastAPI
     from fastapi.responses import JSONResponse
 
-    from ecomrlve.train.loopback import serve
+    from ecomrlve.testing.loopback import serve
 
     api = FastAPI()
     seen: dict[str, int] = {}

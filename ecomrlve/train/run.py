@@ -278,17 +278,70 @@ def _setup(
     cfg = memory_settings_for_this_machine(cfg)  # unset memory knobs: the planner's choice
     cfg = with_split_seed(cfg)  # recorded in OUTPUT/config.yaml, for runs from this one's model
     check_loggers(cfg.training.loggers)  # a missing tensorboard/wandb, before anything loads
-    training, agent = cfg.training, cfg.agent
-    paths = DataPaths.of(data)
+    agent, root = cfg.agent, DataPaths.of(data).root
     output = output.expanduser().resolve()
     if agent.model != TINY_MODEL:
         resolve_model_path(agent.model)  # a missing model is the first thing to say
-    name = curriculum or training.rollout.curriculum
+    name = curriculum or cfg.training.rollout.curriculum
+    tasks = _read_tasks(cfg, root, name)
+    catalog = Catalog.load(root)
+    plan = plan_for_this_machine(cfg)  # vLLM + FSDP + bf16 with CUDA, HF + fp32 without
+    ctx = init_distributed()
+    torch.manual_seed(cfg.training.seed)
+    tool_curriculum = _tool_curriculum(cfg, tasks.frame, tasks.tools)
+    corpus = _tiny_corpus(cfg, root, tasks.train, catalog, tool_curriculum)
+    policy, tokenizer = _load_policy(cfg, plan, ctx, root, corpus)
+    chat = ChatFormat(tokenizer, tasks.tools, enable_thinking=agent.enable_thinking)
+    engine = _rollout_engine(cfg, plan, policy, chat, root, corpus)
+    run_id, tracking = _open_run(cfg, output, ctx)
+    summary = _summary(cfg, run_id, output, name, tasks)
+    summary.stage_seconds["setup"] = time.perf_counter() - started
+    return TrainRun(
+        cfg=cfg,
+        data=root,
+        output=output,
+        curriculum=name,
+        train_frame=tasks.train,
+        sft_frame=tasks.sft,
+        rl_frame=tasks.rl,
+        heldout=[row_to_task(r) for r in tasks.heldout.iter_rows(named=True)],
+        catalog=catalog,
+        plan=plan,
+        ctx=ctx,
+        policy=policy,
+        tokenizer=tokenizer,
+        chat=chat,
+        engine=engine,
+        run_log=RunLog(root, run_id, tracking),
+        summary=summary,
+        progress=progress,
+        started=started,
+        tools=tool_curriculum,
+    )
+
+
+@dataclass(frozen=True)
+class _Tasks:
+    """The run's tasks, split: held out, SFT's and RL's (see `TrainRun`)."""
+
+    source: str  # where they were read from, for the summary
+    frame: pl.DataFrame  # every task of the config's scenarios
+    tools: list[dict[str, Any]]  # the tool schemas the prompts offer
+    train: pl.DataFrame
+    heldout: pl.DataFrame
+    sft: pl.DataFrame
+    rl: pl.DataFrame
+
+
+def _read_tasks(cfg: EcomConfig, root: Path, name: str | None) -> _Tasks:
+    """The curriculum `name`'s tasks (else the store's, as the config's data block describes
+    them) of the config's scenarios, split into held-out, SFT and RL tasks."""
+    training, agent = cfg.training, cfg.agent
     if name:
-        frame, source = read_curriculum(paths.root, name), f"curriculum {name}"
+        frame, source = read_curriculum(root, name), f"curriculum {name}"
     else:  # the tasks the config's data block describes, as the pipeline would train on
         where = cfg.data.training_tasks
-        frame, source = read_store_tasks(paths.root, where), f"store tasks where {where}"
+        frame, source = read_store_tasks(root, where), f"store tasks where {where}"
     frame = frame.filter(pl.col("scenario").is_in(cfg.env.scenarios))
     if frame.is_empty():
         raise StoreError(f"no tasks of the scenarios {cfg.env.scenarios} to train on")
@@ -297,50 +350,79 @@ def _setup(
         _warn_unsolvable(frame, set(agent.tools))
     split_seed = training.eval.split_seed
     assert split_seed is not None  # with_split_seed settled it
-    train_frame, heldout_frame = split_heldout(frame, training.eval.tasks, split_seed)
-    sft_frame, rl_frame = _reserve_rl_tasks(
-        train_frame, training.rollout.reserved_tasks, split_seed
+    train, heldout = split_heldout(frame, training.eval.tasks, split_seed)
+    sft, rl = _reserve_rl_tasks(train, training.rollout.reserved_tasks, split_seed)
+    return _Tasks(source, frame, tools, train, heldout, sft, rl)
+
+
+def _tool_curriculum(
+    cfg: EcomConfig, frame: pl.DataFrame, tools: list[dict[str, Any]]
+) -> ToolCurriculum | None:
+    """With `rollout.tool_curriculum`: each scenario's own tools (its references') first."""
+    rollout = cfg.training.rollout
+    if not rollout.tool_curriculum:
+        return None
+    return ToolCurriculum(
+        scenario_tools(frame, [t["function"]["name"] for t in tools]),
+        tools,
+        threshold=rollout.tool_curriculum_threshold,
+        window=rollout.tool_curriculum_window,
     )
-    catalog = Catalog.load(paths.root)
-    plan = plan_for_this_machine(cfg)  # vLLM + FSDP + bf16 with CUDA, HF + fp32 without
-    ctx = init_distributed()
-    torch.manual_seed(training.seed)
-    tool_curriculum = None
-    if training.rollout.tool_curriculum:  # each scenario's own tools (its references') first
-        tool_curriculum = ToolCurriculum(
-            scenario_tools(frame, [t["function"]["name"] for t in tools]),
-            tools,
-            threshold=training.rollout.tool_curriculum_threshold,
-            window=training.rollout.tool_curriculum_window,
+
+
+def _tiny_corpus(
+    cfg: EcomConfig,
+    root: Path,
+    train: pl.DataFrame,
+    catalog: Catalog,
+    tools: ToolCurriculum | None,
+) -> list[str] | None:
+    """The tiny model's tokenizer corpus (None for any other model)."""
+    if cfg.agent.model != TINY_MODEL:
+        return None
+    return tiny_corpus(
+        root,
+        _sample_tasks(train, TINY_CORPUS_EPISODES),
+        catalog,
+        cfg.env,
+        enable_thinking=cfg.agent.enable_thinking,
+        tools_for=tools.schemas_for if tools else None,
+    )
+
+
+def _rollout_engine(
+    cfg: EcomConfig,
+    plan: EnginePlan,
+    policy: torch.nn.Module,
+    chat: ChatFormat,
+    root: Path,
+    corpus: list[str] | None,
+) -> RolloutEngine:
+    """The planned rollout engine; vLLM gives the card back until the first generation."""
+    agent = cfg.agent
+    model_dir = None
+    if plan.rollout_engine != "hf":
+        model_dir = (
+            ensure_tiny_model(root / "models", corpus, TinySpec.of(agent.tiny))
+            if agent.model == TINY_MODEL
+            else resolve_model_path(agent.model)
         )
-    corpus = None
-    if agent.model == TINY_MODEL:
-        corpus = tiny_corpus(
-            paths.root,
-            _sample_tasks(train_frame, TINY_CORPUS_EPISODES),
-            catalog,
-            cfg.env,
-            enable_thinking=agent.enable_thinking,
-            tools_for=tool_curriculum.schemas_for if tool_curriculum else None,
-        )
-    policy, tokenizer = _load_policy(cfg, plan, ctx, paths.root, corpus)
-    chat = ChatFormat(tokenizer, tools, enable_thinking=agent.enable_thinking)
     engine = build_rollout_engine(
         plan,
         policy,
-        model_dir=None
-        if plan.rollout_engine == "hf"
-        else (
-            ensure_tiny_model(paths.root / "models", corpus, TinySpec.of(agent.tiny))
-            if agent.model == TINY_MODEL
-            else resolve_model_path(agent.model)
-        ),
+        model_dir=model_dir,
         pad_token_id=chat.pad_token_id,
         max_model_len=agent.max_episode_tokens,
-        seed=training.seed,
+        seed=cfg.training.seed,
     )
-    if hasattr(engine, "sleep"):  # vLLM gives the card back until the first generation
+    if hasattr(engine, "sleep"):
         engine.sleep()
+    return engine
+
+
+def _open_run(cfg: EcomConfig, output: Path, ctx: DistContext) -> tuple[str, Tracking]:
+    """The run's id (rank 0's, on every rank); rank 0 prepares the run folder, writes the
+    config and opens the loggers."""
     run_id = f"{output.name}-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     run_id = broadcast_object(run_id, ctx)
     tracking = Tracking()
@@ -348,44 +430,29 @@ def _setup(
         _prepare_output(output)
         write_config(cfg, output)
         config = cfg.model_dump(mode="json")
-        tracking = open_tracking(training.loggers, output, run_id, config)
-    summary = TrainSummary(
+        tracking = open_tracking(cfg.training.loggers, output, run_id, config)
+    return run_id, tracking
+
+
+def _summary(
+    cfg: EcomConfig, run_id: str, output: Path, name: str | None, tasks: _Tasks
+) -> TrainSummary:
+    """The run's summary before any stage: what it trains, on how many tasks."""
+    training = cfg.training
+    return TrainSummary(
         run_id=run_id,
         output=output,
         model_dir=output / "model",
-        model=agent.model,
+        model=cfg.agent.model,
         algorithm=training.algorithm.name,
         curriculum=name,
-        train_tasks=train_frame.height,
+        train_tasks=tasks.train.height,
         rl_only_tasks=training.rollout.reserved_tasks,
-        task_source=source,
-        heldout_tasks=heldout_frame.height,
+        task_source=tasks.source,
+        heldout_tasks=tasks.heldout.height,
         sft_sequences=0,
         sft_steps=0,
         rl_steps=0,
-    )
-    summary.stage_seconds["setup"] = time.perf_counter() - started
-    return TrainRun(
-        cfg=cfg,
-        data=paths.root,
-        output=output,
-        curriculum=name,
-        train_frame=train_frame,
-        sft_frame=sft_frame,
-        rl_frame=rl_frame,
-        heldout=[row_to_task(r) for r in heldout_frame.iter_rows(named=True)],
-        catalog=catalog,
-        plan=plan,
-        ctx=ctx,
-        policy=policy,
-        tokenizer=tokenizer,
-        chat=chat,
-        engine=engine,
-        run_log=RunLog(paths.root, run_id, tracking),
-        summary=summary,
-        progress=progress,
-        started=started,
-        tools=tool_curriculum,
     )
 
 

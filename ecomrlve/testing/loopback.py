@@ -15,7 +15,7 @@ Requests that arrive together are batched (one `HFEngine.generate` per batch wit
 sampling temperature/top-p), so concurrency is measurable. It binds 127.0.0.1 only, and
 `serve()` stops by itself after `max_seconds`. An optional bearer key is checked.
 
-    python -m ecomrlve.train.loopback --model DIR --name tiny --max-seconds 600
+    python -m ecomrlve.testing.loopback --model DIR --name tiny --max-seconds 600
 """
 
 # No `from __future__ import annotations`: FastAPI reads the handlers' `Request` hints.
