@@ -192,7 +192,7 @@ def event_effects(task: Task, catalog: Any) -> list[tuple[str, bool, bool, bool]
     core = set(task.core_calls or range(len(task.reference)))
     out = []
     for k, event in enumerate(task.events):
-        if event.kind == "confirm_writes":
+        if event.kind in ("confirm_writes", "clarify", "change_of_mind"):
             continue
         fired = record.events_fired.get(k)
         later = " ".join(contents[fired:]) if fired is not None else ""
@@ -204,7 +204,8 @@ def event_effects(task: Task, catalog: Any) -> list[tuple[str, bool, bool, bool]
                 for order_id in record.state.new_order_ids
                 for line in record.state.orders[order_id]["items"]
             )
-            noop = fired is None or not bought
+            # turned down past the budget: the agent must not buy (not a no-op)
+            noop = fired is None or not (bought or getattr(event, "declined", False))
             visible = str(event.price) in later or f"{event.price:.2f}" in later
         elif event.kind == "out_of_stock":
             in_cart = event.item_id in record.event_carts.get(k, ())

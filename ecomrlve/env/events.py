@@ -52,6 +52,9 @@ OUT_OF_STOCK_WORDS: tuple[str, ...] = (
     "run out",
 )
 SHIPPABLE = frozenset({"pending", "processing"})
+# events that change nothing in the shop: a shop rule, and the customer's side of the talk
+# (`generators/talk.py`); they hang on no action
+TALK_KINDS = frozenset({"confirm_writes", "clarify", "change_of_mind"})
 
 
 def names(event: WorldEvent, arguments: dict[str, Any]) -> bool:
