@@ -61,11 +61,11 @@ CLARIFY_QUESTIONS: tuple[str, ...] = (
 )
 CHANGE_REPLIES: tuple[str, ...] = (
     "Actually, I've changed my mind: make it {n} of the {noun}, please. With that, yes, go ahead.",
-    "Hmm, on second thought I'd rather have {n} of them. Please change it to {n}, then order.",
+    "Hmm, on second thought I'd rather have {n} of them. Change it to {n}, then go ahead.",
     "Wait — could you make that {n} instead of one? Then yes, place the order.",
     "Oh, before you do: I'd like {n} of the {noun}, not just one. Yes to the order with {n}.",
     "Yes, but one thing — I've decided I want {n}, not one. Change the quantity and go ahead.",
-    "Thinking about it, {n} would be better than one. Please update it to {n} and order.",
+    "Thinking about it, {n} would be better than one. Update it to {n} and yes, order it.",
 )
 NUMBER_WORDS = {2: "two", 3: "three"}
 
