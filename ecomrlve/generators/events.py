@@ -104,13 +104,17 @@ class _Draft:
                 event.after_calls += len(calls)
         self.core_calls = [c + len(calls) if c >= position else c for c in self.core_calls]
 
-    def remove(self, position: int) -> None:
-        """Remove reference call `position` (a write the customer no longer wants)."""
+    def remove(self, position: int, core_instead: int) -> None:
+        """Remove reference call `position` (a write the customer no longer wants); a core step
+        passes to call `core_instead` (the question that settled it: the plan's core steps
+        stay as many)."""
+        if position in self.core_calls:
+            self.core_calls.append(core_instead)
         del self.reference[position]
         for event in self.events:
             if event.after_calls > position:
                 event.after_calls -= 1
-        self.core_calls = [c - (c > position) for c in self.core_calls if c != position]
+        self.core_calls = sorted(c - (c > position) for c in self.core_calls if c != position)
 
     def title(self, item_id: str) -> str:
         row = self.ctx.catalog.row_of(item_id)
@@ -240,7 +244,7 @@ def _over_budget(
         ]
         draft.insert(at, asked)
     if checkout is not None:
-        draft.remove(checkout + len(asked))
+        draft.remove(checkout + len(asked), core_instead=at + 1)  # the question
         say = DECLINED_SAY[zlib.crc32(draft.task.task_id.encode()) % len(DECLINED_SAY)]
     else:
         say = (
