@@ -357,11 +357,13 @@ class WorldEvent(Model):
     # a price rise that takes the order over the customer's budget: buying at it needs the
     # customer's yes (an `ask_user` confirmation after the change)
     over_budget: bool = False
-    # ... and the customer says no to it: the agent must not buy, and must tell them
+    # ... and the customer says no to it: the agent must not buy, and must tell them; with
+    # `drop`, they say to leave that product out and buy the rest (`reply`: their words)
     declined: bool = False
+    drop: bool = False
     fact: str = ""  # `clarify`: the customer fact that settles the request
     quantity: int = 0  # `change_of_mind`: the units the customer wants in the end
-    reply: str = ""  # `change_of_mind`: what the customer says when asked to confirm
+    reply: str = ""  # `change_of_mind` (or a `drop`): what the customer says when asked
 
 
 class Task(Model):

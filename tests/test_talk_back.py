@@ -261,3 +261,47 @@ def test_the_env_records_when_a_fact_was_told(catalog):
     for turn in reference_turns(task):
         env.step(turn)
     assert env.record.told[event.fact] == event.after_calls
+
+
+# ---- "leave that one out": a no to one product of several ------------------------------------
+@functools.cache
+def _drop_task() -> Task | None:
+    ctx = gen_context()
+    for i in range(40):
+        for s in ("cart", "bundle", "journey", "product_discovery", "order_status", "cancel"):
+            for d in (8, 9, 10):
+                task = generate_task(ctx, s, 17, d, i)
+                if task is not None and any(e.drop for e in task.events):
+                    return task
+    return None
+
+
+def test_a_product_left_out_at_the_customers_word_and_the_rest_bought(catalog):
+    task = _drop_task()
+    if task is None:
+        pytest.skip("no drop in the sample")
+    event = next(e for e in task.events if e.drop)
+    q = next(
+        k
+        for k, c in enumerate(task.reference)
+        if c.name == "ask_user" and f"{event.price:.2f}" in c.arguments["question"]
+    )
+    user = SimulatedUser(task, catalog.__contains__)
+    assert user.answer(task.reference[q].arguments["question"]) == event.reply
+    assert task.goal.product_names and "checkout" in [c.name for c in task.reference]
+    assert verify(task, reference_turns(task), catalog).success
+    remove = next(
+        k
+        for k, c in enumerate(task.reference)
+        if c.name == "remove_from_cart" and c.arguments["item_id"] == event.item_id
+    )
+    everything = [c for k, c in enumerate(task.reference) if k != remove]
+    assert not play(task, catalog, everything).success  # bought it anyway
+    nothing = [c for c in task.reference if c.name != "checkout"]
+    assert not play(task, catalog, nothing).success  # the rest was wanted
+    title = task.goal.product_names.get(event.item_id, "item")
+    told = final_answer(task).replace(event.say, "") + (
+        f" The {title} went up to ${event.price:.2f} (it was ${event.old_price:.2f}), more than "
+        "your budget, so I removed it from your cart before checking out."
+    )
+    assert play(task, catalog, list(task.reference), told).success

@@ -244,7 +244,8 @@ def _about_the_rise(arguments: dict[str, Any], event: WorldEvent) -> bool:
 
 def declined_rise(task: Task, record: EpisodeRecord) -> WorldEvent | None:
     """The price rise past the budget that fired in this episode and that the customer turns
-    down when told (`WorldEvent.declined`): the purchase is then no longer wanted (None: none)."""
+    down when told (`WorldEvent.declined`): the purchase is then no longer wanted, or, with
+    `drop`, only without that product (None: none)."""
     for k, event in enumerate(task.events):
         if event.over_budget and event.declined and k in record.events_fired:
             return event
@@ -273,6 +274,20 @@ DECLINED_WORDS: tuple[str, ...] = (
     "did not purchase",
     "didn't purchase",
     "not purchased",
+)
+# a product left out of the order (`WorldEvent.drop`)
+DROPPED_WORDS: tuple[str, ...] = (
+    "left out",
+    "left it out",
+    "removed",
+    "took out",
+    "took it out",
+    "taken out",
+    "dropped",
+    "without the",
+    "not included",
+    "didn't include",
+    "did not include",
 )
 _COMMITTING = ("checkout", "cancel_order", "return_item", "exchange_item")
 
@@ -345,12 +360,13 @@ def episode_facts(task: Task, record: EpisodeRecord) -> list[AnswerFact] | None:
         if fired_at is None:
             continue
         if event.over_budget and event.declined:
-            # turned down: no order; the customer is told the new price and that none was placed
+            # turned down: no order (or none of it); the customer is told the new price and that
+            # it was not bought
+            words = DROPPED_WORDS if event.drop else DECLINED_WORDS
             facts += [
                 AnswerFact(kind="money", value=f"{event.price:.2f}", say=event.say, role="price",
                            allowed=[f"{event.old_price:.2f}"], allowed_roles=["was"]),
-                AnswerFact(kind="text", value=DECLINED_WORDS[0],
-                           alternatives=list(DECLINED_WORDS), say=event.say),
+                AnswerFact(kind="text", value=words[0], alternatives=list(words), say=event.say),
             ]  # fmt: skip
             changed = True
         elif (

@@ -333,13 +333,14 @@ _RISE = re.compile(
     r"\b(?:over|above|past|beyond|exceed\w*) (?:your|the) (?:\$[\d.]+ )?(?:budget|limit)\b",
     re.IGNORECASE,
 )
+# a no to the whole order (a `drop` event says its own words: leave that product out)
 DECLINE_RISE: tuple[str, ...] = (
-    "No — that's more than I want to spend. Please don't order it at that price.",
-    "No thanks, not at that price. Leave it, please.",
-    "Then no, please don't buy it; that's over my budget.",
+    "No — that's more than I want to spend. Please don't place the order at all.",
+    "No thanks, not at that price. Leave the order, please; don't buy anything.",
+    "Then no, please don't place the order; that's over my budget.",
     "I'll pass at that price — don't place the order.",
-    "That's too much for me, so no, don't order it.",
-    "No. If it costs more than my budget I don't want it.",
+    "That's too much for me, so no, don't order anything.",
+    "No. If it costs more than my budget I don't want the order at all.",
 )
 
 
@@ -495,8 +496,10 @@ class SimulatedUser:
     def answer(self, question: str) -> str:
         """The reply to one `ask_user` question."""
         self.questions += 1
-        if any(self._tells_rise(question, e) for e in self._declined):
-            reply = _pick(DECLINE_RISE, self._key, "decline", self.questions)
+        told = [e for e in self._declined if self._tells_rise(question, e)]
+        if told:
+            reply = told[0].reply or _pick(DECLINE_RISE, self._key, "decline", self.questions)
+            self.confirmed += told[0].drop  # "order the rest": a yes to the smaller order
             return self._finish(reply, [reply])
         if is_confirmation(question):
             reply = self._confirm(question)

@@ -114,7 +114,12 @@ def _check_purchase(task: Task, record: EpisodeRecord, violations: list[str]) ->
     spec = task.goal.purchase
     initial_cart = {line["item_id"]: line["quantity"] for line in record.initial["cart"]}
     declined = declined_rise(task, record) if spec is not None and task.events else None
-    if declined is not None:  # the customer said no to the new price: nothing is bought
+    slot_sets = task.goal.slot_sets()
+    if declined is not None and declined.drop:  # "leave that one out, buy the rest"
+        kept = [k for k, s in enumerate(slot_sets) if declined.item_id not in s]
+        spec = PurchaseSpec(slots=[spec.slots[k] for k in kept], budget=spec.budget)
+        slot_sets = [slot_sets[k] for k in kept]
+    elif declined is not None:  # the customer said no to the new price: nothing is bought
         for order in new_orders:
             violations.append(
                 f"goal: order {order['order_id']} was placed, but the customer turned down the "
@@ -144,7 +149,6 @@ def _check_purchase(task: Task, record: EpisodeRecord, violations: list[str]) ->
         left = ", ".join(sorted(state.cart))
         violations.append(f"goal: the cart still holds {left} after the checkout")
     lines = order["items"]
-    slot_sets = task.goal.slot_sets()
     if not _match_slots(lines, spec, slot_sets):
         acceptable = frozenset().union(*slot_sets)
         extra = [line["item_id"] for line in lines if line["item_id"] not in acceptable]

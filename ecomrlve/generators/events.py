@@ -189,7 +189,10 @@ def _price_change(draft: _Draft, rng: np.random.Generator) -> bool:
         if new is not None:
             declined = draft.allow_decline and rng.random() < DECLINE_PROB
             if declined and [c.name for c in draft.reference].count("checkout") == 1:
-                return _over_budget(draft, a, item_id, old, new, checkout=checkout)
+                slots = draft.goal.purchase.slots
+                alone = sum(item_id in slot.acceptable for slot in slots) == 1
+                drop = len(cart) > 1 and len(slots) > 1 and alone and rng.random() < DROP_PROB
+                return _over_budget(draft, a, item_id, old, new, checkout=checkout, drop=drop)
             return _over_budget(draft, a, item_id, old, new)
     for factor in factors:
         new = round(old * factor, 2)
@@ -223,12 +226,19 @@ def _past_budget(draft: _Draft, cart: dict[str, int], item_id: str, old: float) 
 
 
 def _over_budget(
-    draft: _Draft, a: int, item_id: str, old: float, new: float, checkout: int | None = None
+    draft: _Draft,
+    a: int,
+    item_id: str,
+    old: float,
+    new: float,
+    checkout: int | None = None,
+    drop: bool = False,
 ) -> bool:
     """The price rises past the customer's budget after the add: the reference sees it in the
     cart and asks the customer. Without `checkout` they agree (a yes from the goal's purchase)
     and the reference buys; with it they say no (`WorldEvent.declined`): the reference drops
-    that checkout and tells them the new price and that it ordered nothing."""
+    that checkout and tells them the new price and that it ordered nothing, or, with `drop`,
+    they say to leave that product out: the reference removes it and buys the rest."""
     budget = draft.goal.purchase.budget
     title = draft.title(item_id)
     wording = OVER_BUDGET_QUESTIONS[zlib.crc32(draft.task.task_id.encode()) % 3]
@@ -243,9 +253,18 @@ def _over_budget(
             ToolCall(name="ask_user", arguments={"question": question}),
         ]
         draft.insert(at, asked)
-    if checkout is not None:
+    crc = zlib.crc32(draft.task.task_id.encode())
+    reply = ""
+    if drop:
+        row = draft.ctx.catalog.row_of(item_id)
+        noun = draft.ctx.noun(row) if row is not None else "item"
+        reply = DROP_REPLIES[crc % len(DROP_REPLIES)].format(noun=noun)
+        remove = ToolCall(name="remove_from_cart", arguments={"item_id": item_id})
+        draft.insert(at + len(asked), [remove])
+        say = DROPPED_SAY[crc % len(DROPPED_SAY)]
+    elif checkout is not None:
         draft.remove(checkout + len(asked), core_instead=at + 1)  # the question
-        say = DECLINED_SAY[zlib.crc32(draft.task.task_id.encode()) % len(DECLINED_SAY)]
+        say = DECLINED_SAY[crc % len(DECLINED_SAY)]
     else:
         say = (
             "The price of the {title} went up from ${old:.2f} to ${new:.2f}, past your budget; "
@@ -254,7 +273,8 @@ def _over_budget(
     draft.events.append(
         WorldEvent(kind="price_change", after_calls=a + 1, item_id=item_id, price=new,
                    old_price=old, say=say.format(title=title, old=old, new=new, budget=budget),
-                   after="add_to_cart", over_budget=True, declined=checkout is not None)
+                   after="add_to_cart", over_budget=True, declined=checkout is not None,
+                   drop=drop, reply=reply)
     )  # fmt: skip
     return True
 
@@ -297,6 +317,23 @@ def over_budget_prob(difficulty: int) -> float:
 
 
 DECLINE_PROB = 0.5  # P(the customer says no to a rise past the budget)
+DROP_PROB = 0.5  # P(with other products in the order, the no leaves only that one out)
+DROP_REPLIES = (
+    "No — not at that price. Leave the {noun} out and order the rest, please.",
+    "Then take the {noun} out of the order and go ahead with the rest.",
+    "That's too much. Drop the {noun} and place the order for the others.",
+    "Skip the {noun}, please, and order everything else.",
+    "I'll do without the {noun} then; order the rest.",
+    "No to the {noun} at that price, but the rest can go ahead.",
+)
+DROPPED_SAY = (
+    "The price of the {title} went up from ${old:.2f} to ${new:.2f}, past your budget, so as you "
+    "asked I left it out and ordered the rest.",
+    "The {title} rose from ${old:.2f} to ${new:.2f}, over your ${budget:.2f} budget; I removed "
+    "it, as you asked, and placed the order for the rest.",
+    "The {title} now costs ${new:.2f} instead of ${old:.2f}, above your budget, so it was left "
+    "out and the rest of your order went through.",
+)
 DECLINED_SAY = (
     "The price of the {title} went up from ${old:.2f} to ${new:.2f}, over your ${budget:.2f} "
     "budget, so as you asked I did not place the order.",
@@ -521,6 +558,7 @@ def handling_calls(task: Task) -> int:
     # customer asked (turned down: no checkout)
     return sum(
         1 if event.before == "add_to_cart"
+        else 3 if event.drop
         else 2 - event.declined if event.over_budget
         else spent[event.kind]
         for event in task.events
