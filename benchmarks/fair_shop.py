@@ -275,7 +275,7 @@ def price_demands(tasks: list[Task]) -> dict[str, int]:
 def cheats(task: Task) -> dict[str, list[ToolCall]]:
     """The trajectories that try to get paid without doing what the customer's talk asks:
     the guesser (never asks which order), the first wish (asks, ignores the new quantity),
-    buying after the customer's no."""
+    buying after the customer's no (the whole order, or the product they said to leave out)."""
     calls = list(task.reference)
     out: dict[str, list[ToolCall]] = {}
     for event in task.events:
@@ -283,6 +283,11 @@ def cheats(task: Task) -> dict[str, list[ToolCall]]:
             out["guesses the order"] = [c for k, c in enumerate(calls) if k != event.after_calls]
         elif event.kind == "change_of_mind":
             out["buys the first wish"] = [c for c in calls if c.name != "set_quantity"]
+        elif getattr(event, "drop", False):  # "leave that one out": bought all the same
+            out["buys after a no"] = [
+                c for c in calls
+                if not (c.name == "remove_from_cart" and c.arguments["item_id"] == event.item_id)
+            ]  # fmt: skip
         elif getattr(event, "declined", False):
             out["buys after a no"] = [*calls, ToolCall(name="checkout")]
     return out
@@ -293,7 +298,8 @@ def talk_back(tasks: list[Task], catalog: Any) -> None:
         "clarify": lambda e: e.kind == "clarify",
         "change_of_mind": lambda e: e.kind == "change_of_mind",
         "over budget, yes": lambda e: e.over_budget and not getattr(e, "declined", False),
-        "over budget, no": lambda e: getattr(e, "declined", False),
+        "over budget, no": lambda e: getattr(e, "declined", False) and not e.drop,
+        "over budget, leave it out": lambda e: getattr(e, "drop", False),
     }
     print("\n5. a customer who talks back: tasks carrying each kind, by difficulty")
     rows = [("kind", *(f"d{d}" for d in DIFFICULTIES))]
