@@ -305,3 +305,21 @@ def test_a_product_left_out_at_the_customers_word_and_the_rest_bought(catalog):
         "your budget, so I removed it from your cart before checking out."
     )
     assert play(task, catalog, list(task.reference), told).success
+
+
+def test_the_reference_acts_on_a_no_only_after_hearing_it():
+    """The question about a rise past the budget comes right after the cart is viewed, and
+    what the no changes (no checkout; the product left out) comes after the question."""
+    for task in [t for t in _sample() if any(e.declined for e in t.events)]:
+        event = next(e for e in task.events if e.declined)
+        names = [c.name for c in task.reference]
+        q = next(
+            k
+            for k, c in enumerate(task.reference)
+            if c.name == "ask_user" and f"{event.price:.2f}" in c.arguments["question"]
+        )
+        assert names[q - 1] == "view_cart", task.task_id
+        if event.drop:
+            assert task.reference[q + 1].name == "remove_from_cart", task.task_id
+        else:
+            assert "checkout" not in names[q:], task.task_id

@@ -260,7 +260,7 @@ def _over_budget(
         noun = draft.ctx.noun(row) if row is not None else "item"
         reply = DROP_REPLIES[crc % len(DROP_REPLIES)].format(noun=noun)
         remove = ToolCall(name="remove_from_cart", arguments={"item_id": item_id})
-        draft.insert(at + len(asked), [remove])
+        draft.insert(at + 2, [remove])  # right after the question (the cart viewed at `at`)
         say = DROPPED_SAY[crc % len(DROPPED_SAY)]
     elif checkout is not None:
         draft.remove(checkout + len(asked), core_instead=at + 1)  # the question
