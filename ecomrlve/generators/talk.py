@@ -23,6 +23,7 @@ reference's question and the customer's new wish is drawn from several forms eac
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -114,8 +115,9 @@ def add_clarify(draft: _Draft, rng: np.random.Generator) -> bool:
     if meant is None:
         return False
     twin = next(o for o in orders if _items(o) == _items(meant) and o is not meant)
-    when = f"on {spoken_day(meant['placed'])}"
-    if draft.prompt.count(when) != 1 or spoken_day(twin["placed"]) == spoken_day(meant["placed"]):
+    when = re.compile(rf"\bon {re.escape(spoken_day(meant['placed']))}\b")  # not "on May 12"
+    said = when.findall(draft.prompt)
+    if len(said) != 1 or spoken_day(twin["placed"]) == spoken_day(meant["placed"]):
         return False
     asks = [c.arguments.get("question", "") for c in draft.reference if c.name == "ask_user"]
     if any(KEYWORD_PATTERNS["order"].search(q) and not is_confirmation(q) for q in asks):
@@ -134,7 +136,7 @@ def add_clarify(draft: _Draft, rng: np.random.Generator) -> bool:
     row = draft.ctx.catalog.row_of(meant["items"][0]["item_id"])
     noun = draft.ctx.noun(row) if row is not None else "items"
     question = pick(rng, CLARIFY_QUESTIONS).format(noun=noun)
-    draft.prompt = draft.prompt.replace(when, pick(rng, HELD_BACK))
+    draft.prompt = when.sub(pick(rng, HELD_BACK), draft.prompt, count=1)
     draft.insert(at, [ToolCall(name="ask_user", arguments={"question": question})])
     draft.events.append(
         WorldEvent(kind="clarify", after_calls=at, order_id=meant["order_id"], fact="order")
