@@ -17,7 +17,11 @@ per scenario x difficulty at d8-10 (where the shop changes) and prints:
    the sold-out product it adds the substitute (removing the sold-out one first at a
    checkout) and checks out again;
 4. the simulated user on confirmation questions (a dozen wordings, asked of tasks that want
-   the write and of tasks that don't): the share answered right.
+   the write and of tasks that don't): the share answered right;
+5. a customer who talks back (`generators/talk.py`, declined rises): the tasks of each kind per
+   difficulty, price changes by what they ask of the agent (only telling, the customer's yes,
+   not buying after their no), and the trajectories that try to get paid without doing what the
+   customer said (the guesser, the first wish, buying after a no) beside the reference.
 
 It runs on code before issue 44 too (the same figures for the before column);
 `--turn-slack 0` plays without the turn limit's room for care.
@@ -192,7 +196,7 @@ def event_effects(task: Task, catalog: Any) -> list[tuple[str, bool, bool, bool]
     core = set(task.core_calls or range(len(task.reference)))
     out = []
     for k, event in enumerate(task.events):
-        if event.kind == "confirm_writes":
+        if event.kind in ("confirm_writes", "clarify", "change_of_mind"):
             continue
         fired = record.events_fired.get(k)
         later = " ".join(contents[fired:]) if fired is not None else ""
@@ -204,7 +208,8 @@ def event_effects(task: Task, catalog: Any) -> list[tuple[str, bool, bool, bool]
                 for order_id in record.state.new_order_ids
                 for line in record.state.orders[order_id]["items"]
             )
-            noop = fired is None or not bought
+            # turned down past the budget: the agent must not buy (not a no-op)
+            noop = fired is None or not (bought or getattr(event, "declined", False))
             visible = str(event.price) in later or f"{event.price:.2f}" in later
         elif event.kind == "out_of_stock":
             in_cart = event.item_id in record.event_carts.get(k, ())
@@ -251,6 +256,72 @@ def confirmation_answers(tasks: list[Task], catalog: Any) -> tuple[int, int, int
                     asked_no += 1
                     right_no += said_no
     return right_yes, asked_yes, right_no, asked_no
+
+
+def price_demands(tasks: list[Task]) -> dict[str, int]:
+    """Price changes at d8+ by what they ask of the agent: only telling (a rise within the
+    budget or a drop), the customer's yes before buying, or not buying after their no."""
+    out = {"tell only": 0, "ask, then buy": 0, "ask, then don't buy": 0}
+    for event in (e for t in tasks for e in t.events if e.kind == "price_change"):
+        if getattr(event, "declined", False):
+            out["ask, then don't buy"] += 1
+        elif event.over_budget:
+            out["ask, then buy"] += 1
+        else:
+            out["tell only"] += 1
+    return out
+
+
+def cheats(task: Task) -> dict[str, list[ToolCall]]:
+    """The trajectories that try to get paid without doing what the customer's talk asks:
+    the guesser (never asks which order), the first wish (asks, ignores the new quantity),
+    buying after the customer's no (the whole order, or the product they said to leave out)."""
+    calls = list(task.reference)
+    out: dict[str, list[ToolCall]] = {}
+    for event in task.events:
+        if event.kind == "clarify":
+            out["guesses the order"] = [c for k, c in enumerate(calls) if k != event.after_calls]
+        elif event.kind == "change_of_mind":
+            out["buys the first wish"] = [c for c in calls if c.name != "set_quantity"]
+        elif getattr(event, "drop", False):  # "leave that one out": bought all the same
+            out["buys after a no"] = [
+                c for c in calls
+                if not (c.name == "remove_from_cart" and c.arguments["item_id"] == event.item_id)
+            ]  # fmt: skip
+        elif getattr(event, "declined", False):
+            out["buys after a no"] = [*calls, ToolCall(name="checkout")]
+    return out
+
+
+def talk_back(tasks: list[Task], catalog: Any) -> None:
+    kinds = {
+        "clarify": lambda e: e.kind == "clarify",
+        "change_of_mind": lambda e: e.kind == "change_of_mind",
+        "over budget, yes": lambda e: e.over_budget and not getattr(e, "declined", False),
+        "over budget, no": lambda e: getattr(e, "declined", False) and not e.drop,
+        "over budget, leave it out": lambda e: getattr(e, "drop", False),
+    }
+    print("\n5. a customer who talks back: tasks carrying each kind, by difficulty")
+    rows = [("kind", *(f"d{d}" for d in DIFFICULTIES))]
+    for name, fits in kinds.items():
+        rows.append((name, *(str(sum(any(fits(e) for e in t.events) for t in tasks
+                                     if t.difficulty == d)) for d in DIFFICULTIES)))  # fmt: skip
+    print_table(rows, numeric=True)
+    demands = price_demands(tasks)
+    total = sum(demands.values())
+    print(f"price changes at d8-10 ({total}): " + ", ".join(
+        f"{k} {v} ({percent(v, total)}%)" for k, v in demands.items()))  # fmt: skip
+    rows = [("trajectory", "tasks", "passed %")]
+    played: dict[str, list[bool]] = {}
+    for task in tasks:
+        for name, calls in cheats(task).items():
+            played.setdefault(name, []).append(play(task, catalog, calls))
+    talking = [t for t in tasks if cheats(t)]
+    ref = [play(t, catalog, list(t.reference)) for t in talking]
+    rows.append(("reference", str(len(ref)), percent(sum(ref), len(ref))))
+    for name, got in played.items():
+        rows.append((name, str(len(got)), percent(sum(got), len(got))))
+    print_table(rows, numeric=True)
 
 
 def main() -> None:
@@ -322,6 +393,7 @@ def main() -> None:
         print(f"\n4. confirmation questions ({len(CONFIRMATIONS)} wordings, {len(sample)} tasks): "
               f"yes when the goal wants the write {percent(yes, asked_yes)}% of {asked_yes}; "
               f"no when it doesn't {percent(no, asked_no)}% of {asked_no}")  # fmt: skip
+        talk_back(tasks, catalog)
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 

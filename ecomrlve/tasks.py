@@ -304,7 +304,13 @@ class Goal(Model):
 
 
 EventKind = Literal[
-    "price_change", "out_of_stock", "order_shipped", "tool_failure", "confirm_writes"
+    "price_change",
+    "out_of_stock",
+    "order_shipped",
+    "tool_failure",
+    "confirm_writes",
+    "clarify",
+    "change_of_mind",
 ]
 TRANSIENT_ERRORS: tuple[str, ...] = ("timeout", "service_unavailable", "rate_limited")
 
@@ -321,6 +327,13 @@ class WorldEvent(Model):
     * `confirm_writes`: a shop rule in force from the first call (issue 44): an order placed,
       cancelled, returned or exchanged needs the customer's explicit yes (`ask_user`) first;
       the system prompt states it.
+    * `clarify` (a customer who talks back, issue 44): two of the customer's orders match the
+      request and only the customer can say which is meant (`order_id`); the customer fact
+      `fact` must be told (`ask_user`) before the agent writes on either order, or, without
+      such a write, before the final message. Nothing in the shop changes.
+    * `change_of_mind`: asked to confirm the purchase, the customer answers `reply` (they now
+      want `quantity` units of `item_id`; the goal records that final wish) instead of a plain
+      yes; nothing in the shop changes.
 
     `substitute` (out of stock) is the product the reference buys instead; `say` the sentence
     the reference's final message tells the customer the change with.
@@ -348,6 +361,13 @@ class WorldEvent(Model):
     # a price rise that takes the order over the customer's budget: buying at it needs the
     # customer's yes (an `ask_user` confirmation after the change)
     over_budget: bool = False
+    # ... and the customer says no to it: the agent must not buy, and must tell them; with
+    # `drop`, they say to leave that product out and buy the rest (`reply`: their words)
+    declined: bool = False
+    drop: bool = False
+    fact: str = ""  # `clarify`: the customer fact that settles the request
+    quantity: int = 0  # `change_of_mind`: the units the customer wants in the end
+    reply: str = ""  # `change_of_mind` (or a `drop`): what the customer says when asked
 
 
 class Task(Model):

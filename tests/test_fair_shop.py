@@ -16,9 +16,11 @@ import pytest
 from ecomrlve.config import SCENARIOS, EnvConfig, load_config
 from ecomrlve.env import EcomEnv, format_call, reference_turns, verify
 from ecomrlve.env.environment import system_prompt, turn_limit
+from ecomrlve.env.events import TALK_KINDS
 from ecomrlve.env.reference import final_answer
 from ecomrlve.env.user import PERSONAS, SimulatedUser, is_confirmation, persona_of
 from ecomrlve.generators import generate_task
+from ecomrlve.generators.events import COMMITTING
 from ecomrlve.tasks import Task, ToolCall, WorldEvent
 from ecomrlve.testing import env_tasks as fx
 from ecomrlve.testing.fuzzer import gen_context
@@ -72,7 +74,7 @@ def test_events_hang_on_the_main_request_and_change_what_the_reference_sees(hard
         for turn in reference_turns(task):
             env.step(turn)
         for k, event in enumerate(task.events):
-            assert event.kind == "confirm_writes" or event.before or event.after, event
+            assert event.kind in TALK_KINDS or event.before or event.after, event
             assert k in env.record.events_fired, (task.task_id, event)  # never a no-op
         for event in task.events:
             if event.kind == "order_shipped" and event.before == "cancel_order":
@@ -250,6 +252,8 @@ def test_hard_tasks_carry_the_rule_and_their_references_confirm(ctx, catalog):
         generate_task(ctx, s, 17, 10, i) for s in ("cancel", "cart", "return") for i in range(2)
     ]
     for task in tasks:
+        if not any(c.name in COMMITTING for c in task.reference):
+            continue  # nothing to confirm: a purchase the customer turned down past the budget
         assert any(e.kind == "confirm_writes" for e in task.events), task.task_id
         asks = [c for c in task.reference if c.name == "ask_user"]
         assert asks and is_confirmation(asks[-1].arguments["question"])

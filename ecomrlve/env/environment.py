@@ -440,6 +440,8 @@ class EcomEnv:
             ok, result = self.tools.call(call.name, call.arguments)
             if self.user.confirmed > yes_before:  # the customer said yes to this question
                 record.confirmations.append(len(record.calls))
+            for fact in self.user.told.difference(record.told):  # what this answer told first
+                record.told[fact] = len(record.calls)
             # a refusal the world caused is news, not a mistake: the same call again (a
             # checkout once the sold-out product is swapped) is no repeat
             refused = not ok and world is not None and world.refused(call.name, call.arguments)

@@ -52,6 +52,9 @@ OUT_OF_STOCK_WORDS: tuple[str, ...] = (
     "run out",
 )
 SHIPPABLE = frozenset({"pending", "processing"})
+# events that change nothing in the shop: a shop rule, and the customer's side of the talk
+# (`generators/talk.py`); they hang on no action
+TALK_KINDS = frozenset({"confirm_writes", "clarify", "change_of_mind"})
 
 
 def names(event: WorldEvent, arguments: dict[str, Any]) -> bool:
@@ -239,6 +242,90 @@ def _about_the_rise(arguments: dict[str, Any], event: WorldEvent) -> bool:
     return any(w in question for w in ("budget", "price", "cost", f"{event.price:.2f}"))
 
 
+def declined_rise(task: Task, record: EpisodeRecord) -> WorldEvent | None:
+    """The price rise past the budget that fired in this episode and that the customer turns
+    down when told (`WorldEvent.declined`): the purchase is then no longer wanted, or, with
+    `drop`, only without that product (None: none)."""
+    for k, event in enumerate(task.events):
+        if event.over_budget and event.declined and k in record.events_fired:
+            return event
+    return None
+
+
+DECLINED_WORDS: tuple[str, ...] = (
+    "did not place",
+    "didn't place",
+    "have not placed",
+    "haven't placed",
+    "not placed",
+    "did not order",
+    "didn't order",
+    "have not ordered",
+    "haven't ordered",
+    "not ordered",
+    "did not buy",
+    "didn't buy",
+    "have not bought",
+    "haven't bought",
+    "not bought",
+    "no order was placed",
+    "not go ahead",
+    "didn't go ahead",
+    "did not purchase",
+    "didn't purchase",
+    "not purchased",
+)
+# a product left out of the order (`WorldEvent.drop`)
+DROPPED_WORDS: tuple[str, ...] = (
+    "left out",
+    "left it out",
+    "removed",
+    "took out",
+    "took it out",
+    "taken out",
+    "dropped",
+    "without the",
+    "not included",
+    "didn't include",
+    "did not include",
+)
+_COMMITTING = ("checkout", "cancel_order", "return_item", "exchange_item")
+
+
+def unsettled(task: Task, record: EpisodeRecord) -> list[str]:
+    """Violations of `clarify` events: the agent acted on one of the matching orders (a
+    successful write naming either), or ended the episode, before the customer told the fact
+    that says which order they mean."""
+    out = []
+    for event in task.events:
+        if event.kind != "clarify":
+            continue
+        told = record.told.get(event.fact)
+        twins = _matching_orders(record, event.order_id)
+        acted = next(
+            (k for k, call in enumerate(record.calls)
+             if call.ok and call.name in _COMMITTING
+             and (call.arguments.get("order_id") in twins or call.name == "checkout")),
+            None,
+        )  # fmt: skip
+        if told is None or (acted is not None and acted < told):
+            out.append(
+                f"goal: two orders match the request and the agent did not ask which one the "
+                f"customer means ({event.fact}) before acting"
+            )
+    return out
+
+
+def _matching_orders(record: EpisodeRecord, order_id: str) -> set[str]:
+    """`order_id` and the orders holding the same products (its twins)."""
+    orders = {o["order_id"]: o for o in record.initial["orders"]}
+    meant = orders.get(order_id)
+    if meant is None:
+        return {order_id}
+    items = sorted(line["item_id"] for line in meant["items"])
+    return {k for k, o in orders.items() if sorted(x["item_id"] for x in o["items"]) == items}
+
+
 def expected_cancels(task: Task, record: EpisodeRecord) -> list[str]:
     """The goal's cancellations still possible in this episode: an order that shipped before
     the agent cancelled it can no longer be cancelled (the agent must say so instead)."""
@@ -272,7 +359,17 @@ def episode_facts(task: Task, record: EpisodeRecord) -> list[AnswerFact] | None:
         fired_at = record.events_fired.get(k)
         if fired_at is None:
             continue
-        if (
+        if event.over_budget and event.declined:
+            # turned down: no order (or none of it); the customer is told the new price and that
+            # it was not bought
+            words = DROPPED_WORDS if event.drop else DECLINED_WORDS
+            facts += [
+                AnswerFact(kind="money", value=f"{event.price:.2f}", say=event.say, role="price",
+                           allowed=[f"{event.old_price:.2f}"], allowed_roles=["was"]),
+                AnswerFact(kind="text", value=words[0], alternatives=list(words), say=event.say),
+            ]  # fmt: skip
+            changed = True
+        elif (
             event.kind == "price_change"
             and k in record.events_seen  # a change is news only to an agent that saw the old price
             and _ordered_after(record, fired_at, event.item_id)

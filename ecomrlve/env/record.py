@@ -65,3 +65,5 @@ class EpisodeRecord:
     events_seen: set[int] = field(default_factory=set)
     # the calls (indexes) at which the customer said yes to a confirmation question
     confirmations: list[int] = field(default_factory=list)
+    # customer fact key -> the call (index) whose answer first stated it
+    told: dict[str, int] = field(default_factory=dict)

@@ -28,6 +28,13 @@ on those orders or products), no otherwise. A bare "shall I go ahead?" is yes wh
 wants any write. A question that starts with what/which/how…, offers a choice ("… the 42 or the
 43?") or asks about keeping a cart line is a clarifying question, answered from the facts.
 
+A customer who talks back (issue 44, from the task's events): asked to confirm a purchase, a
+customer with a `change_of_mind` event says their new wish instead of a plain yes (it counts as
+yes to the changed order); told of a price rise past their budget (a question that names the new
+price or the rise), a customer with a `declined` over-budget event says no, whatever the
+question's form (`DECLINE_RISE`). The fact keys a reply stated are kept in `told` (a `clarify`
+event needs its fact told before the agent acts).
+
 Persona, per task (from difficulty `PERSONA_FROM` up; below it the replies are today's): terse,
 chatty or private, drawn from the task's seed and id. It changes the words, never the facts:
 terse replies drop openers and small talk, chatty ones add a friendly aside, private ones say
@@ -58,7 +65,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ecomrlve.catalogs.taxonomy import size_words, variant_label
-from ecomrlve.tasks import USER_FACT_KEYWORDS, Task
+from ecomrlve.tasks import USER_FACT_KEYWORDS, Task, WorldEvent
 
 INTENT_SWITCH_TURN = 2
 TYPO_STREAM = 7
@@ -320,6 +327,21 @@ PRIVATE_DONT_KNOW: tuple[str, ...] = (
     "That's not something I want to share.",
 )
 PRIVATE_ASIDE = "I'd rather only answer what you need to know."
+# a question that tells of a price rise (the new price itself is matched too)
+_RISE = re.compile(
+    r"\bwent up\b|\brose\b|\brisen\b|\bincreas|\bhigher\b|\bmore expensive\b|"
+    r"\b(?:over|above|past|beyond|exceed\w*) (?:your|the) (?:\$[\d.]+ )?(?:budget|limit)\b",
+    re.IGNORECASE,
+)
+# a no to the whole order (a `drop` event says its own words: leave that product out)
+DECLINE_RISE: tuple[str, ...] = (
+    "No — that's more than I want to spend. Please don't place the order at all.",
+    "No thanks, not at that price. Leave the order, please; don't buy anything.",
+    "Then no, please don't place the order; that's over my budget.",
+    "I'll pass at that price — don't place the order.",
+    "That's too much for me, so no, don't order anything.",
+    "No. If it costs more than my budget I don't want the order at all.",
+)
 
 
 def persona_of(task: Task) -> str:
@@ -434,6 +456,9 @@ class SimulatedUser:
         self._key = f"{task.seed}:{task.task_id}"  # reply forms vary by task, not only by seed
         self.persona = persona_of(task)
         self.confirmed = 0  # questions answered yes to (a shop rule may ask for one)
+        self.told: set[str] = set()  # the fact keys a reply has stated
+        self._mind = next((e for e in task.events if e.kind == "change_of_mind"), None)
+        self._declined = [e for e in task.events if e.over_budget and e.declined]
 
     def _scrub(self, text: str) -> str:
         def replace(match: re.Match[str]) -> str:
@@ -471,6 +496,11 @@ class SimulatedUser:
     def answer(self, question: str) -> str:
         """The reply to one `ask_user` question."""
         self.questions += 1
+        told = [e for e in self._declined if self._tells_rise(question, e)]
+        if told:
+            reply = told[0].reply or _pick(DECLINE_RISE, self._key, "decline", self.questions)
+            self.confirmed += told[0].drop  # "order the rest": a yes to the smaller order
+            return self._finish(reply, [reply])
         if is_confirmation(question):
             reply = self._confirm(question)
             return self._finish(reply, [reply])  # a yes or no is never garbled
@@ -492,6 +522,7 @@ class SimulatedUser:
             )
             parts.append(_fill(template, value, key, self._label()))
             values.append(value)
+            self.told.add(key)
         if not catch_all:
             parts += self._uncovered(question, folded)
         if catch_all:
@@ -547,12 +578,22 @@ class SimulatedUser:
                 return True
         return False
 
+    @staticmethod
+    def _tells_rise(question: str, event: WorldEvent) -> bool:
+        """Whether `question` tells of `event`'s price rise (its new price, or in words)."""
+        return bool(_RISE.search(question)) or f"{event.price:.2f}" in question
+
     def _confirm(self, question: str) -> str:
-        """Yes or no to a question asking leave for a write, from the goal."""
+        """Yes or no to a question asking leave for a write, from the goal (the first about a
+        purchase gets a `change_of_mind` event's new wish instead, a yes to the changed order)."""
         actions = [kind for kind, pattern in CONFIRM_ACTION.items() if pattern.search(question)]
         # "cancel the order": the order is what is cancelled, not a purchase
         if len(actions) > 1 and "purchase" in actions:
             actions.remove("purchase")
+        if self._mind is not None and (not actions or "purchase" in actions):
+            reply, self._mind = self._mind.reply, None
+            self.confirmed += 1
+            return reply
         ids = _ORDER_ID.findall(question)
         yes = any(self.wants(a, ids) for a in actions) if actions else self.wants(None, ids)
         if yes:

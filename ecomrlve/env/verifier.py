@@ -40,7 +40,13 @@ from typing import Any
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
-from ecomrlve.env.events import consented_rise, episode_facts, expected_cancels
+from ecomrlve.env.events import (
+    consented_rise,
+    declined_rise,
+    episode_facts,
+    expected_cancels,
+    unsettled,
+)
 from ecomrlve.env.facts import AnswerPlan, Shown, check_answer
 from ecomrlve.env.record import EpisodeRecord
 from ecomrlve.env.reward import reward_components, total_reward
@@ -119,6 +125,19 @@ def _check_purchase(task: Task, record: EpisodeRecord, violations: list[str]) ->
     new_orders = [state.orders[o] for o in state.new_order_ids]
     spec = task.goal.purchase
     initial_cart = {line["item_id"]: line["quantity"] for line in record.initial["cart"]}
+    declined = declined_rise(task, record) if spec is not None and task.events else None
+    slot_sets = task.goal.slot_sets()
+    if declined is not None and declined.drop:  # "leave that one out, buy the rest"
+        kept = [k for k, s in enumerate(slot_sets) if declined.item_id not in s]
+        spec = PurchaseSpec(slots=[spec.slots[k] for k in kept], budget=spec.budget)
+        slot_sets = [slot_sets[k] for k in kept]
+    elif declined is not None:  # the customer said no to the new price: nothing is bought
+        for order in new_orders:
+            violations.append(
+                f"goal: order {order['order_id']} was placed, but the customer turned down the "
+                f"new price of {declined.item_id}"
+            )
+        return
     if spec is None:
         for order in new_orders:
             violations.append(f"goal: unexpected new order {order['order_id']}")
@@ -142,7 +161,6 @@ def _check_purchase(task: Task, record: EpisodeRecord, violations: list[str]) ->
         left = ", ".join(sorted(state.cart))
         violations.append(f"goal: the cart still holds {left} after the checkout")
     lines = order["items"]
-    slot_sets = task.goal.slot_sets()
     if not _match_slots(lines, spec, slot_sets):
         acceptable = frozenset().union(*slot_sets)
         extra = [line["item_id"] for line in lines if line["item_id"] not in acceptable]
@@ -341,6 +359,8 @@ def judge(
     _check_returns(task, record, violations)
     _check_recommend(task, record, violations)
     answer = _check_answer(task, record, violations, catalog)
+    if task.events:
+        violations.extend(unsettled(task, record))
     if task.min_steps > 0 and not any(call.ok for call in record.calls):
         violations.append("goal: answered without acting (no successful tool call)")
     success = not violations

@@ -51,6 +51,8 @@ from ecomrlve.generators.base import TaskKey
 from ecomrlve.generators.blocks import spoken_day
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import seed_sequence
+from ecomrlve.generators.followups import before_closer
+from ecomrlve.generators.talk import add_change_of_mind, add_clarify, talk_rng
 from ecomrlve.tasks import TRANSIENT_ERRORS, AnswerFact, Task, ToolCall, WorldEvent
 
 log = logging.getLogger(__name__)
@@ -81,7 +83,7 @@ def events_rng(key: TaskKey) -> np.random.Generator:
 class _Draft:
     """The reference and events being rewritten; insertions shift the events after them."""
 
-    def __init__(self, task: Task, ctx: GenContext):
+    def __init__(self, task: Task, ctx: GenContext, allow_decline: bool = True):
         self.task = task
         self.ctx = ctx
         self.reference = [
@@ -90,6 +92,9 @@ class _Draft:
         self.events: list[WorldEvent] = []
         self.names = dict(task.goal.product_names)
         self.core_calls = list(task.core_calls or ())
+        self.allow_decline = allow_decline
+        self.prompt = task.prompt  # a held-back detail rewrites it (`generators/talk.py`)
+        self.goal = task.goal.model_copy(deep=True)  # a change of mind rewrites the purchase
 
     def insert(self, position: int, calls: list[ToolCall]) -> None:
         """Insert event-handling `calls` (no core steps) at `position`."""
@@ -98,6 +103,18 @@ class _Draft:
             if event.after_calls >= position:
                 event.after_calls += len(calls)
         self.core_calls = [c + len(calls) if c >= position else c for c in self.core_calls]
+
+    def remove(self, position: int, core_instead: int) -> None:
+        """Remove reference call `position` (a write the customer no longer wants); a core step
+        passes to call `core_instead` (the question that settled it: the plan's core steps
+        stay as many)."""
+        if position in self.core_calls:
+            self.core_calls.append(core_instead)
+        del self.reference[position]
+        for event in self.events:
+            if event.after_calls > position:
+                event.after_calls -= 1
+        self.core_calls = sorted(c - (c > position) for c in self.core_calls if c != position)
 
     def title(self, item_id: str) -> str:
         row = self.ctx.catalog.row_of(item_id)
@@ -140,7 +157,7 @@ class _Draft:
         return cart
 
     def within_budget(self, cart: dict[str, int], prices: dict[str, float]) -> bool:
-        purchase = self.task.goal.purchase
+        purchase = self.goal.purchase
         if purchase is None or purchase.budget is None:
             return True
         total = sum(prices.get(i, self.price(i)) * q for i, q in cart.items())
@@ -164,9 +181,18 @@ def _price_change(draft: _Draft, rng: np.random.Generator) -> bool:
     old = draft.price(item_id)
     factors = [float(f) for f in rng.permutation(PRICE_FACTORS)]
     cart = draft.cart_at(checkout)
-    if rng.random() < OVER_BUDGET_PROB:  # a rise just past the budget, where one is plausible
+    # a rise just past the budget, where one is plausible: the customer must be asked
+    if rng.random() < over_budget_prob(draft.task.difficulty):
         new = _past_budget(draft, cart, item_id, old)
+        if new is None and draft.goal.purchase.budget is None:  # one the customer states
+            new = _state_budget(draft, cart, item_id, old, rng)
         if new is not None:
+            declined = draft.allow_decline and rng.random() < DECLINE_PROB
+            if declined and [c.name for c in draft.reference].count("checkout") == 1:
+                slots = draft.goal.purchase.slots
+                alone = sum(item_id in slot.acceptable for slot in slots) == 1
+                drop = len(cart) > 1 and len(slots) > 1 and alone and rng.random() < DROP_PROB
+                return _over_budget(draft, a, item_id, old, new, checkout=checkout, drop=drop)
             return _over_budget(draft, a, item_id, old, new)
     for factor in factors:
         new = round(old * factor, 2)
@@ -189,7 +215,7 @@ def _price_change(draft: _Draft, rng: np.random.Generator) -> bool:
 def _past_budget(draft: _Draft, cart: dict[str, int], item_id: str, old: float) -> float | None:
     """A new price of `item_id` that takes the cart 5% of its price past the budget, if that is
     a rise of at most `MAX_RISE` (None: no budget, or too far to be plausible)."""
-    purchase = draft.task.goal.purchase
+    purchase = draft.goal.purchase
     if purchase is None or purchase.budget is None or not draft.within_budget(cart, {}):
         return None
     total = sum(draft.price(i) * q for i, q in cart.items())
@@ -199,30 +225,123 @@ def _past_budget(draft: _Draft, cart: dict[str, int], item_id: str, old: float) 
     return new
 
 
-def _over_budget(draft: _Draft, a: int, item_id: str, old: float, new: float) -> bool:
+def _over_budget(
+    draft: _Draft,
+    a: int,
+    item_id: str,
+    old: float,
+    new: float,
+    checkout: int | None = None,
+    drop: bool = False,
+) -> bool:
     """The price rises past the customer's budget after the add: the reference sees it in the
-    cart and asks the customer, who agrees (a yes from the goal's purchase), then buys."""
-    budget = draft.task.goal.purchase.budget
+    cart and asks the customer. Without `checkout` they agree (a yes from the goal's purchase)
+    and the reference buys; with it they say no (`WorldEvent.declined`): the reference drops
+    that checkout and tells them the new price and that it ordered nothing, or, with `drop`,
+    they say to leave that product out: the reference removes it and buys the rest."""
+    budget = draft.goal.purchase.budget
     title = draft.title(item_id)
     wording = OVER_BUDGET_QUESTIONS[zlib.crc32(draft.task.task_id.encode()) % 3]
     question = wording.format(title=title, old=old, new=new, budget=budget)
     at = a + 1
     if at < len(draft.reference) and draft.reference[at].name == "view_cart":
-        draft.insert(at + 1, [ToolCall(name="ask_user", arguments={"question": question})])
+        asked = [ToolCall(name="ask_user", arguments={"question": question})]
+        draft.insert(at + 1, asked)
     else:
-        draft.insert(at, [
+        asked = [
             ToolCall(name="view_cart"),
             ToolCall(name="ask_user", arguments={"question": question}),
-        ])  # fmt: skip
-    say = (
-        f"The price of the {title} went up from ${old:.2f} to ${new:.2f}, past your budget; "
-        "as you agreed, I placed the order at the new price."
-    )
+        ]
+        draft.insert(at, asked)
+    crc = zlib.crc32(draft.task.task_id.encode())
+    reply = ""
+    if drop:
+        row = draft.ctx.catalog.row_of(item_id)
+        noun = draft.ctx.noun(row) if row is not None else "item"
+        reply = DROP_REPLIES[crc % len(DROP_REPLIES)].format(noun=noun)
+        remove = ToolCall(name="remove_from_cart", arguments={"item_id": item_id})
+        draft.insert(at + 2, [remove])  # right after the question (the cart viewed at `at`)
+        say = DROPPED_SAY[crc % len(DROPPED_SAY)]
+    elif checkout is not None:
+        draft.remove(checkout + len(asked), core_instead=at + 1)  # the question
+        say = DECLINED_SAY[crc % len(DECLINED_SAY)]
+    else:
+        say = (
+            "The price of the {title} went up from ${old:.2f} to ${new:.2f}, past your budget; "
+            "as you agreed, I placed the order at the new price."
+        )
     draft.events.append(
         WorldEvent(kind="price_change", after_calls=a + 1, item_id=item_id, price=new,
-                   old_price=old, say=say, after="add_to_cart", over_budget=True)
+                   old_price=old, say=say.format(title=title, old=old, new=new, budget=budget),
+                   after="add_to_cart", over_budget=True, declined=checkout is not None,
+                   drop=drop, reply=reply)
     )  # fmt: skip
     return True
+
+
+def _state_budget(
+    draft: _Draft, cart: dict[str, int], item_id: str, old: float, rng: np.random.Generator
+) -> float | None:
+    """Give a purchase without a budget one the customer states (a sentence of the prompt and
+    a customer fact): the cart's cost rounded up to whole dollars plus 5-15%, so a rise past it
+    is plausible; the new price past it (None, and nothing changed: no plausible rise)."""
+    total = sum(draft.price(i) * q for i, q in cart.items())
+    budget = float(np.ceil(total * (1.05 + 0.1 * rng.random())))
+    purchase = draft.goal.purchase
+    purchase.budget = budget
+    new = _past_budget(draft, cart, item_id, old)
+    if new is None:
+        purchase.budget = None
+        return None
+    sentence = STATED_BUDGETS[int(rng.integers(len(STATED_BUDGETS)))].format(b=f"${budget:.0f}")
+    draft.prompt = before_closer(draft.prompt, [sentence])
+    draft.goal.user_facts["budget"] = f"${budget:.0f}"
+    return new
+
+
+STATED_BUDGETS = (
+    "Please keep the items under {b} in total.",
+    "I don't want to spend more than {b} on the items, shipping aside.",
+    "My limit for the items is {b} altogether.",
+    "The items shouldn't come to more than {b}.",
+    "I can spend up to {b} on this, before shipping.",
+    "Budget-wise, {b} for everything (not counting shipping) is my ceiling.",
+)
+
+
+def over_budget_prob(difficulty: int) -> float:
+    """P(a price change tries a rise past the budget first, where one fits): 1/2 up to d8, then
+    1/4 more a step (always at d10). Such a rise changes what the agent must do (ask; buy or
+    not), where a rise within the budget only needs telling."""
+    return min(1.0, OVER_BUDGET_PROB + 0.25 * max(0, difficulty - 8))
+
+
+DECLINE_PROB = 0.5  # P(the customer says no to a rise past the budget)
+DROP_PROB = 0.5  # P(with other products in the order, the no leaves only that one out)
+DROP_REPLIES = (
+    "No — not at that price. Leave the {noun} out and order the rest, please.",
+    "Then take the {noun} out of the order and go ahead with the rest.",
+    "That's too much. Drop the {noun} and place the order for the others.",
+    "Skip the {noun}, please, and order everything else.",
+    "I'll do without the {noun} then; order the rest.",
+    "No to the {noun} at that price, but the rest can go ahead.",
+)
+DROPPED_SAY = (
+    "The price of the {title} went up from ${old:.2f} to ${new:.2f}, past your budget, so as you "
+    "asked I left it out and ordered the rest.",
+    "The {title} rose from ${old:.2f} to ${new:.2f}, over your ${budget:.2f} budget; I removed "
+    "it, as you asked, and placed the order for the rest.",
+    "The {title} now costs ${new:.2f} instead of ${old:.2f}, above your budget, so it was left "
+    "out and the rest of your order went through.",
+)
+DECLINED_SAY = (
+    "The price of the {title} went up from ${old:.2f} to ${new:.2f}, over your ${budget:.2f} "
+    "budget, so as you asked I did not place the order.",
+    "The {title} now costs ${new:.2f} instead of ${old:.2f}, which is past your budget; you "
+    "said no, so I haven't placed the order.",
+    "Since the {title} rose from ${old:.2f} to ${new:.2f}, above your ${budget:.2f} limit, I "
+    "didn't order it, as you asked.",
+)
 
 
 OVER_BUDGET_PROB = 0.5  # P(a price change tries a rise past the budget first, where one fits)
@@ -434,13 +553,16 @@ def handling_calls(task: Task) -> int:
     the retry of a failed call, the add of a substitute (refused at the add) or the refused
     checkout, the remove and the add (refused at the checkout)."""
     spent = {"tool_failure": 1, "out_of_stock": 3, "price_change": 0, "order_shipped": 0,
-             "confirm_writes": 1}  # fmt: skip
+             "confirm_writes": 1, "clarify": 1, "change_of_mind": 1}  # fmt: skip
     # a price over the budget: the cart viewed (unless the reference views it anyway) and the
-    # customer asked
+    # customer asked (turned down: no checkout)
     return sum(
-        1 if event.before == "add_to_cart" else 2 if event.over_budget else spent[event.kind]
+        1 if event.before == "add_to_cart"
+        else 3 if event.drop
+        else 2 - event.declined if event.over_budget
+        else spent[event.kind]
         for event in task.events
-    )
+    )  # fmt: skip
 
 
 # ---- a shop rule: the customer's yes before a committing write (issue 44) ------------------------
@@ -522,8 +644,18 @@ def add_events(
     """
     if task.difficulty < events_from:
         return task
+    dynamic = _with_events(task, ctx, key, allow_decline=True)
+    if dynamic is None:  # a "no" to the new price the reference cannot answer: they say yes
+        dynamic = _with_events(task, ctx, key, allow_decline=False)
+    return task if dynamic is None else dynamic
+
+
+def _with_events(task: Task, ctx: GenContext, key: TaskKey, *, allow_decline: bool) -> Task | None:
+    """`task` with its drawn events and the reference that handles them; `task` itself when
+    none fit, None when the reference does not verify (logged)."""
     rng = events_rng(key)
-    draft = _Draft(task, ctx)
+    talk = talk_rng(key)
+    draft = _Draft(task, ctx, allow_decline)
     changed = False
     kinds = [str(kind) for kind in rng.permutation(WORLD_KINDS)]
     if rng.random() < acting_first_prob(task.difficulty):
@@ -536,13 +668,16 @@ def add_events(
         _tool_failure(draft, rng)
     if not changed:  # drawn last: every other draw is the one it was before this kind
         _status_shipped(draft, rng)
+    add_clarify(draft, talk)
     if task.difficulty >= CONFIRM_FROM and rng.random() < confirm_prob(task.difficulty):
         _confirmation(draft, rng)
+    add_change_of_mind(draft, talk)
     if not draft.events:
         return task
-    goal = task.goal.model_copy(update={"product_names": draft.names})
+    goal = draft.goal.model_copy(update={"product_names": draft.names})
     dynamic = task.model_copy(
         update={
+            "prompt": draft.prompt,
             "reference": draft.reference,
             "min_steps": len(draft.reference),
             "core_calls": draft.core_calls,
@@ -553,5 +688,7 @@ def add_events(
     verdict = verify(dynamic, reference_turns(dynamic), ctx.catalog, _CONFIG)
     if not verdict.success or verdict.tool_calls != dynamic.min_steps:
         log.debug("%s: events dropped: %s", task.task_id, "; ".join(verdict.violations[:3]))
+        if allow_decline and any(e.declined for e in draft.events):
+            return None
         return task
     return dynamic

@@ -35,7 +35,8 @@ shallow option by the reference's choice, added one at a time (`LADDER`, `play_r
 * `history`: the order (and line) meant, not the best word match; the variant an exchange
   wants; a product read off an order; filter values the tool results spelled (a past size);
 * `asks`: asks the reference's questions (and confirmations), and searches with the filter
-  values the customer's replies spelled;
+  values the customer's replies spelled; without it, what only a reply tells is not known (a
+  changed quantity, a "no" to a price past the budget: the first wish is bought);
 * `arithmetic`: every filter (a deadline as a day count, a budget), the product the
   reference compared its way to (a price band, a budget), and every fact, computed ones (a
   total, a cost net of a refund or a gift card), "no" verdicts and the branch a condition
@@ -289,11 +290,28 @@ class ShallowAgent:
         return final_answer(own)
 
     # ---- the episode ----------------------------------------------------------------------------
+    def unasked(self, reference: list[ToolCall]) -> list[ToolCall]:
+        """The reference as an agent that does not ask plays its gist: what only the customer's
+        answer told (`generators/talk.py`: a changed quantity; a rise past the budget turned
+        down) is not known, so the first wish is bought."""
+        if "asks" in self.skills:
+            return list(reference)
+        mind = {e.item_id for e in self.task.events if e.kind == "change_of_mind"}
+        calls = [
+            c for c in reference
+            if not (c.name == "set_quantity" and c.arguments.get("item_id") in mind)
+        ]  # fmt: skip
+        if any(e.declined for e in self.task.events) and not any(
+            c.name == "checkout" for c in calls
+        ):
+            calls.append(ToolCall(name="checkout"))
+        return calls
+
     def play(self) -> BaselineResult:
         env = self.env
         env.reset()
         done: list[ToolCall] = []
-        reference = self.task.reference
+        reference = self.unasked(self.task.reference)
         for k, call in enumerate(reference):
             retry = k and call == reference[k - 1]  # the reference retrying a transient failure
             if retry and "events" not in self.skills:
