@@ -55,7 +55,7 @@ class TimedEngine:
 
 
 def start_server(model_dir: Path, max_seconds: float) -> tuple[subprocess.Popen, str]:
-    command = [sys.executable, "-m", "ecomrlve.testing.loopback", "--model", str(model_dir)]
+    command = [sys.executable, "-m", "ecomrlve", "loopback", "--model", str(model_dir)]
     command += ["--name", "tiny", "--max-seconds", str(max_seconds)]
     server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     line = server.stdout.readline()

@@ -479,3 +479,26 @@ def test_ecomrlve_train_plays_asynchronously_on_a_server_pool(world, tmp_path, m
     trained, _ = load_model_and_tokenizer(str(output / "model"), device="cpu")
     mine, theirs = trained.state_dict(), served.model.state_dict()
     assert all(torch.equal(mine[k], theirs[k]) for k in mine)
+
+
+def test_the_loopback_command_serves_a_model_folder(world):
+    """`ecomrlve loopback --model DIR` (what benchmarks/endpoint.py starts): its first line says
+    where it serves, the model list names it, and it stops by itself."""
+    import subprocess
+    import sys
+
+    import httpx
+
+    command = [sys.executable, "-m", "ecomrlve", "loopback", "--model", str(world[3])]
+    server = subprocess.Popen(
+        [*command, "--name", "tiny", "--max-seconds", "120"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        line = server.stdout.readline()  # waits for the server's own line, no sleep
+        assert line.startswith("serving tiny at http://127.0.0.1:"), line
+        url = line.split(" at ")[1].strip()  # the API's base URL, ending in /v1
+        models = httpx.get(f"{url}/models", timeout=60).json()
+        assert [m["id"] for m in models["data"]] == ["tiny"]
+    finally:
+        server.kill()
+        server.wait(timeout=60)

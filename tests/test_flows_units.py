@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ecomrlve.cli.flows import TINY_TRAINING_CONFIG, resolve_config
 from ecomrlve.config import ConfigError, load_config
 from ecomrlve.flows import QUIET_DEFAULTS, prefect_env
-from ecomrlve.cli.flows import TINY_TRAINING_CONFIG, resolve_config
 from ecomrlve.flows.params import CurriculumParams, PipelineParams, RegenerateParams
 from ecomrlve.flows.regenerate import (
     allocate,

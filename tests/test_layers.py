@@ -54,3 +54,28 @@ def test_function_imports_count_and_type_checking_imports_do_not(tmp_path, monke
         ("layers_probe.b", "layers_probe.a", "layers_probe.b"),
         ("layers_probe.top", "layers_probe", "layers_probe.top"),
     ]
+
+
+def test_only_the_cli_parses_command_lines() -> None:
+    """`ecomrlve/cli/` parses command lines; no module below it imports a parser (the layer
+    contract checks typer and click; argparse is the standard library's, so it is read here)."""
+    import ast
+    from pathlib import Path
+
+    import ecomrlve
+
+    root = Path(ecomrlve.__file__).parent
+    parsers = {"argparse", "typer", "click"}
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).parts[0] == "cli":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            if any(name.split(".")[0] in parsers for name in names):
+                offenders.append(str(path.relative_to(root)))
+    assert offenders == []

@@ -1,4 +1,4 @@
-"""`ecomrlve env-server` (registered by `register(app)`)."""
+"""`ecomrlve env-server` and `ecomrlve loopback` (registered by `register(app)`)."""
 
 from __future__ import annotations
 
@@ -94,3 +94,24 @@ def register(app: typer.Typer) -> None:
         if world.shared is not None:
             console.print(f"one shared world of {shared_seats} seats, a token each")
         server.serve(world, token, host, port, seat_tokens)
+
+    @app.command("loopback")
+    def loopback(
+        model: Path = typer.Option(..., "--model", help="a model folder (Hugging Face layout)"),
+        name: str | None = typer.Option(
+            None, "--name", help="served model name (default: the folder's name)"
+        ),
+        port: int = typer.Option(0, "--port", help="TCP port on 127.0.0.1 (0: any free one)"),
+        max_seconds: float = typer.Option(600.0, "--max-seconds", help="stop after this long"),
+        raw_text: bool = typer.Option(False, "--raw-text", help="no tool-call parsing"),
+        max_batch: int = typer.Option(32, "--max-batch", help="requests batched at most"),
+    ) -> None:
+        """Serve a local model folder over an OpenAI-compatible API on 127.0.0.1 (vLLM's response
+        schema, Hugging Face generate; CPU or GPU), for `ecomrlve eval --endpoint` and tests
+        without vLLM. Prints "serving NAME at URL" and stops by itself after --max-seconds."""
+        if not model.is_dir():
+            fail(f"--model {model}: not a folder")
+        from ecomrlve.testing.loopback import run
+
+        with user_errors(OSError):
+            run(str(model), name, port, max_seconds, not raw_text, max_batch)

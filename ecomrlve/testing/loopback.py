@@ -15,11 +15,10 @@ Requests that arrive together are batched (one `HFEngine.generate` per batch wit
 sampling temperature/top-p), so concurrency is measurable. It binds 127.0.0.1 only, and
 `serve()` stops by itself after `max_seconds`. An optional bearer key is checked.
 
-    python -m ecomrlve.testing.loopback --model DIR --name tiny --max-seconds 600
+    ecomrlve loopback --model DIR --name tiny --max-seconds 600
 """
 
 # No `from __future__ import annotations`: FastAPI reads the handlers' `Request` hints.
-import argparse
 import asyncio
 import concurrent.futures
 import contextlib
@@ -337,27 +336,22 @@ def serve(app: Any, *, port: int = 0, max_seconds: float = 600.0) -> Iterator[st
         sock.close()
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True, help="model folder")
-    parser.add_argument("--name", default=None, help="served model name (default: folder name)")
-    parser.add_argument("--port", type=int, default=0, help="0: any free port")
-    parser.add_argument("--max-seconds", type=float, default=600.0, help="stop after this long")
-    parser.add_argument("--raw-text", action="store_true", help="no tool-call parsing")
-    parser.add_argument("--max-batch", type=int, default=32)
-    args = parser.parse_args(argv)
-    model = LoopbackModel(
-        args.model, name=args.name, tool_parser=not args.raw_text, max_batch=args.max_batch
-    )
-    with serve(build_app(model), port=args.port, max_seconds=args.max_seconds) as url:
+def run(
+    model_dir: str,
+    name: str | None = None,
+    port: int = 0,
+    max_seconds: float = 600.0,
+    tool_parser: bool = True,
+    max_batch: int = 32,
+) -> None:
+    """Serve `model_dir` until `max_seconds` have passed (`ecomrlve loopback`); the first line
+    on stdout says where ("serving NAME at URL")."""
+    model = LoopbackModel(model_dir, name=name, tool_parser=tool_parser, max_batch=max_batch)
+    with serve(build_app(model), port=port, max_seconds=max_seconds) as url:
         # the benchmark reads this line
         sys.stdout.write(f"serving {model.name} at {url}\n")
         sys.stdout.flush()
-        deadline = time.monotonic() + args.max_seconds
+        deadline = time.monotonic() + max_seconds
         while time.monotonic() < deadline:
             time.sleep(0.5)
     model.close()
-
-
-if __name__ == "__main__":
-    main()

@@ -52,8 +52,9 @@ with `lemminflect` and reads each clause word by word, so a synonym is one word 
   bergamot cologne" or "… - grey, size US 9" is another product than "Berg Labs intense
   vetiver cologne - …, size US 9.5"; so is a variant of its family named by a colour or size
   it does not have, in the words around its type ("the khaki Jones tee", "the Jones tee in
-  size M", "blue" when "midnight blue" was bought: the longest colour is read). A status in the third person about a named order ("your
-  order O1 was cancelled", "O1 was placed on May 3") also holds when it was so at the start
+  size M", "blue" when "midnight blue" was bought: the longest colour is read). A status in
+  the third person about a named order ("your order O1 was cancelled", "O1 was placed on May
+  3") also holds when it was so at the start
   (orders, cancellations, returns and exchanges on file); "your new order has been placed"
   needs a checkout.
 * A denial holds when no action of its kind succeeded on the objects it names (on anything, when
