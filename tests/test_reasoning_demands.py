@@ -273,3 +273,29 @@ def test_a_d10_answer_said_at_length_passes_and_a_longer_dump_still_fails(ctx):
     assert f"goal: the final answer is longer than {answer_limit(facts)} characters" in (
         verdict.violations
     )
+
+
+def test_a_hedged_date_of_a_named_order_fails_and_the_date_said_plainly_passes(ctx):
+    """From d7 the answer names a past order's date beside the chained look-up's price ("For
+    your purchase of August 25 (order O1)"). No fact checks that date, so hedging it with today
+    ("August 25 or today") was paid: a value said about order A must be true of A, and a hedge
+    commits to none. The same date in other words still passes."""
+    task = generate_task(ctx, "bundle", 17, 8, 0, events_from=11)
+    *calls, answer = reference_turns(task)
+    sentence = next(s for s in re.split(r"(?<=[.!?])\s+", answer) if "purchase of" in s)
+    said = re.search(r"purchase of (\w+) (\d{1,2})\b", sentence)
+    month, day = said.group(1), int(said.group(2))
+    plain = f"{month} {day}"
+    assert verify(task, [*calls, answer], ctx.catalog).success
+    suffix = {1: "st", 2: "nd", 3: "rd", 21: "st", 22: "nd", 23: "rd", 31: "st"}.get(day, "th")
+    for other_words in (f"the {day}{suffix} of {month}", f"{month[:3]} {day}"):
+        assert verify(task, [*calls, answer.replace(plain, other_words, 1)], ctx.catalog).success
+    for hedge in (
+        f"{plain} or today",
+        f"either today or {plain}",
+        f"{plain}, or possibly yesterday",
+        f"{plain} (or maybe {month} {day % 28 + 1})",
+    ):
+        verdict = verify(task, [*calls, answer.replace(plain, hedge, 1)], ctx.catalog)
+        assert not verdict.success, hedge
+        assert any("hedged about order" in v for v in verdict.violations), hedge

@@ -400,6 +400,8 @@ def test_price_changes_told_swapped_fail_and_reworded_pass(ctx):
                 for event in task.events if task is not None else ():
                     if event.kind != "price_change" or event.old_price is None:
                         continue
+                    if event.declined:  # the customer said no: nothing was charged
+                        continue
                     if event.say not in reference_turns(task)[-1]:
                         continue
                     old, new = money(event.old_price), money(event.price)

@@ -206,7 +206,9 @@ def early_price_change(task: Task) -> tuple[Task, list[str]] | None:
     """The task with its price change moved before the first call (the agent never sees the
     old price), and the reference's calls and answer without the price-change sentence."""
     changes = [e for e in task.events if e.kind == "price_change"]
-    if not changes:
+    if not changes or any(e.over_budget for e in changes):
+        # a rise past the budget is no news to tell: the customer's yes or no decides the
+        # purchase, and moved before the first call the reference would ask at another time
         return None
     first = {"after_calls": 0, "after": "", "before": ""}  # by the count: before any call
     events = [e.model_copy(update=first) if e.kind == "price_change" else e

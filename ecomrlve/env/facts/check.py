@@ -499,11 +499,32 @@ def check_answer(
         result.ungrounded = _ungrounded(reading, shown, known) + [
             plan.labels[i] for i in found if i not in evident
         ]
+        result.conflicts += _hedged_order_dates(reading)
     for kind in KINDS.values():
         if type(kind).audit is not Kind.audit:
             getattr(result, kind.audits_into).extend(kind.audit(plan, reading, shown))
     result.conflicts = list(dict.fromkeys(result.conflicts))
     return result
+
+
+def _hedged_order_dates(reading: Reading) -> list[str]:
+    """A date in a sentence naming one order, said as one of alternatives ("for your purchase
+    of June 29 or today (order O1)", "placed June 2, or possibly June 3"): the answer commits to
+    no date of that order, and an alternative is untrue of it. A checked date said so is
+    missing anyway; this holds the dates no fact checks to the same rule."""
+    text = reading.text
+    if not any(word in text for word in _HEDGE_WORDS):
+        return []
+    date = KINDS["date"]
+    out = []
+    for offset, value in date.extract(text, reading):
+        if not hedged(text, offset):
+            continue
+        segment = reading.segments[max(0, bisect.bisect_right(reading.starts, offset) - 1)]
+        named = set(_ORDER_ID.findall(text, segment.start, segment.start + len(segment.text)))
+        if len(named) == 1:
+            out.append(f"date {date.show(value)} hedged about order {named.pop().upper()}")
+    return out
 
 
 def _ungrounded(reading: Reading, shown: Shown, known: dict[str, list[Any]]) -> list[str]:
