@@ -466,3 +466,36 @@ def test_an_exchange_names_both_its_variants(tasks, catalog):
         f"The {old['color']} {kind}, size {new['size']}, replaces the {old['size']} pair.",
     ):
         assert not claims(judge(task, said, catalog)), said
+
+
+def test_a_product_set_is_a_noun_and_the_rest_is_not_what_was_taken_out(tasks, catalog):
+    """Two readings the d8-10 tasks' answers tripped on: "set" after a determiner ends a
+    product's noun phrase ("the sheet set would cost $20" reported no change of card), and an
+    object set against what came before ("took it out and ordered the rest") is not the
+    product the pronoun points to. The lies with the same words still fail."""
+    quiet = tasks["fx-status"]  # nothing was written
+    for said in (
+        "With the gift card, the sheet set would cost $20.00.",
+        "With your gift card applied, the set would come to $20.",
+        "After the gift card, your bath set costs $12 in total.",
+    ):
+        assert not claims(judge(quiet, said, catalog)), said
+    for said in (
+        "I have updated your card.",
+        "The card on file is now updated.",
+        "The card is set as default now.",
+    ):
+        assert claims(judge(quiet, said, catalog)), said
+    cart = tasks["fx-cart"]  # removed I0000164, set I0000093 to 2, checked out
+    removed = catalog.title(catalog.row_of("I0000164"))
+    for said in (
+        f"The {removed} is no longer wanted. So I took it out and ordered the other items.",
+        f"You asked to drop the {removed}. I removed that one and placed the order for the rest.",
+        f"I took the {removed} out of your cart and ordered everything else.",
+    ):
+        assert not claims(judge(cart, said, catalog)), said
+    for said in (
+        f"The {removed} is no longer wanted. So I took it out and ordered the other items.",
+        "I removed that one and placed the order for the rest.",
+    ):
+        assert claims(judge(quiet, said, catalog)), said

@@ -124,6 +124,8 @@ _COMMA_MASK = "\u201a"  # a title's comma while clauses are split ("grey, size M
 # fmt: off
 _PRONOUNS = frozenset(("it", "its", "it's", "them", "they", "they're", "that", "that's", "this",
                        "those", "these", "one"))
+# an object set against what was named before: "the rest", "the other items", "everything else"
+_CONTRAST = frozenset(("rest", "other", "others", "remaining", "else"))
 _FIRST_PERSON = frozenset(("i", "i've", "i'd", "i'm", "i'll", "we", "we've", "we'd", "we'll"))
 _OPENERS = frozenset(("if", "once", "when", "whenever", "unless", "whether", "until", "before",
                       "after"))
@@ -275,8 +277,9 @@ class Clause:
         """What the clause is about: what it names, else, for a pronoun ("it", "them" …), the
         nearest clause before it in the sentence that names something, else one after it,
         else the sentence before; a clause naming nothing without a pronoun ("I've placed your
-        order") is about anything."""
-        if self.names or _PRONOUNS.isdisjoint(self.words):
+        order") is about anything, and so is one that sets its object against what came before
+        ("I took it out and ordered the rest / the other items / everything else")."""
+        if self.names or _PRONOUNS.isdisjoint(self.words) or not _CONTRAST.isdisjoint(self.words):
             return self.names
         clauses = self._message.sentences[self.index]
         k = self.position
@@ -629,6 +632,8 @@ def _effect_of(
             if span is after and done:
                 return j, "done", k
             here = at.get(j, ())
+            if span is after and _noun_phrase_head(words, j):
+                continue  # "the sheet set", "a gift set": a product's noun, not a verb
             for w in here:
                 if w.role != "effect" or w.lemma not in allowed or not _particle_ok(words, j, w):
                     continue
@@ -642,6 +647,21 @@ def _effect_of(
             if any(w.role == "noun" and not _referenced(words, j, w) for w in here):
                 break  # another action's noun: its own verb
     return None
+
+
+def _noun_phrase_head(words: list[str], j: int) -> bool:
+    """Whether the word at `j` ends a noun phrase: a determiner right before it ("the set
+    would come to $20"), or two words back with a word between that is no action's word and no
+    form of "be" ("the sheet set would cost $20", "your gift set"), as against "the refund was
+    set up" or "the card updated"."""
+    if j >= 1 and words[j - 1] in _DETERMINERS:
+        return True  # "the set would come to $20"
+    return (
+        j >= 2
+        and words[j - 2] in _DETERMINERS
+        and words[j - 1] not in FORMS
+        and words[j - 1] not in _BE_FORMS
+    )
 
 
 _ARTICLES = frozenset(("a", "an", "the"))
