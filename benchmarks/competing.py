@@ -21,7 +21,9 @@ served by the reference and its revenue.
 
 A second table turns the difficulty ladder's contention knob (`contention_at(d)`: the share of
 seats that want the scarce item and the units of it left) at K = `LADDER_SEATS`, with the same
-columns. `--quick`: 4 worlds per row, K in {1, 2, 4}, the ladder at d in {0, 4, 8}.
+columns. A third gives each rung of the scripted ladder (`testing.baseline.LADDER`, shallow to
+"+ handles events", then the reference) at every seat: its success and the seats that lost an
+item, per K. `--quick`: 4 worlds per row, K in {1, 2, 4}, the ladder at d in {0, 4, 8}.
 """
 
 from __future__ import annotations
@@ -35,10 +37,12 @@ from typing import Any
 from ecomrlve.env.shared import SharedWorld, contention_at, draw_shared_tasks
 from ecomrlve.tasks import Task
 from ecomrlve.testing import env_tasks
+from ecomrlve.testing.baseline import LADDER as RUNGS
 from ecomrlve.testing.bench import generated_store, print_table
 from ecomrlve.testing.competing import (
     ClaimingSeat,
     ReferenceSeat,
+    RungSeat,
     contended_tasks,
     play,
     substitute_left,
@@ -112,6 +116,26 @@ def _row(
     )  # fmt: skip
 
 
+def _rung_at(
+    catalog: Any, pool: list[Task], skills: frozenset[str] | None, k: int, worlds: int, seed0: int
+) -> tuple[str, str]:
+    """The success of a ladder rung (`skills`; None: the reference) at every seat of `worlds`
+    shared worlds of `k` seats, and the share of seats that lost an item to another."""
+    ok, lost = [], []
+    for w in range(worlds):
+        seed = seed0 * 1_000_003 + w
+        tasks, scarce = draw_shared_tasks(pool, k, seed, contention=1.0, units=1)
+        world = SharedWorld(tasks, catalog, seed=seed, scarce=scarce)
+        seats = [
+            ReferenceSeat(t) if skills is None else RungSeat(t, catalog, skills) for t in tasks
+        ]
+        play(world, seats)
+        verdicts = world.verdicts()  # a seat still playing after the last round: no success
+        ok += [i in verdicts and verdicts[i].success for i in range(k)]
+        lost += [world.ran_into_sold_out(i) for i in range(k)]
+    return _pct(ok), _pct(lost)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worlds", type=int, default=20)
@@ -141,6 +165,15 @@ def main() -> None:
         ladder.append((str(d), f"{knob.share:.2f}", str(knob.units), str(LADDER_SEATS), *row))
     print(f"\nthe difficulty ladder's contention knob (contention_at(d)), K = {LADDER_SEATS}")
     print_table(ladder, numeric=True)
+    rungs = [("agent", *(f"ok % K={k}" for k in seats), *(f"lost % K={k}" for k in seats))]
+    for name, skills in (*RUNGS, ("reference", None)):
+        oks, losts = zip(
+            *(_rung_at(catalog, pool, skills, k, args.worlds, args.seed) for k in seats),
+            strict=True,
+        )
+        rungs.append((name, *oks, *losts))
+    print("\nthe scripted ladder at K seats (contention 1.0, one unit of the scarce item left)")
+    print_table(rungs, numeric=True)
     print(f"\n{time.perf_counter() - started:.1f} s")
 
 

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,6 +124,8 @@ class ShallowAgent:
         self.order_map: dict[str, str] = {}  # reference order id -> the baseline's
         self.shown: list[str] = [task.prompt]
         self.refusals: list[str] = []  # the errors of refused calls
+        self.calls: list[ToolCall] = []  # the calls that worked, as played
+        self.text: str | None = None  # the final message, once played
         self.departures = 0
         # a conditional demand (`reasoning.late_fact`): its fact, and whether the world took
         # the branch a shallow agent does not check for (the item went back: the refund)
@@ -307,10 +310,11 @@ class ShallowAgent:
             calls.append(ToolCall(name="checkout"))
         return calls
 
-    def play(self) -> BaselineResult:
-        env = self.env
-        env.reset()
-        done: list[ToolCall] = []
+    def turns(self) -> Generator[str, list[dict[str, Any]], None]:
+        """The agent's turns, one at a time: each tool call it yields is answered by `send`ing
+        the observation back; the last turn it yields is its final message (`self.calls` then
+        holds the calls that worked, `self.text` the message). Played on its own env by
+        `play`, or as a seat of a shared world (`testing.competing.RungSeat`)."""
         reference = self.unasked(self.task.reference)
         for k, call in enumerate(reference):
             retry = k and call == reference[k - 1]  # the reference retrying a transient failure
@@ -320,19 +324,31 @@ class ShallowAgent:
             arguments = self.adapt(call)
             if arguments is None:
                 continue
-            step = env.step(format_call(call.name, arguments))
-            if env.done:
-                break
-            message = next(m for m in step.observation if m.get("role") == "tool")
+            observation = yield format_call(call.name, arguments)
+            message = next(m for m in observation if m.get("role") == "tool")
             result = json.loads(message["content"])
             if "error" in result:
                 self.refusals.append(result["error"])
                 continue  # no retry
             self.observe(call.name, result)
-            done.append(ToolCall(name=call.name, arguments=arguments))
-        text = self.answer(done)
-        verdict = env.finish() if env.done else env.step(text).info["verdict"]
-        return BaselineResult(verdict, done, text, self.departures)
+            self.calls.append(ToolCall(name=call.name, arguments=arguments))
+        self.text = self.answer(self.calls)
+        yield self.text
+
+    def play(self) -> BaselineResult:
+        env = self.env
+        env.reset()
+        turns = self.turns()
+        turn = next(turns)
+        while turn is not self.text:
+            step = env.step(turn)
+            if env.done:
+                break
+            turn = turns.send(step.observation)
+        if self.text is None:  # cut by the turn limit: what it would have said
+            self.text = self.answer(self.calls)
+        verdict = env.finish() if env.done else env.step(self.text).info["verdict"]
+        return BaselineResult(verdict, self.calls, self.text, self.departures)
 
 
 def play_baseline(task: Task, catalog: Catalog, config: EnvConfig | None = None) -> BaselineResult:

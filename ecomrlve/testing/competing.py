@@ -8,11 +8,13 @@
   hit, and tells the customer (and tells a price that changed since it looked);
 * `ClaimingSeat`: the task's reference turns played blind, ending with the reference's
   "I've placed your order" whatever happened (what a verifier must not pay for);
+* `RungSeat`: a rung of the scripted ladder (`testing.baseline.LADDER`) at a seat;
 * `play(world, agents)`: plays seeded rounds until every seat is done.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -21,6 +23,7 @@ from ecomrlve.env import Catalog, final_answer, format_call, reference_turns
 from ecomrlve.env.reference import reference_cart
 from ecomrlve.env.shared import SharedWorld
 from ecomrlve.tasks import Goal, PurchaseSpec, Slot, Task, ToolCall
+from ecomrlve.testing.baseline import ShallowAgent
 
 CUSTOMERS: tuple[tuple[str, str, str], ...] = (
     ("Ada Lovelace", "12 Analytical St, London", "visa-4242"),
@@ -283,6 +286,23 @@ class ClaimingSeat:
 
     def act(self, observation: list[dict[str, Any]]) -> str:
         return self.turns.pop(0) if len(self.turns) > 1 else self.turns[0]
+
+
+class RungSeat:
+    """A rung of the scripted ladder (`testing.baseline.LADDER`: the shallow agent with some of
+    the skills) at a seat of a shared world: its turns, answered by the seat's observations."""
+
+    def __init__(self, task: Task, catalog: Catalog, skills: frozenset[str]):
+        self.turns = ShallowAgent(task, catalog, skills=skills).turns()
+        self.last: str | None = None
+
+    def act(self, observation: list[dict[str, Any]]) -> str:
+        if self.last is None:
+            self.last = next(self.turns)
+        else:
+            with contextlib.suppress(StopIteration):  # its final message sent: it says it again
+                self.last = self.turns.send(observation)
+        return self.last
 
 
 def play(world: SharedWorld, agents: Sequence[Any], max_rounds: int = 64) -> None:
