@@ -18,7 +18,14 @@ from ecomrlve.env.shared import (
     draw_shared_tasks,
 )
 from ecomrlve.testing import env_tasks as fx
-from ecomrlve.testing.competing import ClaimingSeat, ReferenceSeat, contended_tasks, play
+from ecomrlve.testing.baseline import LADDER
+from ecomrlve.testing.competing import (
+    ClaimingSeat,
+    ReferenceSeat,
+    RungSeat,
+    contended_tasks,
+    play,
+)
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +101,20 @@ def test_last_unit_bought_by_another_seat_claiming_fails(catalog, contended):
     text = " ".join(verdicts[0].violations)
     assert "claims" in text and "expected exactly one new order, found 0" in text
     assert world.group_metrics()["served"] == 1
+
+
+def test_a_ladder_rung_at_a_seat_plays_as_on_its_own_env_and_loses_the_race(catalog, contended):
+    """A rung of the scripted ladder at a seat: alone (or with stock left) it plays its task as
+    on its own env; when another seat buys the last unit first it does not adapt (no rung swaps
+    for a sold-out item it never planned for), so it fails where the reference substitutes."""
+    tasks, _ = contended
+    top = LADDER[-1][1]
+    alone = SharedWorld(tasks[:1], catalog, seed=3)
+    play(alone, [RungSeat(tasks[0], catalog, top)])
+    assert alone.verdicts()[0].success
+    world, verdicts = _race(catalog, contended, lambda t: RungSeat(t, catalog, top), units=1)
+    assert verdicts[1].success and not verdicts[0].success
+    assert world.ran_into_sold_out(0)
 
 
 def test_demand_price_rise_is_judged_at_the_time(catalog, contended):
