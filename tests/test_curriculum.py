@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from ecomrlve import store
 from ecomrlve.catalogs import build_catalog
 from ecomrlve.flows import curriculum as cur
+from ecomrlve.integrations.verl import rows as vrows
 from ecomrlve.tasks import STEP_BANDS, Goal, RecommendSpec, Task, ToolCall, step_band
 
 SCENARIO_MIX = ("product_discovery", "cart", "policy")
@@ -219,11 +220,11 @@ def test_verl_rows_load_with_datasets(data_dir) -> None:
 
     data, _, _ = data_dir
     result = build(data, shard_size=50)
-    files = sorted(str(p) for p in (result.path / cur.VERL_DIR).glob("shard-*.parquet"))
+    files = sorted(str(p) for p in (result.path / vrows.VERL_DIR).glob("shard-*.parquet"))
     assert len(files) == 3
     ds = datasets.load_dataset("parquet", data_files=files, split="train")
     val = datasets.load_dataset(
-        "parquet", data_files=str(result.path / cur.VERL_VAL_FILE), split="train"
+        "parquet", data_files=str(result.path / vrows.VERL_VAL_FILE), split="train"
     )
     assert (ds.num_rows, val.num_rows) == (114, 6)  # 1 in 20 held out for verl's validation
     assert not set(ds["extra_info"][i]["task_id"] for i in range(ds.num_rows)) & set(
@@ -240,10 +241,10 @@ def test_verl_rows_load_with_datasets(data_dir) -> None:
         "extra_info",
     }
     first = ds[0]
-    assert first["agent_name"] == cur.AGENT_NAME
+    assert first["agent_name"] == vrows.AGENT_NAME
     assert [m["role"] for m in first["prompt"]] == ["system", "user"]
     assert "<tools>" not in first["prompt"][0]["content"]  # tools travel as schemas
-    assert first["data_source"] == cur.DATA_SOURCE and first["reward_model"]["style"] == "rule"
+    assert first["data_source"] == vrows.DATA_SOURCE and first["reward_model"]["style"] == "rule"
     goal = Goal.model_validate_json(first["reward_model"]["ground_truth"])
     assert goal.recommend is not None
     shard = read_shards(result)[0]

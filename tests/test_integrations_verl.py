@@ -17,9 +17,10 @@ from ecomrlve.env.environment import EcomEnv
 from ecomrlve.env.replay import verify
 from ecomrlve.env.tools import tool_schemas
 from ecomrlve.flows import curriculum as cur
-from ecomrlve.integrations import verl as ours
+from ecomrlve.integrations.verl import launch as launcher
+from ecomrlve.integrations.verl import rows as vrows
+from ecomrlve.integrations.verl import runtime as ours
 from ecomrlve.testing import env_tasks as fx
-from ecomrlve.train import verl as launcher
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,7 +58,7 @@ def dataset(data, verl_config, qwen3_tokenizer):
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     files = sorted(str(p) for p in (data / "curricula/demo/verl").glob("shard-*.parquet"))
-    files.append(str(data / "curricula/demo" / cur.VERL_VAL_FILE))
+    files.append(str(data / "curricula/demo" / vrows.VERL_VAL_FILE))
     return RLHFDataset(data_files=files, tokenizer=qwen3_tokenizer, config=verl_config.data)
 
 
@@ -66,10 +67,10 @@ def test_verls_rlhf_dataset_reads_our_rows(dataset) -> None:
     rows = [dataset[i] for i in range(len(dataset))]
     assert sorted(r["index"] for r in rows) == list(range(11))  # unique, the row's position
     for row in rows:
-        assert row["agent_name"] == cur.AGENT_NAME and row["data_source"] == "ecomrlve"
+        assert row["agent_name"] == vrows.AGENT_NAME and row["data_source"] == "ecomrlve"
         assert [m["role"] for m in row["raw_prompt"]] == ["system", "user"]
         assert "<tools>" not in row["raw_prompt"][0]["content"]  # schemas go to the template
-        task = cur.task_from_verl_row(dict(row["extra_info"]), dict(row["reward_model"]))
+        task = vrows.task_from_verl_row(dict(row["extra_info"]), dict(row["reward_model"]))
         assert task.task_id == row["extra_info"]["task_id"]
         # the shop's changes travel with the row (issue 29): the loop replays the same world
         assert bool(task.events) == (task.task_id == "fx-events")
@@ -114,12 +115,12 @@ def test_agent_loop_plays_reference_episodes_with_the_envs_verdict(
     server = StubServerManager(tok)
     loop = _agent_loop(verl_config, tok, server)
     # registered under the name the rows carry, at the import path verl's config names
-    assert _agent_loop_registry[cur.AGENT_NAME]["_target_"].endswith("verl.EcomAgentLoop")
+    assert _agent_loop_registry[vrows.AGENT_NAME]["_target_"].endswith("verl.runtime.EcomAgentLoop")
     catalog = Catalog.load(data)
     switched = 0
     for i in range(len(dataset)):
         row = dataset[i]
-        task = cur.task_from_verl_row(dict(row["extra_info"]), dict(row["reward_model"]))
+        task = vrows.task_from_verl_row(dict(row["extra_info"]), dict(row["reward_model"]))
         turns = fx.reference(task)
         server.turns = list(turns)
         out = asyncio.run(loop.run(sampling_params={"temperature": 1.0}, **row))
@@ -180,7 +181,7 @@ def test_a_spent_response_budget_is_judged_truncated(dataset, verl_config, qwen3
 
 def test_compute_score_contract(data) -> None:
     task = fx.policy_task(Catalog.load(data))
-    row = cur.verl_rows(cur.with_verl_columns(cur.with_prompts(_frame([task]))[0])).row(
+    row = vrows.verl_rows(vrows.with_verl_columns(cur.with_prompts(_frame([task]))[0])).row(
         0, named=True
     )
     with pytest.raises(NotImplementedError):
@@ -225,14 +226,14 @@ def test_verls_config_loader_accepts_our_config(verl_config, launch) -> None:
     assert c.reward.reward_kwargs.overlong_buffer_cfg.enable is True
     assert c.reward.reward_kwargs.overlong_buffer_cfg.len == defaults.algorithm.overlong_buffer
     assert c.data.shuffle is False and c.actor_rollout_ref.actor.shuffle is False
-    assert c.actor_rollout_ref.rollout.agent.default_agent_loop == cur.AGENT_NAME
+    assert c.actor_rollout_ref.rollout.agent.default_agent_loop == vrows.AGENT_NAME
     assert c.reward.custom_reward_function.name == "compute_score"
     assert c.ecomrlve.max_turn_tokens == EcomConfig().agent.max_new_tokens
     assert c.data.apply_chat_template_kwargs.enable_thinking is False  # agent.enable_thinking
     algo = omega_conf_to_dataclass(c.algorithm)
     assert isinstance(algo, AlgoConfig) and algo.filter_groups.enable
     loops = Path(c.actor_rollout_ref.rollout.agent.agent_loop_config_path).read_text()
-    assert "ecomrlve.integrations.verl.EcomAgentLoop" in loops
+    assert "ecomrlve.integrations.verl.runtime.EcomAgentLoop" in loops
     assert (
         cfg.algorithm.clip_ratio_high > cfg.algorithm.clip_ratio_low
     )  # the article config also maps
@@ -262,7 +263,9 @@ def test_cli_train_engine_verl_print_only(data, tmp_path) -> None:
     assert result.exit_code == 0, result.output
     text = result.stdout
     assert text.startswith("# command\n") and "-m verl.trainer.main_ppo" in text
-    assert "ecomrlve.integrations.verl.EcomAgentLoop" in text  # the AgentLoop entry it needs
+    assert (
+        "ecomrlve.integrations.verl.runtime.EcomAgentLoop" in text
+    )  # the AgentLoop entry it needs
     # the composed config, as verl's loader sees it
     assert "clip_ratio_high: 0.28" in text and "n_gpus_per_node: 2" in text
     assert "default_agent_loop: ecomrlve_agent" in text and "shuffle: false" in text
@@ -279,7 +282,7 @@ def test_pipeline_train_stage_runs_verl_with_the_generated_config(
     import subprocess
 
     from ecomrlve import procs
-    from ecomrlve.flows import verl_stage
+    from ecomrlve.integrations.verl import stage as verl_stage
 
     cfg = EcomConfig.model_validate({"training": {"engine": "verl"}})
     out = tmp_path / "run"

@@ -143,8 +143,9 @@ def test_verls_agent_loop_plays_what_the_local_env_plays(played, tmp_path) -> No
     from verl.utils.dataset.rl_dataset import RLHFDataset
     from verl.workers.rollout.replica import TokenOutput
 
-    from ecomrlve.integrations import verl as ours
-    from ecomrlve.train import verl as launcher
+    from ecomrlve.integrations.verl import launch as launcher
+    from ecomrlve.integrations.verl import rows as vrows
+    from ecomrlve.integrations.verl import runtime as ours
 
     data, tasks = played
     catalog = Catalog.load(data)
@@ -155,7 +156,7 @@ def test_verls_agent_loop_plays_what_the_local_env_plays(played, tmp_path) -> No
     launch.write_files()
     config = launcher.compose_verl_config(launch)
     files = sorted(str(p) for p in (data / "curricula" / NAME / "verl").glob("shard-*.parquet"))
-    files.append(str(data / "curricula" / NAME / cur.VERL_VAL_FILE))
+    files.append(str(data / "curricula" / NAME / vrows.VERL_VAL_FILE))
     dataset = RLHFDataset(data_files=files, tokenizer=tok, config=config.data)
 
     class Server:  # verl's server manager contract, replaying scripted turns
@@ -178,7 +179,7 @@ def test_verls_agent_loop_plays_what_the_local_env_plays(played, tmp_path) -> No
     assert len(dataset) == len(tasks)
     for i in range(len(dataset)):
         row = dataset[i]
-        task = cur.task_from_verl_row(dict(row["extra_info"]), dict(row["reward_model"]))
+        task = vrows.task_from_verl_row(dict(row["extra_info"]), dict(row["reward_model"]))
         opening, observations, verdict = _local(task, catalog)
         assert list(row["raw_prompt"]) == opening, task.task_id
         server.turns = list(fx.reference(task))

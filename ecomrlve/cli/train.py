@@ -444,7 +444,7 @@ def _train_with_verl(
     composes from it, write nothing. Otherwise write the AgentLoop entry and env config under
     OUTPUT/verl/ and run `python -m verl.trainer.main_ppo ...`, exiting with its status.
     """
-    from ecomrlve.train import verl as launcher
+    from ecomrlve.integrations.verl import launch as launcher
 
     name = curriculum or cfg.training.rollout.curriculum or cfg.data.curriculum
     out = output if output is not None else Path(data) / "runs" / f"{name}-verl"

@@ -36,11 +36,22 @@ import polars as pl
 
 from ecomrlve import store
 from ecomrlve.catalogs import catalog_hash as current_catalog_hash
+from ecomrlve.integrations.verl.rows import (
+    ABILITY,
+    AGENT_NAME,
+    DATA_SOURCE,
+    VERL_DIR,
+    VERL_VAL_DIR,
+    VERL_VAL_FILE,
+    chat_messages,
+    verl_rows,
+    verl_validation_ids,
+    with_verl_columns,
+)
 from ecomrlve.progress import ProgressEvent, ProgressFn
 from ecomrlve.read_sql import ReadOnlySQLError, check_read_query
 from ecomrlve.tasks import SHARD_COLUMNS, Task, step_band, with_column_defaults
 from ecomrlve.train.curriculum import CurriculumError  # one class: building and reading
-from ecomrlve.train.verl import AGENT_NAME, VERL_DIR, VERL_VAL_DIR, VERL_VAL_FILE
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +59,6 @@ MANIFEST = "manifest.json"
 # Without a card `datasets.load_dataset(folder)` guesses splits from folder names and finds only
 # `verl_val/` (a validation split of a few rows, no train split); the card names both.
 DATASET_CARD = "README.md"
-VERL_VAL_MAX = 256  # validation tasks: 1 in 20 of the curriculum, 1 to this many
-DATA_SOURCE = "ecomrlve"
-ABILITY = "ecommerce_tool_use"
 MANIFEST_FORMAT = 1
 
 # Columns of a trainer shard, in order (the task schema of `ecomrlve.tasks`)
@@ -137,16 +145,11 @@ def _prompt_builders() -> tuple[Callable[[Task], list[dict[str, Any]]], list[dic
     return initial_messages, tool_schemas()
 
 
-def _chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """Role + content only: the shape verl's RLHFDataset and TRL's conversational rows read."""
-    return [{"role": str(m["role"]), "content": str(m.get("content") or "")} for m in messages]
-
-
 def with_prompts(df: pl.DataFrame) -> tuple[pl.DataFrame, list[dict[str, Any]]]:
     """Add `messages` (the env's opening chat) and `tools` (JSON tool schemas) to task rows."""
     initial_messages, tools = _prompt_builders()
     messages = [
-        _chat_messages(initial_messages(Task.from_row(row))) for row in df.iter_rows(named=True)
+        chat_messages(initial_messages(Task.from_row(row))) for row in df.iter_rows(named=True)
     ]
     tools_json = json.dumps(tools, sort_keys=True)
     message_type = pl.List(pl.Struct({"role": pl.String, "content": pl.String}))
@@ -155,84 +158,6 @@ def with_prompts(df: pl.DataFrame) -> tuple[pl.DataFrame, list[dict[str, Any]]]:
         pl.lit(tools_json).alias("tools"),
     )
     return out, tools
-
-
-def with_verl_columns(df: pl.DataFrame) -> pl.DataFrame:
-    """Add what verl rows need beyond the shard: `row_index` (position in the curriculum, unique
-    per row) and `verl_prompt` (the opening chat without tool text: verl passes the tool
-    schemas to the chat template itself, so baked-in tools would render twice)."""
-    prompts = [
-        _chat_messages(initial_messages_without_tools(Task.from_row(row)))
-        for row in df.iter_rows(named=True)
-    ]
-    message_type = pl.List(pl.Struct({"role": pl.String, "content": pl.String}))
-    return df.with_columns(
-        pl.int_range(pl.len(), dtype=pl.Int64).alias("row_index"),
-        pl.Series("verl_prompt", prompts, dtype=message_type),
-    )
-
-
-def initial_messages_without_tools(task: Task) -> list[dict[str, Any]]:
-    from ecomrlve.env import initial_messages
-
-    return initial_messages(task, include_tools=False)
-
-
-def verl_validation_ids(df: pl.DataFrame) -> set[str]:
-    """The tasks held out as verl's validation split (a seeded hash, round-robin by scenario)."""
-    from ecomrlve.train.curriculum import split_heldout
-
-    n_val = max(1, min(VERL_VAL_MAX, df.height // 20)) if df.height >= 2 else 0
-    _, heldout = split_heldout(df, n_val, seed=0)
-    return set(heldout["task_id"].to_list())
-
-
-def verl_rows(shard: pl.DataFrame, split: str = "train") -> pl.DataFrame:
-    """The rows verl's RLHFDataset and TRL's Parquet loaders read (input: `with_verl_columns`).
-
-    `prompt` is the opening chat (tools not in the text), `agent_name` the AgentLoop that
-    plays it, `reward_model.ground_truth` the hidden goal (JSON), `extra_info` everything the
-    loop and `compute_score` need to rebuild the episode: `index` (the row's position in the
-    curriculum, unique), the task fields, initial state, reference calls and tool schemas.
-    """
-    extra = pl.struct(
-        pl.lit(split).alias("split"),
-        pl.col("row_index").alias("index"),
-        pl.col("index").alias("task_index"),
-        pl.col("task_id"),
-        pl.col("scenario"),
-        pl.col("difficulty"),
-        pl.col("min_steps"),
-        pl.col("seed"),
-        pl.col("catalog_hash"),
-        pl.col("initial_state"),
-        pl.col("reference"),
-        pl.col("events"),  # the shop's changes during the episode: served and trained alike
-        pl.col("tools"),
-        pl.col("prompt").alias("user_prompt"),
-    )
-    return shard.select(
-        pl.lit(DATA_SOURCE).alias("data_source"),
-        pl.lit(AGENT_NAME).alias("agent_name"),
-        pl.col("verl_prompt").alias("prompt"),
-        pl.lit(ABILITY).alias("ability"),
-        pl.struct(pl.lit("rule").alias("style"), pl.col("goal").alias("ground_truth")).alias(
-            "reward_model"
-        ),
-        extra.alias("extra_info"),
-    )
-
-
-def task_from_verl_row(extra_info: dict[str, Any], reward_model: dict[str, Any]) -> Task:
-    """The `Task` a verl row describes (the inverse of `verl_rows`)."""
-    return Task.from_row(
-        {
-            **extra_info,
-            "index": extra_info.get("task_index", 0),
-            "prompt": extra_info["user_prompt"],
-            "goal": reward_model["ground_truth"],
-        }
-    )
 
 
 def _counts(df: pl.DataFrame) -> dict[str, dict[str, dict[str, int]]]:

@@ -65,10 +65,10 @@ from ecomrlve.flows.stages import (
     training_intact,
     validate_tasks_stage,
 )
-from ecomrlve.flows.verl_stage import verl_train_stage
 from ecomrlve.generators import feasible_cells
 from ecomrlve.generators.fanout import open_executor
 from ecomrlve.generators.generate import Chunk, check_band, plan_run
+from ecomrlve.integrations.verl.stage import verl_train_stage
 from ecomrlve.progress import ProgressEvent
 
 PIPELINE_RUN = "pipeline"

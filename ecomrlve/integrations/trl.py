@@ -46,8 +46,7 @@ from ecomrlve.config import EnvConfig
 from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.environment import EcomEnv
 from ecomrlve.env.tools import TOOL_SPECS, ToolSpec, tool_schemas
-from ecomrlve.flows.curriculum import task_from_verl_row
-from ecomrlve.train.verl import VERL_DIR, VERL_VAL_FILE
+from ecomrlve.integrations.verl.rows import VERL_DIR, VERL_VAL_FILE, task_from_verl_row
 
 _PY_TYPES: dict[str, Any] = {
     "string": str,

@@ -1,6 +1,6 @@
 """verl's runtime hooks: an AgentLoop that plays `EcomEnv` turn by turn, and `compute_score` for
 data_source "ecomrlve". The verl config that names them (`ecomrlve train --engine verl`, the
-pipeline's verl stage) is written by `ecomrlve.train.verl`.
+pipeline's verl stage) is written by `launch`.
 
 Tested against verl 0.9.1 (the Makefile installs `verl>=0.8,<0.10` without its dependencies;
 the `verl` extra lists what it imports). Rows come from a curriculum's `verl/` shards
@@ -33,8 +33,8 @@ from ecomrlve.env.catalog import Catalog
 from ecomrlve.env.environment import EcomEnv
 from ecomrlve.env.replay import verify
 from ecomrlve.env.tools import tool_schemas
-from ecomrlve.flows.curriculum import DATA_SOURCE, task_from_verl_row
-from ecomrlve.train.verl import AGENT_NAME, DATA_ENV
+from ecomrlve.integrations.verl.launch import DATA_ENV
+from ecomrlve.integrations.verl.rows import AGENT_NAME, DATA_SOURCE, task_from_verl_row
 
 VERDICT_KEY = "ecomrlve_verdict"
 

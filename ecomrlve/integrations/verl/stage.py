@@ -1,6 +1,6 @@
 """The pipeline's train stage when `training.engine: verl`: verl's trainer on the curriculum.
 
-Writes the verl config from ours (`ecomrlve.train.verl`), checks it with verl's own
+Writes the verl config from ours (`launch`), checks it with verl's own
 loader before anything runs, then runs `python -m verl.trainer.main_ppo ...` on this machine's
 GPUs. Not cached: verl keeps its own checkpoints under OUTPUT/verl/checkpoints.
 """
@@ -12,7 +12,7 @@ from typing import Any
 from prefect import task
 
 from ecomrlve.config import EcomConfig
-from ecomrlve.train import verl as launcher
+from ecomrlve.integrations.verl import launch as launcher
 
 
 def visible_gpus() -> int:

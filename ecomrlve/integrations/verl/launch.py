@@ -6,9 +6,9 @@ the curriculum's order kept) and the files verl needs; `compose_verl_config` che
 verl's own loader; `VerlLaunch.run` runs `python -m verl.trainer.main_ppo ...`, bound to this
 process (`procs.run_bound`).
 
-verl's runtime hooks, the AgentLoop that plays `EcomEnv` and `compute_score`, live a layer up in
-`ecomrlve.integrations.verl` (they import this module, never the other way): the config names
-them by module path, and verl imports them in its workers.
+verl's runtime hooks, the AgentLoop that plays `EcomEnv` and `compute_score`, live in
+`ecomrlve.integrations.verl.runtime`: the config names them by module path, and verl imports
+them in its workers (this module never imports them).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ecomrlve.config import EcomConfig
+from ecomrlve.integrations.verl.rows import AGENT_NAME, VERL_DIR, VERL_VAL_FILE
 
 DATA_ENV = "ECOMRLVE_DATA"  # where compute_score and the loop find the catalog
 VERL_VERSIONS = ">=0.8,<0.10"
@@ -29,16 +30,8 @@ VERL_VERSIONS = ">=0.8,<0.10"
 # Qwen3 template + the request come to ~2,000 tokens with the real tokenizer
 PROMPT_TOKENS = 4096
 
-# A curriculum's verl rows (written by `flows.curriculum`): DIR/curricula/NAME/verl/ holds the
-# training shards. The validation rows get a folder of their own, since a `validation.parquet`
-# beside the shards makes `datasets.load_dataset(".../verl")` see only the validation split.
-VERL_DIR = "verl"
-VERL_VAL_DIR = "verl_val"
-VERL_VAL_FILE = f"{VERL_VAL_DIR}/validation.parquet"
-# the name `ecomrlve.integrations.verl` registers its AgentLoop under (rows carry it)
-AGENT_NAME = "ecomrlve_agent"
 # the module verl imports our AgentLoop and compute_score from (named, not imported, here)
-HOOKS_MODULE = "ecomrlve.integrations.verl"
+HOOKS_MODULE = "ecomrlve.integrations.verl.runtime"
 
 
 def hooks_file() -> Path:
