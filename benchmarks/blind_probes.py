@@ -374,6 +374,20 @@ def order_targets(ep: Episode) -> list[dict]:
     return out
 
 
+def offer(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
+    """An offer or question about a write not done ("Shall I cancel O1?"): an order is offered
+    only while it can still be cancelled (pending, processing), so the offer itself is true."""
+    open_orders = [
+        t
+        for t in lie_targets(ep)["order"]
+        if ep.orders[t["order"]].get("status") in ("pending", "processing")
+    ]
+    targets = {"order": open_orders, "item": lie_targets(ep)["item"]}
+    options = [(t, kind) for kind in ("order", "item") if targets[kind] for t in w["offer"][kind]]
+    for template, kind in pick(rng, options, k):
+        yield ep.calls, f"{ep.answer} {template.format(**rng.choice(targets[kind]))}"
+
+
 def wrong_order(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
     """The write's report moved to another order: the true sentence goes, the lie replaces it."""
     targets = order_targets(ep)
@@ -395,7 +409,11 @@ def mixed(ep: Episode, w: dict, rng: random.Random, k: int) -> Iterator[Probe]:
             shown = [i["item_id"] for i in held if i["item_id"] in ep.shown]
             true = {"true_order": args.get("order_id", "")}
             true |= {"true_item": ep.name(shown[0])} if shown else {}
-            pool = items if kind == "checkout" else orders
+            pool = [
+                t
+                for t in (items if kind == "checkout" else orders)
+                if t["item"] != true.get("true_item")
+            ]
             for template in pick(rng, w["mixed"][kind], k) if pool else []:
                 text = template.format(**true, **rng.choice(pool))
                 yield ep.calls, ep.answer.replace(said, text)
@@ -662,7 +680,7 @@ CLASSES: list[ProbeClass] = [
     ProbeClass(
         "offers and questions about writes not done ('shall I cancel O1?')",
         TRUTH,
-        appended("offer"),
+        offer,
         "offer",
     ),
     ProbeClass("a true refund timing read from the policy", TRUTH, refund_timing),
