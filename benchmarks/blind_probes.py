@@ -96,7 +96,7 @@ def replay(task: Task, catalog: Catalog) -> Episode:
             ep.writes.append((call.name, call.arguments, result))
         ep.policies += [p["text"] for p in result.get("policies", [])]
         text = json.dumps(result)
-        for item_id in set(re.findall(r'"(?:item_id|new_item_id)": "(I\d+)"', text)):
+        for item_id in dict.fromkeys(re.findall(r'"(?:item_id|new_item_id)": "(I\d+)"', text)):
             ep.shown[item_id] = catalog.row(item_id)
     return ep
 
