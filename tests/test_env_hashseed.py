@@ -50,3 +50,33 @@ def test_a_shared_spelling_names_the_product_whichever_noun_it_came_from():
         # every noun of a product is written in the table's canonical spelling, so a text
         # naming it by any spelling finds it
         assert all(names.nouns.get(n, n) == n for n in nouns)
+
+
+OTHER_PROBE = """
+import json
+from ecomrlve.env.claims import _other_product, product_names
+from ecomrlve.testing import env_tasks as fx
+catalog = fx.small_catalog()
+by_brand = {}
+for item in catalog.item_ids:
+    by_brand.setdefault(str(catalog.value("brand", catalog.row_of(item))), []).append(item)
+pairs = [items[:2] for _, items in sorted(by_brand.items()) if len(items) >= 2][:6]
+acted = {a for a, _ in pairs}
+said = " and ".join("the " + catalog.title(catalog.row_of(b)) for _, b in pairs)
+print(json.dumps(_other_product("I've placed your order for " + said + ".", acted,
+                                product_names(catalog))))
+"""
+
+
+def test_the_other_product_reported_is_the_same_under_every_hash_seed():
+    """A message naming several acted products' siblings: the violation names one of them, and
+    which one may not move with the hash seed (it was the first of a set's iteration)."""
+    outputs = set()
+    for seed in (1, 2, 3, 4):
+        env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+        run = subprocess.run(
+            [sys.executable, "-c", OTHER_PROBE], env=env, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        outputs.add(json.loads(run.stdout))
+    assert len(outputs) == 1 and outputs != {""}

@@ -466,7 +466,7 @@ def test_openenv_section(seed0_shop, monkeypatch) -> None:
     token = run_command(commands[0])
     assert len(token) >= 32
     run_command(commands[1])
-    world, served_token, host, port = served["args"]
+    world, served_token, host, port, _seats = served["args"]
     assert (served_token, host, port) == (token, "127.0.0.1", 8000)
     assert world.limits.max_sessions == 128 and TASK_ID in world.tasks.ids
     with env_server.serve_in_thread(world, served_token) as url:

@@ -259,7 +259,7 @@ def _other_product(sentence: str, acted: set[str], names: ProductNames) -> str:
     if catalog is None:
         return ""
     titles: dict[str, list[tuple[set[str], str]]] = {}
-    for item_id in acted:
+    for item_id in sorted(acted):  # sorted: the name reported must not move with the hash seed
         row = catalog.row_of(item_id)
         if row is not None:
             title = catalog.title(row).lower()
@@ -383,7 +383,7 @@ def _other_variant(sentence: str, clause: str, acted: set[str], names: ProductNa
     start = max(0, lower.find(clause.lower()))
     stop = start + len(clause) if clause.lower() in lower else len(lower)
     by_type: dict[str, list[int]] = {}
-    for item_id in acted:
+    for item_id in sorted(acted):
         row = catalog.row_of(item_id)
         if row is not None and "product_type" in catalog._series:
             by_type.setdefault(str(catalog._series["product_type"][row]).lower(), []).append(row)
