@@ -393,10 +393,10 @@ def test_milestone_sets_follow_each_tasks_initial_orders(tasks, catalog):
     assert other.goal is task.goal
     for first, second in ((task, other), (other, task)):
         a, b = Progress(first, catalog), Progress(second, catalog)
-        assert "O4001" in a._orders if first is task else "O4001" not in a._orders
-        assert "O4001" in b._orders if second is task else "O4001" not in b._orders
-        assert ("O4001" in a._relevant_items) == (first is other)
-        assert ("O4001" in b._needed_items) == (second is other)
+        assert "O4001" in a.orders if first is task else "O4001" not in a.orders
+        assert "O4001" in b.orders if second is task else "O4001" not in b.orders
+        assert ("O4001" in a.relevant_items) == (first is other)
+        assert ("O4001" in b.needed_items) == (second is other)
 
 
 def test_free_reads_never_pay_a_failure_and_a_success_keeps_its_floor(tasks, catalog):

@@ -56,9 +56,10 @@ class Progress:
         self.reference_tools = frozenset(call.name for call in task.reference)
         self.reached: set[Milestone] = set()
 
-    # ---- goal sets, built on first use (acceptable sets can hold ~1,500 ids) -----------------
+    # ---- goal sets (`milestones.GoalSets`), built on first use (acceptable sets can hold
+    # ~1,500 ids) ----------------------------------------------------------------------------
     @cached_property
-    def _parts(self) -> list[tuple[Milestone, frozenset[str]]]:
+    def parts(self) -> list[tuple[Milestone, frozenset[str]]]:
         return self.goal.derived("milestone_parts", self._build_parts)
 
     def _build_parts(self) -> list[tuple[Milestone, frozenset[str]]]:
@@ -88,7 +89,7 @@ class Progress:
         relevant = frozenset(i for i in goal.relevant_ids if i not in initial_orders)
         needed = {r.item_id for r in goal.returns} | {e.item_id for e in goal.exchanges}
         needed.update(relevant)
-        for _, acceptable in self._parts:
+        for _, acceptable in self.parts:
             needed.update(acceptable)
         orders = set(goal.cancel) | {r.order_id for r in goal.returns}
         orders |= {e.order_id for e in goal.exchanges}
@@ -96,19 +97,19 @@ class Progress:
         return frozenset(needed), relevant, frozenset(orders)
 
     @property
-    def _needed_items(self) -> frozenset[str]:
+    def needed_items(self) -> frozenset[str]:
         return self._ids[0]
 
     @property
-    def _relevant_items(self) -> frozenset[str]:
+    def relevant_items(self) -> frozenset[str]:
         return self._ids[1]
 
     @property
-    def _orders(self) -> frozenset[str]:
+    def orders(self) -> frozenset[str]:
         return self._ids[2]
 
     @cached_property
-    def _policies(self) -> frozenset[str]:
+    def policies(self) -> frozenset[str]:
         """The policy rows the request needs; for tasks written before `relevant_policies`,
         the top row of each of the reference's own policy searches."""
         if self.goal.relevant_policies or self.catalog is None:
@@ -124,8 +125,8 @@ class Progress:
     def _initial_orders(self) -> frozenset[str]:
         return frozenset(o["order_id"] for o in self.task.initial_state.get("orders", []))
 
-    def _shown(self, ids: list[str]) -> list[Milestone]:
-        return [part for part, acceptable in self._parts if not acceptable.isdisjoint(ids)]
+    def shown(self, ids: list[str]) -> list[Milestone]:
+        return [part for part, acceptable in self.parts if not acceptable.isdisjoint(ids)]
 
     # ---- credit --------------------------------------------------------------------------------
     def credit(

@@ -28,17 +28,24 @@ import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import polars as pl
 import tantivy
 
 from ecomrlve.store import StoreError
 
-if TYPE_CHECKING:
-    from ecomrlve.env.catalog import Catalog
-
 log = logging.getLogger(__name__)
+
+
+class Catalog(Protocol):
+    """What the index reads of a catalog (`ecomrlve.env.catalog.Catalog` is one): its size,
+    its hash (the index is rebuilt when it changes) and one document per row."""
+
+    size: int
+    catalog_hash: str
+
+    def index_documents(self) -> tuple[list[str], bool]: ...
 
 INDEX_VERSION = 4  # 2: price / rating / ship_days fast fields only; 4: no ranked postings
 TOKENIZER = "shop"
