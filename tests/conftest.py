@@ -90,6 +90,15 @@ def catalog():
 
 
 @pytest.fixture(scope="module")
+def ctx():
+    """A generation context on the fuzzer's small shop (`testing.fuzzer.gen_context`), for
+    modules that generate tasks; a module may define its own `ctx` instead."""
+    from ecomrlve.testing.fuzzer import gen_context
+
+    return gen_context()
+
+
+@pytest.fixture(scope="module")
 def tasks(catalog):
     """Its hand-made tasks by id."""
     from ecomrlve.testing import env_tasks

@@ -20,16 +20,10 @@ from ecomrlve.generators.events import EVENTS_FROM, check_events_from
 from ecomrlve.generators.generate import task_row
 from ecomrlve.tasks import TASK_SCHEMA, Task, WorldEvent, with_column_defaults
 from ecomrlve.testing import env_tasks as fx
-from ecomrlve.testing.fuzzer import gen_context
 
 
 @pytest.fixture(scope="module")
-def ctx():
-    return gen_context()
-
-
-@pytest.fixture(scope="module")
-def catalog(ctx):
+def catalog(ctx):  # the generated shop's (conftest's `ctx`), not the hand-made one
     return ctx.catalog
 
 

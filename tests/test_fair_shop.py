@@ -23,18 +23,12 @@ from ecomrlve.generators import generate_task
 from ecomrlve.generators.events import COMMITTING
 from ecomrlve.tasks import Task, ToolCall, WorldEvent
 from ecomrlve.testing import env_tasks as fx
-from ecomrlve.testing.fuzzer import gen_context
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def ctx():
-    return gen_context()
-
-
-@pytest.fixture(scope="module")
-def catalog(ctx):
+def catalog(ctx):  # the generated shop's (conftest's `ctx`), not the hand-made one
     return ctx.catalog
 
 

@@ -30,12 +30,7 @@ from ecomrlve.testing.fuzzer import gen_context
 
 
 @pytest.fixture(scope="module")
-def ctx():
-    return gen_context()
-
-
-@pytest.fixture(scope="module")
-def catalog(ctx):
+def catalog(ctx):  # the generated shop's (conftest's `ctx`), not the hand-made one
     return ctx.catalog
 
 
