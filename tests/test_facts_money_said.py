@@ -44,6 +44,8 @@ READ = [
     ("That was 12 dollars, 49 cents.", [12.49]),
     ("That was 12 dollars 49 cents.", [12.49]),
     ("That was 12 dollars and 5 cents.", [12.05]),
+    ("That was $12 & 49 cents.", [12.49]),
+    ("That was twelve and 49/100 dollars.", [12.49]),
     ("That was 312.49 US dollars.", [312.49]),
     ("That was 312.49 U.S. dollars.", [312.49]),
     ("That was 312.49$.", [312.49]),
@@ -93,6 +95,7 @@ TRUTHS = [  # (answer, the fact's value)
     ("You paid $2,368 and 15 cents for it.", "2368.15"),
     ("It came to 2,368 bucks and 15 cents.", "2368.15"),
     ("You paid $55 and 0 cents.", "55.00"),
+    ("You paid sixty-eight and 15/100 dollars.", "68.15"),
 ]
 LIES = [  # the same forms, another amount
     ("The lamp was 23 dollars 94.", "23.49"),
@@ -107,6 +110,7 @@ LIES = [  # the same forms, another amount
     ("You paid $2'368.16 for it.", "2368.15"),
     ("You paid $2,368 and 51 cents for it.", "2368.15"),
     ("It came to 2,368 bucks and 14 cents.", "2368.15"),
+    ("You paid sixty-eight and 51/100 dollars.", "68.15"),
     # cents said apart for a whole-dollar fact: read as $55.00 before, and paid
     ("You paid $55 and 99 cents.", "55.00"),
     ("You paid 55 dollars 99.", "55.00"),

@@ -232,14 +232,14 @@ _WHOLE = (
 _DECIMALS = r"\.(\d{1,2})"
 # cents said apart, after a whole amount: "$55 and 99 cents", "$7 and 99¢" (the unit is needed:
 # "$7 and 8 items" is $7); after a unit word also "36 dollars, 99 cents"
-_SAID_CENTS = r"\s+and\s+(\d{1,2}|one)\s?(?:cents?\b|¢)"
-_UNIT_CENTS = r",?\s+(?:and\s+)?(\d{1,2}|one)\s?(?:cents?\b|¢)"
+_SAID_CENTS = r"\s+(?:and|&)\s+(\d{1,2}|one)\s?(?:cents?\b|¢)"
+_UNIT_CENTS = r",?\s+(?:(?:and|&)\s+)?(\d{1,2}|one)\s?(?:cents?\b|¢)"
 # after a unit word the cents may be two bare digits: "47 dollars 99", "47 dollars and 99."
 _BARE_CENTS = rf"\s+(\d{{2}})(?!\d|[.,]\d|{_COUNTED})|\s+and\s+(\d{{2}})(?=\s*(?:[.!?;)]|$))"
 _UNIT_TAIL = rf"(?:{_UNIT_CENTS}|{_BARE_CENTS})?"
 # a number before its mark starts no later than its first digit ("47,99 usd" is never $99), and
 # may have a decimal comma ("47,99 $": two digits, where a thousands comma has three)
-_BEFORE_MARK = rf"(?<![\d.,']){_WHOLE}(?:{_DECIMALS}|,(\d{{2}})(?!\d))?\s?"
+_BEFORE_MARK = rf"(?<![\d.,'/]){_WHOLE}(?:{_DECIMALS}|,(\d{{2}})(?!\d))?\s?"
 _SPACE = r"\s?"
 # one pattern per spelling, each run only when its anchor is in the text (a single alternation
 # with optional prefixes is tried at every position: several times slower), or where its gate
@@ -255,6 +255,8 @@ _MONEY_FORMS = (
     # "forty-seven dollars 99")
     ("dollar", re.compile(rf"{_BEFORE_MARK}(?:u\.?s\.? )?dollars?\b{_UNIT_TAIL}")),
     ("buck", re.compile(rf"{_BEFORE_MARK}bucks\b{_UNIT_TAIL}")),
+    # as on a cheque: "47 and 99/100 dollars" (the empty group: no decimals)
+    ("/100", re.compile(r"(?<![\d.,'])(\d+) and ()(\d{2})/100\s?(?:u\.?s\.? )?dollars?\b")),
 )
 # the first letters up front and the lookbehinds after "free": a lookbehind first was tried at
 # every position (78 us an answer that holds an anchor, now 10)
