@@ -215,22 +215,55 @@ def extract_dates(text: str) -> list[tuple[int, frozenset[Day]]]:
 
 
 # ---- money, percent, duration ----------------------------------------------------------------
-_AMOUNT = r"(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d{1,2}))?"
+# what makes a number that follows an amount a count, not more of the amount: a percent, a
+# hyphen, a noun it counts or a month ("$40 100 days ago", "47 dollars 99 items", "$20 15 june");
+# any other word goes on about the amount ("$2 183 for the lamp", "47 dollars 99 while")
+_COUNTED = (
+    r"\s?%|-|\s+(?:of|items?|units?|pieces?|pcs|pairs?|packs?|times|orders?|products?|people"
+    r"|percent|(?:day|week|month|year|hour|minute)s?"
+    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*)\b"
+)
+# a whole number of dollars: thousands grouped by commas ("1,565"), apostrophes ("1'422") or
+# spaces ("2 183.99": never before a count, and every form below has its currency mark right
+# next to the number, so "2 items 183.99" is never joined), or digits alone
+_WHOLE = (
+    rf"(\d{{1,3}}(?:,\d{{3}})+|\d{{1,3}}(?:'\d{{3}})+|\d{{1,3}}(?: \d{{3}})+(?!\d|{_COUNTED})|\d+)"
+)
+_DECIMALS = r"\.(\d{1,2})"
+# cents said apart, after a whole amount: "$55 and 99 cents", "$7 and 99¢" (the unit is needed:
+# "$7 and 8 items" is $7); after a unit word also "36 dollars, 99 cents"
+_SAID_CENTS = r"\s+(?:and|&)\s+(\d{1,2}|one)\s?(?:cents?\b|¢)"
+_UNIT_CENTS = r",?\s+(?:(?:and|&)\s+)?(\d{1,2}|one)\s?(?:cents?\b|¢)"
+# after a unit word the cents may be two bare digits: "47 dollars 99", "47 dollars and 99."
+_BARE_CENTS = rf"\s+(\d{{2}})(?!\d|[.,]\d|{_COUNTED})|\s+and\s+(\d{{2}})(?=\s*(?:[.!?;)]|$))"
+_UNIT_TAIL = rf"(?:{_UNIT_CENTS}|{_BARE_CENTS})?"
+# a number before its mark starts no later than its first digit ("47,99 usd" is never $99), and
+# may have a decimal comma ("47,99 $": two digits, where a thousands comma has three)
+_BEFORE_MARK = rf"(?<![\d.,'/]){_WHOLE}(?:{_DECIMALS}|,(\d{{2}})(?!\d))?\s?"
 _SPACE = r"\s?"
 # one pattern per spelling, each run only when its anchor is in the text (a single alternation
-# with optional prefixes is tried at every position: several times slower)
+# with optional prefixes is tried at every position: several times slower), or where its gate
+# pattern is found; groups: the whole dollars, then the decimals, then cents said apart
 _MONEY_FORMS = (
-    ("$", re.compile(rf"\${_SPACE}{_AMOUNT}")),
-    ("usd", re.compile(rf"\busd\s?{_AMOUNT}")),
-    ("usd", re.compile(rf"{_AMOUNT}\s?usd\b")),
-    # "47 dollars and 99 cents" (number words are digits by now: "forty-seven dollars and ...")
-    ("dollar", re.compile(rf"{_AMOUNT}\s?dollars?\b(?:,?\s+and\s+(\d{{1,2}}|one)\s?cents?\b)?")),
-    ("buck", re.compile(rf"{_AMOUNT}\s?bucks\b")),
+    ("$", re.compile(rf"\${_SPACE}{_WHOLE}(?:{_DECIMALS}|,?{_SAID_CENTS})?")),
+    # "47.99$", never the "2 " of "2 $5 cards" (this one scans every digit: only where a "$"
+    # comes before no digit, 20 us an answer otherwise)
+    (re.compile(r"\$(?!\s?\d)"), re.compile(rf"{_BEFORE_MARK}\$(?!\s?\d)")),
+    ("usd", re.compile(rf"\busd\s?{_WHOLE}(?:{_DECIMALS}|,?{_SAID_CENTS})?")),
+    ("usd", re.compile(rf"{_BEFORE_MARK}usd\b")),
+    # "47 dollars and 99 cents", "101.99 us dollars" (number words are digits by now:
+    # "forty-seven dollars 99")
+    ("dollar", re.compile(rf"{_BEFORE_MARK}(?:u\.?s\.? )?dollars?\b{_UNIT_TAIL}")),
+    ("buck", re.compile(rf"{_BEFORE_MARK}bucks\b{_UNIT_TAIL}")),
+    # as on a cheque: "47 and 99/100 dollars" (the empty group: no decimals)
+    ("/100", re.compile(r"(?<![\d.,'])(\d+) and ()(\d{2})/100\s?(?:u\.?s\.? )?dollars?\b")),
 )
+# the first letters up front and the lookbehinds after "free": a lookbehind first was tried at
+# every position (78 us an answer that holds an anchor, now 10)
 _MONEY_ZERO = re.compile(
-    r"(?<!feel )(?<!-)\bfree\b(?!\s+to\b)(?!-)|\bno (?:extra |additional )?(?:charge|cost)\b"
-    r"|\bat no (?:extra |additional )?cost\b|\bcosts? (?:you )?nothing\b"
-    r"|\bno (?:shipping|delivery) (?:fee|charge|cost)s?\b|\bwon't cost\b"
+    r"(?=[fnacw])\b(?:free\b(?<!feel free)(?<!-free)(?!\s+to\b)(?!-)"
+    r"|no (?:extra |additional )?(?:charge|cost)\b|at no (?:extra |additional )?cost\b"
+    r"|costs? (?:you )?nothing\b|no (?:shipping|delivery) (?:fee|charge|cost)s?\b|won't cost\b)"
 )
 _PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s?(?:%|percent\b|per cent\b|pct\b)")
 _PERCENT_ZERO = re.compile(
@@ -244,13 +277,12 @@ _DURATION = re.compile(
 )
 
 
-def _amount(whole: str, cents: str | None, spoken_cents: str | None = None) -> float:
-    if spoken_cents:  # "and 5 cents" is $0.05, where ".5" is $0.50 ("one" stays a word)
-        return (
-            float(whole.replace(",", ""))
-            + (1 if spoken_cents == "one" else int(spoken_cents)) / 100
-        )
-    return float(whole.replace(",", "")) + (float(cents.ljust(2, "0")) / 100 if cents else 0.0)
+def _amount(whole: str, decimals: str | None, *said: str | None) -> float:
+    """Dollars of a match of `_MONEY_FORMS`: `decimals` after a point ("4.5" is $4.50), or the
+    first of the cents `said` apart ("and 5 cents" is $0.05; "one" stays a word)."""
+    dollars = float(whole.replace(",", "").replace("'", "").replace(" ", ""))
+    cents = decimals.ljust(2, "0") if decimals else next((c for c in said if c), None)
+    return dollars + (0 if cents is None else 1 if cents == "one" else int(cents)) / 100
 
 
 def _has(text: str, words: tuple[str, ...]) -> bool:
@@ -363,8 +395,8 @@ def extract_money(text: str) -> list[tuple[int, float]]:
     """(position, amount) for every amount, each an `Amount` in the role its sentence gives it
     ("shipping on a $35 order costs $4.99": $35 the order, $4.99 the shipping)."""
     out = []
-    for anchor, pattern in _MONEY_FORMS:
-        if anchor in text:
+    for gate, pattern in _MONEY_FORMS:
+        if gate in text if isinstance(gate, str) else gate.search(text):
             out += [
                 (m.start(), Amount(round(_amount(*m.groups()), 2), money_role(text, *m.span())))
                 for m in pattern.finditer(text)
@@ -377,9 +409,13 @@ def extract_money(text: str) -> list[tuple[int, float]]:
 # members get free shipping", "spend more and you could get free shipping") states no amount of this
 # order: read in its clause, it is no $0 (a fee of $4.99 may be told beside it), while "your
 # order ships free" and "shipping is free for you" still are
+_SAID_AMOUNT = r"\$\s?\d|\busd\s?\d|\d\s?(?:dollars?|bucks|usd)\b"
+_NEEDED = r"(?:needs?|needed|required|requires|necessary|minimum|threshold)"
+_FOR_FREE = r"(?:for|to (?:get|qualify for|earn|unlock))"
 _RULE_FREE_AFTER = re.compile(
     r"\s*(?:shipping\s+|delivery\s+)?(?:(?:on|for) (?:all |any |every )?(?:orders|purchases)"
-    r"|(?:over|above|from|at|starting at|starts|kicks in|begins|applies|once|when|if)\b)"
+    r"|(?:over|above|from|at|starting at|starts|kicks in|begins|applies|once|when|if)\b"
+    r"|(?:threshold|minimum|cutoff|requires|needs)\b)"  # "the free shipping threshold is $50"
 )
 _RULE_FREE_BEFORE = re.compile(
     r"\b(?:orders|purchases|members)\b|\b(?:away from|short of|reach|unlock|towards?)\s*$"
@@ -389,6 +425,11 @@ _RULE_FREE_BEFORE = re.compile(
     r"|\b(?:add|spend|more|enough|another|extra)\b[^,]*\bto (?:get|qualify for|earn|ship)\s*$"
     r"|\b(?:add|spend)\b[^,]*\$\s?[\d.,]+[^,]*\band (?:it|you|your order)(?:'ll| will)?"
     r" (?:ships?|get|qualify for)\s*$"
+    # what an amount is needed for: "below the $50 needed for free shipping", "you need $50
+    # to get free shipping", "the minimum for free shipping"
+    rf"|(?:{_SAID_AMOUNT})[^,]*\b{_NEEDED}\b[^,]*\b{_FOR_FREE}\s*$"
+    rf"|\b{_NEEDED}\b[^,]*(?:{_SAID_AMOUNT})[^,]*\b{_FOR_FREE}\s*$"
+    rf"|\b(?:minimum|threshold|cutoff)(?: order| spend)? {_FOR_FREE}\s*$"
 )
 _CONDITION = re.compile(r"\s*(?:for|on|over|above|with) (?:all |any )?(?:orders|purchases)\b"
                         r"|\s*(?:if|once|when|whenever)\b")  # fmt: skip
