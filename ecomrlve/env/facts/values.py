@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from lemminflect import getAllInflections
+from lemminflect import getAllInflections, getAllInflectionsOOV
 
 # ---- dates -----------------------------------------------------------------------------------
 _MONTHS = {
@@ -553,6 +553,9 @@ def _hypothetical(before: str) -> bool:
         return True  # "has not shipped", "hasn't been processed", "not yet shipped"
     if not _NONE_SUBJECT.isdisjoint(before.lower().split()[-6:]):
         return True  # "none of your orders were cancelled", "nothing has shipped"
+    said = _SENTENCE_END.split(before.lower())[-1].split()[-6:]
+    if any(a == "no" and b.isalpha() for a, b in itertools.pairwise(said)):
+        return True  # "no order of yours was cancelled" (not "No, it was cancelled")
     if any(w in _MODAL_BEFORE for w in words):
         return True  # "once it has shipped", "if it was delivered"
     if any(a in ("order", "orders", "one") and b == "that" for a, b in itertools.pairwise(words)):
@@ -579,7 +582,7 @@ _STATUS_STEMS = ("deliver", "arriv", "ship", "dispatch", "process", "pending", "
 # ("set off", "end up" are motions too, but "set up", "ending in 1234" fill answers: left out)
 _MOTION_LEMMAS = ("arrive", "reach", "land", "get", "come", "show", "turn", "make", "leave",
                   "depart", "exit", "go", "head", "drop", "hand", "pull", "move", "travel",
-                  "roll", "pop", "wind")  # fmt: skip
+                  "roll", "pop", "wind", "bring", "carry")  # fmt: skip
 _MOTION_FORMS = {  # "showed" -> "done", "heading" -> "ing"
     form: ("ing" if tag == "VBG" else "done")
     for lemma in _MOTION_LEMMAS
@@ -633,6 +636,141 @@ def _motions(text: str) -> list[tuple[int, str]]:
     return out
 
 
+# A status said as the event it is, by the kind of event (its verbs taken by lemma, every
+# done or "-ing" form): arrival at the customer (the order "has been with you since", "was
+# received / signed for at your address", "came / turned up on June 3", its delivery
+# "completed") is delivered; in the carrier's hands or gone from the shop ("is with the
+# courier", "is in the mail / on the road", "handed to the carrier", "went out", "has been
+# sent", "is out of our warehouse") shipped; not started ("hasn't been processed", "is
+# queued", "waiting to be processed") pending; being prepared ("being handled / prepped /
+# readied", "in the works") processing; stopped ("called off", "voided", "scrapped", "the
+# cancellation of O1 went through") cancelled. The words before each are then read as for
+# every status (`_hypothetical`: "will be", "hasn't", "once" state none), and a subject that
+# is no order ("your refund is being processed", "the label was sent") states none either.
+def _done(*lemmas: str) -> str:
+    """Every past and past-participle form of `lemmas`, as a regex alternation."""
+    return _forms(lemmas, ("VBD", "VBN"))
+
+
+def _ing(*lemmas: str) -> str:
+    return _forms(lemmas, ("VBG",))
+
+
+def _forms(lemmas: tuple[str, ...], tags: tuple[str, ...]) -> str:
+    forms = {
+        form
+        for lemma in lemmas
+        for tag, said in (
+            getAllInflections(lemma, upos="VERB") or getAllInflectionsOOV(lemma, upos="VERB")
+        ).items()
+        if tag in tags
+        for form in said
+    }
+    return "(?:" + "|".join(sorted(forms, key=len, reverse=True)) + ")"
+
+
+_BE = r"(?:is|are|was|were|been|'s|now|already|currently|still|safely)"
+_CARRIER = (
+    r"(?:the |a |our |your )?(?:carrier|courier|shipping company|delivery company|postal "
+    r"service|post office|postman|mail carrier|delivery driver|mail|post|road|truck|van|"
+    r"ups|fedex|usps|dhl)s?\b"
+)
+_ARRIVE_DONE = _done("come", "land", "arrive") + r"|" + _done("turn", "show", "pop") + r" up"
+_PREPARE = ("process", "prepare", "prep", "pack", "handle", "ready", "assemble", "fulfil",
+            "package", "box")  # fmt: skip
+_STOP = ("void", "annul", "scrap", "abort", "revoke", "rescind", "nix")
+_NEGATED = r"(?:\w+n't|not|never)"
+_EVENTS = (
+    ("delivered", rf"\b{_BE} with you\b"),
+    ("delivered", rf"\b{_done('complete', 'finish', 'make')} (?:its|the|their|your) deliver"),
+    ("delivered", r"\bdeliver(?:y|ies) (?:of \S+ )?(?:(?:was|were|is|has been|have been) )?"
+     r"(?:now )?(?:completed?|finished|done|successful)\b"),
+    ("delivered", r"\b(?:was|were|been|got) (?:safely |successfully )?received (?:at your|at "
+     r"(?:the|your) (?:door|address|home|house)|by you|in person)"),
+    ("delivered", r"\byou(?: have|'ve)? (?:already )?received (?:it|them|the|your)\b"),
+    ("delivered", rf"\b{_done('sign')} for\b"),
+    ("delivered", rf"\b(?:{_ARRIVE_DONE}) (?:on|last|yesterday|earlier|already|safely)"
+     r"\b"),
+    ("shipped", rf"\b{_BE} (?:(?:now|already|currently) )?(?:with|in|on|in the hands of) "
+     rf"{_CARRIER}"),
+    ("shipped", rf"\b{_done('hand', 'pass', 'give', 'turn', 'release', 'transfer')} "
+     rf"(?:over |off )?to {_CARRIER}"),
+    ("shipped", rf"\b{_done('pick', 'collect')} (?:up )?by {_CARRIER}"),
+    ("shipped", rf"\b{_done('go', 'head', 'roll', 'ship', 'mail', 'post')} out\b(?! of stock)"),
+    ("shipped", rf"\b{_BE} out (?:of {_SHOP_PLACE}|the door)"),
+    ("shipped", rf"\b(?:{_BE}|got|have been|has been) {_done('send', 'mail', 'post')}"
+     r"(?: off| out| away)?\b(?! to (?:your|the) (?:e-?mail|inbox|phone))"),
+    ("shipped", rf"\bbeing {_done('ship', 'send', 'mail', 'post', 'dispatch', 'deliver')}\b"),
+    ("pending", rf"\b{_NEGATED} (?:yet )?(?:been )?{_done('process', 'start', 'touch', 'begin')}"
+     r"\b(?! by (?:the |a )?(?:carrier|courier))"),
+    ("pending", r"\b(?:has|have|is|are) yet to be (?:processed|started|handled)\b"),
+    ("pending", rf"\bprocessing (?:of \S+ )?{_NEGATED} (?:yet )?(?:start|begin|started|begun)"),
+    ("pending", rf"\b(?:{_done('queue')}|in (?:the|a|our) queue)\b"),
+    ("pending", rf"\b(?:{_ing('wait', 'await')}|waits) (?:for |on )?(?:its turn|processing|"
+     r"to be (?:processed|handled|started))\b"),
+    ("processing", rf"\bbeing (?:{_done(*_PREPARE)}|made ready|got ready|gotten ready|"
+     r"put together|worked on)\b"),
+    ("processing", r"\b(?:in the works|in preparation|under preparation|getting ready (?:to|for) "
+     r"(?:ship|dispatch|shipment|shipping|dispatch))\b"),
+    ("cancelled", rf"\b(?:{_done('call')} off|{_done(*_STOP)})\b"),
+    ("cancelled", r"\bcancell?ation\b(?P<mid>[^.;!?]{0,48}?)(?:went through|has gone through|"
+     r"is complete|was completed|completed|is confirmed|was confirmed|has been confirmed|"
+     r"has been processed|was processed|succeeded|was successful|is done|took effect|"
+     r"has taken effect|is final)\b"),
+)  # fmt: skip
+_EVENT = re.compile("|".join(f"(?P<e{k}>{p})" for k, (_, p) in enumerate(_EVENTS)))
+_EVENT_STEMS = ("with you", "deliver", "receiv", "sign", "came", "come", "land", "arriv", " up",
+                "carrier", "courier", "mail", "post", "road", "truck", " van", "ups", "fedex",
+                "dhl", "out", "sent", "being", "process", "start", "touch", "begun", "queue",
+                "wait", "works", "prepar", "getting ready", "off", "void", "annul", "scrap",
+                "abort", "revok", "rescind", "nix", "cancel")  # fmt: skip
+# words before a status that make its subject no order ("your refund is being processed")
+_NOT_AN_ORDER = frozenset({
+    "refund", "refunds", "label", "labels", "email", "e-mail", "message", "request", "requests",
+    "confirmation", "link", "code", "receipt", "invoice", "notification", "reply", "payment",
+    "money", "credit", "voucher", "return", "returns", "replacement", "exchange", "claim",
+    "ticket", "case", "complaint", "i", "we", "i'm", "we're", "i've", "we've", "update",
+    "coupon", "discount", "promo", "charge", "authorization", "hold", "transaction", "text",
+    "sms", "tracking", "number", "info", "information", "details", "note", "instructions",
+    "form", "cancellation", "cancellations", "application", "account", "subscription",
+})  # fmt: skip
+_CLAUSE_WORDS = frozenset({"and", "but", "so", "which", "-", "—", "because", "while"})
+# between "cancellation" and its "went through": a doubt or a denial states no status
+_NOT_DONE = re.compile(r"\b(?:not|never|will|would|should|could|can|may|might|if|once|when|"
+                       r"being|to be)\b|n't\b")  # fmt: skip
+
+
+_ORDER_WORDS = frozenset({"it", "it's", "its", "they", "they're", "order", "orders", "package",
+                          "parcel", "shipment", "item", "items", "everything"})  # fmt: skip
+_ORDER_ID = re.compile(r"#?[on]\d+$")
+
+
+def _subject_is_no_order(text: str, start: int) -> bool:
+    """Is the subject of the clause before `start` something other than an order? Read back
+    to the nearest word naming an order (no) or one naming something else (yes)."""
+    clause = re.split(r"[,;:()]", text[max(0, start - 50) : start])[-1].split()
+    for word in reversed(clause[-6:]):
+        word = word.strip("\"'")
+        if word in _CLAUSE_WORDS or word in _ORDER_WORDS or _ORDER_ID.match(word):
+            return False
+        if word in _NOT_AN_ORDER:
+            return True
+    return False
+
+
+def _events(text: str) -> list[tuple[int, str]]:
+    """(position, status) of each status said as the event it is (rules above)."""
+    out = []
+    for m in _EVENT.finditer(text):
+        status = _EVENTS[int(m.lastgroup[1:])][0]
+        if m["mid"] is not None and _NOT_DONE.search(m["mid"]):
+            continue
+        if _subject_is_no_order(text, m.start()):
+            continue
+        out.append((m.start(), status))
+    return out
+
+
 def extract_statuses(text: str) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     if _has(text, _STATUS_STEMS):  # a substring test first: the alternation is slow
@@ -643,7 +781,12 @@ def extract_statuses(text: str) -> list[tuple[int, str]]:
                 found.append((m.start(), status))
     # (a verb of motion first: a split and a set test; few answers hold one, fewer a place)
     if not _MOTION_FORMS.keys().isdisjoint(text.split()) and _has(text, _PLACE_STEMS):
-        found = sorted(found + _motions(text))
+        found = found + _motions(text)
+    if _has(text, _EVENT_STEMS):  # an event read where a status word starts it wins there
+        events = _events(text)
+        starts = {start for start, _ in events}
+        found = [f for f in found if f[0] not in starts] + events
+    found = sorted(set(found))
     out = []
     for start, status in found:
         before = text[max(0, start - 40) : start]
