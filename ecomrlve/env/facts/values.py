@@ -683,7 +683,8 @@ _NEGATED = r"(?:\w+n't|not|never)"
 _EVENTS = (
     ("delivered", rf"\b{_BE} with you\b"),
     ("delivered", rf"\b{_done('complete', 'finish', 'make')} (?:its|the|their|your) deliver"),
-    ("delivered", r"\bdeliver(?:y|ies) (?:of \S+ )?(?:(?:was|were|is|has been|have been) )?"
+    ("delivered", r"\bdeliver(?:y|ies) (?:(?:of|for) \S+ )?"
+     r"(?:(?:was|were|is|has been|have been) )?"
      r"(?:now )?(?:completed?|finished|done|successful)\b"),
     ("delivered", r"\b(?:was|were|been|got) (?:safely |successfully )?received (?:at your|at "
      r"(?:the|your) (?:door|address|home|house)|by you|in person)"),
@@ -704,7 +705,8 @@ _EVENTS = (
     ("pending", rf"\b{_NEGATED} (?:yet )?(?:been )?{_done('process', 'start', 'touch', 'begin')}"
      r"\b(?! by (?:the |a )?(?:carrier|courier))"),
     ("pending", r"\b(?:has|have|is|are) yet to be (?:processed|started|handled)\b"),
-    ("pending", rf"\bprocessing (?:of \S+ )?{_NEGATED} (?:yet )?(?:start|begin|started|begun)"),
+    ("pending", rf"\bprocessing (?:(?:of|for) \S+ )?{_NEGATED} (?:yet )?"
+     r"(?:start|begin|started|begun)"),
     ("pending", rf"\b(?:{_done('queue')}|in (?:the|a|our) queue)\b"),
     ("pending", rf"\b(?:{_ing('wait', 'await')}|waits) (?:for |on )?(?:its turn|processing|"
      r"to be (?:processed|handled|started))\b"),
@@ -758,8 +760,8 @@ def _subject_is_no_order(text: str, start: int) -> bool:
     return False
 
 
-def _events(text: str) -> list[tuple[int, str]]:
-    """(position, status) of each status said as the event it is (rules above)."""
+def _events(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, status) of each status said as the event it is (rules above)."""
     out = []
     for m in _EVENT.finditer(text):
         status = _EVENTS[int(m.lastgroup[1:])][0]
@@ -767,7 +769,7 @@ def _events(text: str) -> list[tuple[int, str]]:
             continue
         if _subject_is_no_order(text, m.start()):
             continue
-        out.append((m.start(), status))
+        out.append((m.start(), m.end(), status))
     return out
 
 
@@ -782,16 +784,18 @@ def extract_statuses(text: str) -> list[tuple[int, str]]:
     # (a verb of motion first: a split and a set test; few answers hold one, fewer a place)
     if not _MOTION_FORMS.keys().isdisjoint(text.split()) and _has(text, _PLACE_STEMS):
         found = found + _motions(text)
-    if _has(text, _EVENT_STEMS):  # an event read where a status word starts it wins there
-        events = _events(text)
-        starts = {start for start, _ in events}
-        found = [f for f in found if f[0] not in starts] + events
+    if _has(text, _EVENT_STEMS):  # an event wins over the status words inside it
+        events = _events(text)  # ("waiting for processing" is pending, not processing)
+        found = [f for f in found if not any(a <= f[0] < b for a, b, _ in events)]
+        found += [(a, status) for a, _, status in events]
     found = sorted(set(found))
     out = []
     for start, status in found:
         before = text[max(0, start - 40) : start]
         if status != "pending" and _hypothetical(before):
             continue
+        if status == "delivered" and before.endswith("being "):
+            continue  # "is being delivered": on the way (an event, above), not there yet
         if status == "pending" and not _MODAL_BEFORE.isdisjoint(before.split()[-4:]):
             continue  # "can be cancelled while they are pending": a rule, not a status
         out.append((start, status))
