@@ -678,54 +678,66 @@ _CARRIER = (
 _ARRIVE_DONE = _done("come", "land", "arrive") + r"|" + _done("turn", "show", "pop") + r" up"
 _PREPARE = ("process", "prepare", "prep", "pack", "handle", "ready", "assemble", "fulfil",
             "package", "box")  # fmt: skip
+_CARRIER_HINTS = ("carrier", "courier", "company", "post", "mail", "road", "truck", "van", "ups",
+                  "fedex", "dhl")  # fmt: skip
 _STOP = ("void", "annul", "scrap", "abort", "revoke", "rescind", "nix")
 _NEGATED = r"(?:\w+n't|not|never)"
-_EVENTS = (
-    ("delivered", rf"\b{_BE} with you\b"),
-    ("delivered", rf"\b{_done('complete', 'finish', 'make')} (?:its|the|their|your) deliver"),
-    ("delivered", r"\bdeliver(?:y|ies) (?:(?:of|for) \S+ )?"
-     r"(?:(?:was|were|is|has been|have been) )?"
+_EVENTS = (  # (status, hints: one is in every text the pattern reads, pattern)
+    ("delivered", ("with you",), rf"\b{_BE} with you\b"),
+    ("delivered", ("deliver",),
+     rf"\b{_done('complete', 'finish', 'make')} (?:its|the|their|your) deliver"),
+    ("delivered", ("deliver",),
+     r"\bdeliver(?:y|ies) (?:(?:of|for) \S+ )?(?:(?:was|were|is|has been|have been) )?"
      r"(?:now )?(?:completed?|finished|done|successful)\b"),
-    ("delivered", r"\b(?:was|were|been|got) (?:safely |successfully )?received (?:at your|at "
+    ("delivered", ("received",),
+     r"\b(?:was|were|been|got) (?:safely |successfully )?received (?:at your|at "
      r"(?:the|your) (?:door|address|home|house)|by you|in person)"),
-    ("delivered", r"\byou(?: have|'ve)? (?:already )?received (?:it|them|the|your)\b"),
-    ("delivered", rf"\b{_done('sign')} for\b"),
-    ("delivered", rf"\b(?:{_ARRIVE_DONE}) (?:on|last|yesterday|earlier|already|safely)"
-     r"\b"),
-    ("shipped", rf"\b{_BE} (?:(?:now|already|currently) )?(?:with|in|on|in the hands of) "
-     rf"{_CARRIER}"),
-    ("shipped", rf"\b{_done('hand', 'pass', 'give', 'turn', 'release', 'transfer')} "
+    ("delivered", ("received",),
+     r"\byou(?: have|'ve)? (?:already )?received (?:it|them|the|your)\b"),
+    ("delivered", ("signed",), rf"\b{_done('sign')} for\b"),
+    ("delivered", ("came", "land", "arrived", " up"),
+     rf"\b(?:{_ARRIVE_DONE}) (?:on|last|yesterday|earlier|already|safely)\b"),
+    ("shipped", _CARRIER_HINTS,
+     rf"\b{_BE} (?:(?:now|already|currently) )?(?:with|in|on|in the hands of) {_CARRIER}"),
+    ("shipped", _CARRIER_HINTS,
+     rf"\b{_done('hand', 'pass', 'give', 'turn', 'release', 'transfer')} "
      rf"(?:over |off )?to {_CARRIER}"),
-    ("shipped", rf"\b{_done('pick', 'collect')} (?:up )?by {_CARRIER}"),
-    ("shipped", rf"\b{_done('go', 'head', 'roll', 'ship', 'mail', 'post')} out\b(?! of stock)"),
-    ("shipped", rf"\b{_BE} out (?:of {_SHOP_PLACE}|the door)"),
-    ("shipped", rf"\b(?:{_BE}|got|have been|has been) {_done('send', 'mail', 'post')}"
+    ("shipped", _CARRIER_HINTS, rf"\b{_done('pick', 'collect')} (?:up )?by {_CARRIER}"),
+    ("shipped", (" out",),
+     rf"\b{_done('go', 'head', 'roll', 'ship', 'mail', 'post')} out\b(?! of stock)"),
+    ("shipped", (" out",), rf"\b{_BE} out (?:of {_SHOP_PLACE}|the door)"),
+    ("shipped", ("sent", "mailed", "posted"),
+     rf"\b(?:{_BE}|got|have been|has been) {_done('send', 'mail', 'post')}"
      r"(?: off| out| away)?\b(?! to (?:your|the) (?:e-?mail|inbox|phone))"),
-    ("shipped", rf"\bbeing {_done('ship', 'send', 'mail', 'post', 'dispatch', 'deliver')}\b"),
-    ("pending", rf"\b{_NEGATED} (?:yet )?(?:been )?{_done('process', 'start', 'touch', 'begin')}"
+    ("shipped", ("being",),
+     rf"\bbeing {_done('ship', 'send', 'mail', 'post', 'dispatch', 'deliver')}\b"),
+    ("pending", ("processed", "started", "touched", "begun"),
+     rf"\b{_NEGATED} (?:yet )?(?:been )?{_done('process', 'start', 'touch', 'begin')}"
      r"\b(?! by (?:the |a )?(?:carrier|courier))"),
-    ("pending", r"\b(?:has|have|is|are) yet to be (?:processed|started|handled)\b"),
-    ("pending", rf"\bprocessing (?:(?:of|for) \S+ )?{_NEGATED} (?:yet )?"
-     r"(?:start|begin|started|begun)"),
-    ("pending", rf"\b(?:{_done('queue')}|in (?:the|a|our) queue)\b"),
-    ("pending", rf"\b(?:{_ing('wait', 'await')}|waits) (?:for |on )?(?:its turn|processing|"
+    ("pending", ("yet to be",),
+     r"\b(?:has|have|is|are) yet to be (?:processed|started|handled)\b"),
+    ("pending", ("processing",),
+     rf"\bprocessing (?:(?:of|for) \S+ )?{_NEGATED} (?:yet )?(?:start|begin|started|begun)"),
+    ("pending", ("queue",), rf"\b(?:{_done('queue')}|in (?:the|a|our) queue)\b"),
+    ("pending", ("wait",),
+     rf"\b(?:{_ing('wait', 'await')}|waits) (?:for |on )?(?:its turn|processing|"
      r"to be (?:processed|handled|started))\b"),
-    ("processing", rf"\bbeing (?:{_done(*_PREPARE)}|made ready|got ready|gotten ready|"
-     r"put together|worked on)\b"),
-    ("processing", r"\b(?:in the works|in preparation|under preparation|getting ready (?:to|for) "
+    ("processing", ("being",),
+     rf"\bbeing (?:{_done(*_PREPARE)}|made ready|got ready|gotten ready|put together|"
+     r"worked on)\b"),
+    ("processing", ("in the works", "preparation", "getting ready"),
+     r"\b(?:in the works|in preparation|under preparation|getting ready (?:to|for) "
      r"(?:ship|dispatch|shipment|shipping|dispatch))\b"),
-    ("cancelled", rf"\b(?:{_done('call')} off|{_done(*_STOP)})\b"),
-    ("cancelled", r"\bcancell?ation\b(?P<mid>[^.;!?]{0,48}?)(?:went through|has gone through|"
+    ("cancelled", (" off", "void", "annul", "scrap", "abort", "revok", "rescind", "nix"),
+     rf"\b(?:{_done('call')} off|{_done(*_STOP)})\b"),
+    ("cancelled", ("cancel",),
+     r"\bcancell?ation\b(?P<mid>[^.;!?]{0,48}?)(?:went through|has gone through|"
      r"is complete|was completed|completed|is confirmed|was confirmed|has been confirmed|"
      r"has been processed|was processed|succeeded|was successful|is done|took effect|"
      r"has taken effect|is final)\b"),
 )  # fmt: skip
-_EVENT = re.compile("|".join(f"(?P<e{k}>{p})" for k, (_, p) in enumerate(_EVENTS)))
-_EVENT_STEMS = ("with you", "deliver", "receiv", "sign", "came", "come", "land", "arriv", " up",
-                "carrier", "courier", "mail", "post", "road", "truck", " van", "ups", "fedex",
-                "dhl", "out", "sent", "being", "process", "start", "touch", "begun", "queue",
-                "wait", "works", "prepar", "getting ready", "off", "void", "annul", "scrap",
-                "abort", "revok", "rescind", "nix", "cancel")  # fmt: skip
+_EVENT_READERS = tuple((status, hints, re.compile(p)) for status, hints, p in _EVENTS)
+_EVENT_STEMS = tuple(sorted({h for _, hints, _ in _EVENTS for h in hints}))
 # words before a status that make its subject no order ("your refund is being processed")
 _NOT_AN_ORDER = frozenset({
     "refund", "refunds", "label", "labels", "email", "e-mail", "message", "request", "requests",
@@ -763,13 +775,14 @@ def _subject_is_no_order(text: str, start: int) -> bool:
 def _events(text: str) -> list[tuple[int, int, str]]:
     """(start, end, status) of each status said as the event it is (rules above)."""
     out = []
-    for m in _EVENT.finditer(text):
-        status = _EVENTS[int(m.lastgroup[1:])][0]
-        if m["mid"] is not None and _NOT_DONE.search(m["mid"]):
+    for status, hints, pattern in _EVENT_READERS:
+        if not _has(text, hints):  # a substring test first: most answers hold few hints
             continue
-        if _subject_is_no_order(text, m.start()):
-            continue
-        out.append((m.start(), m.end(), status))
+        for m in pattern.finditer(text):
+            if m.groupdict().get("mid") and _NOT_DONE.search(m["mid"]):
+                continue
+            if not _subject_is_no_order(text, m.start()):
+                out.append((m.start(), m.end(), status))
     return out
 
 
