@@ -152,3 +152,22 @@ def test_a_lie_in_plain_words_still_conflicts() -> None:
     assert not _check(f"Your order {ORDER} was delivered.", "shipped").ok
     assert not _check(f"Your order {ORDER} has shipped.", "pending").ok
     assert not _check(f"{ORDER} was cancelled.", "processing").ok
+
+
+def _on_file(task, status: str):
+    state = dict(task.initial_state)
+    state["orders"] = [dict(state["orders"][0], status=status)]
+    return task.model_copy(update={"initial_state": state, "goal": task.goal.model_copy()})
+
+
+def test_a_status_after_a_dash_and_a_label_is_the_named_orders(tasks, catalog) -> None:
+    """ "Order O1 — status: cancelled" is how O1 stands (true where it was cancelled before
+    the episode), not a cancel of this episode; where it was not, still a false report."""
+    from ecomrlve.env import reference_turns, verify
+
+    task = tasks["fx-status"]
+    for said in ("Order O4001 — status: cancelled.", "Order O4001 – current status: cancelled."):
+        for status, lie in (("cancelled", False), ("shipped", True)):
+            played = [*reference_turns(task)[:-1], said]
+            verdict = verify(_on_file(task, status) if not lie else task, played, catalog)
+            assert any(v.startswith("claims:") for v in verdict.violations) == lie, said

@@ -743,7 +743,7 @@ _NOT_AN_ORDER = frozenset({
     "refund", "refunds", "label", "labels", "email", "e-mail", "message", "request", "requests",
     "confirmation", "link", "code", "receipt", "invoice", "notification", "reply", "payment",
     "money", "credit", "voucher", "return", "returns", "replacement", "exchange", "claim",
-    "ticket", "case", "complaint", "i", "we", "i'm", "we're", "i've", "we've", "update",
+    "ticket", "complaint", "i", "we", "i'm", "we're", "i've", "we've", "update",
     "coupon", "discount", "promo", "charge", "authorization", "hold", "transaction", "text",
     "sms", "tracking", "number", "info", "information", "details", "note", "instructions",
     "form", "cancellation", "cancellations", "application", "account", "subscription",
