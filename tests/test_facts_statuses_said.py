@@ -28,6 +28,9 @@ SAID = {
         "{o} showed up on June 5.",
         "{o} was brought to your house on June 5.",
         "{o} was carried to your doorstep on June 5.",
+        "{o} is in your hands now.",
+        "{o} reached its destination on June 5.",
+        "The delivery of {o} took place on June 5.",
     ),
     "shipped": (
         "{o} is with the courier now.",
@@ -42,6 +45,8 @@ SAID = {
         "{o} is out of our fulfilment center.",
         "{o} got sent off.",
         "{o} is being delivered today.",
+        "The carrier picked up your order {o} yesterday.",
+        "The courier has your order {o} now.",
     ),
     "pending": (
         "{o} hasn't been processed so far.",
@@ -54,6 +59,7 @@ SAID = {
         "Processing for {o} hasn't begun.",
         "{o} has never been touched.",
         "{o} is sitting in our queue.",
+        "{o} is still unprocessed.",
     ),
     "processing": (
         "{o} is being packed right now.",
@@ -67,6 +73,8 @@ SAID = {
         "{o} is being boxed up.",
         "{o} is being made ready for dispatch.",
         "{o} is being packaged.",
+        "{o} is in progress.",
+        "The warehouse team is working on your order {o}.",
     ),
     "cancelled": (
         "{o} was called off.",
@@ -103,6 +111,11 @@ NOT_STATED = (  # (words, the status they must not state): negated, to come, or 
     ("The cancellation of {o} will be confirmed by email.", "cancelled"),
     ("No order of yours was cancelled.", "cancelled"),
     ("{o} can't be called off now.", "cancelled"),
+    ("Your return is in progress.", "processing"),
+    ("I'm working on it.", "processing"),
+    ("{o} will be at your door by June 24.", "delivered"),
+    ("The courier will pick up your return.", "shipped"),
+    ("{o} isn't in your hands yet.", "delivered"),
 )
 
 

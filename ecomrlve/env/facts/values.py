@@ -688,13 +688,16 @@ _EVENTS = (  # (status, hints: one is in every text the pattern reads, pattern)
      rf"\b{_done('complete', 'finish', 'make')} (?:its|the|their|your) deliver"),
     ("delivered", ("deliver",),
      r"\bdeliver(?:y|ies) (?:(?:of|for) \S+ )?(?:(?:was|were|is|has been|have been) )?"
-     r"(?:now )?(?:completed?|finished|done|successful)\b"),
+     r"(?:now )?(?:completed?|finished|done|successful|took place|happened|was made)\b"),
     ("delivered", ("received",),
      r"\b(?:was|were|been|got) (?:safely |successfully )?received (?:at your|at "
      r"(?:the|your) (?:door|address|home|house)|by you|in person)"),
     ("delivered", ("received",),
      r"\byou(?: have|'ve)? (?:already )?received (?:it|them|the|your)\b"),
     ("delivered", ("signed",), rf"\b{_done('sign')} for\b"),
+    ("delivered", ("hands", "door", "destination"),
+     rf"\b(?:{_BE} (?:now )?(?:in your hands|at your (?:door|doorstep|address|home|house))|"
+     rf"{_done('reach', 'arrive', 'get')} (?:at |to )?(?:its|their|the) (?:final )?destination)"),
     ("delivered", ("came", "land", "arrived", " up"),
      rf"\b(?:{_ARRIVE_DONE}) (?:on|last|yesterday|earlier|already|safely)\b"),
     ("shipped", _CARRIER_HINTS,
@@ -703,6 +706,10 @@ _EVENTS = (  # (status, hints: one is in every text the pattern reads, pattern)
      rf"\b{_done('hand', 'pass', 'give', 'turn', 'release', 'transfer')} "
      rf"(?:over |off )?to {_CARRIER}"),
     ("shipped", _CARRIER_HINTS, rf"\b{_done('pick', 'collect')} (?:up )?by {_CARRIER}"),
+    ("shipped", _CARRIER_HINTS,  # the carrier as the subject: "the courier has it"
+     rf"\b(?:the|your) {_CARRIER} (?:(?:now|already) )?(?:has|have|got|(?:has |have )?"
+     rf"{_done('pick', 'collect')}) (?:up )?(?:it|them|your (?:order|package|parcel)|"
+     r"the (?:order|package|parcel))\b"),
     ("shipped", (" out",),
      rf"\b{_done('go', 'head', 'roll', 'ship', 'mail', 'post')} out\b(?! of stock)"),
     ("shipped", (" out",), rf"\b{_BE} out (?:of {_SHOP_PLACE}|the door)"),
@@ -718,15 +725,17 @@ _EVENTS = (  # (status, hints: one is in every text the pattern reads, pattern)
      r"\b(?:has|have|is|are) yet to be (?:processed|started|handled)\b"),
     ("pending", ("processing",),
      rf"\bprocessing (?:(?:of|for) \S+ )?{_NEGATED} (?:yet )?(?:start|begin|started|begun)"),
-    ("pending", ("queue",), rf"\b(?:{_done('queue')}|in (?:the|a|our) queue)\b"),
+    ("pending", ("queue", "unprocessed"),
+     rf"\b(?:{_done('queue')}|in (?:the|a|our) queue|unprocessed)\b"),
     ("pending", ("wait",),
      rf"\b(?:{_ing('wait', 'await')}|waits) (?:for |on )?(?:its turn|processing|"
      r"to be (?:processed|handled|started))\b"),
     ("processing", ("being",),
      rf"\bbeing (?:{_done(*_PREPARE)}|made ready|got ready|gotten ready|put together|"
      r"worked on)\b"),
-    ("processing", ("in the works", "preparation", "getting ready"),
-     r"\b(?:in the works|in preparation|under preparation|getting ready (?:to|for) "
+    ("processing", ("in the works", "preparation", "getting ready", "in progress", "working"),
+     r"\b(?:in the works|in preparation|under preparation|in progress|working on (?:it|your "
+     r"order|the order)|getting ready (?:to|for) "
      r"(?:ship|dispatch|shipment|shipping|dispatch))\b"),
     ("cancelled", (" off", "void", "annul", "scrap", "abort", "revok", "rescind", "nix"),
      rf"\b(?:{_done('call')} off|{_done(*_STOP)})\b"),
