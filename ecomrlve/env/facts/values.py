@@ -675,18 +675,21 @@ _CARRIER = (
     r"service|post office|postman|mail carrier|delivery driver|mail|post|road|truck|van|"
     r"ups|fedex|usps|dhl)s?\b"
 )
-_ARRIVE_DONE = _done("come", "land", "arrive") + r"|" + _done("turn", "show", "pop") + r" up"
+# ("arrived" is a status word already)
+_ARRIVE_DONE = _done("come", "land") + r"|" + _done("turn", "show", "pop") + r" up"
 _PREPARE = ("process", "prepare", "prep", "pack", "handle", "ready", "assemble", "fulfil",
             "package", "box")  # fmt: skip
-_CARRIER_HINTS = ("carrier", "courier", "company", "post", "mail", "road", "truck", "van", "ups",
-                  "fedex", "dhl")  # fmt: skip
 _STOP = ("void", "annul", "scrap", "abort", "revoke", "rescind", "nix")
 _NEGATED = r"(?:\w+n't|not|never)"
-_EVENTS = (  # (status, hints: one is in every text the pattern reads, pattern)
-    ("delivered", ("with you",), rf"\b{_BE} with you\b"),
-    ("delivered", ("deliver",),
+_CARRIER_WORDS = ("carrier", "carriers", "courier", "couriers", "company", "postal", "post",
+                  "postman", "mail", "road", "truck", "van", "ups", "fedex", "usps", "dhl",
+                  "driver")  # fmt: skip
+_EVENTS = (  # (status, gate: one of these words is in every match, pattern)
+    ("delivered", ("with",), rf"\b{_BE} with you\b"),
+    ("delivered", ("completed", "finished", "made"),
      rf"\b{_done('complete', 'finish', 'make')} (?:its|the|their|your) deliver"),
-    ("delivered", ("deliver",),
+    ("delivered", ("complete", "completed", "finished", "done", "successful", "place", "happened",
+                   "made"),
      r"\bdeliver(?:y|ies) (?:(?:of|for) \S+ )?(?:(?:was|were|is|has been|have been) )?"
      r"(?:now )?(?:completed?|finished|done|successful|took place|happened|was made)\b"),
     ("delivered", ("received",),
@@ -695,58 +698,59 @@ _EVENTS = (  # (status, hints: one is in every text the pattern reads, pattern)
     ("delivered", ("received",),
      r"\byou(?: have|'ve)? (?:already )?received (?:it|them|the|your)\b"),
     ("delivered", ("signed",), rf"\b{_done('sign')} for\b"),
-    ("delivered", ("hands", "door", "destination"),
+    ("delivered", ("hands", "door", "doorstep", "address", "home", "house", "destination"),
      rf"\b(?:{_BE} (?:now )?(?:in your hands|at your (?:door|doorstep|address|home|house))|"
      rf"{_done('reach', 'arrive', 'get')} (?:at |to )?(?:its|their|the) (?:final )?destination)"),
-    ("delivered", ("came", "land", "arrived", " up"),
+    ("delivered", ("came", "come", "landed", "turned", "showed", "shown", "popped"),
      rf"\b(?:{_ARRIVE_DONE}) (?:on|last|yesterday|earlier|already|safely)\b"),
-    ("shipped", _CARRIER_HINTS,
+    ("shipped", _CARRIER_WORDS,
      rf"\b{_BE} (?:(?:now|already|currently) )?(?:with|in|on|in the hands of) {_CARRIER}"),
-    ("shipped", _CARRIER_HINTS,
+    ("shipped", _CARRIER_WORDS,
      rf"\b{_done('hand', 'pass', 'give', 'turn', 'release', 'transfer')} "
      rf"(?:over |off )?to {_CARRIER}"),
-    ("shipped", _CARRIER_HINTS, rf"\b{_done('pick', 'collect')} (?:up )?by {_CARRIER}"),
-    ("shipped", _CARRIER_HINTS,  # the carrier as the subject: "the courier has it"
+    ("shipped", _CARRIER_WORDS, rf"\b{_done('pick', 'collect')} (?:up )?by {_CARRIER}"),
+    ("shipped", _CARRIER_WORDS,  # the carrier as the subject: "the courier has it"
      rf"\b(?:the|your) {_CARRIER} (?:(?:now|already) )?(?:has|have|got|(?:has |have )?"
      rf"{_done('pick', 'collect')}) (?:up )?(?:it|them|your (?:order|package|parcel)|"
      r"the (?:order|package|parcel))\b"),
-    ("shipped", (" out",),
+    ("shipped", ("out",),
      rf"\b{_done('go', 'head', 'roll', 'ship', 'mail', 'post')} out\b(?! of stock)"),
-    ("shipped", (" out",), rf"\b{_BE} out (?:of {_SHOP_PLACE}|the door)"),
+    ("shipped", ("out",), rf"\b{_BE} out (?:of {_SHOP_PLACE}|the door)"),
     ("shipped", ("sent", "mailed", "posted"),
      rf"\b(?:{_BE}|got|have been|has been) {_done('send', 'mail', 'post')}"
      r"(?: off| out| away)?\b(?! to (?:your|the) (?:e-?mail|inbox|phone))"),
     ("shipped", ("being",),
      rf"\bbeing {_done('ship', 'send', 'mail', 'post', 'dispatch', 'deliver')}\b"),
-    ("pending", ("processed", "started", "touched", "begun"),
+    ("pending", ("processed", "started", "touched", "begun", "began"),
      rf"\b{_NEGATED} (?:yet )?(?:been )?{_done('process', 'start', 'touch', 'begin')}"
      r"\b(?! by (?:the |a )?(?:carrier|courier))"),
-    ("pending", ("yet to be",),
+    ("pending", ("yet",),
      r"\b(?:has|have|is|are) yet to be (?:processed|started|handled)\b"),
     ("pending", ("processing",),
      rf"\bprocessing (?:(?:of|for) \S+ )?{_NEGATED} (?:yet )?(?:start|begin|started|begun)"),
-    ("pending", ("queue", "unprocessed"),
+    ("pending", ("queued", "queue", "unprocessed"),
      rf"\b(?:{_done('queue')}|in (?:the|a|our) queue|unprocessed)\b"),
-    ("pending", ("wait",),
+    ("pending", ("waiting", "awaiting", "waits"),
      rf"\b(?:{_ing('wait', 'await')}|waits) (?:for |on )?(?:its turn|processing|"
      r"to be (?:processed|handled|started))\b"),
     ("processing", ("being",),
      rf"\bbeing (?:{_done(*_PREPARE)}|made ready|got ready|gotten ready|put together|"
      r"worked on)\b"),
-    ("processing", ("in the works", "preparation", "getting ready", "in progress", "working"),
+    ("processing", ("works", "preparation", "ready", "progress", "working"),
      r"\b(?:in the works|in preparation|under preparation|in progress|working on (?:it|your "
      r"order|the order)|getting ready (?:to|for) "
      r"(?:ship|dispatch|shipment|shipping|dispatch))\b"),
-    ("cancelled", (" off", "void", "annul", "scrap", "abort", "revok", "rescind", "nix"),
+    ("cancelled", ("off", "voided", "annulled", "scrapped", "aborted", "revoked", "rescinded",
+                   "nixed"),
      rf"\b(?:{_done('call')} off|{_done(*_STOP)})\b"),
-    ("cancelled", ("cancel",),
+    ("cancelled", ("cancellation", "cancelation"),
      r"\bcancell?ation\b(?P<mid>[^.;!?]{0,48}?)(?:went through|has gone through|"
      r"is complete|was completed|completed|is confirmed|was confirmed|has been confirmed|"
      r"has been processed|was processed|succeeded|was successful|is done|took effect|"
      r"has taken effect|is final)\b"),
 )  # fmt: skip
-_EVENT_READERS = tuple((status, hints, re.compile(p)) for status, hints, p in _EVENTS)
-_EVENT_STEMS = tuple(sorted({h for _, hints, _ in _EVENTS for h in hints}))
+_EVENT_READERS = tuple((status, frozenset(gate), re.compile(p)) for status, gate, p in _EVENTS)
+_NOT_A_LETTER = str.maketrans({c: " " for c in "0123456789.,;:!?()[]{}\"'-/$%#*&+=<>|_~`@"})
 # words before a status that make its subject no order ("your refund is being processed")
 _NOT_AN_ORDER = frozenset({
     "refund", "refunds", "label", "labels", "email", "e-mail", "message", "request", "requests",
@@ -783,9 +787,10 @@ def _subject_is_no_order(text: str, start: int) -> bool:
 
 def _events(text: str) -> list[tuple[int, int, str]]:
     """(start, end, status) of each status said as the event it is (rules above)."""
+    words = set(text.translate(_NOT_A_LETTER).split())
     out = []
-    for status, hints, pattern in _EVENT_READERS:
-        if not _has(text, hints):  # a substring test first: most answers hold few hints
+    for status, gate, pattern in _EVENT_READERS:
+        if gate.isdisjoint(words):  # a set test first: most answers open few gates
             continue
         for m in pattern.finditer(text):
             if m.groupdict().get("mid") and _NOT_DONE.search(m["mid"]):
@@ -806,8 +811,8 @@ def extract_statuses(text: str) -> list[tuple[int, str]]:
     # (a verb of motion first: a split and a set test; few answers hold one, fewer a place)
     if not _MOTION_FORMS.keys().isdisjoint(text.split()) and _has(text, _PLACE_STEMS):
         found = found + _motions(text)
-    if _has(text, _EVENT_STEMS):  # an event wins over the status words inside it
-        events = _events(text)  # ("waiting for processing" is pending, not processing)
+    events = _events(text)  # an event wins over the status words inside it
+    if events:  # ("waiting for processing" is pending, not processing)
         found = [f for f in found if not any(a <= f[0] < b for a, b, _ in events)]
         found += [(a, status) for a, _, status in events]
     found = sorted(set(found))
