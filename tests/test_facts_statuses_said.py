@@ -31,6 +31,7 @@ SAID = {
         "{o} is in your hands now.",
         "{o} reached its destination on June 5.",
         "The delivery of {o} took place on June 5.",
+        "With no problems at all, {o} was signed for on June 5.",
     ),
     "shipped": (
         "{o} is with the courier now.",

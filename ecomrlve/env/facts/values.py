@@ -538,6 +538,9 @@ _STATUS_OF = {
 _CANCELLATION_DONE = re.compile(r"cancell?ation ")
 _MODAL_BEFORE = frozenset({"once", "if", "after", "before", "until", "while", "when"})
 _NEGATION_BEFORE = frozenset({"not", "never", "yet"})
+_ORDER_NOUNS = frozenset({"order", "orders", "item", "items", "package", "packages", "parcel",
+                          "parcels", "purchase", "purchases", "shipment", "shipments",
+                          "one"})  # fmt: skip
 _NONE_SUBJECT = frozenset({"none", "nothing", "neither"})  # a subject that says no order is
 
 
@@ -554,8 +557,8 @@ def _hypothetical(before: str) -> bool:
     if not _NONE_SUBJECT.isdisjoint(before.lower().split()[-6:]):
         return True  # "none of your orders were cancelled", "nothing has shipped"
     said = _SENTENCE_END.split(before.lower())[-1].split()[-6:]
-    if any(a == "no" and b.isalpha() for a, b in itertools.pairwise(said)):
-        return True  # "no order of yours was cancelled" (not "No, it was cancelled")
+    if any(a == "no" and b in _ORDER_NOUNS for a, b in itertools.pairwise(said)):
+        return True  # "no order of yours was cancelled" (not "no issues, it was delivered")
     if any(w in _MODAL_BEFORE for w in words):
         return True  # "once it has shipped", "if it was delivered"
     if any(a in ("order", "orders", "one") and b == "that" for a, b in itertools.pairwise(words)):
