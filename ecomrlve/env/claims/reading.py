@@ -112,7 +112,8 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # objects of one ("I've returned the jacket, the coffee and the boots" is one claim)
 _NEW_SUBJECT = r"(?=(?:I|I've|I'd|I'm|I'll|we|we've|it|it's|they|you|there|nothing|none|no|your order|order\s+[A-Z]\d|[A-Z]\d)\b)"
 _CLAUSE = re.compile(
-    r",\s+(?!(?:and\s+)?(?:the|a|an|your|its|their|plus)\b)|;\s+|\s+[—–]\s+"
+    # (not before a label: "Order O1 — status: cancelled" is one statement about O1)
+    r",\s+(?!(?:and\s+)?(?:the|a|an|your|its|their|plus)\b)|;\s+|\s+[—–]\s+(?!\w+(?:\s\w+)?:\s)"
     r"|\s+(?:but|so|because|since|although|though|while|whereas|however|then)\s+"
     # "as" joins a statement only before its subject ("… as it has shipped"); "shows as
     # cancelled", "marked as delivered" say how the order stands, in one clause

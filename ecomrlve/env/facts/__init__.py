@@ -31,7 +31,16 @@ status      order status                "delivered"/"arrived", "shipped"/"on its
                                         "can't be", "to be" or a negation; a movement: done
                                         to the customer's place is delivered ("got to you",
                                         "showed up at your door"), under way or from the
-                                        shop's place shipped ("has left our warehouse")
+                                        shop's place shipped ("has left our warehouse");
+                                        an event of its kind, verbs by lemma: arrival
+                                        ("has been with you since", "signed for") is
+                                        delivered, the carrier's hands ("is in the mail",
+                                        "handed to the courier", "went out") shipped, not
+                                        started ("is queued") pending, being prepared
+                                        ("being prepped", "in the works") processing,
+                                        stopped ("called off", "the cancellation of O1
+                                        went through") cancelled; not of a subject that is
+                                        no order ("your refund is being processed")
 payment     ``paypal-6458``             "PayPal account ending in 6458", "Visa ****1234"
 address     the address text            house number + street (abbreviations folded);
                                         any "<number> <name> <suffix>" is a street line

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from lemminflect import getAllInflections
+from lemminflect import getAllInflections, getAllInflectionsOOV
 
 # ---- dates -----------------------------------------------------------------------------------
 _MONTHS = {
@@ -579,6 +579,9 @@ _STATUS_OF = {
 _CANCELLATION_DONE = re.compile(r"cancell?ation ")
 _MODAL_BEFORE = frozenset({"once", "if", "after", "before", "until", "while", "when"})
 _NEGATION_BEFORE = frozenset({"not", "never", "yet"})
+_ORDER_NOUNS = frozenset({"order", "orders", "item", "items", "package", "packages", "parcel",
+                          "parcels", "purchase", "purchases", "shipment", "shipments",
+                          "one"})  # fmt: skip
 _NONE_SUBJECT = frozenset({"none", "nothing", "neither"})  # a subject that says no order is
 
 
@@ -594,6 +597,9 @@ def _hypothetical(before: str) -> bool:
         return True  # "has not shipped", "hasn't been processed", "not yet shipped"
     if not _NONE_SUBJECT.isdisjoint(before.lower().split()[-6:]):
         return True  # "none of your orders were cancelled", "nothing has shipped"
+    said = _SENTENCE_END.split(before.lower())[-1].split()[-6:]
+    if any(a == "no" and b in _ORDER_NOUNS for a, b in itertools.pairwise(said)):
+        return True  # "no order of yours was cancelled" (not "no issues, it was delivered")
     if any(w in _MODAL_BEFORE for w in words):
         return True  # "once it has shipped", "if it was delivered"
     if any(a in ("order", "orders", "one") and b == "that" for a, b in itertools.pairwise(words)):
@@ -620,7 +626,7 @@ _STATUS_STEMS = ("deliver", "arriv", "ship", "dispatch", "process", "pending", "
 # ("set off", "end up" are motions too, but "set up", "ending in 1234" fill answers: left out)
 _MOTION_LEMMAS = ("arrive", "reach", "land", "get", "come", "show", "turn", "make", "leave",
                   "depart", "exit", "go", "head", "drop", "hand", "pull", "move", "travel",
-                  "roll", "pop", "wind")  # fmt: skip
+                  "roll", "pop", "wind", "bring", "carry")  # fmt: skip
 _MOTION_FORMS = {  # "showed" -> "done", "heading" -> "ing"
     form: ("ing" if tag == "VBG" else "done")
     for lemma in _MOTION_LEMMAS
@@ -674,6 +680,170 @@ def _motions(text: str) -> list[tuple[int, str]]:
     return out
 
 
+# A status said as the event it is, by the kind of event (its verbs taken by lemma, every
+# done or "-ing" form): arrival at the customer (the order "has been with you since", "was
+# received / signed for at your address", "came / turned up on June 3", its delivery
+# "completed") is delivered; in the carrier's hands or gone from the shop ("is with the
+# courier", "is in the mail / on the road", "handed to the carrier", "went out", "has been
+# sent", "is out of our warehouse") shipped; not started ("hasn't been processed", "is
+# queued", "waiting to be processed") pending; being prepared ("being handled / prepped /
+# readied", "in the works") processing; stopped ("called off", "voided", "scrapped", "the
+# cancellation of O1 went through") cancelled. The words before each are then read as for
+# every status (`_hypothetical`: "will be", "hasn't", "once" state none), and a subject that
+# is no order ("your refund is being processed", "the label was sent") states none either.
+def _done(*lemmas: str) -> str:
+    """Every past and past-participle form of `lemmas`, as a regex alternation."""
+    return _forms(lemmas, ("VBD", "VBN"))
+
+
+def _ing(*lemmas: str) -> str:
+    return _forms(lemmas, ("VBG",))
+
+
+def _forms(lemmas: tuple[str, ...], tags: tuple[str, ...]) -> str:
+    forms = {
+        form
+        for lemma in lemmas
+        for tag, said in (
+            getAllInflections(lemma, upos="VERB") or getAllInflectionsOOV(lemma, upos="VERB")
+        ).items()
+        if tag in tags
+        for form in said
+    }
+    return "(?:" + "|".join(sorted(forms, key=len, reverse=True)) + ")"
+
+
+_BE = r"(?:is|are|was|were|been|'s|now|already|currently|still|safely)"
+_CARRIER = (
+    r"(?:the |a |our |your )?(?:carrier|courier|shipping company|delivery company|postal "
+    r"service|post office|postman|mail carrier|delivery driver|mail|post|road|truck|van|"
+    r"ups|fedex|usps|dhl)s?\b"
+)
+# ("arrived" is a status word already)
+_ARRIVE_DONE = _done("come", "land") + r"|" + _done("turn", "show", "pop") + r" up"
+_PREPARE = ("process", "prepare", "prep", "pack", "handle", "ready", "assemble", "fulfil",
+            "package", "box")  # fmt: skip
+_STOP = ("void", "annul", "scrap", "abort", "revoke", "rescind", "nix")
+_NEGATED = r"(?:\w+n't|not|never)"
+_CARRIER_WORDS = ("carrier", "carriers", "courier", "couriers", "company", "postal", "post",
+                  "postman", "mail", "road", "truck", "van", "ups", "fedex", "usps", "dhl",
+                  "driver")  # fmt: skip
+_EVENTS = (  # (status, gate: one of these words is in every match, pattern)
+    ("delivered", ("with",), rf"\b{_BE} with you\b"),
+    ("delivered", ("completed", "finished", "made"),
+     rf"\b{_done('complete', 'finish', 'make')} (?:its|the|their|your) deliver"),
+    ("delivered", ("complete", "completed", "finished", "done", "successful", "place", "happened",
+                   "made"),
+     r"\bdeliver(?:y|ies) (?:(?:of|for) \S+ )?(?:(?:was|were|is|has been|have been) )?"
+     r"(?:now )?(?:completed?|finished|done|successful|took place|happened|was made)\b"),
+    ("delivered", ("received",),
+     r"\b(?:was|were|been|got) (?:safely |successfully )?received (?:at your|at "
+     r"(?:the|your) (?:door|address|home|house)|by you|in person)"),
+    ("delivered", ("received",),
+     r"\byou(?: have|'ve)? (?:already )?received (?:it|them|the|your)\b"),
+    ("delivered", ("signed",), rf"\b{_done('sign')} for\b"),
+    ("delivered", ("hands", "door", "doorstep", "address", "home", "house", "destination"),
+     rf"\b(?:{_BE} (?:now )?(?:in your hands|at your (?:door|doorstep|address|home|house))|"
+     rf"{_done('reach', 'arrive', 'get')} (?:at |to )?(?:its|their|the) (?:final )?destination)"),
+    ("delivered", ("came", "come", "landed", "turned", "showed", "shown", "popped"),
+     rf"\b(?:{_ARRIVE_DONE}) (?:on|last|yesterday|earlier|already|safely)\b"),
+    ("shipped", _CARRIER_WORDS,
+     rf"\b{_BE} (?:(?:now|already|currently) )?(?:with|in|on|in the hands of) {_CARRIER}"),
+    ("shipped", _CARRIER_WORDS,
+     rf"\b{_done('hand', 'pass', 'give', 'turn', 'release', 'transfer')} "
+     rf"(?:over |off )?to {_CARRIER}"),
+    ("shipped", _CARRIER_WORDS, rf"\b{_done('pick', 'collect')} (?:up )?by {_CARRIER}"),
+    ("shipped", _CARRIER_WORDS,  # the carrier as the subject: "the courier has it"
+     rf"\b(?:the|your) {_CARRIER} (?:(?:now|already) )?(?:has|have|got|(?:has |have )?"
+     rf"{_done('pick', 'collect')}) (?:up )?(?:it|them|your (?:order|package|parcel)|"
+     r"the (?:order|package|parcel))\b"),
+    ("shipped", ("out",),
+     rf"\b{_done('go', 'head', 'roll', 'ship', 'mail', 'post')} out\b(?! of stock)"),
+    ("shipped", ("out",), rf"\b{_BE} out (?:of {_SHOP_PLACE}|the door)"),
+    ("shipped", ("sent", "mailed", "posted"),
+     rf"\b(?:{_BE}|got|have been|has been) {_done('send', 'mail', 'post')}"
+     r"(?: off| out| away)?\b(?! to (?:your|the) (?:e-?mail|inbox|phone))"),
+    ("shipped", ("being",),
+     rf"\bbeing {_done('ship', 'send', 'mail', 'post', 'dispatch', 'deliver')}\b"),
+    ("pending", ("processed", "started", "touched", "begun", "began"),
+     rf"\b{_NEGATED} (?:yet )?(?:been )?{_done('process', 'start', 'touch', 'begin')}"
+     r"\b(?! by (?:the |a )?(?:carrier|courier))"),
+    ("pending", ("yet",),
+     r"\b(?:has|have|is|are) yet to be (?:processed|started|handled)\b"),
+    ("pending", ("processing",),
+     rf"\bprocessing (?:(?:of|for) \S+ )?{_NEGATED} (?:yet )?(?:start|begin|started|begun)"),
+    ("pending", ("queued", "queue", "unprocessed"),
+     rf"\b(?:{_done('queue')}|in (?:the|a|our) queue|unprocessed)\b"),
+    ("pending", ("waiting", "awaiting", "waits"),
+     rf"\b(?:{_ing('wait', 'await')}|waits) (?:for |on )?(?:its turn|processing|"
+     r"to be (?:processed|handled|started))\b"),
+    ("processing", ("being",),
+     rf"\bbeing (?:{_done(*_PREPARE)}|made ready|got ready|gotten ready|put together|"
+     r"worked on)\b"),
+    ("processing", ("works", "preparation", "ready", "progress", "working"),
+     r"\b(?:in the works|in preparation|under preparation|in progress|working on (?:it|your "
+     r"order|the order)|getting ready (?:to|for) "
+     r"(?:ship|dispatch|shipment|shipping|dispatch))\b"),
+    ("cancelled", ("off", "voided", "annulled", "scrapped", "aborted", "revoked", "rescinded",
+                   "nixed"),
+     rf"\b(?:{_done('call')} off|{_done(*_STOP)})\b"),
+    ("cancelled", ("cancellation", "cancelation"),
+     r"\bcancell?ation\b(?P<mid>[^.;!?]{0,48}?)(?:went through|has gone through|"
+     r"is complete|was completed|completed|is confirmed|was confirmed|has been confirmed|"
+     r"has been processed|was processed|succeeded|was successful|is done|took effect|"
+     r"has taken effect|is final)\b"),
+)  # fmt: skip
+_EVENT_READERS = tuple((status, frozenset(gate), re.compile(p)) for status, gate, p in _EVENTS)
+_NOT_A_LETTER = str.maketrans({c: " " for c in "0123456789.,;:!?()[]{}\"'-/$%#*&+=<>|_~`@"})
+# words before a status that make its subject no order ("your refund is being processed")
+_NOT_AN_ORDER = frozenset({
+    "refund", "refunds", "label", "labels", "email", "e-mail", "message", "request", "requests",
+    "confirmation", "link", "code", "receipt", "invoice", "notification", "reply", "payment",
+    "money", "credit", "voucher", "return", "returns", "replacement", "exchange", "claim",
+    "ticket", "complaint", "i", "we", "i'm", "we're", "i've", "we've", "update",
+    "coupon", "discount", "promo", "charge", "authorization", "hold", "transaction", "text",
+    "sms", "tracking", "number", "info", "information", "details", "note", "instructions",
+    "form", "cancellation", "cancellations", "application", "account", "subscription",
+})  # fmt: skip
+_CLAUSE_WORDS = frozenset({"and", "but", "so", "which", "-", "—", "because", "while"})
+# between "cancellation" and its "went through": a doubt or a denial states no status
+_NOT_DONE = re.compile(r"\b(?:not|never|will|would|should|could|can|may|might|if|once|when|"
+                       r"being|to be)\b|n't\b")  # fmt: skip
+
+
+_ORDER_WORDS = frozenset({"it", "it's", "its", "they", "they're", "order", "orders", "package",
+                          "parcel", "shipment", "item", "items", "everything"})  # fmt: skip
+_ORDER_ID = re.compile(r"#?[on]\d+$")
+
+
+def _subject_is_no_order(text: str, start: int) -> bool:
+    """Is the subject of the clause before `start` something other than an order? Read back
+    to the nearest word naming an order (no) or one naming something else (yes)."""
+    clause = re.split(r"[,;:()]", text[max(0, start - 50) : start])[-1].split()
+    for word in reversed(clause[-6:]):
+        word = word.strip("\"'")
+        if word in _CLAUSE_WORDS or word in _ORDER_WORDS or _ORDER_ID.match(word):
+            return False
+        if word in _NOT_AN_ORDER:
+            return True
+    return False
+
+
+def _events(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, status) of each status said as the event it is (rules above)."""
+    words = set(text.translate(_NOT_A_LETTER).split())
+    out = []
+    for status, gate, pattern in _EVENT_READERS:
+        if gate.isdisjoint(words):  # a set test first: most answers open few gates
+            continue
+        for m in pattern.finditer(text):
+            if m.groupdict().get("mid") and _NOT_DONE.search(m["mid"]):
+                continue
+            if not _subject_is_no_order(text, m.start()):
+                out.append((m.start(), m.end(), status))
+    return out
+
+
 def extract_statuses(text: str) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     if _has(text, _STATUS_STEMS):  # a substring test first: the alternation is slow
@@ -684,12 +854,19 @@ def extract_statuses(text: str) -> list[tuple[int, str]]:
                 found.append((m.start(), status))
     # (a verb of motion first: a split and a set test; few answers hold one, fewer a place)
     if not _MOTION_FORMS.keys().isdisjoint(text.split()) and _has(text, _PLACE_STEMS):
-        found = sorted(found + _motions(text))
+        found = found + _motions(text)
+    events = _events(text)  # an event wins over the status words inside it
+    if events:  # ("waiting for processing" is pending, not processing)
+        found = [f for f in found if not any(a <= f[0] < b for a, b, _ in events)]
+        found += [(a, status) for a, _, status in events]
+    found = sorted(set(found))
     out = []
     for start, status in found:
         before = text[max(0, start - 40) : start]
         if status != "pending" and _hypothetical(before):
             continue
+        if status == "delivered" and before.endswith("being "):
+            continue  # "is being delivered": on the way (an event, above), not there yet
         if status == "pending" and not _MODAL_BEFORE.isdisjoint(before.split()[-4:]):
             continue  # "can be cancelled while they are pending": a rule, not a status
         out.append((start, status))
