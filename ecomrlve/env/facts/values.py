@@ -335,33 +335,31 @@ def _nth_days(today: dt.date, day: int) -> list[dt.date]:
 def _relative_dates(
     text: str, today: dt.date, taken: list[tuple[int, int]]
 ) -> list[tuple[int, frozenset[Day]]]:
-    """Dates said relative to `today` (`_RELATIVE`), outside the dates said in full (`taken`).
-    A count of days ("in 3 days", "3 days ago"), a day of the month with no month ("the
-    21st") and "today" itself (a word of many answers: "as of today") are dates only in a
-    date's role (placed, arrival); "tomorrow", "yesterday" and a weekday after "on", "this",
-    "last" (or in a role) always are."""
+    """Dates said relative to `today` (`_RELATIVE`), outside the dates said in full (`taken`),
+    each read only in a date's role (placed, arrival: `_relative_role`). Words such as "today"
+    and "in 5 days" say many things besides ("as of today", "the window closes in 5 days",
+    "it went out yesterday": a day no fact is about), and a date in no role would have to be
+    grounded like any date stated."""
     out = []
     for m in _RELATIVE.finditer(text):
         start, end = m.span()
         if any(a < end and start < b for a, b in taken):
             continue
         role = _relative_role(text, start, end)
+        if role == UNKNOWN:
+            continue
         if m["word"]:
             if m["word"] == "today" and (
-                m["beside"] or role == UNKNOWN or _NEGATION.search(_clause_before(text, start, end))
+                m["beside"] or _NEGATION.search(_clause_before(text, start, end))
             ):
-                continue  # "as of today", "no order was placed today"
+                continue  # "no order was placed today"
             shift = {"today": 0, "tomorrow": 1, "yesterday": -1}[m["word"]]
             shift += {"after": 1, "before": -1}.get(m["beside"] or "", 0)
             days = [today + dt.timedelta(shift)]
         elif m["ahead"] or m["count"]:
-            if role == UNKNOWN:
-                continue  # "the window closes in 5 days", "it closed 3 days ago"
             n = _count(m["ahead"] or m["count"]) * (7 if (m["unit"] or m["unit2"]) == "week" else 1)
             days = [today - dt.timedelta(n) if m["way"] == "ago" else today + dt.timedelta(n)]
         elif m["weekday"]:
-            if not (m["prep"] or m["which"]) and role == UNKNOWN:
-                continue  # a name ("the Sunday Best dress"), no day
             if any(
                 _WEEKDAY_BESIDE.fullmatch(text[end:a] if a >= end else text[b:start])
                 for a, b in taken
@@ -369,11 +367,8 @@ def _relative_dates(
                 continue  # "Wednesday, December 3": the weekday of a date said in full
             days = _weekday_days(today, _WEEKDAYS.index(m["weekday"]), m["which"])
         else:
-            if role == UNKNOWN:
-                continue  # "the 2nd item"
             days = _nth_days(today, int(m["nth"]))
-        if days:
-            out.append((start, Dates({(d.year, d.month, d.day) for d in days}, role)))
+        out.append((start, Dates({(d.year, d.month, d.day) for d in days}, role)))
     return out
 
 
