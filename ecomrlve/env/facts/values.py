@@ -64,6 +64,9 @@ _DATE_PATTERNS = (
     ("dmy", re.compile(r"(?<![\d.$/-])(\d{1,2})([.-])(\d{1,2})\2(\d{4})(?![\d]|[.-]\d)")),
 )
 
+# a number, a separator, one or two digits, the same separator, a digit: where "ymd" and
+# "dmy" can match
+_NUMERIC_DATE = re.compile(r"\d([-/.])\d\d?\1\d")
 _MONTH_HINT = re.compile(r"jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec")
 Day = tuple[int | None, int, int]  # (year or None, month, day)
 
@@ -201,12 +204,14 @@ def extract_dates(text: str, today: Day | None = None) -> list[tuple[int, frozen
     taken: list[tuple[int, int]] = []
     months = [m.start() for m in _MONTH_HINT.finditer(text)]
     digits: list[int] | None = None
+    numeric: bool | None = None  # does a number run on past a separator: "2026-06-16"
     for form, pattern in _DATE_PATTERNS:
-        if (form == "ymd" and not _has(text, ("-", "/", "."))) or (
-            form == "num" and "/" not in text
-        ):
-            continue
-        if (form in ("md", "dm") and not months) or (form == "dmy" and not _has(text, (".", "-"))):
+        if form in ("ymd", "dmy"):
+            if numeric is None:
+                numeric = _has(text, ("-", "/", ".")) and _NUMERIC_DATE.search(text) is not None
+            if not numeric:
+                continue
+        if (form == "num" and "/" not in text) or (form in ("md", "dm") and not months):
             continue
         # "md" matches start at a month name, "ymd", "dm" and "dmy" at the first digit of a
         # number (after a word boundary): trying those offsets is several times cheaper than
@@ -239,7 +244,7 @@ def extract_dates(text: str, today: Day | None = None) -> list[tuple[int, frozen
                 taken.append(m.span())
                 role = date_role(text, m.start(), m.end())
                 found.append((m.start(), Dates(readings, role)))
-    if today is not None and (_has(text, _RELATIVE_HINTS) or _NTH.search(text)):
+    if today is not None:
         found += _relative_dates(text, dt.date(*today), taken)
         found.sort(key=lambda pair: pair[0])
     return found
@@ -247,25 +252,28 @@ def extract_dates(text: str, today: Day | None = None) -> list[tuple[int, frozen
 
 # ---- dates said relative to today ------------------------------------------------------------
 # Every answer has a today (the verifier's `today`): "tomorrow", "in 3 days", "last Tuesday"
-# are dates like "June 16", true or not. Read only where the text holds one of these (most
-# answers hold none of the words: the relative pass costs them one substring test each).
-_RELATIVE_HINTS = ("today", "tomorrow", "yesterday", "day", "week")
-_NTH = re.compile(r"\d(?:st|nd|rd|th)\b")  # "on the 21st"
+# are dates like "June 16", true or not.
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_RELATIVE = re.compile(
-    # "tomorrow", "the day after tomorrow", "yesterday" ("today's" is no date)
-    r"\b(?:the day (?P<beside>after|before) )?(?P<word>today|tomorrow|yesterday)\b(?!')"
-    # "in 3 days", "in a week", "3 days from now", "2 weeks ago" (business days are no dates)
-    r"|\bin (?:about |around |roughly |just |another )?(?P<ahead>\d+|an?|one) "
-    r"(?P<unit>day|week)s?\b"
-    r"|\b(?P<count>\d+|an?|one) (?P<unit2>day|week)s? (?P<way>ago|from (?:now|today))\b"
-    # "on Friday", "this coming Sunday", "last Tuesday", "by next Monday", "Friday"
-    r"|\b(?:(?P<prep>on|by|until|till|before|from|since) )?"
-    r"(?:(?P<which>this coming|this past|this|coming|next|last|past) )?"
-    rf"(?P<weekday>{'|'.join(_WEEKDAYS)})\b(?!s\b|')"
-    # "on the 21st": a day of a month said with no month, around today's
-    r"|\bthe (?P<nth>\d{1,2})(?:st|nd|rd|th)\b"
+# One scan per form, each run only when the text holds its anchor (one alternation of all the
+# forms, tried at every offset, costs most answers ~100 us; these, a few).
+# "tomorrow", "the day after tomorrow", "yesterday" ("today's" is no date)
+_DAY_WORD = re.compile(r"\b(today|tomorrow|yesterday)\b(?!')")
+_DAY_BESIDE = re.compile(r"\bthe day (after|before) $")
+# "in 3 days", "in a week" ("in 3 business days" is a refund's time, no date)
+# (no "\b" first: a pattern that starts with a literal is scanned for it, several times
+# faster; the word boundary before is checked by `_word_starts`)
+_IN_DAYS = re.compile(r"in (?:about |around |roughly |just |another )?(\d+|an?|one) (day|week)s?\b")
+# "3 days ago", "2 weeks from now"
+_DAYS_AWAY = re.compile(r"\b(\d+|an?|one) (day|week)s? (ago|from (?:now|today))\b")
+# "on Friday", "this coming Sunday", "last Tuesday", "by next Monday" ("Fridays": no day)
+_WEEKDAY = re.compile(rf"\b({'|'.join(_WEEKDAYS)})\b(?!s\b|')")
+_WEEKDAY_STEMS = ("nday", "sday", "iday", "rday")  # one is in each weekday's name
+_WEEKDAY_WHICH = re.compile(
+    r"(?:\b(?:on|by|until|till|before|from|since) )?"
+    r"(?:\b(this coming|this past|this|coming|next|last|past) )?$"
 )
+# "on the 21st": a day of a month said with no month, around today's
+_NTH = re.compile(r"the (\d{1,2})(?:st|nd|rd|th)\b")
 # the clause a value is in, up to it: after the last comma, dash, colon or joining word
 _CLAUSE_BREAK = re.compile(r".*(?:[,:(]|\s-\s|\b(?:and|but|so|because|which|while|though)\s)")
 # an event word that gives a relative date its role when no cue sits right before it ("it
@@ -332,42 +340,62 @@ def _nth_days(today: dt.date, day: int) -> list[dt.date]:
     return out
 
 
+def _word_starts(m: re.Match[str]) -> bool:
+    return m.start() == 0 or not m.string[m.start() - 1].isalnum()
+
+
+def _relative_said(text: str, today: dt.date) -> list[tuple[int, int, list[dt.date], bool]]:
+    """(start, end, the days meant, is it a weekday) of each relative date form in `text`."""
+    out = []
+    if _has(text, ("today", "tomorrow", "yesterday")):
+        for m in _DAY_WORD.finditer(text):
+            start, shift = m.start(), {"today": 0, "tomorrow": 1, "yesterday": -1}[m[1]]
+            beside = _DAY_BESIDE.search(text, max(0, start - 15), start)
+            if beside is not None:  # "the day after tomorrow" (not "the day before today")
+                if m[1] == "today":
+                    continue
+                start, shift = beside.start(), shift + (1 if beside[1] == "after" else -1)
+            out.append((start, m.end(), [today + dt.timedelta(shift)], False))
+    if "in " in text:
+        for m in filter(_word_starts, _IN_DAYS.finditer(text)):
+            n = _count(m[1]) * (7 if m[2] == "week" else 1)
+            out.append((m.start(), m.end(), [today + dt.timedelta(n)], False))
+    if _has(text, (" ago", "from now", "from today")):
+        for m in _DAYS_AWAY.finditer(text):
+            n = _count(m[1]) * (7 if m[2] == "week" else 1) * (-1 if m[3] == "ago" else 1)
+            out.append((m.start(), m.end(), [today + dt.timedelta(n)], False))
+    if _has(text, _WEEKDAY_STEMS):
+        for m in _WEEKDAY.finditer(text):
+            which = _WEEKDAY_WHICH.search(text, max(0, m.start() - 24), m.start())
+            days = _weekday_days(today, _WEEKDAYS.index(m[1]), which[1] if which else None)
+            out.append((which.start() if which else m.start(), m.end(), days, True))
+    if "the " in text:
+        for m in filter(_word_starts, _NTH.finditer(text)):
+            out.append((m.start(), m.end(), _nth_days(today, int(m[1])), False))
+    return out
+
+
 def _relative_dates(
     text: str, today: dt.date, taken: list[tuple[int, int]]
 ) -> list[tuple[int, frozenset[Day]]]:
-    """Dates said relative to `today` (`_RELATIVE`), outside the dates said in full (`taken`),
-    each read only in a date's role (placed, arrival: `_relative_role`). Words such as "today"
-    and "in 5 days" say many things besides ("as of today", "the window closes in 5 days",
-    "it went out yesterday": a day no fact is about), and a date in no role would have to be
-    grounded like any date stated."""
+    """Dates said relative to `today` (`_relative_said`), outside the dates said in full
+    (`taken`), each read only in a date's role (placed, arrival: `_relative_role`). Words such
+    as "today" and "in 5 days" say many things besides ("as of today", "the window closes in 5
+    days", "it went out yesterday": a day no fact is about), and a date in no role would have
+    to be grounded like any date stated."""
     out = []
-    for m in _RELATIVE.finditer(text):
-        start, end = m.span()
+    for start, end, days, weekday in _relative_said(text, today):
         if any(a < end and start < b for a, b in taken):
             continue
         role = _relative_role(text, start, end)
         if role == UNKNOWN:
             continue
-        if m["word"]:
-            if m["word"] == "today" and (
-                m["beside"] or _NEGATION.search(_clause_before(text, start, end))
-            ):
-                continue  # "no order was placed today"
-            shift = {"today": 0, "tomorrow": 1, "yesterday": -1}[m["word"]]
-            shift += {"after": 1, "before": -1}.get(m["beside"] or "", 0)
-            days = [today + dt.timedelta(shift)]
-        elif m["ahead"] or m["count"]:
-            n = _count(m["ahead"] or m["count"]) * (7 if (m["unit"] or m["unit2"]) == "week" else 1)
-            days = [today - dt.timedelta(n) if m["way"] == "ago" else today + dt.timedelta(n)]
-        elif m["weekday"]:
-            if any(
-                _WEEKDAY_BESIDE.fullmatch(text[end:a] if a >= end else text[b:start])
-                for a, b in taken
-            ):
-                continue  # "Wednesday, December 3": the weekday of a date said in full
-            days = _weekday_days(today, _WEEKDAYS.index(m["weekday"]), m["which"])
-        else:
-            days = _nth_days(today, int(m["nth"]))
+        if text.startswith("today", start) and _NEGATION.search(_clause_before(text, start, end)):
+            continue  # "no order was placed today"
+        if weekday and any(
+            _WEEKDAY_BESIDE.fullmatch(text[end:a] if a >= end else text[b:start]) for a, b in taken
+        ):
+            continue  # "Wednesday, December 3": the weekday of a date said in full
         out.append((start, Dates({(d.year, d.month, d.day) for d in days}, role)))
     return out
 
