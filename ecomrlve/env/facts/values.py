@@ -42,8 +42,16 @@ _ORD = r"(?:st|nd|rd|th)?"
 # a year after a day: "June 3, 2026", "3 June 2026", "13-aug-2026"
 _YEAR_AFTER = r"(?:(?:,\s*|\s+|-)(\d{4})\b)?"
 _DATE_PATTERNS = (
-    # "2026-06-16", "2025/12/03", "2025.12.03": the year first, one separator throughout
-    ("ymd", re.compile(r"\b(\d{4})([-/.])(\d{1,2})\2(\d{1,2})\b(?![-/.]\d)")),
+    # "2026-06-16", "2025/12/03", "2025.12.03": the year first, one separator throughout; or
+    # "12.12.2025", "29.5.2026", "3-12-2025": the year last, day and month either way (a year
+    # of four digits: "4.99" is an amount, "7-10" a range). One pattern: one try per number.
+    (
+        "ymd",
+        re.compile(
+            r"(?=\d{1,4}[-/.]\d)(?:\b(\d{4})([-/.])(\d{1,2})\2(\d{1,2})\b(?![-/.]\d)"
+            r"|(?<![\d.$/-])(\d{1,2})([.-])(\d{1,2})\6(\d{4})(?![\d]|[.-]\d))"
+        ),
+    ),
     # "June 3", "June the 3rd", "December, the 3rd", "Mar-05", "Dec. 3"
     (
         "md",
@@ -54,18 +62,12 @@ _DATE_PATTERNS = (
     # "3 June", "the 3rd of June", "13-Aug", "the 21st (March)"
     (
         "dm",
-        re.compile(
-            rf"\b(\d{{1,2}}){_ORD}(?:\s+(?:of\s+)?|\s*-\s*|\s*\(\s*){_MONTH}\)?" + _YEAR_AFTER
-        ),
+        re.compile(rf"\b(\d{{1,2}}){_ORD}[\s(-]\s*\(?\s*(?:of\s+)?{_MONTH}\)?" + _YEAR_AFTER),
     ),
     ("num", re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})(?:/(\d{4}|\d{2}))?(?![\d/])")),
-    # "12.12.2025", "29.5.2026", "3-12-2025": day and month either way, a four-digit year
-    # (without it "4.99" is an amount and "7-10" a range)
-    ("dmy", re.compile(r"(?<![\d.$/-])(\d{1,2})([.-])(\d{1,2})\2(\d{4})(?![\d]|[.-]\d)")),
 )
 
-# a number, a separator, one or two digits, the same separator, a digit: where "ymd" and
-# "dmy" can match
+# a number, a separator, one or two digits, the same separator, a digit: where "ymd" can match
 _NUMERIC_DATE = re.compile(r"\d([-/.])\d\d?\1\d")
 _MONTH_HINT = re.compile(r"jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec")
 Day = tuple[int | None, int, int]  # (year or None, month, day)
@@ -204,21 +206,18 @@ def extract_dates(text: str, today: Day | None = None) -> list[tuple[int, frozen
     taken: list[tuple[int, int]] = []
     months = [m.start() for m in _MONTH_HINT.finditer(text)]
     digits: list[int] | None = None
-    numeric: bool | None = None  # does a number run on past a separator: "2026-06-16"
     for form, pattern in _DATE_PATTERNS:
-        if form in ("ymd", "dmy"):
-            if numeric is None:
-                numeric = _has(text, ("-", "/", ".")) and _NUMERIC_DATE.search(text) is not None
-            if not numeric:
-                continue
+        if form == "ymd" and not (
+            _has(text, ("-", "/", ".")) and _NUMERIC_DATE.search(text) is not None
+        ):
+            continue
         if (form == "num" and "/" not in text) or (form in ("md", "dm") and not months):
             continue
-        # "md" matches start at a month name, "ymd", "dm" and "dmy" at the first digit of a
-        # number (after a word boundary): trying those offsets is several times cheaper than
-        # a scan
+        # "md" matches start at a month name, "ymd" and "dm" at the first digit of a number
+        # (after a word boundary): trying those offsets is several times cheaper than a scan
         if form == "md":
             matches = _matches_at(pattern, text, months)
-        elif form in ("ymd", "dm", "dmy"):
+        elif form in ("ymd", "dm"):
             if digits is None:
                 digits = [m.start() for m in _DIGITS.finditer(text)]
             matches = _matches_at(pattern, text, digits)
@@ -227,15 +226,15 @@ def extract_dates(text: str, today: Day | None = None) -> list[tuple[int, frozen
         for m in matches:
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue
-            if form == "ymd":
+            if form == "ymd" and m[1]:
                 readings = {(int(m[1]), int(m[3]), int(m[4]))}
+            elif form == "ymd":  # the year last
+                a, b, year = int(m[5]), int(m[7]), int(m[8])
+                readings = {(year, a, b), (year, b, a)}
             elif form == "md":
                 readings = {(_year(m[3]), _MONTHS[m[1]], int(m[2]))}
             elif form == "dm":
                 readings = {(_year(m[3]), _MONTHS[m[2]], int(m[1]))}
-            elif form == "dmy":
-                a, b, year = int(m[1]), int(m[3]), int(m[4])
-                readings = {(year, a, b), (year, b, a)}
             else:
                 a, b, year = int(m[1]), int(m[2]), _year(m[3])
                 readings = {(year, a, b), (year, b, a)}
