@@ -13,7 +13,12 @@ Kinds and canonical values:
 kind        value                       read from
 ==========  ==========================  ===================================================
 date        ISO day ``2026-06-16``      "June 16", "Jun 16th, 2026", "16 June", "the 16th of
-                                        June", "6/16" (also read as d/m when that is a date)
+                                        June", "16-Jun", "Jun-16", "the 16th (June)", "June,
+                                        the 16th", "2026/06/16", "16.6.2026", "6/16" (also
+                                        read as d/m when that is a date); in a date's role,
+                                        relative to today: "tomorrow", "in 4 days", "4 days
+                                        from now", "3 days ago", "this Friday", "last
+                                        Tuesday", "on Friday" (either), "the 16th", "today"
 money       ``4.99`` (dollars)          "$4.99", "4.99 USD", "4.99 dollars", "forty-seven
                                         dollars and ninety-nine cents", "$0", "free",
                                         "no charge", "free of charge"

@@ -315,7 +315,10 @@ _NEW_ORDER = re.compile(r"\bn\d{4}\b")
 # "June 16 or 17"), a slash ("June 16/today"), or a word of doubt ("maybe June 16", "June 16,
 # or possibly today", "June 16 (perhaps June 14)", "June 16, though it might have been
 # today"); after a comma a bare "or" is a condition, no doubt ("$4.99, or $0 over $50")
-_VALUE_START = r"(?:\$|\d|today|tomorrow|yesterday|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+_VALUE_START = (
+    r"(?:\$|\d|today|tomorrow|yesterday|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec"
+    r"|(?:(?:this|next|last|coming) )?(?:mon|tues|wednes|thurs|fri|satur|sun)day|in \d)"
+)
 _DOUBT = (
     r"(?:(?:or )?(?:possibly|perhaps|maybe|probably)|might|(?:may|could) (?:have|also|well)"
     r"|or else|or even)"
@@ -354,7 +357,9 @@ class Segment:
 # "May" capitalised inside a sentence and not a month of a date ("May 3", "the 3rd of May",
 # "12 May"): a brand or title word ("the May Works saucepan"), never the modal "may" that the
 # verdict reader takes for a yes ("you may return it")
-_BRAND_MAY = re.compile(r"(?<=[A-Za-z,] )(?<!\bof )May\b(?!\s*(?:\d|the\s+\d|,\s*\d))")
+_BRAND_MAY = re.compile(
+    r"(?<=[A-Za-z,] )(?<!\bof )May\b(?!\.?\s*(?:\d|the\s+\d)|\s*,\s*(?:the\s+)?\d|-\d)"
+)
 
 
 def mask_brand_modals(answer: str) -> str:

@@ -221,11 +221,13 @@ def _numbers(seen: Shown, keys: tuple[str, ...], scale: float = 1.0) -> list[flo
 
 
 class DateKind(Kind):
-    digits = True
+    # no `digits`: "tomorrow", "last Tuesday" are dates too
     name = "date"
 
     def extract(self, text, reading):
-        return v.extract_dates(text)
+        # an answer's dates said relative to today are read against it; a tool result's or
+        # a prompt's (no `reading`) are not
+        return v.extract_dates(text, reading.today if reading is not None else None)
 
     def target(self, value):
         day = dt.date.fromisoformat(value)

@@ -4,6 +4,7 @@ Each `extract_*` returns (offset, value) pairs; nothing in the text can raise.""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import itertools
@@ -35,15 +36,39 @@ _MONTHS = {
     )
     for name in names
 }
-_MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+# "\b" after the name: "4 decorative pillows" and "3 marbles" state no date
+_MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\b\.?"
 _ORD = r"(?:st|nd|rd|th)?"
+# a year after a day: "June 3, 2026", "3 June 2026", "13-aug-2026"
+_YEAR_AFTER = r"(?:(?:,\s*|\s+|-)(\d{4})\b)?"
 _DATE_PATTERNS = (
-    ("ymd", re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")),
-    ("md", re.compile(rf"\b{_MONTH}\s+(?:the\s+)?(\d{{1,2}}){_ORD}\b(?:,?\s+(\d{{4}})\b)?")),
-    ("dm", re.compile(rf"\b(\d{{1,2}}){_ORD}\s+(?:of\s+)?{_MONTH}(?:,?\s+(\d{{4}})\b)?")),
+    # "2026-06-16", "2025/12/03", "2025.12.03": the year first, one separator throughout; or
+    # "12.12.2025", "29.5.2026", "3-12-2025": the year last, day and month either way (a year
+    # of four digits: "4.99" is an amount, "7-10" a range). One pattern: one try per number.
+    (
+        "ymd",
+        re.compile(
+            r"(?=\d{1,4}[-/.]\d)(?:\b(\d{4})([-/.])(\d{1,2})\2(\d{1,2})\b(?![-/.]\d)"
+            r"|(?<![\d.$/-])(\d{1,2})([.-])(\d{1,2})\6(\d{4})(?![\d]|[.-]\d))"
+        ),
+    ),
+    # "June 3", "June the 3rd", "December, the 3rd", "Mar-05", "Dec. 3"
+    (
+        "md",
+        re.compile(
+            rf"\b{_MONTH}(?:\s*,\s*the\s+|\s+(?:the\s+)?|\s*-\s*)(\d{{1,2}}){_ORD}\b" + _YEAR_AFTER
+        ),
+    ),
+    # "3 June", "the 3rd of June", "13-Aug", "the 21st (March)"
+    (
+        "dm",
+        re.compile(rf"\b(\d{{1,2}}){_ORD}[\s(-]\s*\(?\s*(?:of\s+)?{_MONTH}\)?" + _YEAR_AFTER),
+    ),
     ("num", re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})(?:/(\d{4}|\d{2}))?(?![\d/])")),
 )
 
+# a number, a separator, one or two digits, the same separator, a digit: where "ymd" can match
+_NUMERIC_DATE = re.compile(r"\d([-/.])\d\d?\1\d")
 _MONTH_HINT = re.compile(r"jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec")
 Day = tuple[int | None, int, int]  # (year or None, month, day)
 
@@ -173,16 +198,20 @@ def _matches_at(pattern: re.Pattern[str], text: str, starts: list[int]) -> list[
     return out
 
 
-def extract_dates(text: str) -> list[tuple[int, frozenset[Day]]]:
-    """(position, readings) for every date mention; "6/7" has two readings, "31/02" none."""
+def extract_dates(text: str, today: Day | None = None) -> list[tuple[int, frozenset[Day]]]:
+    """(position, readings) for every date mention; "6/7" has two readings, "31/02" none.
+    With `today` (year, month, day), dates said relative to it too (`_relative_dates`:
+    "tomorrow", "in 3 days", "last Tuesday")."""
     found: list[tuple[int, frozenset[Day]]] = []
     taken: list[tuple[int, int]] = []
     months = [m.start() for m in _MONTH_HINT.finditer(text)]
     digits: list[int] | None = None
     for form, pattern in _DATE_PATTERNS:
-        if (form == "ymd" and "-" not in text) or (form == "num" and "/" not in text):
+        if form == "ymd" and not (
+            _has(text, ("-", "/", ".")) and _NUMERIC_DATE.search(text) is not None
+        ):
             continue
-        if form in ("md", "dm") and not months:
+        if (form == "num" and "/" not in text) or (form in ("md", "dm") and not months):
             continue
         # "md" matches start at a month name, "ymd" and "dm" at the first digit of a number
         # (after a word boundary): trying those offsets is several times cheaper than a scan
@@ -197,8 +226,11 @@ def extract_dates(text: str) -> list[tuple[int, frozenset[Day]]]:
         for m in matches:
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue
-            if form == "ymd":
-                readings = {(int(m[1]), int(m[2]), int(m[3]))}
+            if form == "ymd" and m[1]:
+                readings = {(int(m[1]), int(m[3]), int(m[4]))}
+            elif form == "ymd":  # the year last
+                a, b, year = int(m[5]), int(m[7]), int(m[8])
+                readings = {(year, a, b), (year, b, a)}
             elif form == "md":
                 readings = {(_year(m[3]), _MONTHS[m[1]], int(m[2]))}
             elif form == "dm":
@@ -211,7 +243,160 @@ def extract_dates(text: str) -> list[tuple[int, frozenset[Day]]]:
                 taken.append(m.span())
                 role = date_role(text, m.start(), m.end())
                 found.append((m.start(), Dates(readings, role)))
+    if today is not None:
+        found += _relative_dates(text, dt.date(*today), taken)
+        found.sort(key=lambda pair: pair[0])
     return found
+
+
+# ---- dates said relative to today ------------------------------------------------------------
+# Every answer has a today (the verifier's `today`): "tomorrow", "in 3 days", "last Tuesday"
+# are dates like "June 16", true or not.
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+# One scan per form, each run only when the text holds its anchor (one alternation of all the
+# forms, tried at every offset, costs most answers ~100 us; these, a few).
+# "tomorrow", "the day after tomorrow", "yesterday" ("today's" is no date)
+_DAY_WORD = re.compile(r"\b(today|tomorrow|yesterday)\b(?!')")
+_DAY_BESIDE = re.compile(r"\bthe day (after|before) $")
+# "in 3 days", "in a week" ("in 3 business days" is a refund's time, no date)
+# (no "\b" first: a pattern that starts with a literal is scanned for it, several times
+# faster; the word boundary before is checked by `_word_starts`)
+_IN_DAYS = re.compile(r"in (?:about |around |roughly |just |another )?(\d+|an?|one) (day|week)s?\b")
+# "3 days ago", "2 weeks from now"
+_DAYS_AWAY = re.compile(r"\b(\d+|an?|one) (day|week)s? (ago|from (?:now|today))\b")
+# "on Friday", "this coming Sunday", "last Tuesday", "by next Monday" ("Fridays": no day)
+_WEEKDAY = re.compile(rf"\b({'|'.join(_WEEKDAYS)})\b(?!s\b|')")
+_WEEKDAY_STEMS = ("nday", "sday", "iday", "rday")  # one is in each weekday's name
+_WEEKDAY_WHICH = re.compile(
+    r"(?:\b(?:on|by|until|till|before|from|since) )?"
+    r"(?:\b(this coming|this past|this|coming|next|last|past) )?$"
+)
+# "on the 21st": a day of a month said with no month, around today's
+_NTH = re.compile(r"the (\d{1,2})(?:st|nd|rd|th)\b")
+# the clause a value is in, up to it: after the last comma, dash, colon or joining word
+_CLAUSE_BREAK = re.compile(r".*(?:[,:(]|\s-\s|\b(?:and|but|so|because|which|while|though)\s)")
+# an event word that gives a relative date its role when no cue sits right before it ("it
+# should be with you in 3 days", "your order got to you 2 days ago")
+_EVENT = re.compile(
+    r"\b(?:(?P<placed>placed|ordered|bought|purchased)|deliver|arriv|reach|land|due\b|expect"
+    r"|eta\b|get (?:there|to you)|got to you|be (?:there|with you)|show(?:s|ed)? up"
+    r"|turn(?:s|ed)? up)"
+)
+_NOT_AN_EVENT = re.compile(r"window|refund|return|clos|expir|business|deadline")
+# "no order was placed today", "it hasn't arrived today": no day stated
+_NEGATION = re.compile(r"\b(?:no|not|never|none|nothing)\b|n't")
+# what sits between a weekday and a date said in full ("Wednesday, December 3", "June 5 (a
+# Friday)"): the weekday then names that date, no day of its own
+_WEEKDAY_BESIDE = re.compile(r"[\s,.(]*(?:the\s+|an?\s+)?")
+
+
+def _clause_before(text: str, start: int, end: int) -> str:
+    before = _around(text, start, end)[0]
+    return before[m.end() :] if (m := _CLAUSE_BREAK.match(before)) else before
+
+
+def _relative_role(text: str, start: int, end: int) -> str:
+    """The role of a relative date: its cue right before it (`date_role`), else an event word
+    in its clause with no other value between ("should be with you in 3 days"), else none."""
+    role = date_role(text, start, end)
+    if role != UNKNOWN:
+        return role
+    clause = _clause_before(text, start, end)
+    if FREE_DIGIT.search(clause) or _NOT_AN_EVENT.search(clause) or _NEGATION.search(clause):
+        return UNKNOWN
+    event = _EVENT.search(clause)
+    if event is None:
+        return UNKNOWN
+    return PLACED if event["placed"] else ARRIVAL
+
+
+def _count(said: str) -> int:
+    return 1 if said in ("a", "an", "one") else int(said)
+
+
+def _weekday_days(today: dt.date, weekday: int, which: str | None) -> list[dt.date]:
+    """The days a weekday names: "last"/"past" the one before today, "this"/"coming"/"next"
+    the one after (next: or the week after), a bare weekday either (or today)."""
+    back = (today.weekday() - weekday) % 7 or 7
+    ahead = (weekday - today.weekday()) % 7 or 7
+    past, future = today - dt.timedelta(back), today + dt.timedelta(ahead)
+    if which in ("last", "past", "this past"):
+        return [past]
+    if which in ("this", "coming", "this coming"):
+        return [future]
+    if which == "next":
+        return [future, future + dt.timedelta(7)]
+    return [past, future] + ([today] if back == 7 else [])
+
+
+def _nth_days(today: dt.date, day: int) -> list[dt.date]:
+    """ "the 21st": the 21st of today's month, the one before or the one after."""
+    out = []
+    for shift in (-1, 0, 1):
+        year, month = divmod(today.year * 12 + today.month - 1 + shift, 12)
+        with contextlib.suppress(ValueError):
+            out.append(dt.date(year, month + 1, day))
+    return out
+
+
+def _word_starts(m: re.Match[str]) -> bool:
+    return m.start() == 0 or not m.string[m.start() - 1].isalnum()
+
+
+def _relative_said(text: str, today: dt.date) -> list[tuple[int, int, list[dt.date], bool]]:
+    """(start, end, the days meant, is it a weekday) of each relative date form in `text`."""
+    out = []
+    if _has(text, ("today", "tomorrow", "yesterday")):
+        for m in _DAY_WORD.finditer(text):
+            start, shift = m.start(), {"today": 0, "tomorrow": 1, "yesterday": -1}[m[1]]
+            beside = _DAY_BESIDE.search(text, max(0, start - 15), start)
+            if beside is not None:  # "the day after tomorrow" (not "the day before today")
+                if m[1] == "today":
+                    continue
+                start, shift = beside.start(), shift + (1 if beside[1] == "after" else -1)
+            out.append((start, m.end(), [today + dt.timedelta(shift)], False))
+    if "in " in text:
+        for m in filter(_word_starts, _IN_DAYS.finditer(text)):
+            n = _count(m[1]) * (7 if m[2] == "week" else 1)
+            out.append((m.start(), m.end(), [today + dt.timedelta(n)], False))
+    if _has(text, (" ago", "from now", "from today")):
+        for m in _DAYS_AWAY.finditer(text):
+            n = _count(m[1]) * (7 if m[2] == "week" else 1) * (-1 if m[3] == "ago" else 1)
+            out.append((m.start(), m.end(), [today + dt.timedelta(n)], False))
+    if _has(text, _WEEKDAY_STEMS):
+        for m in _WEEKDAY.finditer(text):
+            which = _WEEKDAY_WHICH.search(text, max(0, m.start() - 24), m.start())
+            days = _weekday_days(today, _WEEKDAYS.index(m[1]), which[1] if which else None)
+            out.append((which.start() if which else m.start(), m.end(), days, True))
+    if "the " in text:
+        for m in filter(_word_starts, _NTH.finditer(text)):
+            out.append((m.start(), m.end(), _nth_days(today, int(m[1])), False))
+    return out
+
+
+def _relative_dates(
+    text: str, today: dt.date, taken: list[tuple[int, int]]
+) -> list[tuple[int, frozenset[Day]]]:
+    """Dates said relative to `today` (`_relative_said`), outside the dates said in full
+    (`taken`), each read only in a date's role (placed, arrival: `_relative_role`). Words such
+    as "today" and "in 5 days" say many things besides ("as of today", "the window closes in 5
+    days", "it went out yesterday": a day no fact is about), and a date in no role would have
+    to be grounded like any date stated."""
+    out = []
+    for start, end, days, weekday in _relative_said(text, today):
+        if any(a < end and start < b for a, b in taken):
+            continue
+        role = _relative_role(text, start, end)
+        if role == UNKNOWN:
+            continue
+        if text.startswith("today", start) and _NEGATION.search(_clause_before(text, start, end)):
+            continue  # "no order was placed today"
+        if weekday and any(
+            _WEEKDAY_BESIDE.fullmatch(text[end:a] if a >= end else text[b:start]) for a, b in taken
+        ):
+            continue  # "Wednesday, December 3": the weekday of a date said in full
+        out.append((start, Dates({(d.year, d.month, d.day) for d in days}, role)))
+    return out
 
 
 # ---- money, percent, duration ----------------------------------------------------------------
@@ -507,6 +692,14 @@ _ELAPSED_AFTER = re.compile(
     r"\s*(?:ago|since|late|overdue|past|beyond|outside|after (?:the|its|your) (?:return )?window)\b"
 )
 _ELAPSED_BEFORE = re.compile(r"\bbeen (?:over |more than |about |nearly |almost )?$")
+# the days from today to a date ("arrives in 3 days", "3 days from now") say that date
+# (`extract_dates`), no duration
+OFFSET = "offset"
+_OFFSET_AFTER = re.compile(r"\s*from (?:now|today)\b")
+_OFFSET_BEFORE = re.compile(
+    r"\b(?:arrives?|arriving|delivered|there|with you|due|expected|lands?|reach(?:es)? you"
+    r"|get to you) in (?:about |around |roughly |just |another )?$"
+)
 _LEFT_AFTER = re.compile(r"\s*(?:left|remaining|to go)\b")
 _WINDOW_AFTER = re.compile(
     r"\s*(?:(?:return|returns|exchange|refund) )?(?:window|period|policy)\b"
@@ -522,6 +715,7 @@ _WINDOW_BEFORE = re.compile(
 )
 DURATION_CUES = (
     Cue(REFUND, value=re.compile(r"business|working")),
+    Cue(OFFSET, before=_OFFSET_BEFORE, after=_OFFSET_AFTER),
     Cue(ELAPSED, before=_ELAPSED_BEFORE, after=_ELAPSED_AFTER),
     Cue(LEFT, after=_LEFT_AFTER, value=re.compile(r"more|extra|additional")),  # "5 more days"
     Cue(WINDOW, before=_WINDOW_BEFORE, after=_WINDOW_AFTER),
@@ -543,7 +737,9 @@ def extract_durations(text: str) -> list[tuple[int, Duration]]:
         scale = 7 if m[3] == "week" else 1
         low = int(m[1]) * scale
         high = int(m[2]) * scale if m[2] else low
-        out.append((m.start(), Duration(low, high, duration_role(text, m.start(), m.end()))))
+        role = duration_role(text, m.start(), m.end())
+        if role != OFFSET:
+            out.append((m.start(), Duration(low, high, role)))
     return out
 
 
