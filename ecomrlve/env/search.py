@@ -47,6 +47,7 @@ class Catalog(Protocol):
 
     def index_documents(self) -> tuple[list[str], bool]: ...
 
+
 INDEX_VERSION = 4  # 2: price / rating / ship_days fast fields only; 4: no ranked postings
 TOKENIZER = "shop"
 MARKER = "ecomrlve-index.json"
