@@ -936,7 +936,10 @@ _EVENTS = (  # (status, gate: one of these words is in every match, pattern)
      r"\b(?:was|were|been|got) (?:safely |successfully )?received (?:at your|at "
      r"(?:the|your) (?:door|address|home|house)|by you|in person)"),
     ("delivered", ("received",),
-     r"\byou(?: have|'ve)? (?:already )?received (?:it|them|the|your)\b"),
+     # an order as the object: "you received it 62 days ago" in a policy answer restates
+     # the customer's words about the item, not a status a tool showed
+     r"\byou(?: have|'ve)? (?:already )?received (?:(?:your|the) (?:order|package|parcel|"
+     r"shipment)s?|o\d)"),
     ("delivered", ("signed",), rf"\b{_done('sign')} for\b"),
     ("delivered", ("hands", "door", "doorstep", "address", "home", "house", "destination"),
      rf"\b(?:{_BE} (?:now )?(?:in your hands|at your (?:door|doorstep|address|home|house))|"
