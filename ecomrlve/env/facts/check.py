@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -137,7 +138,8 @@ class Shown:
         if hints:
             text = self._hinted.get(hints)
             if text is None:
-                said = [s for s in self.strings() if any(h in s for h in hints)]
+                holds = _any_of(hints).search
+                said = [s for s in self.strings() if holds(s)]
                 text = self._hinted[hints] = fold(" | ".join(said))
             return text
         if self._text is None:
@@ -205,6 +207,12 @@ class Shown:
     def read_policy(self) -> bool:
         """Was one of the policy rows the request needs shown (True when it needs none)?"""
         return not self.policies or any(p in self._index() for p in self.policies)
+
+
+@functools.lru_cache(maxsize=256)
+def _any_of(words: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern finding any of `words` (one scan of a string instead of one per word)."""
+    return re.compile("|".join(map(re.escape, words)))
 
 
 MAX_SUMMED = 40  # distinct totals a sum is drawn from
