@@ -535,18 +535,22 @@ def _hedged_order_dates(reading: Reading) -> list[str]:
     of June 29 or today (order O1)", "placed June 2, or possibly June 3"): the answer commits to
     no date of that order, and an alternative is untrue of it. A checked date said so is
     missing anyway; this holds the dates no fact checks to the same rule."""
-    text = reading.text
-    if not any(word in text for word in _HEDGE_WORDS):
-        return []
     date = KINDS["date"]
     out = []
-    for offset, value in date.extract(text, reading):
-        if not hedged(text, offset):
+    # the hedged dates of each segment: those `Reading.committed` leaves out of its values
+    for segment, said, kept in zip(
+        reading.segments, reading.values("date"), reading.committed("date"), strict=True
+    ):
+        hedged_here = list(said)
+        for value in kept:
+            hedged_here.remove(value)
+        if not hedged_here:
             continue
-        segment = reading.segments[max(0, bisect.bisect_right(reading.starts, offset) - 1)]
-        named = set(_ORDER_ID.findall(text, segment.start, segment.start + len(segment.text)))
+        end = segment.start + len(segment.text)
+        named = set(_ORDER_ID.findall(reading.text, segment.start, end))
         if len(named) == 1:
-            out.append(f"date {date.show(value)} hedged about order {named.pop().upper()}")
+            order = named.pop().upper()
+            out += [f"date {date.show(value)} hedged about order {order}" for value in hedged_here]
     return out
 
 
