@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ecomrlve.catalogs import build_catalog
 from ecomrlve.env import reference_turns
-from ecomrlve.env.facts import AnswerPlan, check_answer
+from ecomrlve.env.judge.facts import AnswerPlan, check_answer
 from ecomrlve.generators import GenContext, generate_task
 
 SCENARIOS = ("policy", "return", "journey", "order_status")

@@ -152,6 +152,7 @@ def loop_row(
 
     from ecomrlve.testing.env_tasks import all_tasks, small_catalog
     from ecomrlve.testing.training import (
+        EVEN_LEARNING,
         EVEN_TURN_TOKENS,
         even_id_play,
         even_mass,
@@ -171,12 +172,7 @@ def loop_row(
         "prompts_per_step": prompts,
         "group_size": group,
         "ppo_mini_batch_size": max(1, prompts // 2),
-        "learning_rate": 2e-2,
-        "weight_decay": 0.0,
-        "dynamic_sampling_metric": "reward",
-        "overlong_buffer": 16,
-        "adaptive_difficulty": False,
-        "seed": 1,
+        **EVEN_LEARNING,
         "async": eta is not None,
         "max_staleness": eta or 0,
     }

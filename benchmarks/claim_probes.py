@@ -20,7 +20,7 @@ import argparse
 from collections.abc import Callable
 
 from ecomrlve.env import Catalog, format_call, verify
-from ecomrlve.env.reference import final_answer
+from ecomrlve.env.episode.reference import final_answer
 from ecomrlve.tasks import Task
 from ecomrlve.testing.bench import generated_store, print_table
 

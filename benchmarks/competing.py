@@ -5,19 +5,18 @@
     python benchmarks/competing.py --generate 270 --worlds 20     # freshly generated tasks
 
 For each K in {1, 2, 4, 8} and each contention level, `--worlds` shared worlds are drawn
-(`ecomrlve.env.shared.draw_shared_tasks`: seat 0 wants an item with one unit left, every other
-seat wants it too with probability `contention`, else draws any task) and played twice in the
+(`ecomrlve.env.episode.shared.draw_shared_tasks`: seat 0 wants an item with one unit left, every
+other seat wants it too with probability `contention`, else draws any task) and played twice in the
 seeded turn order: once with every seat a `ReferenceSeat` (the reference, adapted: it buys an
-acceptable substitute when the item sells out under it and tells the customer), once with every
-seat a `ClaimingSeat` (the reference's turns played blind: it claims the reference's order
-whatever happened). Columns, per seat: `contended` the share of seats that lost an item to
-another seat (held it in the cart when it sold out, or failed to buy it after); `ref ok` and
-`ref reward` the reference's success and mean reward; `ref ok|lost, left` its success among
-the seats that lost an item while the shop still had a substitute within the budget
-(`substitute_left`); `ref ok|not lost` among the seats that lost nothing; `blind ok|lost` the
-blind seat's success among the seats that lost an item (it succeeds only where its task's own
-plan already replaced that item: its claims are then true); then per world the customers
-served by the reference and its revenue.
+acceptable substitute when the item sells out under it and tells the customer), once with every seat
+a `ClaimingSeat` (the reference's turns played blind: it claims the reference's order whatever
+happened). Columns, per seat: `contended` the share of seats that lost an item to another seat (held
+it in the cart when it sold out, or failed to buy it after); `ref ok` and `ref reward` the
+reference's success and mean reward; `ref ok|lost, left` its success among the seats that lost an
+item while the shop still had a substitute within the budget (`substitute_left`); `ref ok|not lost`
+among the seats that lost nothing; `blind ok|lost` the blind seat's success among the seats that
+lost an item (it succeeds only where its task's own plan already replaced that item: its claims are
+then true); then per world the customers served by the reference and its revenue.
 
 A second table turns the difficulty ladder's contention knob (`contention_at(d)`: the share of
 seats that want the scarce item and the units of it left) at K = `LADDER_SEATS`, with the same
@@ -34,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ecomrlve.env.shared import SharedWorld, contention_at, draw_shared_tasks
+from ecomrlve.env.episode.shared import SharedWorld, contention_at, draw_shared_tasks
 from ecomrlve.tasks import Task
 from ecomrlve.testing import env_tasks
 from ecomrlve.testing.baseline import LADDER as RUNGS
@@ -69,7 +68,7 @@ def _pool(args: argparse.Namespace) -> tuple[Any, list[Task]]:
         catalog = env_tasks.small_catalog()
         rivals, _ = contended_tasks(catalog, 2)
         return catalog, [*rivals, *env_tasks.all_tasks(catalog)]
-    from ecomrlve.env.catalog import Catalog
+    from ecomrlve.env.shop.products import Catalog
     from ecomrlve.tasks import read_tasks
 
     return Catalog.load(args.data), read_tasks(args.data, None)

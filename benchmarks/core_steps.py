@@ -23,17 +23,18 @@ import argparse
 import collections
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from ecomrlve.catalogs import build_catalog
-from ecomrlve.config import SCENARIOS
 from ecomrlve.generators import GenContext, TaskKey, generate_tasks, validate
 from ecomrlve.generators import followups as fu
+from ecomrlve.generators.base import Plan
 from ecomrlve.generators.difficulty import MAX_DIFFICULTY, MIN_DIFFICULTY
 from ecomrlve.generators.generate import config_of
-from ecomrlve.generators.registry import get_scenario
+from ecomrlve.generators.registry import get_scenario, scenario_names
 from ecomrlve.tasks import Task
-from ecomrlve.testing.bench import print_table
+from ecomrlve.testing.bench import plan_table, print_table
 
 DIFFICULTIES = range(MIN_DIFFICULTY, MAX_DIFFICULTY + 1)
 BAND = (6, 8)
@@ -67,26 +68,20 @@ def percent(part: int, whole: int) -> str:
 
 def plan_core_reach() -> list[tuple[str, ...]]:
     """Per scenario x difficulty: % of plans whose core steps are in `BAND`."""
-    rows = [("scenario", *(f"d{d}" for d in DIFFICULTIES))]
-    for scenario in SCENARIOS:
-        generator = get_scenario(scenario)
-        cells = []
-        for d in DIFFICULTIES:
-            config = config_of(scenario, d)
-            hits = 0
-            for i in range(PLANS_PER_CELL):
-                key = TaskKey(scenario, 41, d, i)
-                plan = generator.plan_task(config, key.rng(), key)
-                steps = getattr(plan, "core_steps", None)
-                if steps is None:  # older code: the plan's steps less its add-ons
-                    more = plan.choices.get("followups", [])
-                    core = {"order_detail"} if scenario == "order_status" else set()
-                    addons = {"reorder", "order_detail"} - core
-                    steps = plan.steps - sum(fu.COST[f] for f in more if f in addons)
-                hits += BAND[0] <= steps <= BAND[1]
-            cells.append(percent(hits, PLANS_PER_CELL))
-        rows.append((scenario, *cells))
-    return rows
+
+    def cell(scenario: str, plans: Iterator[Plan]) -> str:
+        hits = 0
+        for plan in plans:
+            steps = getattr(plan, "core_steps", None)
+            if steps is None:  # older code: the plan's steps less its add-ons
+                more = plan.choices.get("followups", [])
+                core = {"order_detail"} if scenario == "order_status" else set()
+                addons = {"reorder", "order_detail"} - core
+                steps = plan.steps - sum(fu.COST[f] for f in more if f in addons)
+            hits += BAND[0] <= steps <= BAND[1]
+        return percent(hits, PLANS_PER_CELL)
+
+    return plan_table(DIFFICULTIES, cell, plans=PLANS_PER_CELL)
 
 
 def main() -> None:
@@ -114,7 +109,7 @@ def main() -> None:
 
     print(f"\n{BAND[0]}-{BAND[1]} band: per scenario, % of tasks")
     rows = [("scenario", "tasks", ">=6 core", "add-on purchase", "reference solves")]
-    for scenario in [*SCENARIOS, "all"]:
+    for scenario in [*scenario_names(), "all"]:
         got = [t for t in banded_tasks if scenario in ("all", t.scenario)]
         rows.append((
             scenario,

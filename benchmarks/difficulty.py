@@ -34,20 +34,20 @@ import argparse
 import collections
 import statistics
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from ecomrlve.catalogs import build_catalog
-from ecomrlve.config import SCENARIOS
 from ecomrlve.env import Catalog, reference_turns, verify
-from ecomrlve.env.facts.check import describe
-from ecomrlve.generators import GenContext, TaskKey, generate_task
+from ecomrlve.env.judge.facts.check import describe
+from ecomrlve.generators import GenContext, generate_task
+from ecomrlve.generators.base import Plan
 from ecomrlve.generators.difficulty import MAX_DIFFICULTY, MIN_DIFFICULTY, parse_difficulty_range
-from ecomrlve.generators.generate import config_of
 from ecomrlve.generators.reasoning import LATE_KINDS, late_demands, late_facts, reasoning_features
-from ecomrlve.generators.registry import get_scenario
+from ecomrlve.generators.registry import scenario_names
 from ecomrlve.tasks import Task
 from ecomrlve.testing.baseline import LADDER, play_baseline, play_rung
-from ecomrlve.testing.bench import generated_store, print_table
+from ecomrlve.testing.bench import generated_store, plan_table, print_table
 
 DIFFICULTIES = range(MIN_DIFFICULTY, MAX_DIFFICULTY + 1)
 PLANS_PER_CELL = 200
@@ -56,11 +56,11 @@ PLANS_PER_CELL = 200
 def success_table(title: str, wins: dict[tuple[str, int], list[bool]]) -> None:
     print(f"\n{title}: success % by scenario x difficulty")
     table = [("scenario", *(f"d{d}" for d in DIFFICULTIES), "all")]
-    for scenario in [*SCENARIOS, "all"]:
+    for scenario in [*scenario_names(), "all"]:
         cells, every = [], []
         for d in DIFFICULTIES:
             got = (
-                [w for s in SCENARIOS for w in wins[(s, d)]]
+                [w for s in scenario_names() for w in wins[(s, d)]]
                 if scenario == "all"
                 else wins[(scenario, d)]
             )
@@ -116,7 +116,7 @@ def ladder_table(
     first difficulty it solves under half the tasks at); a sum row per scenario."""
     rungs = [name for name, _ in LADDER] + ["reference"]
     rows = [("scenario", "rung", *(f"d{d}" for d in difficulties), "falls at")]
-    for scenario in SCENARIOS:
+    for scenario in scenario_names():
         sums = [0.0] * len(difficulties)
         for rung in rungs:
             cells, falls = [], "-"
@@ -134,19 +134,11 @@ def ladder_table(
 
 def features_table() -> list[tuple[str, ...]]:
     """Per scenario x difficulty, the mean reasoning features of `PLANS_PER_CELL` plans."""
-    rows = [("scenario", *(f"d{d}" for d in DIFFICULTIES))]
-    for scenario in SCENARIOS:
-        generator = get_scenario(scenario)
-        cells = []
-        for d in DIFFICULTIES:
-            config = config_of(scenario, d)
-            total = 0
-            for i in range(PLANS_PER_CELL):
-                key = TaskKey(scenario, 41, d, i)
-                total += len(reasoning_features(generator.plan_task(config, key.rng(), key)))
-            cells.append(f"{total / PLANS_PER_CELL:.2f}")
-        rows.append((scenario, *cells))
-    return rows
+
+    def cell(scenario: str, plans: Iterator[Plan]) -> str:
+        return f"{sum(len(reasoning_features(plan)) for plan in plans) / PLANS_PER_CELL:.2f}"
+
+    return plan_table(DIFFICULTIES, cell, plans=PLANS_PER_CELL)
 
 
 def run_ladder(data: Path, difficulties: list[int], per_cell: int, seed: int) -> None:
@@ -154,7 +146,7 @@ def run_ladder(data: Path, difficulties: list[int], per_cell: int, seed: int) ->
     ctx = GenContext.load(data)
     tasks = [
         task
-        for scenario in SCENARIOS
+        for scenario in scenario_names()
         for d in difficulties
         for i in range(per_cell)
         if (task := generate_task(ctx, scenario, seed, d, i)) is not None

@@ -22,9 +22,9 @@ from rich.console import Console
 from rich.table import Table
 
 from ecomrlve.catalogs import build_catalog
-from ecomrlve.config import SCENARIOS
 from ecomrlve.generators import GenContext, generate_tasks
 from ecomrlve.generators.realism import lint, opening, reply_forms, user_replies, word_types
+from ecomrlve.generators.registry import scenario_names
 from ecomrlve.store import DataPaths
 from ecomrlve.tasks import Task
 
@@ -63,7 +63,7 @@ def main() -> None:
     table = Table(title=f"distinct three-word openings, typo-free prompts ({len(clean):,})")
     for column in ("scenario", "prompts", "openings", "target"):
         table.add_column(column, justify="left" if column == "scenario" else "right")
-    for scenario in SCENARIOS:
+    for scenario in scenario_names():
         table.add_row(scenario, f"{counts[scenario]:,}", str(len(openings[scenario])), "15")
     console.print(table)
 

@@ -42,10 +42,11 @@ import polars as pl
 from ecomrlve import store
 from ecomrlve.catalogs import build_catalog
 from ecomrlve.config import EnvConfig
-from ecomrlve.env import TOOL_SPECS, Catalog, EcomEnv, format_call, reference_turns, search, verify
-from ecomrlve.env.catalog import normalise_filters
-from ecomrlve.env.facts import AnswerPlan, check_answer, spellings
-from ecomrlve.env.search import analyzer_tokens
+from ecomrlve.env import TOOL_SPECS, Catalog, EcomEnv, format_call, reference_turns, verify
+from ecomrlve.env.judge.facts import AnswerPlan, check_answer, spellings
+from ecomrlve.env.shop import search
+from ecomrlve.env.shop.products import normalise_filters
+from ecomrlve.env.shop.search import analyzer_tokens
 from ecomrlve.generators import generate_tasks
 from ecomrlve.store import DataPaths
 from ecomrlve.tasks import Task

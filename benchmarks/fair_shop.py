@@ -38,11 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from ecomrlve.catalogs import build_catalog
-from ecomrlve.config import SCENARIOS, EnvConfig
+from ecomrlve.config import EnvConfig
 from ecomrlve.env import EcomEnv
-from ecomrlve.env.parser import format_call
-from ecomrlve.env.reference import final_answer
+from ecomrlve.env.episode.parser import format_call
+from ecomrlve.env.episode.reference import final_answer
 from ecomrlve.generators import GenContext, generate_tasks
+from ecomrlve.generators.registry import scenario_names
 from ecomrlve.tasks import Task, ToolCall
 from ecomrlve.testing.bench import print_table
 
@@ -228,7 +229,7 @@ def confirmation_answers(tasks: list[Task], catalog: Any) -> tuple[int, int, int
     """(right yes, asked yes, right no, asked no) over the wordings: a cancel the goal wants
     (yes) and one of an order it doesn't (no); an order placed where the goal buys (yes) and
     where it buys nothing (no)."""
-    from ecomrlve.env.user import SimulatedUser
+    from ecomrlve.env.episode.user import SimulatedUser
 
     right_yes = asked_yes = right_no = asked_no = 0
     for task in tasks:
@@ -335,7 +336,7 @@ def main() -> None:
         global CONFIG
         CONFIG = EnvConfig(turn_slack=args.turn_slack)
     started = time.perf_counter()
-    n = args.per_cell * len(SCENARIOS) * len(DIFFICULTIES)
+    n = args.per_cell * len(scenario_names()) * len(DIFFICULTIES)
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)
         build_catalog(data, args.products, seed=args.seed)
@@ -365,7 +366,7 @@ def main() -> None:
         hard = [t for t in tasks if t.difficulty >= 9]
         print("\n2. scripted agents at d9-10: % of tasks passed")
         rows = [("scenario", "tasks", "reference", "+1 read", "+1 read +1 confirmation")]
-        for scenario in [*SCENARIOS, "all"]:
+        for scenario in [*scenario_names(), "all"]:
             got = [t for t in hard if scenario in ("all", t.scenario)]
             ref = sum(play(t, catalog, list(t.reference)) for t in got)
             read = sum(play(t, catalog, with_read(t)) for t in got)

@@ -34,8 +34,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ecomrlve.catalogs import build_catalog
-from ecomrlve.config import SCENARIOS
 from ecomrlve.generators import GenContext, generate_task, generate_tasks, validate
+from ecomrlve.generators.registry import scenario_names
 from ecomrlve.store import DataPaths
 
 TARGET = 5_000.0
@@ -62,7 +62,7 @@ print(df.height / (time.process_time() - started), report.invalid)
 
 def per_scenario(ctx: GenContext, n: int) -> list[tuple[str, float, float, float]]:
     rows = []
-    for scenario in SCENARIOS:
+    for scenario in scenario_names():
         started = time.perf_counter()
         tasks = [generate_task(ctx, scenario, 1, i % 11, i // 11) for i in range(n)]
         generated = time.perf_counter()

@@ -31,6 +31,7 @@ Measured, each beside its baseline:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -359,49 +360,31 @@ def main() -> None:
     deadline = started + args.budget_s
     episodes = synthetic_episodes(sequences, prompt_len, response_len, shape["vocab_size"], 0)
 
+    update = functools.partial(
+        update_phase,
+        model,
+        episodes,
+        max_tokens=max_tokens,
+        steps=args.steps,
+        device=device,
+        n_params=n_params,
+        deadline=deadline,
+    )
+    rollout = functools.partial(
+        rollout_phase,
+        model,
+        prompt_len=prompt_len // 4 or 1,
+        new_tokens=rollout_tokens,
+        vocab=shape["vocab_size"],
+        device=device,
+    )
     rows = [
-        update_phase(
-            model,
-            episodes,
-            max_tokens=max_tokens,
-            steps=args.steps,
-            device=device,
-            n_params=n_params,
-            checkpointing=True,
-            deadline=deadline,
-        ),
-        update_phase(
-            model,
-            episodes,
-            max_tokens=max_tokens,
-            steps=args.steps,
-            device=device,
-            n_params=n_params,
-            checkpointing=False,
-            deadline=deadline,
-        ),
-        rollout_phase(
-            model,
-            prompts=rollout_prompts,
-            prompt_len=prompt_len // 4 or 1,
-            new_tokens=rollout_tokens,
-            vocab=shape["vocab_size"],
-            device=device,
-            baseline=False,
-        ),
+        update(checkpointing=True),
+        update(checkpointing=False),
+        rollout(prompts=rollout_prompts, baseline=False),
     ]
     baseline_prompts = max(1, min(rollout_prompts, 4 if big else rollout_prompts))
-    rows.append(
-        rollout_phase(
-            model,
-            prompts=baseline_prompts,
-            prompt_len=prompt_len // 4 or 1,
-            new_tokens=rollout_tokens,
-            vocab=shape["vocab_size"],
-            device=device,
-            baseline=True,
-        )
-    )
+    rows.append(rollout(prompts=baseline_prompts, baseline=True))
 
     name = torch.cuda.get_device_name(device) if cuda else "CPU"
     size = f"{n_params / 1e9:.2f}B" if n_params >= 1e8 else f"{n_params / 1e6:.2f}M"

@@ -78,7 +78,7 @@ from ecomrlve.config import (
     config_from_dict,
     load_config,
 )
-from ecomrlve.generators.registry import SCENARIOS
+from ecomrlve.generators.registry import scenario_names
 from ecomrlve.train import metrics
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,7 +154,7 @@ def study_config(
     raw = yaml.safe_load(path.read_text()) or {}
     data = raw.setdefault("data", {})
     if all_scenarios:
-        raw.setdefault("env", {})["scenarios"] = list(SCENARIOS)
+        raw.setdefault("env", {})["scenarios"] = list(scenario_names())
         if recipe.data.max_steps is not None and recipe.data.max_steps < BUNDLE_MIN_STEPS:
             data["max_steps"] = BUNDLE_MIN_STEPS
     training = raw.setdefault("training", {})

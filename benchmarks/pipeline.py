@@ -21,9 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from ecomrlve.config import SCENARIOS, DataConfig
+from ecomrlve.config import DataConfig
 from ecomrlve.flows import prefect_env, quiet_settings
 from ecomrlve.generators.generate import plan_run
+from ecomrlve.generators.registry import scenario_names
 
 CHUNK_SIZE = DataConfig().chunk_size  # the pipeline's default
 
@@ -56,9 +57,9 @@ def baseline(data: Path, products: int, seed: int, tasks: int) -> dict[str, floa
 
     from ecomrlve import store
     from ecomrlve.catalogs import build_catalog
-    from ecomrlve.flows.curriculum import build_curriculum, catalog_predicate
     from ecomrlve.flows.plots import plot_dataset
     from ecomrlve.flows.publishing import publish_run
+    from ecomrlve.flows.shards import build_curriculum, catalog_predicate
     from ecomrlve.flows.validation import validate_frame
     from ecomrlve.generators.generate import generate_chunk
 
@@ -69,7 +70,7 @@ def baseline(data: Path, products: int, seed: int, tasks: int) -> dict[str, floa
     stages["catalog"] = time.perf_counter() - started
 
     started = time.perf_counter()
-    chunks, _ = plan_run(tasks, list(SCENARIOS), (0, 10), None, CHUNK_SIZE)
+    chunks, _ = plan_run(tasks, list(scenario_names()), (0, 10), None, CHUNK_SIZE)
     frames = []
     for c in chunks:
         df, _ = generate_chunk(data, seed, c.scenario, c.difficulty, c.start_index, c.count)
@@ -94,7 +95,7 @@ def baseline(data: Path, products: int, seed: int, tasks: int) -> dict[str, floa
     stages["curriculum"] = time.perf_counter() - started
 
     started = time.perf_counter()
-    plot_dataset(data)
+    plot_dataset(data, order=scenario_names())
     stages["plots"] = time.perf_counter() - started
     return stages
 
@@ -103,7 +104,7 @@ def generation_throughput(data: Path, tasks: int, workers: int, seed: int) -> tu
     from ecomrlve.catalogs import catalog_hash
     from ecomrlve.flows.pipeline import _generation
 
-    chunks, _ = plan_run(tasks, list(SCENARIOS), (0, 10), None, CHUNK_SIZE)
+    chunks, _ = plan_run(tasks, list(scenario_names()), (0, 10), None, CHUNK_SIZE)
     with _generation("processes", workers, None, str(data)) as generation:
         (_, stats), seconds = timed(
             lambda: generation(
@@ -168,7 +169,7 @@ def main() -> None:
     overhead = flow_wall - base_wall
     per_task = base["generate"] / max(summary.tasks, 1)
     per_chunk = max(overhead, 0.0) / max(chunks, 1)
-    chunks_100k = len(plan_run(100_000, list(SCENARIOS), (0, 10), None, CHUNK_SIZE)[0])
+    chunks_100k = len(plan_run(100_000, list(scenario_names()), (0, 10), None, CHUNK_SIZE)[0])
     work_100k = per_task * 100_000 + base_wall - base["generate"]
     print(f"\npipeline: {args.products:,} products, {summary.tasks:,} tasks, {chunks} chunks")
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}\n")

@@ -6,7 +6,7 @@ judges the end state against `goal`. The goal is declarative, so "any agent path
 equivalent end state passes" and acceptable alternatives are explicit sets computed by the
 generator over the whole catalog, never guessed.
 
-Goal semantics (checked by `ecomrlve.env.verifier`):
+Goal semantics (checked by `ecomrlve.env.judge.verifier`):
 * Parts of the mutable state that the goal does not mention must end unchanged: no new order
   unless `purchase` is set, no cancellation outside `cancel`, no return outside `returns`, etc.
 * `purchase`: exactly one new order whose lines match the slots one-to-one (item in the slot's
@@ -16,7 +16,7 @@ Goal semantics (checked by `ecomrlve.env.verifier`):
 * `cancel` / `returns` / `exchanges`: exactly these effects happen.
 * `answer_facts`: typed facts (`AnswerFact`: kind, canonical value, the order it is about) that
   the final answer must state without contradicting them; read by kind from free text
-  (`ecomrlve.env.facts`).
+  (`ecomrlve.env.judge.facts`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from ecomrlve import store
-from ecomrlve.config import SCENARIOS
+from ecomrlve.config import SCENARIO_NAME
 from ecomrlve.read_sql import check_read_query
 
 # Axis columns every task row carries (interpretation is per scenario; unused axes are 0).
@@ -205,7 +205,7 @@ FactKind = Literal[
 
 
 class AnswerFact(Model):
-    """One fact the final answer must state, checked by kind (see `ecomrlve.env.facts`).
+    """One fact the final answer must state, checked by kind (see `ecomrlve.env.judge.facts`).
 
     `value` is canonical: an ISO day, dollars ("4.99"), a percent ("10"), days ("30" or
     "5-7"), an order status, "brand-last4", an address, "topic:yes|no" (topic: return,
@@ -317,7 +317,7 @@ TRANSIENT_ERRORS: tuple[str, ...] = ("timeout", "service_unavailable", "rate_lim
 
 class WorldEvent(Model):
     """One change of the shop during an episode (issue 29): seeded by the generator, applied by
-    the env (`ecomrlve.env.events`) once `after_calls` tool calls have run, before the next.
+    the env (`ecomrlve.env.world.events`) once `after_calls` tool calls have run, before the next.
 
     * `price_change`: `item_id` costs `price` from then on (it cost `old_price`);
     * `out_of_stock`: `item_id` cannot be bought any more;
@@ -389,8 +389,8 @@ class Task(Model):
     core_calls: list[int] | None = None
 
     def model_post_init(self, __context: Any) -> None:
-        if self.scenario not in SCENARIOS:
-            raise ValueError(f"unknown scenario {self.scenario!r}")
+        if not SCENARIO_NAME.fullmatch(self.scenario):
+            raise ValueError(f"not a scenario name: {self.scenario!r}")
         if self.core_calls is None:
             self.core_calls = list(range(len(self.reference)))
         calls = self.core_calls

@@ -41,6 +41,16 @@ def small_catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data
 
 
+@pytest.fixture(scope="module")
+def fx_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory holding the env fixture catalog and tasks (`env_tasks.write_store`)."""
+    from ecomrlve.testing import env_tasks
+
+    root = tmp_path_factory.mktemp("store") / "data"
+    env_tasks.write_store(root)
+    return root
+
+
 # ---- flows (Prefect) ---------------------------------------------------------------------------
 # Prefect reads its settings when it is first imported, so the quiet offline defaults and a
 # private PREFECT_HOME are set here, before any test module imports prefect.

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ecomrlve import store
-from ecomrlve.env.catalog import Catalog
-from ecomrlve.flows import curriculum as cur
+from ecomrlve.env.shop.products import Catalog
+from ecomrlve.flows import shards as cur
 from ecomrlve.tasks import Task
 from ecomrlve.testing import env_tasks as fx
 
@@ -35,3 +35,20 @@ def curriculum_store(data: Path) -> Path:
     with store.exclusive_lock(data):
         cur.build_curriculum(data, CURRICULUM)
     return data
+
+
+def agent_loop(verl_config, tokenizer, server):
+    """Our verl agent loop over `server` (verl's server manager contract), as verl builds it."""
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    from ecomrlve.integrations.verl.runtime import EcomAgentLoop
+
+    return EcomAgentLoop(
+        trainer_config=DictConfigWrap(verl_config),
+        server_manager=server,
+        tokenizer=tokenizer,
+        processor=None,
+        dataset_cls=RLHFDataset,
+        data_config=DictConfigWrap(verl_config.data),
+    )

@@ -18,7 +18,7 @@ from ecomrlve.catalogs import (
 )
 from ecomrlve.catalogs.policies import PolicyBook, Shop
 from ecomrlve.catalogs.taxonomy import CATEGORIES, CATEGORY_BY_NAME
-from ecomrlve.env.catalog import Catalog
+from ecomrlve.env.shop.products import Catalog
 from ecomrlve.store import DataPaths
 
 EXPECTED_COLUMNS = [

@@ -6,23 +6,14 @@ from __future__ import annotations
 import io
 import sys
 
-import pytest
 from typer.testing import CliRunner
 
 from ecomrlve import __version__
 from ecomrlve.cli import app
 from ecomrlve.cli import common as cli_common
 from ecomrlve.progress import ProgressEvent
-from ecomrlve.testing import env_tasks as fx
 
 runner = CliRunner()
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    root = tmp_path_factory.mktemp("store") / "data"
-    fx.write_store(root)
-    return root
 
 
 def test_version() -> None:
@@ -31,7 +22,7 @@ def test_version() -> None:
     assert result.stdout.strip() == f"ecomrlve {__version__}"
 
 
-def test_boolean_flags_come_in_pairs(data, tmp_path) -> None:
+def test_boolean_flags_come_in_pairs(fx_store, tmp_path) -> None:
     help_text = runner.invoke(app, ["curriculum", "build", "--help"], env={"COLUMNS": "200"})
     assert "--interleave" in help_text.stdout and "--no-interleave" in help_text.stdout
     line = next(x for x in help_text.stdout.splitlines() if "--no-interleave" in x)
@@ -40,7 +31,7 @@ def test_boolean_flags_come_in_pairs(data, tmp_path) -> None:
     for flag in ("--interleave", "--no-interleave"):
         result = runner.invoke(
             app,
-            ["curriculum", "build", "--name", "x", flag, "--where", "1=0", "--data", str(data)],
+            ["curriculum", "build", "--name", "x", flag, "--where", "1=0", "--data", str(fx_store)],
         )
         assert result.exit_code == 2
         assert "no tasks match" in result.stderr, result.stderr
@@ -48,10 +39,10 @@ def test_boolean_flags_come_in_pairs(data, tmp_path) -> None:
     assert "--no-skip-train" in pipeline_help.stdout
 
 
-def test_solve_where_that_selects_nothing_exits_2(data, tmp_path) -> None:
+def test_solve_where_that_selects_nothing_exits_2(fx_store, tmp_path) -> None:
     out = tmp_path / "none.jsonl"
     result = runner.invoke(
-        app, ["solve", "--data", str(data), "--out", str(out), "--where", "scenario = 'nope'"]
+        app, ["solve", "--data", str(fx_store), "--out", str(out), "--where", "scenario = 'nope'"]
     )
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()

@@ -43,7 +43,7 @@ def test_every_shipped_config_loads() -> None:
         ({"envv": {}}, "unknown key 'envv'"),
         ({"env": {"max_steps": 0}}, "env.max_steps"),
         ({"training": {"clip_ratio_low": 0.3, "clip_ratio_high": 0.2}}, "clip_ratio_high"),
-        ({"env": {"scenarios": ["shopping"]}}, "unknown scenario"),
+        ({"env": {"scenarios": ["Cart!"]}}, "not a scenario name"),
         ({"data": {"products": -5}}, "data.products"),
         ({"data": {"events_from": 12}}, "data.events_from: .*less than or equal to 11"),
         ({"data": {"events_from": -1}}, "data.events_from"),

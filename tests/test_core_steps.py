@@ -12,17 +12,15 @@ import itertools
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from ecomrlve.config import SCENARIOS
 from ecomrlve.env import TOOL_NAMES
 from ecomrlve.flows.validation import rejection_reason
 from ecomrlve.generators import GenContext, TaskKey, generate_task, validate
 from ecomrlve.generators.dependent import dependent_share, wanted_phrase
 from ecomrlve.generators.generate import config_of, task_row
-from ecomrlve.generators.registry import get_scenario
+from ecomrlve.generators.registry import get_scenario, scenario_names
 from ecomrlve.tasks import Task, with_column_defaults
+from ecomrlve.testing.task_keys import any_task_key
 
 DEPENDENT_SCENARIOS = ("order_status", "cancel", "return", "policy", "product_discovery")
 
@@ -42,18 +40,8 @@ def _addon_purchase(task: Task) -> bool:
     return added > swaps // 2 + retries
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
-@settings(
-    max_examples=8,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-    derandomize=True,
-)
-@given(
-    seed=st.integers(min_value=0, max_value=2**31 - 1),
-    index=st.integers(min_value=0, max_value=10**6),
-    difficulty=st.integers(min_value=0, max_value=10),
-)
+@pytest.mark.parametrize("scenario", scenario_names())
+@any_task_key(max_examples=8)
 def test_core_calls_are_real_reference_calls(ctx, scenario, seed, index, difficulty):
     task = generate_task(ctx, scenario, seed, difficulty, index)  # world events from d8
     assert task is not None

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from ecomrlve import store
 from ecomrlve.catalogs import build_catalog
-from ecomrlve.flows import curriculum as cur
+from ecomrlve.flows import shards as cur
 from ecomrlve.integrations.verl import rows as vrows
 from ecomrlve.tasks import STEP_BANDS, Goal, RecommendSpec, Task, ToolCall, step_band
 

@@ -1,5 +1,5 @@
 """The final message is judged: it must exist and be truthful about what the episode did
-(`ecomrlve.env.claims`), and the end state is checked where the customer cares (address, cart
+(`ecomrlve.env.judge.claims`), and the end state is checked where the customer cares (address, cart
 after checkout, return reason). Each rule has hand-written answers that must fail and
 correct ones, phrased differently, that must pass."""
 
@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env import EcomEnv, format_call, reference_turns, verify
-from ecomrlve.env.claims import ACTION_KINDS, check_claims, product_names, read_statements
+from ecomrlve.env.judge.claims import ACTION_KINDS, check_claims, product_names, read_statements
 from ecomrlve.testing import env_tasks as fx
 from ecomrlve.testing import reward_probes as probes
+from ecomrlve.testing.answers import claim_violations
 
 
 def calls(task) -> list[str]:
@@ -21,10 +22,6 @@ def calls(task) -> list[str]:
 
 def judge(task, answer: str, catalog, turns: list[str] | None = None):
     return verify(task, [*(calls(task) if turns is None else turns), answer], catalog)
-
-
-def claim_violations(verdict) -> list[str]:
-    return [v for v in verdict.violations if v.startswith("claims:")]
 
 
 def title(catalog, item_id: str) -> str:
@@ -182,19 +179,30 @@ def _answers(tasks, catalog) -> tuple[list[tuple[str, str]], list[tuple[str, str
     return must_pass, must_fail
 
 
-def test_truthful_reports_in_other_words_pass(tasks, catalog):
-    must_pass, _ = _answers(tasks, catalog)
-    for task_id, answer in must_pass:
+def _all_pass(tasks, catalog, answers: list[tuple[str, str]]) -> None:
+    """Each (task id, final answer) judged after the task's reference calls succeeds."""
+    for task_id, answer in answers:
         verdict = judge(tasks[task_id], answer, catalog)
         assert verdict.success, (task_id, answer, verdict.violations)
 
 
-def test_false_reports_and_denials_fail(tasks, catalog):
-    _, must_fail = _answers(tasks, catalog)
-    for task_id, answer in must_fail:
+def _all_fail_on_a_claim(tasks, catalog, answers: list[tuple[str, str]]) -> list:
+    """Each (task id, final answer) fails with a claim violation; their verdicts."""
+    verdicts = []
+    for task_id, answer in answers:
         verdict = judge(tasks[task_id], answer, catalog)
         assert not verdict.success, (task_id, answer)
         assert claim_violations(verdict), (task_id, answer, verdict.violations)
+        verdicts.append(verdict)
+    return verdicts
+
+
+def test_truthful_reports_in_other_words_pass(tasks, catalog):
+    _all_pass(tasks, catalog, _answers(tasks, catalog)[0])
+
+
+def test_false_reports_and_denials_fail(tasks, catalog):
+    for verdict in _all_fail_on_a_claim(tasks, catalog, _answers(tasks, catalog)[1]):
         assert verdict.reward <= 0
 
 
@@ -345,12 +353,24 @@ def _done_kinds(task) -> set[str]:
     return {KIND_OF_TOOL[c.name] for c in task.reference if c.name in KIND_OF_TOOL}
 
 
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+def _examples(count: int) -> settings:
+    """Hypothesis over the module's fixtures: `count` examples, no deadline."""
+    return settings(
+        max_examples=count,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+    )
+
+
+def _draw_task(data, tasks):
+    """One of the fixture tasks, drawn (in task id order, so a seed draws the same one)."""
+    return data.draw(st.sampled_from(sorted(tasks.values(), key=lambda t: t.task_id)))
+
+
+@_examples(60)
 @given(data=st.data())
 def test_appending_a_false_claim_about_any_action_not_taken_fails(tasks, catalog, data):
-    task = data.draw(st.sampled_from(sorted(tasks.values(), key=lambda t: t.task_id)))
+    task = _draw_task(data, tasks)
     kinds = sorted(set(FALSE_CLAIMS) - _done_kinds(task))
     kind = data.draw(st.sampled_from(kinds))
     claim = data.draw(st.sampled_from(FALSE_CLAIMS[kind]))
@@ -372,9 +392,7 @@ DENIALS = {
 }
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@_examples(40)
 @given(data=st.data())
 def test_denying_any_action_that_succeeded_fails(tasks, catalog, data):
     candidates = sorted(
@@ -390,9 +408,7 @@ def test_denying_any_action_that_succeeded_fails(tasks, catalog, data):
     assert not verdict.success, (task.task_id, text)
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@_examples(40)
 @given(row=st.integers(min_value=0, max_value=fx.N_PRODUCTS - 1))
 def test_a_recommendation_naming_another_product_fails(tasks, catalog, row):
     task = tasks["fx-recommend"]
@@ -530,18 +546,11 @@ def _red_team(tasks, catalog) -> tuple[list[tuple[str, str]], list[tuple[str, st
 
 
 def test_red_team_correct_phrasings_pass(tasks, catalog):
-    must_pass, _ = _red_team(tasks, catalog)
-    for task_id, answer in must_pass:
-        verdict = judge(tasks[task_id], answer, catalog)
-        assert verdict.success, (task_id, answer, verdict.violations)
+    _all_pass(tasks, catalog, _red_team(tasks, catalog)[0])
 
 
 def test_red_team_cheats_fail(tasks, catalog):
-    _, must_fail = _red_team(tasks, catalog)
-    for task_id, answer in must_fail:
-        verdict = judge(tasks[task_id], answer, catalog)
-        assert not verdict.success, (task_id, answer)
-        assert claim_violations(verdict), (task_id, answer, verdict.violations)
+    _all_fail_on_a_claim(tasks, catalog, _red_team(tasks, catalog)[1])
 
 
 def test_an_unnamed_status_is_not_backed_by_a_cancellation_on_file(tasks, catalog):
@@ -613,7 +622,7 @@ def test_red_team_probe_classes_on_every_task(tasks, catalog):
 def test_claims_are_an_entry_of_the_fact_registry(tasks, catalog):
     """`check_answer` is the one entry point: the claims kind audits the answer given the
     episode's record and catalog, with the same violations as `check_claims`."""
-    from ecomrlve.env.facts import KINDS, AnswerPlan, Shown, check_answer
+    from ecomrlve.env.judge.facts import KINDS, AnswerPlan, Shown, check_answer
 
     assert "claims" in KINDS and not KINDS["claims"].valued
     record = verify_record(tasks["fx-cancel"], catalog)
@@ -668,12 +677,10 @@ OTHER_DENIALS = (
 )
 
 
-@settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@_examples(80)
 @given(data=st.data())
 def test_reports_and_promises_in_any_words_of_an_action_not_done_fail(tasks, catalog, data):
-    task = data.draw(st.sampled_from(sorted(tasks.values(), key=lambda t: t.task_id)))
+    task = _draw_task(data, tasks)
     done = _done_kinds(task) | ({"refund"} if _done_kinds(task) & {"cancel", "return"} else set())
     table = data.draw(st.sampled_from([OTHER_WORDS, PROMISES]))
     kinds = sorted(set(table) - done)
@@ -684,12 +691,10 @@ def test_reports_and_promises_in_any_words_of_an_action_not_done_fail(tasks, cat
     assert claim_violations(verdict), (task.task_id, text)
 
 
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@_examples(60)
 @given(data=st.data())
 def test_true_not_done_statements_pass_and_denials_in_other_words_fail(tasks, catalog, data):
-    task = data.draw(st.sampled_from(sorted(tasks.values(), key=lambda t: t.task_id)))
+    task = _draw_task(data, tasks)
     kinds = sorted(set(TRUE_NOT_DONE) - _done_kinds(task))
     said = data.draw(st.sampled_from(TRUE_NOT_DONE[data.draw(st.sampled_from(kinds))]))
     verdict = verify(task, [*calls(task), f"{reference_turns(task)[-1]} {said}"], catalog)
@@ -704,7 +709,7 @@ def test_every_inflection_of_every_action_verb_is_read():
     """Each kind's verbs in any form: done reports, "I'll …" promises, "I didn't …" denies."""
     from lemminflect import getAllInflections
 
-    from ecomrlve.env.claims.reading import read_clause
+    from ecomrlve.env.judge.claims.reading import read_clause
 
     for kind in ACTION_KINDS:
         for lemma in kind.verbs:
@@ -774,7 +779,7 @@ def test_a_product_named_by_its_attributes_is_that_product(tasks, catalog):
 def test_one_reading_of_the_message_clauses_with_subject_polarity_and_modality(catalog):
     """`Message` is the one clause reader: what each clause names and is about, its polarity
     and modality, and the actions it reports, promises or denies."""
-    from ecomrlve.env.claims import Message
+    from ecomrlve.env.judge.claims import Message
 
     jacket = "I0000005"
     named = title(catalog, jacket)

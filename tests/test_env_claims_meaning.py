@@ -5,16 +5,8 @@ differently, that must pass."""
 
 from __future__ import annotations
 
-from ecomrlve.env import reference_turns, verify
-from ecomrlve.env.claims import product_names, read_statements
-
-
-def judge(task, answer: str, catalog):
-    return verify(task, [*reference_turns(task)[:-1], answer], catalog)
-
-
-def claims(verdict) -> list[str]:
-    return [v for v in verdict.violations if v.startswith("claims:")]
+from ecomrlve.env.judge.claims import product_names, read_statements
+from ecomrlve.testing.answers import claim_violations, with_final
 
 
 def _cancelled_on_file(task):
@@ -31,14 +23,14 @@ def test_a_status_said_as_how_the_order_shows_is_no_write(tasks, catalog):
         "Order O4001 is marked as cancelled in our system.",
         "O4001 appears as cancelled on your account.",
     ):
-        assert not claims(judge(task, said, catalog)), said
+        assert not claim_violations(with_final(task, said, catalog)), said
     # the agent's own write, not done: still a false report
     for said in ("I've marked order O4001 as cancelled.", "I cancelled O4001 as you asked."):
-        assert claims(judge(task, said, catalog)), said
+        assert claim_violations(with_final(task, said, catalog)), said
     # "as" before a subject still cuts: the denial after it is read on its own
     shipped = tasks["fx-cancel"]
     said = "I've cancelled O1001. O1002 could not be cancelled as it has already shipped."
-    assert not claims(judge(shipped, said, catalog))
+    assert not claim_violations(with_final(shipped, said, catalog))
 
 
 def test_an_effect_verb_after_an_action_noun_is_that_actions(tasks, catalog):
@@ -47,13 +39,19 @@ def test_an_effect_verb_after_an_action_noun_is_that_actions(tasks, catalog):
     args = task.reference[-1].arguments
     old, new = (catalog.title(catalog.row_of(args[k])) for k in ("item_id", "new_item_id"))
     said = f"Exchange set up on order O3001: you send back the {old} and receive the {new}."
-    assert not claims(judge(task, said, catalog))
+    assert not claim_violations(with_final(task, said, catalog))
     read = read_statements(said, product_names(catalog), {"O3001"}, set(args.values()))
     assert [s.kind for s in read] == ["exchange"]  # not a report of a new order
-    assert not claims(judge(task, "The swap was arranged for your order O3001.", catalog))
+    assert not claim_violations(
+        with_final(task, "The swap was arranged for your order O3001.", catalog)
+    )
     # the same words where no exchange was made, and a new order that was never placed
-    assert claims(judge(tasks["fx-status"], "Exchange set up on order O4001.", catalog))
-    assert claims(judge(task, "Exchange set up, and I've placed a new order for you.", catalog))
+    assert claim_violations(
+        with_final(tasks["fx-status"], "Exchange set up on order O4001.", catalog)
+    )
+    assert claim_violations(
+        with_final(task, "Exchange set up, and I've placed a new order for you.", catalog)
+    )
 
 
 def test_the_reply_is_judged_against_the_language_the_customer_wrote_in(tasks, catalog):
@@ -65,7 +63,7 @@ def test_the_reply_is_judged_against_the_language_the_customer_wrote_in(tasks, c
     reply_en = "Done: your order O1001 is cancelled and the refund reaches you in a few days."
 
     def foreign(task, reply):
-        return [v for v in judge(task, reply, catalog).violations if "language" in v]
+        return [v for v in with_final(task, reply, catalog).violations if "language" in v]
 
     assert foreign(english, reply_es)  # an English customer answered in Spanish
     assert not foreign(spanish, reply_es)  # a Spanish customer answered in Spanish
@@ -83,15 +81,15 @@ def test_money_said_to_be_back_where_the_customer_keeps_it_is_a_refund(tasks, ca
     )
     for task_id in ("fx-cancel", "fx-return"):
         for line in said:
-            assert not claims(judge(tasks[task_id], line, catalog)), (task_id, line)
+            assert not claim_violations(with_final(tasks[task_id], line, catalog)), (task_id, line)
     nothing = tasks["fx-status"]
     for line in said:
-        assert claims(judge(nothing, line, catalog)), line
+        assert claim_violations(with_final(nothing, line, catalog)), line
     for line in ("The refund isn't on your card.", "No money was put back on your card."):
-        assert not claims(judge(nothing, line, catalog)), line
+        assert not claim_violations(with_final(nothing, line, catalog)), line
     # a payment on file is no refund
     paid = "It was paid with the credit card on your account."
-    assert not claims(judge(nothing, paid, catalog))
+    assert not claim_violations(with_final(nothing, paid, catalog))
 
 
 def test_an_order_taken_off_or_stopped_in_other_words_is_a_cancellation(tasks, catalog):
@@ -103,14 +101,14 @@ def test_an_order_taken_off_or_stopped_in_other_words_is_a_cancellation(tasks, c
         "I've put a halt on order {o}.",
         "Your refund for order {o} was issued this morning.",
     ):
-        assert claims(judge(nothing, line.format(o="O4001"), catalog)), line
-        assert not claims(judge(cancelled, line.format(o="O1001"), catalog)), line
+        assert claim_violations(with_final(nothing, line.format(o="O4001"), catalog)), line
+        assert not claim_violations(with_final(cancelled, line.format(o="O1001"), catalog)), line
     # delivered, not removed; looked at, not taken off
     for line in (
         "Your order O4001 was dropped off at your door.",
         "I pulled up order O4001: it has shipped.",
     ):
-        assert not claims(judge(nothing, line, catalog)), line
+        assert not claim_violations(with_final(nothing, line, catalog)), line
 
 
 def test_a_promise_is_read_in_the_progressive_and_after_this(tasks, catalog):
@@ -120,11 +118,11 @@ def test_a_promise_is_read_in_the_progressive_and_after_this(tasks, catalog):
         "We will be arranging a courier pickup for order {o}.",
         "I'll cancel order {o} right after this.",
     ):
-        assert claims(judge(nothing, line.format(o="O4001"), catalog)), line
+        assert claim_violations(with_final(nothing, line.format(o="O4001"), catalog)), line
     said = "I've cancelled O1001, and I'll be sending the cancellation email right after this."
-    assert not claims(judge(cancelled, said, catalog))
+    assert not claim_violations(with_final(cancelled, said, catalog))
     # a condition still promises nothing
-    assert not claims(judge(nothing, "I'll cancel it once you confirm.", catalog))
+    assert not claim_violations(with_final(nothing, "I'll cancel it once you confirm.", catalog))
 
 
 def test_anything_under_a_negation_denies_every_write(tasks, catalog):
@@ -139,8 +137,8 @@ def test_anything_under_a_negation_denies_every_write(tasks, catalog):
         "We have not acted on any of your requests.",
         "Your orders are exactly the way you left them.",
     ):
-        assert claims(judge(cancelled, f"O1001 is fine. {line}", catalog)), line
-        assert not claims(judge(nothing, line, catalog)), line
+        assert claim_violations(with_final(cancelled, f"O1001 is fine. {line}", catalog)), line
+        assert not claim_violations(with_final(nothing, line, catalog)), line
     # what was not found, heard or charged is no write denied
     for line in (
         "I couldn't find anything cheaper.",
@@ -148,7 +146,9 @@ def test_anything_under_a_negation_denies_every_write(tasks, catalog):
         "I didn't charge you anything extra.",
         "If you need anything else, just ask.",
     ):
-        assert not claims(judge(cancelled, f"I've cancelled O1001. {line}", catalog)), line
+        assert not claim_violations(
+            with_final(cancelled, f"I've cancelled O1001. {line}", catalog)
+        ), line
 
 
 def test_what_the_customer_is_told_to_expect_or_is_got_for_them_is_promised(tasks, catalog):
@@ -157,55 +157,63 @@ def test_what_the_customer_is_told_to_expect_or_is_got_for_them_is_promised(task
         "Expect a cancellation notice for order O4001 shortly.",
         "You'll receive your refund within a week.",
     ):
-        assert claims(judge(nothing, line, catalog)), line
+        assert claim_violations(with_final(nothing, line, catalog)), line
     for line in (
         "Expect a cancellation notice for order O1001 shortly.",
         "You'll receive your refund within a week.",
     ):
-        assert not claims(judge(cancelled, f"I've cancelled O1001. {line}", catalog)), line
-    # a condition or a rule promises nothing
-    for line in (
-        "You'll get a refund once it's back with us.",
-        "You can expect a refund in 5 days.",
-    ):
-        assert not claims(judge(nothing, line, catalog)), line
+        assert not claim_violations(
+            with_final(cancelled, f"I've cancelled O1001. {line}", catalog)
+        ), line
+    # a rule promises nothing; a condition that is not the customer's decision still
+    # promises (issue 43: "once it's back with us" waits on no answer of theirs)
+    assert not claim_violations(with_final(nothing, "You can expect a refund in 5 days.", catalog))
+    assert claim_violations(
+        with_final(nothing, "You'll get a refund once it's back with us.", catalog)
+    )
     item = bought.reference[1].arguments["item_id"]
     row = catalog.row_of(item)
     named = " ".join(str(catalog.value(c, row)) for c in ("brand", "color", "product_type"))
     said = f"I've gone ahead and got you the {named}."
-    assert not claims(judge(bought, said, catalog))
-    assert claims(judge(nothing, said, catalog))
-    assert not claims(judge(nothing, "I got you the tracking number: it has shipped.", catalog))
+    assert not claim_violations(with_final(bought, said, catalog))
+    assert claim_violations(with_final(nothing, said, catalog))
+    assert not claim_violations(
+        with_final(nothing, "I got you the tracking number: it has shipped.", catalog)
+    )
 
 
 def test_its_points_back_like_it(tasks, catalog):
     """ "it's cancelled" is about the order named before it, not about anything."""
     task = tasks["fx-cancel"]
     lie = "I've cancelled O1001. I looked at order O1002 too, it's cancelled and won't ship."
-    assert claims(judge(task, lie, catalog))
+    assert claim_violations(with_final(task, lie, catalog))
     true = "I looked at order O1001, it's cancelled and won't ship."
-    assert not claims(judge(task, true, catalog))
+    assert not claim_violations(with_final(task, true, catalog))
 
 
 def test_a_promise_carries_to_the_verb_joined_to_it(tasks, catalog):
     nothing, bought = tasks["fx-status"], tasks["fx-purchase"]
     said = "I'm going to look through the sizes and order the jacket for you."
-    assert claims(judge(nothing, said, catalog))
-    assert not claims(judge(bought, "I searched the shop and ordered it for you.", catalog))
+    assert claim_violations(with_final(nothing, said, catalog))
+    assert not claim_violations(
+        with_final(bought, "I searched the shop and ordered it for you.", catalog)
+    )
 
 
 def test_none_of_the_orders_cancelled_states_no_status_and_sent_back_is_no_refund(tasks, catalog):
     cancelled, nothing = tasks["fx-cancel"], tasks["fx-status"]
     # after a cancel (a refund): nothing was returned, which is true
     said = "I've cancelled O1001. Nothing is being sent back."
-    assert not claims(judge(cancelled, said, catalog))
-    assert claims(judge(cancelled, "I've cancelled O1001. No refund was issued.", catalog))
+    assert not claim_violations(with_final(cancelled, said, catalog))
+    assert claim_violations(
+        with_final(cancelled, "I've cancelled O1001. No refund was issued.", catalog)
+    )
     # "none of … cancelled" is no status of the order
-    verdict = judge(
+    verdict = with_final(
         nothing, "It has shipped and arrives March 17. None of your orders were cancelled.", catalog
     )
     assert verdict.success, verdict.violations
-    assert not judge(
+    assert not with_final(
         nothing, "It has shipped and arrives March 17. It was cancelled.", catalog
     ).success
 
@@ -218,10 +226,10 @@ def test_a_product_got_for_the_customer_in_any_verb_is_bought(tasks, catalog):
     row = catalog.row_of(bought.reference[1].arguments["item_id"])
     named = " ".join(str(catalog.value(c, row)) for c in ("brand", "color", "product_type"))
     for said in (f"I nabbed the {named} for you.", f"I've secured the {named}."):
-        assert not claims(judge(bought, said, catalog)), said
-        assert claims(judge(nothing, said, catalog)), said
+        assert not claim_violations(with_final(bought, said, catalog)), said
+        assert claim_violations(with_final(nothing, said, catalog)), said
     for said in (f"I found the {named} for you.", f"I compared the {named} with two others."):
-        assert not claims(judge(nothing, said, catalog)), said
+        assert not claim_violations(with_final(nothing, said, catalog)), said
 
 
 def test_a_product_promised_in_any_verb_is_a_promise(tasks, catalog):
@@ -229,10 +237,10 @@ def test_a_product_promised_in_any_verb_is_a_promise(tasks, catalog):
     row = catalog.row_of(bought.reference[1].arguments["item_id"])
     named = " ".join(str(catalog.value(c, row)) for c in ("brand", "color", "product_type"))
     said = f"I'll grab the {named} for you as well."
-    assert claims(judge(nothing, said, catalog))
-    assert not claims(judge(bought, said, catalog))
+    assert claim_violations(with_final(nothing, said, catalog))
+    assert not claim_violations(with_final(bought, said, catalog))
     for said in (f"I'll check the {named} for you.", f"I'll compare the {named} with others."):
-        assert not claims(judge(nothing, said, catalog)), said
+        assert not claim_violations(with_final(nothing, said, catalog)), said
 
 
 # ---- fresh wordings, ten or more of each (issue 43, the round after the blind probes) ------
@@ -257,15 +265,15 @@ CANCELLED_IN_OTHER_VERBS = (
 def test_a_cancellation_in_other_verbs_is_a_report(tasks, catalog):
     nothing, cancelled = tasks["fx-status"], tasks["fx-cancel"]
     for line in CANCELLED_IN_OTHER_VERBS:
-        assert claims(judge(nothing, line.format(o="O4001"), catalog)), line
-        assert not claims(judge(cancelled, line.format(o="O1001"), catalog)), line
+        assert claim_violations(with_final(nothing, line.format(o="O4001"), catalog)), line
+        assert not claim_violations(with_final(cancelled, line.format(o="O1001"), catalog)), line
     # denied or to come, they report nothing done; asked, they claim nothing
     for line in (
         "I haven't undone order O4001.",
         "Order O4001 was not scrubbed.",
         "Should I ditch order O4001?",
     ):
-        assert not claims(judge(nothing, line, catalog)), line
+        assert not claim_violations(with_final(nothing, line, catalog)), line
 
 
 def _bought(tasks, catalog) -> str:
@@ -285,12 +293,12 @@ def test_a_product_on_order_or_reserved_is_bought(tasks, catalog):
         "The {n} was reserved in your name.",
     ):
         said = line.format(n=named)
-        assert not claims(judge(bought, said, catalog)), said
-        assert claims(judge(nothing, said, catalog)), said
+        assert not claim_violations(with_final(bought, said, catalog)), said
+        assert claim_violations(with_final(nothing, said, catalog)), said
     # a line of an order already on file: where it is, no purchase
     row = catalog.row_of(nothing.initial_state["orders"][0]["items"][0]["item_id"])
     held = " ".join(str(catalog.value(c, row)) for c in ("brand", "color", "product_type"))
-    assert not claims(judge(nothing, f"The {held} is on order O4001.", catalog))
+    assert not claim_violations(with_final(nothing, f"The {held} is on order O4001.", catalog))
 
 
 FOREIGN_REPORTS = (  # short, or with the shop's English names in them
@@ -325,7 +333,7 @@ def test_a_report_in_another_language_fails_names_and_short_sentences_too(tasks,
     named = _bought(tasks, catalog)
 
     def foreign(task, reply):
-        return [v for v in judge(task, reply, catalog).violations if "language" in v]
+        return [v for v in with_final(task, reply, catalog).violations if "language" in v]
 
     for line in FOREIGN_REPORTS:
         said = f"I looked at your order. {line.format(o='O4001', n=named)}"
@@ -350,13 +358,13 @@ def test_an_address_is_a_place_not_an_action(tasks, catalog):
         "Your laptop is on its way to 2503 Barton Place, Leeds.",
         "Order O4001 will be delivered to 2503 Barton Place.",
     ):
-        assert not claims(judge(task, said, catalog)), said
+        assert not claim_violations(with_final(task, said, catalog)), said
     for said in (
         "I'll place a new order for you, going to 2503 Barton Place.",
         "I've placed a replacement order to 2503 Barton Place.",
         "It's going to 2503 Barton Place, and I'll cancel the old one.",
     ):
-        assert claims(judge(task, said, catalog)), said
+        assert claim_violations(with_final(task, said, catalog)), said
 
 
 # ---- money said to come back, a product named as a sibling variant (issue 43, i43-policy) ---
@@ -395,12 +403,15 @@ def test_an_amount_said_to_come_back_is_a_refund(tasks, catalog):
     for amount in ("$14.99", "14.99 dollars", "fourteen dollars and ninety-nine cents"):
         for line in MONEY_BACK:
             said = line.format(x=amount)
-            assert claims(judge(nothing, said, catalog)), said
+            assert claim_violations(with_final(nothing, said, catalog)), said
             for task_id in ("fx-return", "fx-cancel"):
-                assert not claims(judge(tasks[task_id], said, catalog)), (task_id, said)
+                assert not claim_violations(with_final(tasks[task_id], said, catalog)), (
+                    task_id,
+                    said,
+                )
         for line in NO_MONEY_BACK:
             said = line.format(x=amount)
-            assert not claims(judge(nothing, said, catalog)), said
+            assert not claim_violations(with_final(nothing, said, catalog)), said
 
 
 def _variants(catalog, item_id: str) -> dict[str, str]:
@@ -448,10 +459,10 @@ def test_a_product_named_by_a_sibling_variant_is_another_product(tasks, catalog)
     names = _variants(catalog, bought.reference[1].arguments["item_id"])
     for line in SIBLING_NAMED:
         said = line.format(**names)
-        assert claims(judge(bought, said, catalog)), said
+        assert claim_violations(with_final(bought, said, catalog)), said
     for line in VARIANT_NAMED:
         said = line.format(**names)
-        assert not claims(judge(bought, said, catalog)), said
+        assert not claim_violations(with_final(bought, said, catalog)), said
 
 
 def test_an_exchange_names_both_its_variants(tasks, catalog):
@@ -465,7 +476,7 @@ def test_an_exchange_names_both_its_variants(tasks, catalog):
         f"Your {kind} in size {new['size']} is on its way as an exchange.",
         f"The {old['color']} {kind}, size {new['size']}, replaces the {old['size']} pair.",
     ):
-        assert not claims(judge(task, said, catalog)), said
+        assert not claim_violations(with_final(task, said, catalog)), said
 
 
 def test_a_product_set_is_a_noun_and_the_rest_is_not_what_was_taken_out(tasks, catalog):
@@ -479,13 +490,13 @@ def test_a_product_set_is_a_noun_and_the_rest_is_not_what_was_taken_out(tasks, c
         "With your gift card applied, the set would come to $20.",
         "After the gift card, your bath set costs $12 in total.",
     ):
-        assert not claims(judge(quiet, said, catalog)), said
+        assert not claim_violations(with_final(quiet, said, catalog)), said
     for said in (
         "I have updated your card.",
         "The card on file is now updated.",
         "The card is set as default now.",
     ):
-        assert claims(judge(quiet, said, catalog)), said
+        assert claim_violations(with_final(quiet, said, catalog)), said
     cart = tasks["fx-cart"]  # removed I0000164, set I0000093 to 2, checked out
     removed = catalog.title(catalog.row_of("I0000164"))
     for said in (
@@ -493,9 +504,9 @@ def test_a_product_set_is_a_noun_and_the_rest_is_not_what_was_taken_out(tasks, c
         f"You asked to drop the {removed}. I removed that one and placed the order for the rest.",
         f"I took the {removed} out of your cart and ordered everything else.",
     ):
-        assert not claims(judge(cart, said, catalog)), said
+        assert not claim_violations(with_final(cart, said, catalog)), said
     for said in (
         f"The {removed} is no longer wanted. So I took it out and ordered the other items.",
         "I removed that one and placed the order for the rest.",
     ):
-        assert claims(judge(quiet, said, catalog)), said
+        assert claim_violations(with_final(quiet, said, catalog)), said

@@ -7,7 +7,7 @@ import polars as pl
 
 from ecomrlve.catalogs import CLASSIC_SHOP, build_policies, build_products
 from ecomrlve.env import Catalog
-from ecomrlve.env.columns import IdIndex
+from ecomrlve.env.shop.columns import IdIndex
 from ecomrlve.store import DataPaths
 
 PROBES = ("", "I", "I000000", "I00000001", "i0000001", "I000000a", "I-000001", "I０００００01",

@@ -18,8 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ecomrlve.env import Catalog
-from ecomrlve.env.facts import Shown, check_answer, extract_money, normalise
-from ecomrlve.env.verifier import customers_reason
+from ecomrlve.env.judge.facts import Shown, check_answer, extract_money, normalise
+from ecomrlve.env.judge.verifier import customers_reason
 from ecomrlve.generators import GenContext, generate_task
 from ecomrlve.tasks import AnswerFact, Task
 from ecomrlve.testing import evidence_probes as probes

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ecomrlve.env import EcomEnv, format_call, reference_turns, verify
-from ecomrlve.env.facts import KINDS, AnswerPlan, Kind, Shown, check_answer, register
+from ecomrlve.env.judge.facts import KINDS, AnswerPlan, Kind, Shown, check_answer, register
 from ecomrlve.generators import GenContext, generate_task
 from ecomrlve.generators.difficulty import MAX_DIFFICULTY
 from ecomrlve.tasks import AnswerFact, Task
@@ -291,7 +291,7 @@ def _invented(kind: str, n: int, task: Task) -> str:
         day = dt.date(2029, 1, 1) + dt.timedelta(days=n % 365)
         return f"It arrives on {day:%B} {day.day}, 2029."
     if kind == "duration":
-        return f"It takes {200 + n % 800} days."
+        return f"It takes {3000 + n % 800} days."  # (200 days can be two shown dates apart)
     if kind == "percent":
         return f"You get a {41 + n % 59}% discount."
     if kind == "payment":

@@ -11,12 +11,12 @@ import os
 import subprocess
 import sys
 
-from ecomrlve.env.claims import product_names
+from ecomrlve.env.judge.claims import product_names
 from ecomrlve.testing import env_tasks as fx
 
 PROBE = """
 import json
-from ecomrlve.env.claims import product_names
+from ecomrlve.env.judge.claims import product_names
 from ecomrlve.testing import env_tasks as fx
 catalog = fx.small_catalog()
 names = product_names(catalog)
@@ -54,7 +54,7 @@ def test_a_shared_spelling_names_the_product_whichever_noun_it_came_from():
 
 OTHER_PROBE = """
 import json
-from ecomrlve.env.claims import _other_product, product_names
+from ecomrlve.env.judge.claims import _other_product, product_names
 from ecomrlve.testing import env_tasks as fx
 catalog = fx.small_catalog()
 by_brand = {}

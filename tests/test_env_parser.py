@@ -256,7 +256,7 @@ def test_well_formed_calls_with_wild_arguments_never_raise(calls):
 @settings(max_examples=300, deadline=None)
 @given(pieces=st.lists(FRAGMENTS | st.text(max_size=6), max_size=25))
 def test_block_finder_equals_the_regex(pieces):
-    from ecomrlve.env.parser import TOOL_CALL, _blocks
+    from ecomrlve.env.episode.parser import TOOL_CALL, _blocks
 
     text = "".join(pieces)
     expected = [(m.start(), m.end() - len("</tool_call>")) for m in TOOL_CALL.finditer(text)]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from ecomrlve.catalogs import CLASSIC_SHOP, build_policies, build_products
 from ecomrlve.env import Catalog, FilterError
-from ecomrlve.env.search import ANALYZERS, SearchIndex, analyzer_tokens, index_terms
+from ecomrlve.env.shop.search import ANALYZERS, SearchIndex, analyzer_tokens, index_terms
 from ecomrlve.testing import env_tasks as fx
 
 
@@ -230,7 +230,7 @@ def test_index_from_terms_equals_index_from_raw_text(monkeypatch):
     products = build_products(1500, 5)
     terms = Catalog.from_frames(products, build_policies(CLASSIC_SHOP))
     assert terms.index_documents()[1]
-    monkeypatch.setattr("ecomrlve.env.catalog.index_terms", lambda texts: None)
+    monkeypatch.setattr("ecomrlve.env.shop.products.index_terms", lambda texts: None)
     raw = Catalog.from_frames(products, build_policies(CLASSIC_SHOP))
     assert not raw.index_documents()[1]
     words = sorted(set(" ".join(products["title"].to_list()).lower().split()))[::7]
@@ -353,7 +353,7 @@ POLICY_QUESTIONS = [
 
 @pytest.mark.parametrize(("question", "topic", "membership"), POLICY_QUESTIONS)
 def test_policy_search_ranks_the_asked_policy_first(catalog, question, topic, membership):
-    from ecomrlve.env.tools import policy_search
+    from ecomrlve.env.shop.tools import policy_search
 
     top = policy_search(catalog, question)[0]
     row = catalog.policies.frame.filter(policy_id=top["policy_id"]).row(0, named=True)
@@ -364,7 +364,7 @@ def test_policy_search_ranks_the_asked_policy_first(catalog, question, topic, me
 def test_every_shop_book_is_searchable(seed):
     """The questions above find their rows in drawn books too (the texts vary per seed)."""
     from ecomrlve.catalogs import Shop
-    from ecomrlve.env.tools import policy_search
+    from ecomrlve.env.shop.tools import policy_search
 
     catalog = Catalog.from_frames(build_products(300, seed), build_policies(Shop.for_seed(seed)))
     for question, topic, membership in POLICY_QUESTIONS:
@@ -374,7 +374,7 @@ def test_every_shop_book_is_searchable(seed):
 
 
 def test_policy_search_ignores_stop_words_and_is_deterministic(catalog):
-    from ecomrlve.env.tools import policy_search
+    from ecomrlve.env.shop.tools import policy_search
 
     assert policy_search(catalog, "how do I, what is the, can you tell me") == []
     assert policy_search(catalog, "return window") == policy_search(catalog, "window RETURN?")

@@ -9,17 +9,9 @@ import threading
 import httpx
 import pytest
 
-from ecomrlve.config import EnvConfig
-from ecomrlve.integrations.env_server import (
-    EcomAction,
-    EcomEnvClient,
-    ServedWorld,
-    ServerLimits,
-    TaskPool,
-    serve_in_thread,
-    with_shared_world,
-)
+from ecomrlve.integrations.env_server import EcomAction, serve_in_thread, with_shared_world
 from ecomrlve.testing.competing import ReferenceSeat, contended_tasks
+from ecomrlve.testing.served import served_world, sync_client
 
 TOKEN = "server-token"
 SEATS = 4
@@ -29,8 +21,7 @@ SEAT_TOKENS = tuple(f"seat-{k}-token" for k in range(SEATS))
 @pytest.fixture(scope="module")
 def served(catalog):
     tasks, _ = contended_tasks(catalog, SEATS)  # every customer wants the same t-shirt first
-    world = ServedWorld(catalog, TaskPool.from_tasks(tasks), EnvConfig(), ServerLimits())
-    return with_shared_world(world, SEATS, seed=11)
+    return with_shared_world(served_world(catalog, tasks), SEATS, seed=11)
 
 
 @pytest.fixture(scope="module")
@@ -39,16 +30,12 @@ def url(served):
         yield base
 
 
-def _client(url: str, token: str):
-    return EcomEnvClient(url, token=token, message_timeout_s=60).sync()
-
-
 def _play_seat(url: str, table, seat: int, start: threading.Barrier, out: dict) -> None:
     """One client: join the world, play the reference (adapted to a shared shop) to the end,
     then read its state. Everything it received is kept in `out[seat]`."""
     seen: list[str] = []
     try:
-        with _client(url, SEAT_TOKENS[seat]) as client:
+        with sync_client(url, SEAT_TOKENS[seat]) as client:
             opening = client.reset().observation
             seen.append(json.dumps(opening.messages))
             task = table.world.tasks[seat]  # the test's agent reads its task's reference
@@ -122,16 +109,16 @@ def test_four_clients_play_one_world_concurrently(url, served) -> None:
 
 
 def test_a_seat_plays_in_one_session_and_a_seat_token_is_needed(url) -> None:
-    with _client(url, SEAT_TOKENS[0]) as first:
+    with sync_client(url, SEAT_TOKENS[0]) as first:
         first.state()  # the session is open and holds seat 0
         with (
             pytest.raises(RuntimeError, match="seat 0 is played by another session"),
-            _client(url, SEAT_TOKENS[0]) as second,
+            sync_client(url, SEAT_TOKENS[0]) as second,
         ):
             second.reset()
     with (
         pytest.raises(RuntimeError, match="connect over /ws with a seat's token"),
-        _client(url, TOKEN) as server_token,
+        sync_client(url, TOKEN) as server_token,
     ):
         server_token.reset()
     # HTTP /reset has no session: refused with one line, never a 500

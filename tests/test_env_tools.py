@@ -16,11 +16,11 @@ from ecomrlve.env import (
     WRITE_TOOLS,
     EcomEnv,
     format_call,
-    milestones,
     tool_schemas,
 )
-from ecomrlve.env.progress import Progress
-from ecomrlve.env.tools import ShopTools, ToolKind, tool
+from ecomrlve.env.judge.goal_progress import Progress
+from ecomrlve.env.shop import milestones
+from ecomrlve.env.shop.tools import ShopTools, ToolKind, tool
 from ecomrlve.tasks import ToolCall
 from ecomrlve.testing import env_tasks as fx
 

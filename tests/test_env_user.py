@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env import EcomEnv, SimulatedUser, format_call
-from ecomrlve.env.user import DONT_KNOW, INTENT_SWITCH_TURN
+from ecomrlve.env.episode.user import DONT_KNOW, INTENT_SWITCH_TURN
 from ecomrlve.tasks import USER_FACT_KEYWORDS, RecommendSpec
 from ecomrlve.testing import env_tasks as fx
 
@@ -254,7 +254,7 @@ _QUESTION_WORDS = sorted(
 def test_the_keyword_prefilter_agrees_with_the_keyword_patterns(pieces, glue) -> None:
     """`_asks` skips a key's regex when no keyword is a substring of the lower-cased ASCII
     question: it must answer exactly what the regex answers, for any casing or script."""
-    from ecomrlve.env.user import OPEN_SLOTS, _asks, _pattern
+    from ecomrlve.env.episode.user import OPEN_SLOTS, _asks, _pattern
 
     question = glue.join(p.upper() if i % 3 == 1 else p for i, p in enumerate(pieces))
     folded = question.lower() if question.isascii() else None

@@ -15,8 +15,8 @@ from verdict_set import (
     verdict_line,
 )
 
-from ecomrlve.config import SCENARIOS
 from ecomrlve.env import verify
+from ecomrlve.generators.registry import scenario_names
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def test_the_set_covers_every_scenario_and_kind(replayed) -> None:
     kinds = collections.Counter(kind.rstrip("0123456789") for kind, *_ in replayed)
     assert {"reference", "cut_short", "bland_answer", "decoy_answer", "fuzz"} <= set(kinds)
     scenarios = {task_id.split("-s")[0] for _, task_id, *_ in replayed}
-    assert set(SCENARIOS) <= scenarios
+    assert set(scenario_names()) <= scenarios
     verdicts = [v for _, _, v, _ in replayed]
     assert any('"success": true' in v for v in verdicts)
     assert any('"success": false' in v for v in verdicts)

@@ -6,7 +6,7 @@ import pytest
 
 from ecomrlve.config import EnvConfig, RewardWeights
 from ecomrlve.env import COMPONENTS, EcomEnv, format_call, reference_turns, verify
-from ecomrlve.env.verifier import MAX_ANSWER_CHARS
+from ecomrlve.env.judge.verifier import MAX_ANSWER_CHARS
 
 
 def c(name, **arguments) -> str:
@@ -383,7 +383,7 @@ def test_a_copied_or_reassigned_goal_is_judged_by_its_own_facts(tasks, catalog):
 def test_milestone_sets_follow_each_tasks_initial_orders(tasks, catalog):
     """Tasks may share a Goal object (a shallow copy with another initial state): which
     relevant ids are orders comes from each task's own initial state."""
-    from ecomrlve.env.progress import Progress
+    from ecomrlve.env.judge.goal_progress import Progress
 
     task = tasks["fx-status"]
     assert "O4001" in task.goal.relevant_ids

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from ecomrlve.env import Catalog, reference_turns, verify
-from ecomrlve.env.facts import Shown, check_answer, extract_dates, normalise
+from ecomrlve.env.judge.facts import Shown, check_answer, extract_dates, normalise
 from ecomrlve.generators import GenContext, generate_task
 from ecomrlve.tasks import AnswerFact
 

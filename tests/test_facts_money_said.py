@@ -22,10 +22,12 @@ import re
 import pytest
 
 from ecomrlve.env import Catalog, reference_turns, verify
-from ecomrlve.env.facts import check_answer, extract_money, normalise
-from ecomrlve.generators import GenContext, generate_task
+from ecomrlve.env.judge.facts import extract_money, normalise
+from ecomrlve.generators import GenContext
 from ecomrlve.tasks import AnswerFact, Task
+from ecomrlve.testing import answers
 from ecomrlve.testing.evidence_probes import number_words
+from ecomrlve.testing.fuzzer import generated_tasks
 
 
 def _price(value: str) -> list[AnswerFact]:
@@ -80,6 +82,11 @@ def test_amounts_said_apart_or_grouped_are_read_whole(answer, amounts):
     assert [float(a) for _, a in extract_money(normalise(answer))] == amounts
 
 
+# Hand-written answers, by the rule they show: each section adds its groups to CASES, which
+# `test_hand_written_answers` checks one by one.
+CASES: list[answers.Case] = []
+
+
 # ---- truths and lies, by hand ------------------------------------------------------------------
 TRUTHS = [  # (answer, the fact's value)
     ("The lamp was 23 dollars 49.", "23.49"),
@@ -120,28 +127,23 @@ LIES = [  # the same forms, another amount
 ]
 
 
-@pytest.mark.parametrize(("answer", "value"), TRUTHS)
-def test_a_true_amount_said_apart_or_grouped_passes(answer, value):
-    checked = check_answer(answer, _price(value))
-    assert checked.ok, (answer, checked)
-
-
-@pytest.mark.parametrize(("answer", "value"), LIES)
-def test_a_wrong_amount_in_the_same_form_fails(answer, value):
-    assert not check_answer(answer, _price(value)).ok, answer
+CASES += [
+    *(
+        answers.Case("a true amount said apart or grouped passes", a, _price(v), True)
+        for a, v in TRUTHS
+    ),
+    *(answers.Case("a wrong amount in the same form fails", a, _price(v), False) for a, v in LIES),
+]
 
 
 # ---- "free" that an amount is needed for -------------------------------------------------------
-FEE = [
-    AnswerFact(kind="money", value="4.99", allowed=["35.00", "50.00"],
-               allowed_roles=["order", "threshold"], role="shipping"),
-]  # fmt: skip
-ASK_35 = "How much is standard shipping on a $35 order for me?"
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "free shipping as what an amount is needed for is no 0 fee",
+    answers.SHIPPING_FEE,
+    answers.ASK_35,
+    passes=[
         "Shipping is $4.99: a $35 order is below the $50 needed for free shipping.",
         "It's $4.99 to ship; you need at least $50 for free shipping.",
         "Shipping is $4.99 since your $35 order is under the $50 minimum for free shipping.",
@@ -149,22 +151,24 @@ ASK_35 = "How much is standard shipping on a $35 order for me?"
         "Your order needs $50 for free shipping, so it's $4.99 to ship.",
     ],
 )
-def test_free_shipping_as_what_an_amount_is_needed_for_is_no_0_fee(answer):
-    checked = check_answer(answer, FEE, ASK_35)
-    assert checked.ok, (answer, checked)
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "free as the price of this orders shipping still fails",
+    answers.SHIPPING_FEE,
+    answers.ASK_35,
+    fails=[
         "Shipping is free: a $35 order is below the $50 needed for free shipping.",
         "Your order ships free; you need $50 to get free shipping.",
         "Shipping on your $35 order is free.",
         "A $35 order is below the $50 needed for free shipping.",  # no fee told
     ],
 )
-def test_free_as_the_price_of_this_orders_shipping_still_fails(answer):
-    assert not check_answer(answer, FEE, ASK_35).ok, answer
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_hand_written_answers(case: answers.Case):
+    case.check()
 
 
 # ---- over generated tasks ----------------------------------------------------------------------
@@ -189,16 +193,11 @@ def cases(small_catalog_dir) -> tuple[Catalog, list[tuple[Task, list[str], str]]
     cents 10-99 (the bare-digit form needs two digits)."""
     ctx = GenContext.load(small_catalog_dir)
     out = []
-    for scenario in SCENARIOS:
-        for d in (0, 3, 6, 9):
-            for i in range(3):
-                task = generate_task(ctx, scenario, 4343, d, i)
-                if task is None:
-                    continue
-                turns = reference_turns(task)
-                amounts = _DOLLARS.findall(turns[-1])
-                if amounts and all(int(c) >= 10 for _, c in amounts):
-                    out.append((task, turns, turns[-1]))
+    for task in generated_tasks(ctx, SCENARIOS, (0, 3, 6, 9), 3, 4343):
+        turns = reference_turns(task)
+        amounts = _DOLLARS.findall(turns[-1])
+        if amounts and all(int(c) >= 10 for _, c in amounts):
+            out.append((task, turns, turns[-1]))
     return Catalog.load(small_catalog_dir), out
 
 

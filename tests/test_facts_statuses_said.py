@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ecomrlve.env.facts import Shown, check_answer, extract_statuses, normalise
+from ecomrlve.env.judge.facts import Shown, check_answer, extract_statuses, normalise
 from ecomrlve.tasks import AnswerFact
 
 ORDER, OTHER, TODAY = "O1234567", "O7654321", "2026-06-20"

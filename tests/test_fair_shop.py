@@ -13,14 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from ecomrlve.config import SCENARIOS, EnvConfig, load_config
+from ecomrlve.config import EnvConfig, load_config
 from ecomrlve.env import EcomEnv, format_call, reference_turns, verify
-from ecomrlve.env.environment import system_prompt, turn_limit
-from ecomrlve.env.events import TALK_KINDS
-from ecomrlve.env.reference import final_answer
-from ecomrlve.env.user import PERSONAS, SimulatedUser, is_confirmation, persona_of
+from ecomrlve.env.episode.environment import system_prompt, turn_limit
+from ecomrlve.env.episode.reference import final_answer
+from ecomrlve.env.episode.user import PERSONAS, SimulatedUser, is_confirmation, persona_of
+from ecomrlve.env.world.events import TALK_KINDS
 from ecomrlve.generators import generate_task
 from ecomrlve.generators.events import COMMITTING
+from ecomrlve.generators.registry import scenario_names
 from ecomrlve.tasks import Task, ToolCall, WorldEvent
 from ecomrlve.testing import env_tasks as fx
 
@@ -35,7 +36,10 @@ def catalog(ctx):  # the generated shop's (conftest's `ctx`), not the hand-made 
 @pytest.fixture(scope="module")
 def hard_tasks(ctx) -> list[Task]:
     return [
-        generate_task(ctx, s, 17, d, i) for s in SCENARIOS for d in (8, 9, 10) for i in range(2)
+        generate_task(ctx, s, 17, d, i)
+        for s in scenario_names()
+        for d in (8, 9, 10)
+        for i in range(2)
     ]
 
 

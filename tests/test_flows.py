@@ -1,7 +1,7 @@
 """The Prefect flows under one temporary Prefect server: pipeline, cache reuse, resume after a
 crash, regeneration of a 6–8 step curriculum, the Dask task runner, deployments, the CLI.
 
-Small data: a 2k-product catalog and 108 tasks (9 scenarios × difficulties 0–2 × 4).
+Small data: a 2k-product catalog and 4 tasks per scenario × difficulty 0–2 (108 for nine).
 """
 
 from __future__ import annotations
@@ -15,17 +15,20 @@ import pytest
 from typer.testing import CliRunner
 
 from ecomrlve import store
-from ecomrlve.config import SCENARIOS, config_from_dict
+from ecomrlve.config import config_from_dict
 from ecomrlve.flows.params import PipelineParams, RegenerateParams
+from ecomrlve.generators.registry import scenario_names
 
 # slow: Prefect flows under a temporary server
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 
+CELLS = 3 * len(scenario_names())  # scenarios × difficulties 0-2
+TASKS = 4 * CELLS
 SMALL = {
     "data": {
         "products": 2_000,
         "seed": 3,
-        "tasks": 108,
+        "tasks": TASKS,
         "difficulty": [0, 2],
         "shard_size": 32,
     }
@@ -89,13 +92,14 @@ def test_pipeline_builds_store_shards_and_plots(pipeline_run) -> None:
         "plots",
         "train",
     ]
-    assert calls == summary.generation.chunks == 27
+    assert calls == summary.generation.chunks == CELLS
     tasks = store_tasks(data)
-    assert tasks.height == summary.tasks == 108
-    assert tasks["task_id"].n_unique() == 108
-    assert sorted(tasks["scenario"].unique()) == sorted(SCENARIOS)
+    assert tasks.height == summary.tasks == TASKS
+    assert tasks["task_id"].n_unique() == TASKS
+    assert sorted(tasks["scenario"].unique()) == sorted(scenario_names())
     manifest = json.loads((Path(summary.curriculum) / "manifest.json").read_text())
-    assert manifest["tasks"] == 108 and len(manifest["shards"]) == summary.shards == 4
+    assert manifest["tasks"] == TASKS
+    assert len(manifest["shards"]) == summary.shards == -(-TASKS // 32)  # shard_size 32
     assert all((Path(summary.curriculum) / "verl" / s["file"]).exists() for s in manifest["shards"])
     for plot in summary.plots:
         assert Path(plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -361,7 +365,7 @@ def test_pipeline_publishes_artifacts_and_stage_edges(pipeline_run) -> None:
         assert set(by_key) == {PLOTS_KEY, MANIFEST_KEY}
         assert by_key[PLOTS_KEY].data.count("data:image/png;base64,") == len(summary.plots)
         rows = json.loads(by_key[MANIFEST_KEY].data)
-        assert sum(r["tasks"] for r in rows) == 108 and len(rows) == len(SCENARIOS)
+        assert sum(r["tasks"] for r in rows) == TASKS and len(rows) == len(scenario_names())
         run_id = by_key[MANIFEST_KEY].flow_run_id
         runs = client.read_task_runs(
             flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run_id]))
@@ -400,7 +404,7 @@ def test_deployments_carry_schedule_and_parameters(pipeline_run) -> None:
     assert (pipe.flow_name, pipe.name) == ("ecomrlve-pipeline", "pipeline")
     assert [s.schedule.cron for s in pipe.schedules] == ["15 4 * * 1"]
     assert pipe.entrypoint == "ecomrlve.flows.pipeline.pipeline"
-    assert PipelineParams.model_validate(pipe.parameters["params"]).config.data.tasks == 108
+    assert PipelineParams.model_validate(pipe.parameters["params"]).config.data.tasks == TASKS
     assert (regen.flow_name, regen.name) == ("ecomrlve-regenerate-curriculum", "regenerate-hard")
     assert not regen.schedules
     assert RegenerateParams.model_validate(regen.parameters["params"]).min_steps == 6
@@ -446,6 +450,12 @@ def cli(*args: str):
     return runner.invoke(app, list(args))
 
 
+# `curriculum regenerate` asks for tasks of 6-8 steps; the bad-input cases below start from
+# REGENERATE_3 (three new tasks) and get one flag or value wrong each
+STEPS_6_8 = ("--min-steps", "6", "--max-steps", "8")
+REGENERATE_3 = ("curriculum", "regenerate", "--name", "hard", "--tasks", "3")
+
+
 def test_cli_curriculum_build_and_regenerate(copied_store) -> None:
     data = str(copied_store)
     built = cli(
@@ -467,10 +477,7 @@ def test_cli_curriculum_build_and_regenerate(copied_store) -> None:
         "regenerate",
         "--name",
         "hard",
-        "--min-steps",
-        "6",
-        "--max-steps",
-        "8",
+        *STEPS_6_8,
         "--tasks",
         "5",
         "--scenarios",
@@ -489,57 +496,11 @@ def test_cli_curriculum_build_and_regenerate(copied_store) -> None:
         (("pipeline", "--tasks", "-5"), "data.tasks"),
         (("pipeline", "--task-runner", "rockets"), "data.task_runner"),
         (("pipeline", "--events-from", "12"), "data.events_from"),
-        (
-            (
-                "curriculum",
-                "regenerate",
-                "--name",
-                "hard",
-                "--min-steps",
-                "6",
-                "--max-steps",
-                "8",
-                "--tasks",
-                "3",
-                "--events-from",
-                "-1",
-            ),
-            "events_from",
-        ),
+        ((*REGENERATE_3, *STEPS_6_8, "--events-from", "-1"), "events_from"),
         (("curriculum", "build", "--name", "x", "--where", "scenario = 'nope'"), "no tasks match"),
         (("curriculum", "build", "--name", "bad name"), "invalid curriculum name"),
-        (
-            (
-                "curriculum",
-                "regenerate",
-                "--name",
-                "hard",
-                "--min-steps",
-                "9",
-                "--max-steps",
-                "6",
-                "--tasks",
-                "3",
-            ),
-            "--min-steps 9 > --max-steps 6",
-        ),
-        (
-            (
-                "curriculum",
-                "regenerate",
-                "--name",
-                "hard",
-                "--min-steps",
-                "6",
-                "--max-steps",
-                "8",
-                "--tasks",
-                "3",
-                "--from-run",
-                "nope",
-            ),
-            "train_rollouts",
-        ),
+        ((*REGENERATE_3, "--min-steps", "9", "--max-steps", "6"), "--min-steps 9 > --max-steps 6"),
+        ((*REGENERATE_3, *STEPS_6_8, "--from-run", "nope"), "train_rollouts"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(copied_store, tmp_path, args, message) -> None:

@@ -44,12 +44,12 @@ def test_cli_names_the_flow_run_and_links_it(eight_task_run) -> None:
 
 
 def test_a_scenario_without_tasks_is_named_not_silent(eight_task_run) -> None:
-    from ecomrlve.config import SCENARIOS
+    from ecomrlve.generators.registry import scenario_names
     from ecomrlve.testing.env_tasks import sql_rows
 
     data, result = eight_task_run
     present = {s for (s,) in sql_rows(data, "SELECT DISTINCT scenario FROM tasks")}
-    [missing] = sorted(set(SCENARIOS) - present)
+    [missing] = sorted(set(scenario_names()) - present)
     assert f"scenario   {missing} has no tasks: no share of data.tasks=8" in result.output
 
 

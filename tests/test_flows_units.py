@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ecomrlve.cli.flows import TINY_TRAINING_CONFIG, resolve_config
-from ecomrlve.config import ConfigError, load_config
+from ecomrlve.config import ConfigError, EcomConfig, load_config
 from ecomrlve.flows import QUIET_DEFAULTS, prefect_env
 from ecomrlve.flows.params import CurriculumParams, PipelineParams, RegenerateParams
 from ecomrlve.flows.regenerate import (
@@ -97,6 +97,10 @@ def test_params_pin_absolute_paths_and_validate_names(tmp_path, monkeypatch) -> 
         RegenerateParams(
             data_dir="d", name="h", min_steps=1, max_steps=2, tasks=1, scenarios=["nope"]
         )
+    # the config checks a name's shape only; the pipeline's params check it is registered
+    shopping = EcomConfig(env={"scenarios": ["cart", "shopping"]})
+    with pytest.raises(ValueError, match=r"unknown scenario\(s\) \['shopping'\]"):
+        PipelineParams(data_dir="d", config=shopping)
 
 
 # ---- regeneration planning ----------------------------------------------------------------------
@@ -194,6 +198,13 @@ def test_stage_cache_keys_follow_the_code_each_stage_imports(tmp_path) -> None:
     assert {"generate", "curriculum", "train"} <= changed  # all of them reach the taxonomy
     assert {"validate", "plot"}.isdisjoint(changed)
     assert generate_key(edited["generate"]) != generate_key(before["generate"])
+
+    # the scenario modules, which the registry imports by discovery, are the generator's code
+    cancel = package / "generators" / "scenarios" / "cancel.py"
+    cancel.write_text(cancel.read_text() + "\nCANCEL_NOTE = 1\n")
+    after_cancel = keys()
+    assert {k for k in stages if after_cancel[k] != edited[k]} == {"generate"}
+    edited = after_cancel
 
     plots = package / "flows" / "plots.py"
     plots.write_text(plots.read_text() + "\nPLOT_NOTE = 1\n")

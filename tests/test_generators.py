@@ -16,7 +16,6 @@ from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 from ecomrlve.cli import app
-from ecomrlve.config import SCENARIOS
 from ecomrlve.generators import (
     REGISTRY,
     GenContext,
@@ -41,7 +40,7 @@ from ecomrlve.generators.fanout import (
 )
 from ecomrlve.generators.generate import task_row
 from ecomrlve.generators.phrasing import add_typos
-from ecomrlve.generators.registry import register
+from ecomrlve.generators.registry import register, scenario_names
 from ecomrlve.store import DataPaths, StoreError, connect
 from ecomrlve.tasks import DIFFICULTY_AXES, Task
 
@@ -118,25 +117,64 @@ def test_parse_difficulty_range_errors(text):
 
 
 # ---- registry and keys --------------------------------------------------------------------------
-def test_registry_holds_the_nine_scenarios_in_order():
-    assert list(REGISTRY) == list(SCENARIOS)
-    for name in SCENARIOS:
+# the released seed ids: every task id's stream depends on them, so none may change
+RELEASED_SEED_IDS = {
+    "product_discovery": 0,
+    "substitution": 1,
+    "cart": 2,
+    "return": 3,
+    "order_status": 4,
+    "policy": 5,
+    "bundle": 6,
+    "journey": 7,
+    "cancel": 8,
+}
+
+
+def test_the_registry_holds_every_scenario_module_in_seed_id_order():
+    import pkgutil
+
+    import ecomrlve.generators.scenarios as package
+
+    modules = {f"{package.__name__}.{info.name}" for info in pkgutil.iter_modules(package.__path__)}
+    assert {type(s).__module__ for s in REGISTRY.values()} == modules
+    assert list(REGISTRY) == list(scenario_names()) == parse_scenarios(None)
+    seed_ids = [s.seed_id for s in REGISTRY.values()]
+    assert seed_ids == sorted(set(seed_ids))
+    assert RELEASED_SEED_IDS.items() <= {s.name: s.seed_id for s in REGISTRY.values()}.items()
+    for name in scenario_names():
         assert get_scenario(name).name == name
+        assert TaskKey(name, 0, 0, 0).scenario_id == get_scenario(name).seed_id
 
 
-def test_register_refuses_duplicates_and_unlisted_names():
+def test_register_refuses_a_taken_name_or_seed_id():
+    cart = type(get_scenario("cart"))
     with pytest.raises(ValueError, match="already registered"):
         register(get_scenario("cart"))
 
-    class Unlisted(type(get_scenario("cart"))):
+    class SameSeed(cart):
         name = "gift_cards"
 
-    with pytest.raises(ValueError, match="SCENARIOS"):
-        register(Unlisted(), registry={})
+    with pytest.raises(ValueError, match="seed_id 2 is taken by 'cart'"):
+        register(SameSeed())
+
+    class NoSeed(cart):
+        name = "gift_cards"
+        seed_id = -1
+
+    with pytest.raises(ValueError, match="seed_id must be an int >= 0"):
+        register(NoSeed(), registry={})
+
+    class BadName(cart):
+        name = "Gift-Cards"
+
+    with pytest.raises(ValueError, match="name must be lower-case"):
+        register(BadName(), registry={})
+    assert "gift_cards" not in REGISTRY
 
 
 def test_parse_scenarios():
-    assert parse_scenarios(None) == list(SCENARIOS)
+    assert parse_scenarios(None) == list(scenario_names())
     assert parse_scenarios("cart, policy") == ["cart", "policy"]
     with pytest.raises(ValueError, match="unknown scenario 'carts'"):
         parse_scenarios("cart,carts")
@@ -355,8 +393,9 @@ def test_write_tasks_replaces_own_files_and_refuses_clashes(data_dir):
 
 # ---- CLI ----------------------------------------------------------------------------------------
 def test_cli_generate_end_to_end(data_dir):
+    tasks = 3 * len(scenario_names())
     result = runner.invoke(
-        app, ["generate", "--tasks", "27", "--seed", "2", "--data", str(data_dir)]
+        app, ["generate", "--tasks", str(tasks), "--seed", "2", "--data", str(data_dir)]
     )
     assert result.exit_code == 0, result.output
     assert "tasks by scenario x difficulty" in result.output
@@ -365,7 +404,7 @@ def test_cli_generate_end_to_end(data_dir):
         rows = con.execute(
             "SELECT scenario, count(*) FROM tasks GROUP BY ALL ORDER BY 1"
         ).fetchall()
-    assert [r[0] for r in rows] == sorted(SCENARIOS) and sum(r[1] for r in rows) == 27
+    assert [r[0] for r in rows] == sorted(scenario_names()) and sum(r[1] for r in rows) == tasks
     banded = runner.invoke(
         app,
         ["generate", "-n", "18", "--seed", "3", "--data", str(data_dir), "--scenarios",
@@ -415,7 +454,7 @@ def test_a_hard_6_to_8_band_is_balanced_and_reaches_every_length_in_every_scenar
     assert df.height >= 880 and report.invalid == 0
     assert (df["core_steps"] <= df["min_steps"]).all()
     counts = df.group_by("scenario", "core_steps").len()
-    for scenario in SCENARIOS:
+    for scenario in scenario_names():
         mine = counts.filter(pl.col("scenario") == scenario)
         assert mine["len"].sum() >= 0.08 * df.height, scenario
         lengths = {6, 7} if scenario == "journey" else {6, 7, 8}

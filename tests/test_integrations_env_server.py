@@ -11,17 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from ecomrlve.cli import app
-from ecomrlve.config import EnvConfig
-from ecomrlve.env.environment import EcomEnv
-from ecomrlve.integrations.env_server import (
-    EcomAction,
-    EcomEnvClient,
-    ServedWorld,
-    ServerLimits,
-    TaskPool,
-    serve_in_thread,
-)
+from ecomrlve.env.episode.environment import EcomEnv
+from ecomrlve.integrations.env_server import EcomAction, serve_in_thread
 from ecomrlve.testing import env_tasks as fx
+from ecomrlve.testing.served import served_world, sync_client
 
 TOKEN = "test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -32,18 +25,14 @@ def tasks(catalog):
     return [*fx.all_tasks(catalog), fx.event_task(catalog)]  # one shop that changes mid-episode
 
 
-def _world(catalog, tasks, **limits) -> ServedWorld:
-    return ServedWorld(catalog, TaskPool.from_tasks(tasks), EnvConfig(), ServerLimits(**limits))
-
-
 @pytest.fixture(scope="module")
 def url(catalog, tasks):
-    with serve_in_thread(_world(catalog, tasks, max_sessions=8), TOKEN) as base:
+    with serve_in_thread(served_world(catalog, tasks, max_sessions=8), TOKEN) as base:
         yield base
 
 
 def _client(url: str, token: str = TOKEN):
-    return EcomEnvClient(url, token=token, message_timeout_s=60).sync()
+    return sync_client(url, token)
 
 
 def test_reference_episodes_over_the_websocket_match_the_local_env(url, catalog, tasks) -> None:
@@ -91,7 +80,7 @@ def test_the_bearer_token_is_required(url) -> None:
 
 
 def test_request_bodies_are_bounded(catalog, tasks) -> None:
-    with serve_in_thread(_world(catalog, tasks, max_body_bytes=4096), TOKEN) as base:
+    with serve_in_thread(served_world(catalog, tasks, max_body_bytes=4096), TOKEN) as base:
         opening = httpx.post(f"{base}/reset", json={"seed": 0}, headers=AUTH)
         assert opening.status_code == 200 and opening.json()["observation"]["task_id"]
         stateless = httpx.post(f"{base}/step", json={"action": {"turn": "hi"}}, headers=AUTH)
@@ -109,7 +98,10 @@ def test_step_and_time_limits_end_the_episode_with_its_verdict(catalog, tasks) -
     task = tasks[0]
     turns = fx.reference(task)
     assert len(turns) > 2
-    with serve_in_thread(_world(catalog, tasks, max_steps=2), TOKEN) as base, _client(base) as c:
+    with (
+        serve_in_thread(served_world(catalog, tasks, max_steps=2), TOKEN) as base,
+        _client(base) as c,
+    ):
         c.reset(task_id=task.task_id)
         first = c.step(EcomAction(turn=turns[0]))
         assert not first.done
@@ -120,7 +112,7 @@ def test_step_and_time_limits_end_the_episode_with_its_verdict(catalog, tasks) -
         with pytest.raises(RuntimeError, match="episode is over"):
             c.step(EcomAction(turn=turns[2]))
     limits = {"max_episode_s": 0.05}
-    with serve_in_thread(_world(catalog, tasks, **limits), TOKEN) as base, _client(base) as c:
+    with serve_in_thread(served_world(catalog, tasks, **limits), TOKEN) as base, _client(base) as c:
         c.reset(task_id=task.task_id)
         time.sleep(0.1)
         late = c.step(EcomAction(turn=turns[0]))
@@ -130,7 +122,7 @@ def test_step_and_time_limits_end_the_episode_with_its_verdict(catalog, tasks) -
 
 def test_session_cap_refuses_a_session_over_it(catalog, tasks) -> None:
     # sessions never idle out here, so the cap is what refuses the third one
-    with serve_in_thread(_world(catalog, tasks, max_sessions=2), TOKEN) as base:
+    with serve_in_thread(served_world(catalog, tasks, max_sessions=2), TOKEN) as base:
         first, second, third = _client(base), _client(base), _client(base)
         first.connect()
         second.connect()
@@ -155,7 +147,7 @@ def test_idle_sessions_are_evicted_and_free_their_slot(catalog, tasks, monkeypat
         closed.release()
 
     monkeypatch.setattr(env_server.EcomServerEnv, "close", counted_close)
-    world = _world(catalog, tasks, max_sessions=2, idle_s=0.5)
+    world = served_world(catalog, tasks, max_sessions=2, idle_s=0.5)
     with serve_in_thread(world, TOKEN) as base:
         first, second = _client(base), _client(base)
         first.connect()
@@ -193,7 +185,7 @@ def test_the_served_world_is_frozen_out_of_the_collector(catalog, tasks, monkeyp
 
     from ecomrlve.integrations import env_server
 
-    world = _world(catalog, tasks)
+    world = served_world(catalog, tasks)
     seen = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, **_: seen.update(frozen=gc.get_freeze_count()))
     gc.unfreeze()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from ecomrlve.env.tools import TOOL_NAMES, SearchFilters, tool_schemas
+from ecomrlve.env.shop.tools import TOOL_NAMES, SearchFilters, tool_schemas
 from ecomrlve.testing import env_tasks as fx
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import integrations_fixtures
 import pytest
 
-from ecomrlve.env.catalog import Catalog
-from ecomrlve.env.environment import EcomEnv
-from ecomrlve.env.tools import tool_schemas
+from ecomrlve.env.episode.environment import EcomEnv
+from ecomrlve.env.shop.products import Catalog
+from ecomrlve.env.shop.tools import tool_schemas
 from ecomrlve.integrations.trl import (
     EcomToolEnv,
     ecom_reward,
@@ -181,7 +181,7 @@ def demo_folder(curriculum_store, tmp_path_factory) -> Path:
     """A folder laid out like the demo's: `data/` with curriculum `default` and the tiny model
     under `data/runs/default/model`, trained to call `view_cart`."""
     from ecomrlve import store
-    from ecomrlve.flows import curriculum as cur
+    from ecomrlve.flows import shards as cur
 
     root = tmp_path_factory.mktemp("trl-demo")
     data = root / "data"

@@ -12,11 +12,11 @@ import integrations_fixtures
 import pytest
 
 from ecomrlve.config import EcomConfig, load_config
-from ecomrlve.env.catalog import Catalog
-from ecomrlve.env.environment import EcomEnv
-from ecomrlve.env.replay import verify
-from ecomrlve.env.tools import tool_schemas
-from ecomrlve.flows import curriculum as cur
+from ecomrlve.env.episode.environment import EcomEnv
+from ecomrlve.env.episode.replay import verify
+from ecomrlve.env.shop.products import Catalog
+from ecomrlve.env.shop.tools import tool_schemas
+from ecomrlve.flows import shards as cur
 from ecomrlve.integrations.verl import launch as launcher
 from ecomrlve.integrations.verl import rows as vrows
 from ecomrlve.integrations.verl import runtime as ours
@@ -92,20 +92,6 @@ class StubServerManager:
         return TokenOutput(token_ids=ids[: sampling_params["max_tokens"]], log_probs=None)
 
 
-def _agent_loop(verl_config, tokenizer, server):
-    from verl.experimental.agent_loop.agent_loop import DictConfigWrap
-    from verl.utils.dataset.rl_dataset import RLHFDataset
-
-    return ours.EcomAgentLoop(
-        trainer_config=DictConfigWrap(verl_config),
-        server_manager=server,
-        tokenizer=tokenizer,
-        processor=None,
-        dataset_cls=RLHFDataset,
-        data_config=DictConfigWrap(verl_config.data),
-    )
-
-
 def test_agent_loop_plays_reference_episodes_with_the_envs_verdict(
     dataset, data, verl_config, qwen3_tokenizer
 ) -> None:
@@ -113,7 +99,7 @@ def test_agent_loop_plays_reference_episodes_with_the_envs_verdict(
 
     tok = qwen3_tokenizer
     server = StubServerManager(tok)
-    loop = _agent_loop(verl_config, tok, server)
+    loop = integrations_fixtures.agent_loop(verl_config, tok, server)
     # registered under the name the rows carry, at the import path verl's config names
     assert _agent_loop_registry[vrows.AGENT_NAME]["_target_"].endswith("verl.runtime.EcomAgentLoop")
     catalog = Catalog.load(data)
@@ -169,7 +155,7 @@ def test_a_spent_response_budget_is_judged_truncated(dataset, verl_config, qwen3
     row = dataset[0]
     server = StubServerManager(qwen3_tokenizer)
     server.turns = ["<tool_call>\n" + '{"name": "view_cart", "arguments": {}}' * 2000]
-    loop = _agent_loop(verl_config, qwen3_tokenizer, server)
+    loop = integrations_fixtures.agent_loop(verl_config, qwen3_tokenizer, server)
     loop.response_length = 64
     out = asyncio.run(loop.run(sampling_params={}, **row))
     assert len(out.response_ids) == 64 and all(out.response_mask)

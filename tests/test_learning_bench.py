@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from ecomrlve.config import GRPO_PRESETS, config_from_dict, load_config
-from ecomrlve.generators.registry import SCENARIOS
+from ecomrlve.generators.registry import scenario_names
 from ecomrlve.testing.bench import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +33,7 @@ def test_the_study_plays_all_nine_scenarios_at_its_budgets(bench) -> None:
     raw = bench.study_config(
         RECIPE, sft_budget=0.5, rl_budget=0.25, quick=False, all_scenarios=True
     )
-    assert raw["env"]["scenarios"] == list(SCENARIOS)
+    assert raw["env"]["scenarios"] == list(scenario_names())
     assert raw["data"]["max_steps"] >= bench.BUNDLE_MIN_STEPS
     training = raw["training"]
     assert training["sft"]["steps"] == round(recipe.sft.steps * 0.5)

@@ -486,7 +486,7 @@ def trained(tmp_path_factory) -> Iterator[Path]:
     `default` curriculum `make run` leaves, `configs/tiny_cpu.yaml` replaced by TINY_RUN."""
     from ecomrlve import store
     from ecomrlve.catalogs import build_catalog
-    from ecomrlve.flows.curriculum import build_curriculum
+    from ecomrlve.flows.shards import build_curriculum
     from ecomrlve.generators import generate_tasks, write_tasks
     from ecomrlve.testing.training import TINY_RUN, TRAIN_PRODUCTS
 

@@ -11,11 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ecomrlve.config import SCENARIOS
 from ecomrlve.env import reference_turns, verify
-from ecomrlve.env.facts.check import Shown
-from ecomrlve.env.facts.kinds import KINDS
-from ecomrlve.env.verifier import FACTS_IN_BASE, MAX_ANSWER_CHARS, answer_limit
+from ecomrlve.env.judge.facts.check import Shown
+from ecomrlve.env.judge.facts.kinds import KINDS
+from ecomrlve.env.judge.verifier import FACTS_IN_BASE, MAX_ANSWER_CHARS, answer_limit
 from ecomrlve.generators import GenContext, TaskKey, generate_task
 from ecomrlve.generators.difficulty import MAX_DIFFICULTY, MIN_DIFFICULTY
 from ecomrlve.generators.generate import config_of
@@ -36,7 +35,7 @@ from ecomrlve.generators.reasoning import (
     reasoning_features,
     returned_before,
 )
-from ecomrlve.generators.registry import get_scenario
+from ecomrlve.generators.registry import get_scenario, scenario_names
 from ecomrlve.tasks import Task
 from ecomrlve.testing.baseline import LADDER, play_baseline, play_rung
 
@@ -55,7 +54,7 @@ def test_late_demands_only_grow_with_difficulty(low, high):
     assert (late_demands(low) == ()) is (low < LATE_FROM)
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", scenario_names())
 def test_reasoning_features_rise_from_d6_to_d8_to_d10(scenario):
     generator = get_scenario(scenario)
 
@@ -77,7 +76,7 @@ def _answer_without(task: Task, says: list[str]) -> list[str]:
     return [*turns[:-1], answer]
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", scenario_names())
 def test_the_reference_meets_the_demands_and_ignoring_them_fails(ctx, scenario):
     for d, index in ((8, 0), (10, 1)):
         task = generate_task(ctx, scenario, 17, d, index, events_from=11)
@@ -217,7 +216,7 @@ def test_the_net_cost_takes_the_refund_or_the_gift_card_off(ctx):
 
 
 def test_the_tasks_up_to_d6_draw_no_demand():
-    for scenario in SCENARIOS:
+    for scenario in scenario_names():
         key = TaskKey(scenario, 1, 6, 0)
         plan = get_scenario(scenario).plan_task(config_of(scenario, 6), key.rng(), key)
         assert "late" not in plan.choices

@@ -20,11 +20,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ecomrlve.config import SCENARIOS, EnvConfig
+from ecomrlve.config import EnvConfig
 from ecomrlve.env import EcomEnv, verify
-from ecomrlve.env.environment import turn_limit
-from ecomrlve.env.parser import parse_turn
-from ecomrlve.env.tools import TOOL_SPECS, ShopTools
+from ecomrlve.env.episode.environment import turn_limit
+from ecomrlve.env.episode.parser import parse_turn
+from ecomrlve.env.shop.tools import TOOL_SPECS, ShopTools
+from ecomrlve.generators.registry import scenario_names
 from ecomrlve.testing import env_tasks as fx
 from ecomrlve.testing.episode_check import fuzz_episode
 from ecomrlve.testing.fuzzer import HUGE, task_pool
@@ -36,7 +37,7 @@ ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=40
 
 
 def test_the_pool_covers_every_scenario():
-    assert {task.scenario for task in POOL} == set(SCENARIOS)
+    assert {task.scenario for task in POOL} == set(scenario_names())
 
 
 @pytest.mark.slow  # a long hypothesis run
@@ -165,7 +166,7 @@ def _plant(monkeypatch: pytest.MonkeyPatch, bug: str) -> None:
 
         monkeypatch.setattr(ShopTools, "_row", row)
     elif bug == "reward-range violations":
-        monkeypatch.setattr("ecomrlve.env.verifier.total_reward", lambda *a, **k: 99.0)
+        monkeypatch.setattr("ecomrlve.env.judge.verifier.total_reward", lambda *a, **k: 99.0)
     elif bug == "non-terminations":
         original_step = EcomEnv.step
 

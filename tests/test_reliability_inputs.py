@@ -26,8 +26,8 @@ from typer.testing import CliRunner
 
 from ecomrlve.cli import app
 from ecomrlve.env import EcomEnv
-from ecomrlve.env.catalog import FilterError, normalise_text
-from ecomrlve.env.search import analyzer_tokens
+from ecomrlve.env.shop.products import FilterError, normalise_text
+from ecomrlve.env.shop.search import analyzer_tokens
 from ecomrlve.read_sql import ReadOnlySQLError, check_read_query
 from ecomrlve.testing import env_tasks as fx
 from ecomrlve.testing.fuzzer import META

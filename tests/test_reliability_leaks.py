@@ -25,13 +25,14 @@ from typing import Any
 
 import pytest
 
-from ecomrlve.config import SCENARIOS, EnvConfig
+from ecomrlve.config import EnvConfig
 from ecomrlve.env import Catalog, EcomEnv, reference_turns
-from ecomrlve.env.facts import spellings
-from ecomrlve.env.parser import format_call
-from ecomrlve.env.tools import ShopTools
-from ecomrlve.env.user import SimulatedUser, is_confirmation
+from ecomrlve.env.episode.parser import format_call
+from ecomrlve.env.episode.user import SimulatedUser, is_confirmation
+from ecomrlve.env.judge.facts import spellings
+from ecomrlve.env.shop.tools import ShopTools
 from ecomrlve.generators import generate_task
+from ecomrlve.generators.registry import scenario_names
 from ecomrlve.tasks import Task
 from ecomrlve.testing import env_tasks as fx
 from ecomrlve.testing.episode_check import EpisodeCheck, play_checked
@@ -151,7 +152,7 @@ def episodes(task: Task) -> dict[str, list[Any]]:
 # ---- the checks ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", scenario_names())
 def test_nothing_observed_leaks_the_goal(scenario):
     for task in cell_tasks(scenario):
         for kind, turns in episodes(task).items():
@@ -165,7 +166,7 @@ def test_nothing_observed_leaks_the_goal(scenario):
         assert result.info["verdict"].success, task.task_id
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", scenario_names())
 def test_observations_do_not_depend_on_the_hidden_goal(scenario):
     config = EnvConfig(max_steps=12)
     for task in cell_tasks(scenario):
@@ -191,7 +192,7 @@ def test_simulated_user_never_says_an_item_id():
 
 
 def _sample_tasks() -> list[Task]:
-    return [cell_tasks(s)[5] for s in SCENARIOS]
+    return [cell_tasks(s)[5] for s in scenario_names()]
 
 
 def _first_hidden(task: Task) -> str:

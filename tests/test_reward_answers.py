@@ -19,9 +19,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ecomrlve.config import EnvConfig
-from ecomrlve.env import EcomEnv, facts, format_call, reference_turns, verify
-from ecomrlve.env.facts import check_answer, extract_dates, normalise
-from ecomrlve.env.verifier import MAX_ANSWER_CHARS
+from ecomrlve.env import EcomEnv, format_call, reference_turns, verify
+from ecomrlve.env.judge import facts
+from ecomrlve.env.judge.facts import check_answer, extract_dates, normalise
+from ecomrlve.env.judge.verifier import MAX_ANSWER_CHARS
 from ecomrlve.generators import GenContext, generate_task
 from ecomrlve.tasks import AnswerFact, Task
 from ecomrlve.testing.reward_probes import CHEAT_SHEET, SPAM_QUERIES, order_dump, paraphrase
@@ -348,7 +349,7 @@ def _order_and_item(task: Task, f: AnswerFact) -> tuple[str | None, str | None]:
 def test_every_number_word_holds_a_stem() -> None:
     """`normalise` skips the number-word regexes when no stem is in the text: each word the
     hint matches must hold one (else "thirty days" would stay unread)."""
-    from ecomrlve.env.facts import _NUMBER_HINT, _NUMBER_STEMS
+    from ecomrlve.env.judge.facts import _NUMBER_HINT, _NUMBER_STEMS
 
     bare = re.sub(r"\(\?<!\\w\)|\(\?!\\w\)|\(\?:|\)", "", _NUMBER_HINT.pattern)
     words = bare.split("|")

@@ -23,10 +23,12 @@ import re
 import pytest
 
 from ecomrlve.env import reference_turns, verify
-from ecomrlve.env.facts import check_answer, extract_dates, extract_money, normalise
-from ecomrlve.generators import GenContext, generate_task
+from ecomrlve.env.judge.facts import check_answer, extract_dates, extract_money, normalise
+from ecomrlve.generators import GenContext
 from ecomrlve.generators.phrasing import money
 from ecomrlve.tasks import AnswerFact, Task
+from ecomrlve.testing import answers
+from ecomrlve.testing.fuzzer import generated_tasks
 
 
 @pytest.fixture(scope="module")
@@ -62,17 +64,19 @@ def test_dates_are_read_with_the_role_their_sentence_gives_them(answer, roles):
     assert found == roles
 
 
+# Hand-written answers, by the rule they show: each section adds its groups to CASES, which
+# `test_hand_written_answers` checks one by one.
+CASES: list[answers.Case] = []
+
+
 # ---- hand-written answers ------------------------------------------------------------------------
-SHIPPING = [
-    AnswerFact(kind="money", value="4.99", allowed=["35.00", "50.00"],
-               allowed_roles=["order", "threshold"], role="shipping"),
-]  # fmt: skip
-SHIPPING_PROMPT = "How much is standard shipping on a $35 order for me?"
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "amounts in swapped roles fail",
+    answers.SHIPPING_FEE,
+    answers.ASK_35,
+    fails=[
         "Your $35 order costs $50 to ship, under the $4.99 threshold.",
         "Standard shipping on a $35 order costs $50.",
         "Standard shipping on a $4.99 order costs $35, since it is under the $50 free-shipping threshold.",
@@ -80,13 +84,13 @@ SHIPPING_PROMPT = "How much is standard shipping on a $35 order for me?"
         "It costs $35 to ship a $4.99 order.",
     ],
 )
-def test_amounts_in_swapped_roles_fail(answer):
-    assert not check_answer(answer, SHIPPING, SHIPPING_PROMPT).ok, answer
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "amounts each in its role pass",
+    answers.SHIPPING_FEE,
+    answers.ASK_35,
+    passes=[
         "Standard shipping on a $35 order costs $4.99, since it is under the $50 free-shipping threshold.",
         "It's $4.99 to ship; the threshold is $50 and your order total is $35.",
         "Your $35.00 order is below the $50 minimum, so shipping is $4.99.",
@@ -94,9 +98,6 @@ def test_amounts_in_swapped_roles_fail(answer):
         "For a $35 purchase you'd pay $4.99 for standard shipping (the free-shipping minimum is $50).",
     ],
 )
-def test_amounts_each_in_its_role_pass(answer):
-    checked = check_answer(answer, SHIPPING, SHIPPING_PROMPT)
-    assert checked.ok, (answer, checked)
 
 
 def test_a_shipping_fact_without_roles_keeps_the_value_check():
@@ -112,49 +113,40 @@ DELIVERED = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "dates in swapped roles fail",
+    DELIVERED,
+    today="2026-06-20",
+    fails=[
         "Your order was placed June 16 and delivered June 3.",
         "It was delivered on June 3.",
         "You ordered it on the 16th of June; it arrived on June 16.",
     ],
 )
-def test_dates_in_swapped_roles_fail(answer):
-    assert not check_answer(answer, DELIVERED, today="2026-06-20").ok, answer
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "dates each in its role pass",
+    DELIVERED,
+    today="2026-06-20",
+    passes=[
         "Your order was placed June 3 and delivered June 16.",
         "It arrived on the 16th of June; you ordered it on June 3.",
         "As of today, June 20, it has been delivered: June 16.",
         "Your order with the lamp was delivered on 6/16.",
     ],
 )
-def test_dates_each_in_its_role_pass(answer):
-    checked = check_answer(answer, DELIVERED, today="2026-06-20")
-    assert checked.ok, (answer, checked)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_hand_written_answers(case: answers.Case):
+    case.check()
 
 
 # ---- over generated tasks ------------------------------------------------------------------------
-def _replaced(task: Task, say: str, sentence: str) -> list:
-    turns = reference_turns(task)
-    assert say in turns[-1]
-    return [*turns[:-1], turns[-1].replace(say, sentence)]
-
-
 def _shipping_tasks(ctx) -> list[tuple[Task, AnswerFact]]:
     """Policy tasks (seed 61) whose answer states a shipping fee above $0 for an order value."""
-    out = []
-    for d in range(11):
-        for i in range(40):
-            task = generate_task(ctx, "policy", 61, d, i)
-            for f in task.goal.answer_facts if task is not None else ():
-                if f.kind == "money" and f.role == "shipping" and float(f.value) > 0 and f.say:
-                    out.append((task, f))
-    return out
+    return [(task, f) for task, f in answers.shipping_facts(ctx, 40) if float(f.value) > 0]
 
 
 def test_shipping_answers_with_amounts_swapped_fail_and_reworded_pass(ctx):
@@ -167,20 +159,17 @@ def test_shipping_answers_with_amounts_swapped_fail_and_reworded_pass(ctx):
             f"The free-shipping threshold is {T}; your {V} order is under it, so it costs {F} to ship.",
             f"Standard shipping will be {F}.",
         ]
-        for sentence in reworded:
-            verdict = verify(task, _replaced(task, fact.say, sentence), ctx.catalog)
-            assert verdict.success, (task.task_id, sentence, verdict.violations)
-            passed += 1
         swapped = [
             f"Your {V} order costs {T} to ship, under the {F} threshold.",  # fee <-> threshold
             f"Standard shipping on a {F} order costs {V}, since it is under the {T} free-shipping threshold.",
             f"Standard shipping on a {T} order costs {F}, since it is under the {V} free-shipping threshold.",
         ]
-        for sentence in swapped if len({fee, value, threshold}) == 3 else ():
-            verdict = verify(task, _replaced(task, fact.say, sentence), ctx.catalog)
-            assert not verdict.success, (task.task_id, sentence)
-            assert any("money" in v for v in verdict.violations), verdict.violations
-            failed += 1
+        if len({fee, value, threshold}) < 3:  # two amounts alike: swapping them says the same
+            swapped = []
+        ok, not_ok = answers.judge_rewordings(
+            task, fact.say, ctx.catalog, passes=reworded, fails=swapped
+        )
+        passed, failed = passed + ok, failed + not_ok
     print(f"shipping: {failed} swapped answers failed, {passed} reworded passed")
     assert failed >= 30 and passed >= 30
 
@@ -194,23 +183,20 @@ def _dated_tasks(ctx) -> list[tuple[Task, AnswerFact, AnswerFact]]:
     """(task, status fact, arrival date fact) of delivered or shipped orders, where the status
     sentence states the date and the order was placed on another day."""
     out = []
-    for scenario in ("order_status", "journey"):
-        for d in range(11):
-            for i in range(12):
-                task = generate_task(ctx, scenario, 61, d, i)
-                if task is None or task.events:
-                    continue
-                facts = task.goal.answer_facts
-                for status in facts:
-                    if status.kind != "status" or status.value not in ("delivered", "shipped"):
-                        continue
-                    dates = [
-                        f
-                        for f in facts
-                        if f.kind == "date" and f.subject == status.subject and f.role == "arrival"
-                    ]
-                    if dates and dates[0].allowed and dates[0].allowed[0] != dates[0].value:
-                        out.append((task, status, dates[0]))
+    for task in generated_tasks(ctx, ("order_status", "journey"), range(11), 12, 61):
+        if task.events:
+            continue
+        facts = task.goal.answer_facts
+        for status in facts:
+            if status.kind != "status" or status.value not in ("delivered", "shipped"):
+                continue
+            dates = [
+                f
+                for f in facts
+                if f.kind == "date" and f.subject == status.subject and f.role == "arrival"
+            ]
+            if dates and dates[0].allowed and dates[0].allowed[0] != dates[0].value:
+                out.append((task, status, dates[0]))
     return out
 
 
@@ -227,18 +213,14 @@ def test_status_answers_with_dates_swapped_fail_and_reworded_pass(ctx):
             f"Your order {order}, placed on {placed}, {verb} {arrive}.",
             f"Your order {order} {verb} {arrive}; you placed it on {placed}.",
         ]
-        for sentence in reworded:
-            verdict = verify(task, _replaced(task, status.say, sentence), ctx.catalog)
-            assert verdict.success, (task.task_id, sentence, verdict.violations)
-            passed += 1
-        for sentence in (
+        swapped = [
             f"Your order {order}, placed on {arrive}, {verb} {placed}.",
             f"Your order {order} {verb} {placed}; you placed it on {arrive}.",
-        ):
-            verdict = verify(task, _replaced(task, status.say, sentence), ctx.catalog)
-            assert not verdict.success, (task.task_id, sentence)
-            assert any(re.search(r"\bdate\b", v) for v in verdict.violations), verdict.violations
-            failed += 1
+        ]
+        ok, not_ok = answers.judge_rewordings(
+            task, status.say, ctx.catalog, passes=reworded, fails=swapped, violation=r"\bdate\b"
+        )
+        passed, failed = passed + ok, failed + not_ok
     print(f"status dates: {failed} swapped answers failed, {passed} reworded passed")
     assert failed >= 30 and passed >= 30
 

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import pytest
 
-from ecomrlve.env import reference_turns, verify
-from ecomrlve.env.facts import check_answer, extract_money, normalise
-from ecomrlve.generators import generate_task
+from ecomrlve.env import reference_turns
+from ecomrlve.env.judge.facts import check_answer, extract_money, normalise
 from ecomrlve.generators.phrasing import money
 from ecomrlve.generators.reasoning import late_facts
 from ecomrlve.tasks import AnswerFact, Task
-from ecomrlve.testing.fuzzer import gen_context
+from ecomrlve.testing import answers
+from ecomrlve.testing.fuzzer import gen_context, generated_tasks
 
 
 @pytest.fixture(scope="module")
@@ -43,28 +43,24 @@ def ctx():
     return gen_context()
 
 
-def _replaced(task: Task, say: str, sentence: str) -> list:
-    turns = reference_turns(task)
-    assert say in turns[-1]
-    return [*turns[:-1], turns[-1].replace(say, sentence)]
+# Hand-written answers, by the rule they show: each section adds its groups to CASES, which
+# `test_hand_written_answers` (at the end) checks one by one.
+CASES: list[answers.Case] = []
 
 
 # ---- "free": the shop's rule or this order's fee -------------------------------------------------
-FEE = [
-    AnswerFact(kind="money", value="4.99", allowed=["35.00", "50.00"],
-               allowed_roles=["order", "threshold"], role="shipping"),
-]  # fmt: skip
 FREE = [
     AnswerFact(kind="money", value="0.00", allowed=["60.00", "50.00", "4.99"],
                allowed_roles=["order", "threshold", "base"], role="shipping"),
 ]  # fmt: skip
-ASK_35 = "How much is standard shipping on a $35 order for me?"
 ASK_60 = "How much is standard shipping on a $60 order for me?"
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "a fee told beside the free shipping rule passes",
+    answers.SHIPPING_FEE,
+    answers.ASK_35,
+    passes=[
         "Shipping on your $35 order is $4.99; orders over $50 ship free.",
         "Standard shipping on a $35.00 order costs $4.99. Shipping is free on orders of $50.00 or more.",
         "It's $4.99 to ship, since free shipping starts at $50.",
@@ -74,27 +70,26 @@ ASK_60 = "How much is standard shipping on a $60 order for me?"
         "Standard shipping will be $4.99 (spend more and you could get free shipping).",
     ],
 )
-def test_a_fee_told_beside_the_free_shipping_rule_passes(answer):
-    checked = check_answer(answer, FEE, ASK_35)
-    assert checked.ok, (answer, checked)
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "your order ships free for a fee fails",
+    answers.SHIPPING_FEE,
+    answers.ASK_35,
+    fails=[
         "Your order ships free.",
         "Your order ships free. Orders under $50 pay $4.99.",
         "Shipping is $4.99 on orders under $50, but your order ships free.",
         "Orders over $50 ship free.",  # the rule alone answers nothing
     ],
 )
-def test_your_order_ships_free_for_a_fee_fails(answer):
-    assert not check_answer(answer, FEE, ASK_35).ok, answer
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "a free order told with or without the rule passes",
+    FREE,
+    ASK_60,
+    passes=[
         "Standard shipping on a $60 order is free.",
         "Your $60 order ships free since it's over the $50 threshold.",
         "Orders over $50 ship free, and yours is $60, so it ships free too.",
@@ -103,61 +98,56 @@ def test_your_order_ships_free_for_a_fee_fails(answer):
         "Your $60 order ships free (shipping is $4.99 for orders under $50).",
     ],
 )
-def test_a_free_order_told_with_or_without_the_rule_passes(answer):
-    checked = check_answer(answer, FREE, ASK_60)
-    assert checked.ok, (answer, checked)
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "the rule alone or a fee for a free order fails",
+    FREE,
+    ASK_60,
+    fails=[
         "Orders over $50 ship free.",
         "Shipping costs $4.99 for your $60 order; orders over $50 ship free.",
         "Shipping on your $60 order is $4.99.",
         "Your order ships free, but shipping is $4.99.",
     ],
 )
-def test_the_rule_alone_or_a_fee_for_a_free_order_fails(answer):
-    assert not check_answer(answer, FREE, ASK_60).ok, answer
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "free returns beside a fee are no shipping claim",
+    answers.SHIPPING_FEE,
+    answers.ASK_35,
+    passes=[
         "Shipping on your $35 order is $4.99, and we offer free returns.",
         "Shipping is $4.99; returns are free within 30 days.",
         "It's $4.99 to ship. Free exchanges too.",
     ],
 )
-def test_free_returns_beside_a_fee_are_no_shipping_claim(answer):
-    checked = check_answer(answer, FEE, ASK_35)
-    assert checked.ok, (answer, checked)
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "free shipping beside free returns still claims 0 for a fee",
+    answers.SHIPPING_FEE,
+    answers.ASK_35,
+    fails=[
         "Shipping is free and so are returns.",
         "Free returns, and shipping is free.",
         "Shipping and returns are free.",
         "You get free returns.",  # answers nothing about shipping
     ],
 )
-def test_free_shipping_beside_free_returns_still_claims_0_for_a_fee(answer):
-    assert not check_answer(answer, FEE, ASK_35).ok, answer
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "a free order told beside free returns passes",
+    FREE,
+    ASK_60,
+    passes=[
         "Shipping and returns are free.",
         "Your order ships free, and returns are free too.",
         "Free returns and free shipping on your order.",
     ],
 )
-def test_a_free_order_told_beside_free_returns_passes(answer):
-    checked = check_answer(answer, FREE, ASK_60)
-    assert checked.ok, (answer, checked)
 
 
 def test_free_returns_alone_do_not_answer_a_free_orders_shipping():
@@ -165,20 +155,9 @@ def test_free_returns_alone_do_not_answer_a_free_orders_shipping():
     assert not check_answer("Returns are free; shipping is $4.99.", FREE, ASK_60).ok
 
 
-def _shipping_tasks(ctx) -> list[tuple[Task, AnswerFact]]:
-    out = []
-    for d in range(11):
-        for i in range(30):
-            task = generate_task(ctx, "policy", 61, d, i)
-            for f in task.goal.answer_facts if task is not None else ():
-                if f.kind == "money" and f.role == "shipping" and f.say:
-                    out.append((task, f))
-    return out
-
-
 def test_shipping_answers_that_tell_the_rule_pass_and_a_free_claim_for_a_fee_fails(ctx):
     failed = passed = 0
-    for task, fact in _shipping_tasks(ctx):
+    for task, fact in answers.shipping_facts(ctx, 30):
         fee, (value, threshold) = float(fact.value), map(float, fact.allowed[:2])
         F, V, T = money(fee), money(value), money(threshold)
         if fee > 0:
@@ -197,15 +176,10 @@ def test_shipping_answers_that_tell_the_rule_pass_and_a_free_claim_for_a_fee_fai
                 f"Standard shipping on your {V} order is free; orders under {T} pay {B}.",
             ]
             attacks = [f"Orders over {T} ship free.", f"Shipping on your {V} order is {B}."]
-        for sentence in reworded:
-            verdict = verify(task, _replaced(task, fact.say, sentence), ctx.catalog)
-            assert verdict.success, (task.task_id, sentence, verdict.violations)
-            passed += 1
-        for sentence in attacks:
-            verdict = verify(task, _replaced(task, fact.say, sentence), ctx.catalog)
-            assert not verdict.success, (task.task_id, sentence)
-            assert any("money" in v for v in verdict.violations), verdict.violations
-            failed += 1
+        ok, not_ok = answers.judge_rewordings(
+            task, fact.say, ctx.catalog, passes=reworded, fails=attacks
+        )
+        passed, failed = passed + ok, failed + not_ok
     print(
         f"free shipping: {failed} false free claims failed, {passed} answers with the rule passed"
     )
@@ -213,9 +187,11 @@ def test_shipping_answers_that_tell_the_rule_pass_and_a_free_claim_for_a_fee_fai
 
 
 # ---- how far an order is from free shipping: threshold - order, worked out ------------------------
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "the amount left to free shipping may be told",
+    answers.SHIPPING_FEE,
+    answers.ASK_35,
+    passes=[
         "Shipping on your $35 order is $4.99; you're $15 away from free shipping at $50.",
         "It's $4.99 to ship. Add $15 more and it ships free (free over $50).",
         "Shipping is $4.99; spend another $15.00 to qualify for free shipping.",
@@ -225,14 +201,13 @@ def test_shipping_answers_that_tell_the_rule_pass_and_a_free_claim_for_a_fee_fai
         "It's another $4.99 for shipping.",  # "another" before a fee said as shipping
     ],
 )
-def test_the_amount_left_to_free_shipping_may_be_told(answer):
-    checked = check_answer(answer, FEE, ASK_35)
-    assert checked.ok, (answer, checked)
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "a wrong gap or the gap as a guess fails",
+    answers.SHIPPING_FEE,
+    answers.ASK_35,
+    fails=[
         "Shipping is $4.99; you're $20 away from free shipping.",  # the gap wrong
         "Shipping is $4.99; add $20 more to ship free.",
         "Shipping is $15 or $4.99.",  # the gap's amount as a bare guess
@@ -244,8 +219,6 @@ def test_the_amount_left_to_free_shipping_may_be_told(answer):
         "Shipping is $4.99; your $35 order is going to ship free.",
     ],
 )
-def test_a_wrong_gap_or_the_gap_as_a_guess_fails(answer):
-    assert not check_answer(answer, FEE, ASK_35).ok, answer
 
 
 def test_a_free_order_has_no_gap_to_tell():
@@ -255,17 +228,19 @@ def test_a_free_order_has_no_gap_to_tell():
 
 def test_over_generated_tasks_the_right_gap_passes_and_a_wrong_one_fails(ctx):
     told = refused = 0
-    for task, fact in _shipping_tasks(ctx):
+    for task, fact in answers.shipping_facts(ctx, 30):
         fee, (value, threshold) = float(fact.value), map(float, fact.allowed[:2])
         if fee == 0 or value >= threshold:
             continue
         F, T = money(fee), money(threshold)
-        right, wrong = money(threshold - value), money(threshold - value + 5)
-        for gap, ok in ((right, True), (wrong, False)):
-            sentence = f"Shipping is {F}; add {gap} more to reach the {T} free-shipping threshold."
-            verdict = verify(task, _replaced(task, fact.say, sentence), ctx.catalog)
-            assert verdict.success is ok, (task.task_id, sentence, verdict.violations)
-            told, refused = told + ok, refused + (not ok)
+        right, wrong = (
+            f"Shipping is {F}; add {gap} more to reach the {T} free-shipping threshold."
+            for gap in (money(threshold - value), money(threshold - value + 5))
+        )
+        ok, not_ok = answers.judge_rewordings(
+            task, fact.say, ctx.catalog, passes=[right], fails=[wrong], violation=None
+        )
+        told, refused = told + ok, refused + not_ok
     print(f"gap to free shipping: {told} right gaps passed, {refused} wrong ones failed")
     assert told >= 20 and refused >= 20
 
@@ -292,42 +267,37 @@ def test_prices_are_read_with_the_role_their_sentence_gives_them(answer, roles):
     assert [(float(a), a.role) for _, a in extract_money(normalise(answer))] == roles
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "the item price and the order total swapped fail",
+    PRICE,
+    fails=[
         "You paid $34.98 for it; the order total was $29.99.",
         "Your $29.99 order cost $34.98.",
         "It was $34.98 each, $29.99 in total.",
     ],
 )
-def test_the_item_price_and_the_order_total_swapped_fail(answer):
-    assert not check_answer(answer, PRICE).ok, answer
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "the item price and the order total each in its role pass",
+    PRICE,
+    passes=[
         "You paid $29.99 for it; the order total was $34.98.",
         "The item was $29.99, and the whole order came to $34.98 with shipping.",
         "It cost $29.99.",
     ],
 )
-def test_the_item_price_and_the_order_total_each_in_its_role_pass(answer):
-    checked = check_answer(answer, PRICE)
-    assert checked.ok, (answer, checked)
 
 
 def _price_tasks(ctx) -> list[tuple[Task, AnswerFact]]:
     out = []
-    for d in range(11):
-        for i in range(80):
-            task = generate_task(ctx, "order_status", 61, d, i)
-            if task is None or task.events:
-                continue
-            history = late_facts(task)  # from d7: a past order's price, its own sentence
-            for f in task.goal.answer_facts:
-                if f.kind == "money" and f.role == "price" and f.say and f not in history:
-                    out.append((task, f))
+    for task in generated_tasks(ctx, ["order_status"], range(11), 80, 61):
+        if task.events:
+            continue
+        history = late_facts(task)  # from d7: a past order's price, its own sentence
+        for f in task.goal.answer_facts:
+            if f.kind == "money" and f.role == "price" and f.say and f not in history:
+                out.append((task, f))
     return out
 
 
@@ -335,23 +305,17 @@ def test_price_answers_with_price_and_total_swapped_fail_and_reworded_pass(ctx):
     failed = passed = 0
     for task, fact in _price_tasks(ctx):
         P, T = money(float(fact.value)), money(float(fact.allowed[1]))
-        for sentence in (
+        reworded = [
             f"It cost you {P}; the order total was {T}.",
             f"The item was {P} (the order came to {T} with shipping).",
-        ):
-            verdict = verify(task, _replaced(task, fact.say, sentence), ctx.catalog)
-            assert verdict.success, (task.task_id, sentence, verdict.violations)
-            passed += 1
+        ]
+        swapped = [f"You paid {T} for it; the order total was {P}.", f"Your {P} order cost {T}."]
         if P == T:  # free shipping: the total is the price
-            continue
-        for sentence in (
-            f"You paid {T} for it; the order total was {P}.",
-            f"Your {P} order cost {T}.",
-        ):
-            verdict = verify(task, _replaced(task, fact.say, sentence), ctx.catalog)
-            assert not verdict.success, (task.task_id, sentence)
-            assert any("money" in v for v in verdict.violations), verdict.violations
-            failed += 1
+            swapped = []
+        ok, not_ok = answers.judge_rewordings(
+            task, fact.say, ctx.catalog, passes=reworded, fails=swapped
+        )
+        passed, failed = passed + ok, failed + not_ok
     print(f"item price: {failed} swapped answers failed, {passed} reworded passed")
     assert failed >= 10 and passed >= 20
 
@@ -362,21 +326,21 @@ CHANGED = [
 ]
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "the old and new price swapped fail",
+    CHANGED,
+    fails=[
         "The price changed from $25.00 to $20.00.",
         "It now costs $20.00; it was $25.00 before.",
         "You were charged $20.00, down from $25.00.",
     ],
 )
-def test_the_old_and_new_price_swapped_fail(answer):
-    assert not check_answer(answer, CHANGED).ok, answer
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "the old and new price each in its role pass",
+    CHANGED,
+    passes=[
         "The price changed from $20.00 to $25.00.",
         "You were charged $25.00, up from $20.00.",
         "Heads up: it's now $25.00 (previously $20.00).",
@@ -386,39 +350,36 @@ def test_the_old_and_new_price_swapped_fail(answer):
         "The price went from $20.00 to $25.00.",
     ],
 )
-def test_the_old_and_new_price_each_in_its_role_pass(answer):
-    checked = check_answer(answer, CHANGED)
-    assert checked.ok, (answer, checked)
 
 
 def test_price_changes_told_swapped_fail_and_reworded_pass(ctx):
     failed = passed = 0
-    for scenario in ("cart", "bundle", "journey", "product_discovery", "order_status"):
-        for d in range(11):
-            for i in range(8):
-                task = generate_task(ctx, scenario, 61, d, i)
-                for event in task.events if task is not None else ():
-                    if event.kind != "price_change" or event.old_price is None:
-                        continue
-                    if event.declined:  # the customer said no: nothing was charged
-                        continue
-                    if event.say not in reference_turns(task)[-1]:
-                        continue
-                    old, new = money(event.old_price), money(event.price)
-                    for sentence in (
-                        f"Heads up: that item now costs {new} (it was {old} before), and the order was charged the new price.",
-                        f"The price went from {old} to {new} as I ordered; you were charged {new}.",
-                    ):
-                        verdict = verify(task, _replaced(task, event.say, sentence), ctx.catalog)
-                        assert verdict.success, (task.task_id, sentence, verdict.violations)
-                        passed += 1
-                    for sentence in (
-                        f"Note: the price changed from {new} to {old} while I was placing your order.",
-                        f"Heads up: that item now costs {old} (it was {new} before).",
-                    ):
-                        verdict = verify(task, _replaced(task, event.say, sentence), ctx.catalog)
-                        assert not verdict.success, (task.task_id, sentence)
-                        assert any("money" in v for v in verdict.violations), verdict.violations
-                        failed += 1
+    scenarios = ("cart", "bundle", "journey", "product_discovery", "order_status")
+    for task in generated_tasks(ctx, scenarios, range(11), 8, 61):
+        for event in task.events:
+            if event.kind != "price_change" or event.old_price is None:
+                continue
+            if event.declined:  # the customer said no: nothing was charged
+                continue
+            if event.say not in reference_turns(task)[-1]:
+                continue
+            old, new = money(event.old_price), money(event.price)
+            reworded = [
+                f"Heads up: that item now costs {new} (it was {old} before), and the order was charged the new price.",
+                f"The price went from {old} to {new} as I ordered; you were charged {new}.",
+            ]
+            swapped = [
+                f"Note: the price changed from {new} to {old} while I was placing your order.",
+                f"Heads up: that item now costs {old} (it was {new} before).",
+            ]
+            ok, not_ok = answers.judge_rewordings(
+                task, event.say, ctx.catalog, passes=reworded, fails=swapped
+            )
+            passed, failed = passed + ok, failed + not_ok
     print(f"price change: {failed} swapped answers failed, {passed} reworded passed")
     assert failed >= 30 and passed >= 30
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_hand_written_answers(case: answers.Case):
+    case.check()

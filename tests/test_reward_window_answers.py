@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import pytest
 
 from ecomrlve.env import final_answer, reference_turns, verify
-from ecomrlve.env.facts import check_answer, extract_durations, normalise
+from ecomrlve.env.judge.facts import check_answer, extract_durations, normalise
 from ecomrlve.generators import GenContext, generate_task
 from ecomrlve.tasks import AnswerFact, Task
 

@@ -156,29 +156,26 @@ def test_rng_state_round_trip_restores_every_stream() -> None:
         "numpy": np.random.default_rng(2),
         "python": random.Random(3),
     }
+
+    def draws() -> tuple[float, ...]:  # one draw from every stream, global and named
+        return (
+            random.random(),
+            np.random.rand(),
+            torch.rand(1).item(),
+            torch.rand(1, generator=gens["torch"]).item(),
+            gens["numpy"].random(),
+            gens["python"].random(),
+        )
+
     _seed_globals(4)
     state = capture_rng_state(gens)
-    expected = (
-        random.random(),
-        np.random.rand(),
-        torch.rand(1).item(),
-        torch.rand(1, generator=gens["torch"]).item(),
-        gens["numpy"].random(),
-        gens["python"].random(),
-    )
+    expected = draws()
     _seed_globals(99)
     for g in gens.values():
         (g.manual_seed if isinstance(g, torch.Generator) else lambda s, g=g: None)(5)
     gens["python"].seed(8)
     restore_rng_state(state, gens)
-    again = (
-        random.random(),
-        np.random.rand(),
-        torch.rand(1).item(),
-        torch.rand(1, generator=gens["torch"]).item(),
-        gens["numpy"].random(),
-        gens["python"].random(),
-    )
+    again = draws()
     assert again == expected
 
 

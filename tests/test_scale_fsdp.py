@@ -13,9 +13,7 @@ and that the per-step losses agree.
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,7 +21,6 @@ import pytest
 
 pytestmark = pytest.mark.slow  # torchrun subprocesses
 
-ROOT = Path(__file__).resolve().parents[1]
 STEPS = 3
 PROMPTS = 4
 GROUP = 2
@@ -169,18 +166,9 @@ def worker(out: Path) -> None:
 
 
 def _run(args: list[str], out: Path) -> str:
-    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    env.pop("WORLD_SIZE", None)
-    done = subprocess.run(
-        [*args, str(Path(__file__).resolve()), str(out)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-5000:]
-    return done.stdout
+    from ecomrlve.testing.training import run_offline  # imports stay in functions in this file
+
+    return run_offline([*args, str(Path(__file__).resolve()), str(out)], timeout=240)
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,6 @@ are global, rank 0 writes. Both must log the same losses and end with the same w
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -24,12 +22,10 @@ import yaml
 from safetensors.torch import load_file
 
 from ecomrlve.config import config_from_dict
-from ecomrlve.testing.training import train_store_dir
+from ecomrlve.testing.training import run_offline, train_store_dir
 from ecomrlve.train.run import train_with_torchrun
 
 pytestmark = pytest.mark.slow  # torchrun subprocesses
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _config(data: Path) -> dict:
@@ -61,28 +57,31 @@ def _config(data: Path) -> dict:
     }
 
 
-def _train(launcher: list[str], config: Path, output: Path) -> None:
-    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    env.pop("WORLD_SIZE", None)
-    done = subprocess.run(
-        [*launcher, "-m", "ecomrlve", "train", "--config", str(config), "--output", str(output)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
-    assert done.returncode == 0, done.stderr[-5000:]
+def _train(
+    launcher: list[str], config: Path, output: Path, *more: str, timeout: float = 400
+) -> None:
+    """`ecomrlve train` under `launcher` (`timeout`: a hang guard, not a timing check)."""
+    run_offline(
+        [*launcher, "-m", "ecomrlve", "train", "--config", str(config), "--output", str(output),
+         *more],
+        timeout=timeout,
+    )  # fmt: skip
+
+
+def _run_rows(data: Path, output: Path, sql: str) -> list[tuple]:
+    """`sql` on the store at `data`, its one `?` the id of the run that wrote `output`."""
+    run_id = json.loads((output / "summary.json").read_text())["run_id"]
+    with duckdb.connect(str(data / "ecomrlve.duckdb"), read_only=True) as con:
+        return con.execute(sql, [run_id]).fetchall()
 
 
 def _steps(data: Path, output: Path) -> list[dict]:
-    run_id = json.loads((output / "summary.json").read_text())["run_id"]
-    with duckdb.connect(str(data / "ecomrlve.duckdb"), read_only=True) as con:
-        rows = con.execute(
-            "SELECT step, loss, sequences_trained, clip_fraction FROM train_steps "
-            "WHERE run_id = ? ORDER BY step",
-            [run_id],
-        ).fetchall()
+    rows = _run_rows(
+        data,
+        output,
+        "SELECT step, loss, sequences_trained, clip_fraction FROM train_steps "
+        "WHERE run_id = ? ORDER BY step",
+    )
     return [dict(zip(("step", "loss", "sequences", "clip"), r, strict=True)) for r in rows]
 
 
@@ -169,23 +168,22 @@ def test_two_ranks_whose_episodes_take_different_turns_finish(tmp_path):
     config = tmp_path / "unequal.yaml"
     config.write_text(yaml.safe_dump(_unequal_turns_config(data)))
     output = tmp_path / "ranks"
-    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    env.pop("WORLD_SIZE", None)
-    command = [
-        *(sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone"),
-        *("-m", "ecomrlve", "train", "--config", str(config), "--output", str(output)),
-        *("--data", str(data)),
+    torchrun = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--standalone",
     ]
     # a hang guard, not a timing check: a deadlocked pair of ranks never returns
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-5000:]
-    run_id = json.loads((output / "summary.json").read_text())["run_id"]
-    with duckdb.connect(str(data / "ecomrlve.duckdb"), read_only=True) as con:
-        rounds = con.execute(
-            # rank r plays the groups g with g % 2 == r; its generate rounds = its longest episode
-            'SELECT step, max(steps) FILTER ("group" % 2 = 0), max(steps) FILTER ("group" % 2 = 1)'
-            " FROM train_rollouts WHERE run_id = ? GROUP BY step ORDER BY step",
-            [run_id],
-        ).fetchall()
+    _train(torchrun, config, output, "--data", str(data), timeout=900)
+    rounds = _run_rows(
+        data,
+        output,
+        # rank r plays the groups g with g % 2 == r; its generate rounds = its longest episode
+        'SELECT step, max(steps) FILTER ("group" % 2 = 0), max(steps) FILTER ("group" % 2 = 1)'
+        " FROM train_rollouts WHERE run_id = ? GROUP BY step ORDER BY step",
+    )
     assert [r[0] for r in rounds] == [1, 2, 3]
     assert any(r[1] != r[2] for r in rounds), rounds  # the case this test is about happened

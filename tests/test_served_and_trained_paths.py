@@ -11,14 +11,16 @@ import asyncio
 import importlib.util
 from pathlib import Path
 
+import integrations_fixtures
 import pytest
 
 from ecomrlve import store
-from ecomrlve.config import SCENARIOS, EcomConfig, EnvConfig
-from ecomrlve.env.catalog import Catalog
-from ecomrlve.env.environment import EcomEnv
-from ecomrlve.flows import curriculum as cur
+from ecomrlve.config import EcomConfig
+from ecomrlve.env.episode.environment import EcomEnv
+from ecomrlve.env.shop.products import Catalog
+from ecomrlve.flows import shards as cur
 from ecomrlve.generators import GenContext, generate_task
+from ecomrlve.generators.registry import scenario_names
 from ecomrlve.tasks import Task, WorldEvent
 from ecomrlve.testing import env_tasks as fx
 
@@ -39,7 +41,7 @@ def _pick(ctx: GenContext) -> list[Task]:
     """The first generated d8-10 task of each kind (seed 17)."""
     picked: dict[str, Task] = {}
     for i in range(6):
-        for scenario in SCENARIOS:
+        for scenario in scenario_names():
             for d in (8, 9, 10):
                 task = generate_task(ctx, scenario, 17, d, i)
                 for kind, fits in KINDS.items():
@@ -85,21 +87,14 @@ def test_the_sample_has_every_new_kind(played) -> None:
 
 
 def test_the_openenv_server_plays_what_the_local_env_plays(played) -> None:
-    from ecomrlve.integrations.env_server import (
-        EcomAction,
-        EcomEnvClient,
-        ServedWorld,
-        ServerLimits,
-        TaskPool,
-        serve_in_thread,
-    )
+    from ecomrlve.integrations.env_server import EcomAction, serve_in_thread
+    from ecomrlve.testing.served import served_world, sync_client
 
     data, tasks = played
     catalog = Catalog.load(data)
-    world = ServedWorld(catalog, TaskPool.from_tasks(tasks), EnvConfig(), ServerLimits())
     with (
-        serve_in_thread(world, TOKEN) as url,
-        EcomEnvClient(url, token=TOKEN, message_timeout_s=60).sync() as client,
+        serve_in_thread(served_world(catalog, tasks), TOKEN) as url,
+        sync_client(url, TOKEN) as client,
     ):
         for task in tasks:
             opening, observations, verdict = _local(task, catalog)
@@ -139,7 +134,6 @@ def test_trls_environment_plays_what_the_local_env_plays(played) -> None:
 
 def test_verls_agent_loop_plays_what_the_local_env_plays(played, tmp_path) -> None:
     from transformers import AutoTokenizer
-    from verl.experimental.agent_loop.agent_loop import DictConfigWrap
     from verl.utils.dataset.rl_dataset import RLHFDataset
     from verl.workers.rollout.replica import TokenOutput
 
@@ -168,14 +162,7 @@ def test_verls_agent_loop_plays_what_the_local_env_plays(played, tmp_path) -> No
             return TokenOutput(token_ids=ids[: sampling_params["max_tokens"]], log_probs=None)
 
     server = Server()
-    loop = ours.EcomAgentLoop(
-        trainer_config=DictConfigWrap(config),
-        server_manager=server,
-        tokenizer=tok,
-        processor=None,
-        dataset_cls=RLHFDataset,
-        data_config=DictConfigWrap(config.data),
-    )
+    loop = integrations_fixtures.agent_loop(config, tok, server)
     assert len(dataset) == len(tasks)
     for i in range(len(dataset)):
         row = dataset[i]

@@ -1,4 +1,4 @@
-"""Several shoppers, one shop (issue 47): `ecomrlve.env.shared` and its PettingZoo API."""
+"""Several shoppers, one shop (issue 47): `ecomrlve.env.episode.shared` and its PettingZoo API."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from itertools import pairwise
 import pytest
 
 from ecomrlve.env import format_call
-from ecomrlve.env.shared import (
+from ecomrlve.env.episode.shared import (
     Contention,
     DemandRule,
     SharedWorld,

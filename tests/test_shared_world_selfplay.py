@@ -17,7 +17,7 @@ from ecomrlve.train.curriculum import CurriculumSampler
 from ecomrlve.train.engine import Completion, SamplingParams
 from ecomrlve.train.engines.hf import HFEngine
 from ecomrlve.train.loop import train_dapo
-from ecomrlve.train.selfplay import play_shared, shared_play
+from ecomrlve.train.selfplay import shared_play
 
 
 class ScriptedEngine:
@@ -48,7 +48,8 @@ def chat():
 def test_each_seat_is_judged_on_its_own_view(catalog, chat):
     (task, *_), _ = contended_tasks(catalog, 1)
     cfg = config_from_dict({"agent": {"max_new_tokens": 512, "max_episode_tokens": 16384}})
-    episodes = play_shared(
+    play = shared_play(2, units=1)  # one shirt left: the seats of a world race for it
+    episodes = play(
         [task],
         ScriptedEngine(chat, task),
         chat,
@@ -57,8 +58,6 @@ def test_each_seat_is_judged_on_its_own_view(catalog, chat):
         agent=cfg.agent,
         samples_per_task=4,
         group_seeds=[5],
-        seats=2,
-        units=1,  # one shirt left: the seats of a world race for it
     )
     assert [(e.group, e.sample) for e in episodes] == [(0, s) for s in range(4)]
     for world in (episodes[0:2], episodes[2:4]):
@@ -70,9 +69,9 @@ def test_each_seat_is_judged_on_its_own_view(catalog, chat):
         assert loser.verdict.violations and loser.reward < winner.reward
         assert all(e.finish == "answer" and not e.truncated for e in world)
     # the worlds are seeded from the group's seed: the same seed plays the same worlds
-    again = play_shared(
+    again = play(
         [task], ScriptedEngine(chat, task), chat, catalog, env_config=EnvConfig(),
-        agent=cfg.agent, samples_per_task=4, group_seeds=[5], seats=2, units=1,
+        agent=cfg.agent, samples_per_task=4, group_seeds=[5],
     )  # fmt: skip
     assert [e.success for e in again] == [e.success for e in episodes]
 

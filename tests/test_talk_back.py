@@ -10,14 +10,14 @@ import functools
 
 import pytest
 
-from ecomrlve.config import SCENARIOS
 from ecomrlve.env import EcomEnv, format_call, reference_turns, verify
-from ecomrlve.env.reference import final_answer
-from ecomrlve.env.user import DECLINE_RISE, SimulatedUser
+from ecomrlve.env.episode.reference import final_answer
+from ecomrlve.env.episode.user import DECLINE_RISE, SimulatedUser
 from ecomrlve.generators import generate_task
 from ecomrlve.generators.blocks import spoken_day
 from ecomrlve.generators.events import STATED_BUDGETS, over_budget_prob
 from ecomrlve.generators.generate import task_row
+from ecomrlve.generators.registry import scenario_names
 from ecomrlve.generators.talk import (
     CHANGE_REPLIES,
     CLARIFY_QUESTIONS,
@@ -39,7 +39,7 @@ def _sample() -> tuple[Task, ...]:
     ctx = gen_context()
     return tuple(
         t
-        for s in SCENARIOS
+        for s in scenario_names()
         for d in (8, 9, 10)
         for i in range(4)
         if (t := generate_task(ctx, s, 17, d, i)) is not None

@@ -133,6 +133,19 @@ def test_eval_bad_input_exits_2(tiny_run, runner, args, message):
     assert message in result.output
 
 
+def test_a_config_naming_an_unknown_scenario_stops_before_training(tmp_path, runner):
+    """The config checks a name's shape; the command checks it against the scenario registry."""
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"env": {"scenarios": ["cart", "shopping"]}}))
+    output = tmp_path / "run"
+    result = runner.invoke(
+        app, ["train", "--config", str(config), "--output", str(output), "--data", str(tmp_path)]
+    )
+    assert result.exit_code == 2
+    assert "unknown scenario(s) ['shopping']" in result.output
+    assert not output.exists()
+
+
 def test_article_config_without_weights_stops_with_a_clear_error(tmp_path, runner):
     from ecomrlve.train.model import ModelNotFoundError, resolve_model_path
 

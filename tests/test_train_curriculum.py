@@ -103,7 +103,7 @@ def test_a_shuffled_stream_visits_every_task_once_per_pass_in_a_seeded_order(sto
 
 
 def test_curriculum_shards_are_read_in_manifest_order(store):
-    from ecomrlve.flows.curriculum import build_curriculum
+    from ecomrlve.flows.shards import build_curriculum
 
     result = build_curriculum(store, "train_test", shard_size=20)
     frame = read_curriculum(store, "train_test")

@@ -17,6 +17,7 @@ import torch
 
 from ecomrlve.config import config_from_dict
 from ecomrlve.testing.training import (
+    EVEN_LEARNING,
     EVEN_TURN_TOKENS,
     even_id_play,
     even_mass,
@@ -50,12 +51,7 @@ def world():
                 "ppo_epochs": 2,
                 "mini_batch_size": 4,  # two micro-batches per optimizer step
                 "max_tokens_per_micro_batch": 256,
-                "learning_rate": 2e-2,
-                "weight_decay": 0.0,
-                "dynamic_sampling_metric": "reward",
-                "overlong_buffer": 16,
-                "adaptive_difficulty": False,
-                "seed": 1,
+                **EVEN_LEARNING,
             },
         }
     )

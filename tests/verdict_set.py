@@ -42,7 +42,7 @@ def verdict_line(verdict: Any) -> str:
 def messages_digest(task: Any, turns: list[Any], catalog: Any) -> str:
     """sha256 of the tool results an env shows while `turns` are played. The system prompt
     and the simulated user's words are left out: rewording a tool description or a reply of
-    `env/user.py` is no change of the tools."""
+    `env/episode/user.py` is no change of the tools."""
     from ecomrlve.env import EcomEnv
 
     env = EcomEnv(task, catalog)
@@ -82,7 +82,7 @@ def _fuzzed(task: Any, catalog: Any, seed: int) -> list[Any]:
 def trajectories(task: Any, catalog: Any, k: int) -> list[tuple[str, list[Any]]]:
     """(kind, turns) played on `task`: reference, perturbed, hacked and failing episodes."""
     from ecomrlve.env import reference_turns
-    from ecomrlve.env.facts import spellings
+    from ecomrlve.env.judge.facts import spellings
     from ecomrlve.testing.leaks import goal_decoy
 
     reference = reference_turns(task)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ecomrlve.catalogs.taxonomy import CATEGORIES
+from ecomrlve.catalogs.taxonomy import CATEGORIES, Category
 
 MEMBERSHIPS: tuple[str, ...] = ("standard", "plus")
 CANCELLABLE_STATUSES: tuple[str, ...] = ("pending", "processing")
@@ -128,11 +128,41 @@ def _are(category: str) -> str:
     return "are" if category.endswith("s") else "is"
 
 
+POLICY_COLUMNS = {
+    "policy_id": pl.String,
+    "topic": pl.String,
+    "title": pl.String,  # the section title, phrased the way customers ask
+    "department": pl.String,
+    "category": pl.String,
+    "membership": pl.String,
+    "returnable": pl.Boolean,
+    "window_days": pl.Int64,
+    "fee": pl.Float64,
+    "threshold": pl.Float64,  # free-shipping threshold (shipping rows)
+    "express_fee": pl.Float64,  # express price (shipping rows)
+    "min_days": pl.Int64,  # refunds: from `min_days` to `window_days` business days
+    "text": pl.String,
+}
+
+
 def build_policies(shop: Shop) -> pl.DataFrame:
     """The policy table of `shop` (`Shop.for_seed(catalog seed)` for a built catalog)."""
-    rows: list[dict] = []
+    rows = _PolicyRows()
+    for cat in CATEGORIES:
+        _add_category_policies(rows, shop, cat)
+    _add_order_and_shipping_policies(rows, shop)
+    _add_membership_and_refund_policies(rows, shop)
+    return pl.DataFrame(rows.rows, schema=POLICY_COLUMNS)
+
+
+class _PolicyRows:
+    """The policy rows in order; `add` numbers them `POL-001`, `POL-002`, ..."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
 
     def add(
+        self,
         topic: str,
         category: str,
         membership: str,
@@ -147,9 +177,9 @@ def build_policies(shop: Shop) -> pl.DataFrame:
         express_fee: float | None = None,
         min_days: int | None = None,
     ) -> None:
-        rows.append(
+        self.rows.append(
             {
-                "policy_id": f"POL-{len(rows) + 1:03d}",
+                "policy_id": f"POL-{len(self.rows) + 1:03d}",
                 "topic": topic,
                 "title": title,
                 "department": department,
@@ -165,47 +195,53 @@ def build_policies(shop: Shop) -> pl.DataFrame:
             }
         )
 
-    for cat in CATEGORIES:
-        base, extra, fee = shop.windows[cat.department]
-        if cat.name in shop.final_sale or base == 0:
-            add(
-                "returns",
-                cat.name,
-                "any",
-                f"{cat.name.capitalize()} {_are(cat.name)} final sale and cannot be returned or "
-                "exchanged, "
-                "for any membership.",
-                returnable=False,
-                window=0,
-                department=cat.department,
-                title=f"Can I return {cat.name}? {cat.name.capitalize()} {_are(cat.name)} "
-                "final sale: no returns, refunds or exchanges",
-            )
-            continue
-        for membership, window in (("standard", base), ("plus", base + extra)):
-            fee_text = f" A restocking fee of {fee:.0%} applies to opened items." if fee else ""
-            add(
-                "returns",
-                cat.name,
-                membership,
-                f"Returns of {cat.name} for {membership} members: accepted within {window} days "
-                f"of delivery for a full refund.{fee_text}",
-                window=window,
-                fee=fee,
-                department=cat.department,
-                title=f"Returning {cat.name} ({membership} members): how many days I have to "
-                f"send {cat.name} back, refund" + (" and restocking fee" if fee else ""),
-            )
-        add(
-            "exchanges",
+
+def _add_category_policies(rows: _PolicyRows, shop: Shop, cat: Category) -> None:
+    """A category's returns (final sale, or one row per membership) and exchanges."""
+    base, extra, fee = shop.windows[cat.department]
+    if cat.name in shop.final_sale or base == 0:
+        rows.add(
+            "returns",
             cat.name,
             "any",
-            f"{cat.name.capitalize()} can be exchanged for another size or colour of the same "
-            "product while the return window is open.",
+            f"{cat.name.capitalize()} {_are(cat.name)} final sale and cannot be returned or "
+            "exchanged, "
+            "for any membership.",
+            returnable=False,
+            window=0,
             department=cat.department,
-            title=f"Exchanging {cat.name}: swap for a different size or colour",
+            title=f"Can I return {cat.name}? {cat.name.capitalize()} {_are(cat.name)} "
+            "final sale: no returns, refunds or exchanges",
         )
-    add(
+        return
+    for membership, window in (("standard", base), ("plus", base + extra)):
+        fee_text = f" A restocking fee of {fee:.0%} applies to opened items." if fee else ""
+        rows.add(
+            "returns",
+            cat.name,
+            membership,
+            f"Returns of {cat.name} for {membership} members: accepted within {window} days "
+            f"of delivery for a full refund.{fee_text}",
+            window=window,
+            fee=fee,
+            department=cat.department,
+            title=f"Returning {cat.name} ({membership} members): how many days I have to "
+            f"send {cat.name} back, refund" + (" and restocking fee" if fee else ""),
+        )
+    rows.add(
+        "exchanges",
+        cat.name,
+        "any",
+        f"{cat.name.capitalize()} can be exchanged for another size or colour of the same "
+        "product while the return window is open.",
+        department=cat.department,
+        title=f"Exchanging {cat.name}: swap for a different size or colour",
+    )
+
+
+def _add_order_and_shipping_policies(rows: _PolicyRows, shop: Shop) -> None:
+    """Cancellation, and shipping for standard and Plus members."""
+    rows.add(
         "cancellation",
         "",
         "any",
@@ -214,7 +250,7 @@ def build_policies(shop: Shop) -> pl.DataFrame:
         title="Cancelling an order: can I cancel my order, and what if it has already shipped",
     )
     threshold, express = shop.free_shipping_threshold, shop.express_fee
-    add(
+    rows.add(
         "shipping",
         "",
         "standard",
@@ -226,7 +262,7 @@ def build_policies(shop: Shop) -> pl.DataFrame:
         title="Shipping fees for standard members: how much delivery is, the free shipping "
         "threshold and express delivery",
     )
-    add(
+    rows.add(
         "shipping",
         "",
         "plus",
@@ -238,7 +274,11 @@ def build_policies(shop: Shop) -> pl.DataFrame:
         title="Shipping costs for Plus members: free delivery and free express shipping for "
         "Plus members",
     )
-    add(
+
+
+def _add_membership_and_refund_policies(rows: _PolicyRows, shop: Shop) -> None:
+    """What Plus membership gives and costs; how long refunds take."""
+    rows.add(
         "membership",
         "",
         "plus",
@@ -249,7 +289,7 @@ def build_policies(shop: Shop) -> pl.DataFrame:
         "the membership costs per year",
     )
     low, high = shop.refund_days
-    add(
+    rows.add(
         "refunds",
         "",
         "any",
@@ -258,24 +298,6 @@ def build_policies(shop: Shop) -> pl.DataFrame:
         window=high,
         min_days=low,
         title="Refunds: how long refunds take and when I get my money back",
-    )
-    return pl.DataFrame(
-        rows,
-        schema={
-            "policy_id": pl.String,
-            "topic": pl.String,
-            "title": pl.String,  # the section title, phrased the way customers ask
-            "department": pl.String,
-            "category": pl.String,
-            "membership": pl.String,
-            "returnable": pl.Boolean,
-            "window_days": pl.Int64,
-            "fee": pl.Float64,
-            "threshold": pl.Float64,  # free-shipping threshold (shipping rows)
-            "express_fee": pl.Float64,  # express price (shipping rows)
-            "min_days": pl.Int64,  # refunds: from `min_days` to `window_days` business days
-            "text": pl.String,
-        },
     )
 
 

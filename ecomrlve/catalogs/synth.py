@@ -18,6 +18,8 @@ Deliberate traps that make filters matter:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import polars as pl
 
@@ -78,8 +80,88 @@ def _pick_local(rng: np.random.Generator, lengths: np.ndarray, skew: float = 1.0
     return np.minimum((u * lengths).astype(np.int64), lengths - 1)
 
 
+@dataclass(frozen=True)
+class _Vocab:
+    """One vocabulary of every category laid end to end: category c's entries are
+    `flat[offset[c] : offset[c] + length[c]]`."""
+
+    offset: np.ndarray
+    length: np.ndarray
+    flat: pl.Series
+
+    @classmethod
+    def of(cls, groups: list[tuple[str, ...]]) -> _Vocab:
+        return cls(*_concat_vocab(groups))
+
+
+@dataclass(frozen=True)
+class _Words:
+    """The flat vocabularies of `CATEGORIES`, and the phrases spelled once per (category,
+    value), aligned with them."""
+
+    nouns: _Vocab
+    materials: _Vocab
+    sizes: _Vocab
+    palettes: _Vocab
+    adjectives: _Vocab
+    features: _Vocab
+    material_sentence: pl.Series  # aligned with `materials`
+    size_text: pl.Series  # aligned with `sizes`
+    variant_text: pl.Series  # aligned with `palettes`
+
+    @classmethod
+    def of_categories(cls) -> _Words:
+        return cls(
+            nouns=_Vocab.of([c.nouns for c in CATEGORIES]),
+            materials=_Vocab.of([c.materials for c in CATEGORIES]),
+            sizes=_Vocab.of([c.sizes for c in CATEGORIES]),
+            palettes=_Vocab.of([PALETTES[c.palette] for c in CATEGORIES]),
+            adjectives=_Vocab.of([DEPARTMENT_ADJECTIVES[c.department] for c in CATEGORIES]),
+            features=_Vocab.of([c.features or ("",) for c in CATEGORIES]),
+            material_sentence=pl.Series(
+                [_material_sentence(c, m) for c in CATEGORIES for m in c.materials],
+                dtype=pl.String,
+            ),
+            size_text=pl.Series(
+                [_size_text(c, v) for c in CATEGORIES for v in c.sizes], dtype=pl.String
+            ),
+            variant_text=pl.Series(
+                [_variant_text(c, v) for c in CATEGORIES for v in PALETTES[c.palette]],
+                dtype=pl.String,
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class _Families:
+    """Per family: its category index and its entries' indexes into the flat vocabularies."""
+
+    cat: np.ndarray
+    noun: np.ndarray
+    material: np.ndarray
+    adjective: np.ndarray
+    feature: np.ndarray
+    template: np.ndarray  # which description template
+    brand: np.ndarray  # index into the brand names
+
+
+@dataclass(frozen=True)
+class _Variants:
+    """Per item: its family, its colour and size (indexes into the flat vocabularies) and the
+    size's position among its category's sizes; `used` families have at least one item."""
+
+    fam: np.ndarray
+    color: np.ndarray
+    size: np.ndarray
+    size_rank: np.ndarray
+    used: int
+
+
 def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.DataFrame:
-    """Build `n` sellable variants (one row per item_id), a pure function of (n, seed)."""
+    """Build `n` sellable variants (one row per item_id), a pure function of (n, seed).
+
+    The steps draw from one generator in a fixed order (families, variants, numbers), so
+    their order is part of the catalog's bytes."""
     if n <= 0:
         raise ValueError(f"number of products must be positive, got {n}")
     if seed < 0:
@@ -91,39 +173,46 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
 
     rng = np.random.default_rng(np.random.SeedSequence([seed, CATALOG_STREAM]))
     brands = vocab.brand_names()
-    n_cat = len(CATEGORIES)
+    words = _Words.of_categories()
+    families = _draw_families(rng, words, n // 3 + 16, len(brands))
+    report("families", 0.2)
+    variants = _draw_variants(rng, words, families.cat, n)
+    report("variants", 0.4)
+    numbers = _draw_numbers(rng, families.cat, variants, n)
+    report("numbers", 0.6)
+    family_rows = _family_frame(words, families, brands, variants.used)
+    report("strings", 0.75)
+    items = pl.DataFrame(
+        {
+            "idx": np.arange(n),
+            "family_id": variants.fam,
+            "color": words.palettes.flat.gather(variants.color),
+            "variant_text": words.variant_text.gather(variants.color),
+            "size": words.sizes.flat.gather(variants.size),
+            "size_text": words.size_text.gather(variants.size),
+            **numbers,
+        }
+    )
+    df = items.join(family_rows, on="family_id", how="left", maintain_order="left")
+    df = _product_columns(df)
+    report("assembled", 1.0)
+    return df
 
-    # ---- families -------------------------------------------------------------------------
-    n_fam = n // 3 + 16
+
+def _draw_families(rng: np.random.Generator, words: _Words, n_fam: int, n_brands: int) -> _Families:
+    """`n_fam` families: a category each (apparel and footwear weigh 3, the others 2), then
+    its words and a Zipf-ish brand of that category; a near duplicate copies the title body of
+    the previous family of its category under another brand of that category."""
     weights = np.array([3 if c.department in ("apparel", "footwear") else 2 for c in CATEGORIES])
-    cat = rng.choice(n_cat, size=n_fam, p=weights / weights.sum())
-    noun_off, noun_len, noun_flat = _concat_vocab([c.nouns for c in CATEGORIES])
-    mat_off, mat_len, mat_flat = _concat_vocab([c.materials for c in CATEGORIES])
-    size_off, size_len, size_flat = _concat_vocab([c.sizes for c in CATEGORIES])
-    pal_off, pal_len, pal_flat = _concat_vocab([PALETTES[c.palette] for c in CATEGORIES])
-    adj_off, adj_len, adj_flat = _concat_vocab(
-        [DEPARTMENT_ADJECTIVES[c.department] for c in CATEGORIES]
-    )
-    feat_off, feat_len, feat_flat = _concat_vocab([c.features or ("",) for c in CATEGORIES])
-    # phrases spelled once per (category, value), aligned with the flat vocabularies
-    mat_sentence = pl.Series(
-        [_material_sentence(c, m) for c in CATEGORIES for m in c.materials], dtype=pl.String
-    )
-    size_text = pl.Series([_size_text(c, v) for c in CATEGORIES for v in c.sizes], dtype=pl.String)
-    variant_text = pl.Series(
-        [_variant_text(c, v) for c in CATEGORIES for v in PALETTES[c.palette]], dtype=pl.String
-    )
-
-    noun = noun_off[cat] + _pick_local(rng, noun_len[cat])
-    material = mat_off[cat] + _pick_local(rng, mat_len[cat], skew=1.5)
-    adjective = adj_off[cat] + _pick_local(rng, adj_len[cat])
-    feature = feat_off[cat] + _pick_local(rng, feat_len[cat])
+    cat = rng.choice(len(CATEGORIES), size=n_fam, p=weights / weights.sum())
+    noun = words.nouns.offset[cat] + _pick_local(rng, words.nouns.length[cat])
+    material = words.materials.offset[cat] + _pick_local(rng, words.materials.length[cat], skew=1.5)
+    adjective = words.adjectives.offset[cat] + _pick_local(rng, words.adjectives.length[cat])
+    feature = words.features.offset[cat] + _pick_local(rng, words.features.length[cat])
     template = rng.integers(0, 3, n_fam)
     brand_rank = _pick_local(rng, np.full(n_fam, BRANDS_PER_CATEGORY), skew=2.0)  # Zipf-ish
-    brand = (cat * 53 + brand_rank) % len(brands)
+    brand = (cat * 53 + brand_rank) % n_brands
 
-    # Near duplicates: copy the title body of the previous family of the same category,
-    # under another brand of that category.
     order = np.argsort(cat, kind="stable")
     dup = np.zeros(n_fam, dtype=bool)
     dup[order[1:]] = (rng.random(n_fam - 1) < NEAR_DUPLICATE_SHARE) & (
@@ -135,10 +224,15 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
     noun[dup_idx] = noun[src[dup_idx]]
     material[dup_idx] = material[src[dup_idx]]
     adjective[dup_idx] = adjective[src[dup_idx]]
-    brand[dup_idx] = (brand[src[dup_idx]] + 1 + rng.integers(0, 5, dup_idx.size)) % len(brands)
-    report("families", 0.2)
+    brand[dup_idx] = (brand[src[dup_idx]] + 1 + rng.integers(0, 5, dup_idx.size)) % n_brands
+    return _Families(cat, noun, material, adjective, feature, template, brand)
 
-    # ---- variants per family: colours (variants) x a window of sizes -------------------------
+
+def _draw_variants(rng: np.random.Generator, words: _Words, cat: np.ndarray, n: int) -> _Variants:
+    """The first `n` items of the families in order: each family is its colours (variants) ×
+    a window of its category's sizes."""
+    n_fam = len(cat)
+    pal_len, size_len = words.palettes.length, words.sizes.length
     n_colors = 1 + rng.binomial(2, 0.45, n_fam)
     n_sizes = np.minimum(size_len[cat], 1 + rng.binomial(3, 0.5, n_fam))
     size_start = _pick_local(rng, size_len[cat] - n_sizes + 1)
@@ -157,12 +251,17 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
     color_local = (color_base[fam] + (within // n_sizes[fam]) * color_stride[fam]) % pal_len[
         cat[fam]
     ]
-    color = pal_off[cat[fam]] + color_local
+    color = words.palettes.offset[cat[fam]] + color_local
     size_rank = size_start[fam] + within % n_sizes[fam]
-    size = size_off[cat[fam]] + size_rank
-    report("variants", 0.4)
+    size = words.sizes.offset[cat[fam]] + size_rank
+    return _Variants(fam, color, size, size_rank, n_fam_used)
 
-    # ---- numbers: price, rating, reviews, stock, shipping ----------------------------------
+
+def _draw_numbers(
+    rng: np.random.Generator, cat: np.ndarray, variants: _Variants, n: int
+) -> dict[str, np.ndarray]:
+    """Price, rating, review count, stock and shipping days per item (columns by name)."""
+    n_fam, fam, size_rank = len(cat), variants.fam, variants.size_rank
     median = np.array([c.price_median for c in CATEGORIES])[cat]
     sigma = np.array([c.price_sigma for c in CATEGORIES])[cat]
     base_price = np.exp(np.log(median) + sigma * rng.standard_normal(n_fam))
@@ -176,28 +275,32 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
     ship_lo = np.array([c.ship_days[0] for c in CATEGORIES])[cat]
     ship_hi = np.array([c.ship_days[1] for c in CATEGORIES])[cat]
     ship = rng.integers(ship_lo, ship_hi + 1)[fam] + (rng.random(n) < 0.15)
-    report("numbers", 0.6)
+    return {
+        "price": price,
+        "rating": rating,
+        "review_count": reviews,
+        "stock": stock.astype(np.int64),
+        "ship_days": ship.astype(np.int64),
+    }
 
-    # ---- strings, assembled column-wise by polars -----------------------------------------
-    cat_names = pl.Series([c.name for c in CATEGORIES])
-    departments = pl.Series([c.department for c in CATEGORIES])
-    systems = pl.Series([c.size_system for c in CATEGORIES])
-    brand_s = pl.Series(brands)
-    fam_cat = cat[:n_fam_used]
-    used = slice(0, n_fam_used)
-    families = pl.DataFrame(
+
+def _family_frame(words: _Words, families: _Families, brands: list[str], used: int) -> pl.DataFrame:
+    """One row per used family: its words as strings and its title body."""
+    fam_cat = families.cat[:used]
+    rows = slice(0, used)
+    return pl.DataFrame(
         {
-            "family_id": pl.Series(np.arange(n_fam_used)),
-            "department": departments.gather(fam_cat),
-            "category": cat_names.gather(fam_cat),
-            "brand": brand_s.gather(brand[used]),
-            "adjective": adj_flat.gather(adjective[used]),
-            "material": mat_flat.gather(material[used]),
-            "material_sentence": mat_sentence.gather(material[used]),
-            "noun": noun_flat.gather(noun[used]),
-            "feature": feat_flat.gather(feature[used]),
-            "template": pl.Series(template[used], dtype=pl.Int8),
-            "size_system": systems.gather(fam_cat),
+            "family_id": pl.Series(np.arange(used)),
+            "department": pl.Series([c.department for c in CATEGORIES]).gather(fam_cat),
+            "category": pl.Series([c.name for c in CATEGORIES]).gather(fam_cat),
+            "brand": pl.Series(brands).gather(families.brand[rows]),
+            "adjective": words.adjectives.flat.gather(families.adjective[rows]),
+            "material": words.materials.flat.gather(families.material[rows]),
+            "material_sentence": words.material_sentence.gather(families.material[rows]),
+            "noun": words.nouns.flat.gather(families.noun[rows]),
+            "feature": words.features.flat.gather(families.feature[rows]),
+            "template": pl.Series(families.template[rows], dtype=pl.Int8),
+            "size_system": pl.Series([c.size_system for c in CATEGORIES]).gather(fam_cat),
         }
     ).with_columns(
         title_body=pl.concat_str(
@@ -205,23 +308,11 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
             separator=" ",
         ),
     )
-    report("strings", 0.75)
-    items = pl.DataFrame(
-        {
-            "idx": np.arange(n),
-            "family_id": fam,
-            "color": pal_flat.gather(color),
-            "variant_text": variant_text.gather(color),
-            "size": size_flat.gather(size),
-            "size_text": size_text.gather(size),
-            "price": price,
-            "rating": rating,
-            "review_count": reviews,
-            "stock": stock.astype(np.int64),
-            "ship_days": ship.astype(np.int64),
-        }
-    )
-    df = items.join(families, on="family_id", how="left", maintain_order="left")
+
+
+def _description() -> pl.Expr:
+    """The description, by the family's template: the product's own attributes in one of
+    three orders."""
     brand_c, noun_c, feature_c = pl.col("brand"), pl.col("noun"), pl.col("feature")
     variant_c, size_c, material_c = (
         pl.col("variant_text"),
@@ -249,7 +340,7 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
              size_c, pl.lit(".")]
         ),
     ]  # fmt: skip
-    description = (
+    return (
         pl.when(pl.col("template") == 0)
         .then(descriptions[0])
         .when(pl.col("template") == 1)
@@ -257,16 +348,26 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
         .otherwise(descriptions[2])
         .str.strip_chars()
     )
-    df = df.select(
+
+
+def _product_columns(df: pl.DataFrame) -> pl.DataFrame:
+    """The catalog's columns, in their order, from the joined item and family rows."""
+    return df.select(
         item_id=pl.format("I{}", pl.col("idx").cast(pl.String).str.zfill(7)),
         family_id=pl.format("F{}", pl.col("family_id").cast(pl.String).str.zfill(7)),
         department="department",
         category="category",
         brand="brand",
         title=pl.concat_str(
-            [pl.col("title_body"), pl.lit(" - "), pl.col("color"), pl.lit(", "), size_c]
+            [
+                pl.col("title_body"),
+                pl.lit(" - "),
+                pl.col("color"),
+                pl.lit(", "),
+                pl.col("size_text"),
+            ]
         ),
-        description=description,
+        description=_description(),
         color="color",
         size="size",
         size_system="size_system",
@@ -279,5 +380,3 @@ def build_products(n: int, seed: int, progress: ProgressFn | None = None) -> pl.
         ship_days="ship_days",
         product_type="noun",
     )
-    report("assembled", 1.0)
-    return df

@@ -84,7 +84,8 @@ def _summary(verdicts: list[dict[str, Any]]) -> pl.DataFrame:
 
 
 def register(app: typer.Typer) -> None:
-    """Add the env's commands to the `ecomrlve` app."""
+    """Add the env's commands to the `ecomrlve` app: `verify`, `solve` and `play` (over 80
+    lines only because it holds their typer functions, each under 60)."""
 
     @app.command()
     def verify(
@@ -94,8 +95,8 @@ def register(app: typer.Typer) -> None:
         config: Path | None = ConfigOpt,
     ) -> None:
         """Replay trajectories against fresh envs and write one verdict per episode."""
-        from ecomrlve.env.catalog import Catalog
-        from ecomrlve.env.replay import verify as verify_episode
+        from ecomrlve.env.episode.replay import verify as verify_episode
+        from ecomrlve.env.shop.products import Catalog
 
         with user_errors():
             env_config = _env_config(config)
@@ -138,7 +139,7 @@ def register(app: typer.Typer) -> None:
         data: Path = DataOpt,
     ) -> None:
         """Write the reference solution of every (selected) task as a trajectory."""
-        from ecomrlve.env.reference import reference_turns
+        from ecomrlve.env.episode.reference import reference_turns
 
         with user_errors():
             tasks = read_tasks(data, where)
@@ -165,8 +166,8 @@ def register(app: typer.Typer) -> None:
         `<tool_call>` block, `:state` (print the world state), `:quit`; any other text is the
         final answer to the customer.
         """
-        from ecomrlve.env.catalog import Catalog
-        from ecomrlve.env.environment import EcomEnv
+        from ecomrlve.env.episode.environment import EcomEnv
+        from ecomrlve.env.shop.products import Catalog
 
         with user_errors():
             env_config = _env_config(config)
@@ -208,8 +209,8 @@ def register(app: typer.Typer) -> None:
 
 def play_turn(text: str) -> str:
     """Turn one line typed in `play` into an assistant turn (raw Qwen3 text)."""
-    from ecomrlve.env.parser import format_call
-    from ecomrlve.env.tools import TOOL_SPECS
+    from ecomrlve.env.episode.parser import format_call
+    from ecomrlve.env.shop.tools import TOOL_SPECS
 
     if text.startswith("<tool_call>") or text.startswith("{"):
         if text.startswith("{"):

@@ -250,8 +250,8 @@ def curriculum_build(
     data: Path = DataOpt,
 ) -> None:
     """Select tasks with DuckDB, order them easy → hard, write DATA/curricula/NAME/."""
-    from ecomrlve.flows.curriculum import preflight
     from ecomrlve.flows.params import CurriculumParams
+    from ecomrlve.flows.shards import preflight
 
     with user_errors():
         params = CurriculumParams(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 import typer
@@ -21,6 +22,9 @@ from ecomrlve.config import EVENTS_FROM, NO_EVENTS
 
 DataOpt = typer.Option(Path("data"), "--data", help="data directory (holds the catalog)")
 AUTO_WORKERS_FROM = 2000  # below this many tasks a process pool costs more than it saves
+
+if TYPE_CHECKING:
+    from ecomrlve.generators.generate import GenerationReport
 
 
 def counts_table(df: pl.DataFrame) -> pl.DataFrame:
@@ -77,7 +81,7 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="run seed; task ids carry it"),
         data: Path = DataOpt,
         scenarios: str | None = typer.Option(
-            None, "--scenarios", help="comma-separated scenario names (default: all nine)"
+            None, "--scenarios", help="comma-separated scenario names (default: all)"
         ),
         difficulty: str = typer.Option("0-10", "--difficulty", help="range, e.g. 3-7, or one d"),
         min_steps: int | None = typer.Option(None, "--min-steps", help="fewest core steps"),
@@ -141,28 +145,45 @@ def register(app: typer.Typer) -> None:
                 progress=update,
                 events_from=events_from,
             )
-        console.print(frame_table(counts_table(df), title="tasks by scenario x difficulty"))
-        console.print(frame_table(steps_histogram(df), title="min_steps histogram"))
-        console.print(frame_table(band_counts(df), title="step bands by scenario"))
-        rate = df.height / report.seconds if report.seconds else float("inf")
-        console.print(
-            f"{df.height:,} tasks in {report.seconds:.1f} s ({rate:,.0f} tasks/s, "
-            f"{workers} worker(s)); {len(written)} file(s) named {run_name}.parquet under "
-            f"{store.DataPaths.of(data).tasks}"
+        _print_generated(df, report, written, workers, run_name, data, (min_steps, max_steps))
+
+
+def _print_generated(
+    df: pl.DataFrame,
+    report: GenerationReport,
+    written: list[Path],
+    workers: int,
+    run_name: str,
+    data: Path,
+    band: tuple[int | None, int | None],
+) -> None:
+    """What `generate` wrote: the tables by scenario, difficulty and steps, the rate, and a
+    warning for each kind of task that was not written."""
+    from ecomrlve import store
+
+    min_steps, max_steps = band
+    console.print(frame_table(counts_table(df), title="tasks by scenario x difficulty"))
+    console.print(frame_table(steps_histogram(df), title="min_steps histogram"))
+    console.print(frame_table(band_counts(df), title="step bands by scenario"))
+    rate = df.height / report.seconds if report.seconds else float("inf")
+    console.print(
+        f"{df.height:,} tasks in {report.seconds:.1f} s ({rate:,.0f} tasks/s, "
+        f"{workers} worker(s)); {len(written)} file(s) named {run_name}.parquet under "
+        f"{store.DataPaths.of(data).tasks}"
+    )
+    if report.invalid:
+        err_console.print(
+            f"warning: {report.invalid} task(s) failed validation and were not written: "
+            + "; ".join(f"{n}x {r}" for r, n in report.reasons.most_common(3))
         )
-        if report.invalid:
-            err_console.print(
-                f"warning: {report.invalid} task(s) failed validation and were not written: "
-                + "; ".join(f"{n}x {r}" for r, n in report.reasons.most_common(3))
-            )
-        if report.gave_up:
-            err_console.print(
-                f"warning: {report.gave_up} task index(es) found no plan in the step band"
-            )
-        if report.skipped_cells:
-            err_console.print(
-                f"note: {len(report.skipped_cells)} scenario x difficulty cell(s) cannot reach "
-                f"{min_steps or 1}-{max_steps or 'any'} steps and were skipped: "
-                + ", ".join(report.skipped_cells[:12])
-                + (" …" if len(report.skipped_cells) > 12 else "")
-            )
+    if report.gave_up:
+        err_console.print(
+            f"warning: {report.gave_up} task index(es) found no plan in the step band"
+        )
+    if report.skipped_cells:
+        err_console.print(
+            f"note: {len(report.skipped_cells)} scenario x difficulty cell(s) cannot reach "
+            f"{min_steps or 1}-{max_steps or 'any'} steps and were skipped: "
+            + ", ".join(report.skipped_cells[:12])
+            + (" …" if len(report.skipped_cells) > 12 else "")
+        )

@@ -11,6 +11,9 @@ from ecomrlve.cli.common import console, fail, user_errors
 
 
 def register(app: typer.Typer) -> None:
+    """Add `env-server` and `loopback` to the `ecomrlve` app (over 80 lines only because it
+    holds their typer functions)."""
+
     @app.command("env-server")
     def env_server(
         data: Path = typer.Option(Path("data"), "--data", help="data directory"),
@@ -48,6 +51,9 @@ def register(app: typer.Typer) -> None:
 
         One WebSocket session (/ws) per episode: reset (task_id or seed), step (one assistant
         turn), state. Client: `ecomrlve.integrations.env_server.EcomEnvClient`.
+        \f
+        Over 80 lines: its signature is the command's options (32 lines); the body reads the
+        token and config and hands over to `integrations.env_server`.
         """
         try:
             from ecomrlve.integrations import env_server as server

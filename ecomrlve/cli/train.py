@@ -70,9 +70,11 @@ def train(
     import os
 
     from ecomrlve.config import load_config
+    from ecomrlve.generators.registry import check_scenarios
 
     with user_errors():
         cfg = load_config(config)
+        check_scenarios(cfg.env.scenarios)
     if engine is TrainEngine.verl:
         from ecomrlve.train.run import data_dir_for
 
@@ -280,6 +282,9 @@ def evaluate(
     hosted API); every transcript is written as a trajectory file for `ecomrlve verify`. Each
     episode is kept in the run folder as it finishes: a stopped run continues with
     `ecomrlve eval --resume RUN_ID` and plays only the episodes it lacks.
+    \f
+    Over 80 lines: its signature is the command's options (41 lines); the body checks them and
+    hands over to `train.evaluate`.
     """
 
     if k < 1:

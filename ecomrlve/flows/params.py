@@ -14,10 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ecomrlve.config import (
     EVENTS_FROM,
     NO_EVENTS,
-    SCENARIOS,
     EcomConfig,
     nest_training_keys,
 )
+from ecomrlve.generators.registry import check_scenarios, scenario_names
 from ecomrlve.store import validate_identifier
 
 TaskRunnerKind = Literal["threads", "processes", "dask"]
@@ -45,9 +45,15 @@ class PipelineParams(FlowParams):
         # deployments run in another working directory: pin the path now
         return str(Path(value).expanduser().resolve())
 
+    @model_validator(mode="after")
+    def _check(self) -> PipelineParams:
+        check_scenarios(self.config.env.scenarios)
+        return self
+
     @property
     def scenarios(self) -> list[str]:
-        return list(self.config.env.scenarios)
+        """The config's scenarios; none named: every registered one."""
+        return list(self.config.env.scenarios) or list(scenario_names())
 
     def training_output(self) -> Path:
         if self.train_output:
@@ -99,9 +105,7 @@ class RegenerateParams(FlowParams):
         lo, hi = self.difficulty
         if not 0 <= lo <= hi:
             raise ValueError(f"difficulty must be a range lo-hi with 0 <= lo <= hi, got {lo, hi}")
-        unknown = [s for s in self.scenarios or [] if s not in SCENARIOS]
-        if unknown:
-            raise ValueError(f"unknown scenario(s) {unknown}; known: {list(SCENARIOS)}")
+        check_scenarios(self.scenarios or [])
         if self.scenarios is not None and not self.scenarios:
             raise ValueError("--scenarios is empty")
         if self.dask_address and self.task_runner != "dask":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,8 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, Field
 
 from ecomrlve import store
-from ecomrlve.config import EVENTS_FROM, NO_EVENTS, SCENARIOS
+from ecomrlve.config import EVENTS_FROM, NO_EVENTS, DataConfig
 from ecomrlve.flows.artifacts import publish_artifacts_stage
-from ecomrlve.flows.curriculum import catalog_predicate
 from ecomrlve.flows.params import (
     CurriculumParams,
     PipelineParams,
@@ -47,7 +47,9 @@ from ecomrlve.flows.regenerate import (
     run_success,
     weakest_axes,
 )
+from ecomrlve.flows.shards import catalog_predicate
 from ecomrlve.flows.stages import (
+    CatalogResult,
     CurriculumSummary,
     PackedRows,
     ValidatedChunk,
@@ -68,15 +70,17 @@ from ecomrlve.flows.stages import (
 from ecomrlve.generators import feasible_cells
 from ecomrlve.generators.fanout import open_executor
 from ecomrlve.generators.generate import Chunk, check_band, plan_run
+from ecomrlve.generators.registry import scenario_names
 from ecomrlve.integrations.verl.stage import verl_train_stage
 from ecomrlve.progress import ProgressEvent
 
 PIPELINE_RUN = "pipeline"
 # Each stage's entry module: its cache key hashes every ecomrlve module that one imports,
 # transitively (`source_fingerprint`), so an edit anywhere a stage reaches reruns it.
-GENERATOR_CODE = ("ecomrlve.generators",)
+# the registry imports the scenario modules by discovery, which no import statement shows
+GENERATOR_CODE = ("ecomrlve.generators", "ecomrlve.generators.scenarios.*")
 VALIDATOR_CODE = ("ecomrlve.flows.validation",)
-CURRICULUM_CODE = ("ecomrlve.flows.curriculum",)
+CURRICULUM_CODE = ("ecomrlve.flows.shards",)
 PLOT_CODE = ("ecomrlve.flows.plots",)
 TRAIN_CODE = ("ecomrlve.train.run",)
 WAITING_PER_WORKER = 2  # Prefect threads per executor slot: one chunk running, one queued
@@ -99,6 +103,26 @@ class GenerationStats(BaseModel):
     rejected: dict[str, int]
     skipped_cells: list[str] = Field(default_factory=list)
     generation_s: float = Field(description="sum of the chunks' own generation time")
+
+    @classmethod
+    def of(
+        cls, generated: list[Any], validated: list[ValidatedChunk], cached: int
+    ) -> GenerationStats:
+        """The stats of a run: `generated` and `validated` chunk results, `cached` of them
+        read from the cache."""
+        rejected: dict[str, int] = {}
+        for chunk in validated:
+            for reason, n in chunk.rejected.items():
+                rejected[reason] = rejected.get(reason, 0) + n
+        return cls(
+            chunks=len(generated),
+            chunks_cached=cached,
+            generated=sum(c.rows for c in generated),
+            valid=sum(c.rows for c in validated),
+            rejected=rejected,
+            skipped_cells=sorted({s for c in generated for s in c.report.get("skipped_cells", [])}),
+            generation_s=round(sum(c.seconds for c in generated), 3),
+        )
 
 
 class PipelineSummary(BaseModel):
@@ -188,60 +212,62 @@ def generate_tasks(
 ) -> tuple[list[ValidatedChunk], GenerationStats]:
     """Fan out one generate → validate pair per chunk on this flow's task runner; tasks from
     difficulty `events_from` up carry world events (`NO_EVENTS`: none)."""
-    logger = get_run_logger()
-    generator_code = source_fingerprint(*GENERATOR_CODE)
-    validator_code = source_fingerprint(*VALIDATOR_CODE)
-    generate = _bound(generate_chunk_stage, data_dir)
-    validate = _bound(validate_tasks_stage, data_dir)
-    generated = [
-        generate.with_options(task_run_name=f"generate-{chunk_label(c)}").submit(
-            data_dir=data_dir,
-            seed=seed,
-            chunk=c,
-            min_steps=min_steps,
-            max_steps=max_steps,
-            catalog_hash=catalog_hash,
-            code_version=generator_code,
-            events_from=events_from,
-        )
-        for c in chunks
-    ]
-    validated = [
-        validate.with_options(task_run_name=f"validate-{chunk_label(c)}").submit(
-            generated=g,
-            min_steps=min_steps,
-            max_steps=max_steps,
-            catalog_hash=catalog_hash,
-            code_version=validator_code,
-        )
-        for c, g in zip(chunks, generated, strict=True)
-    ]
+    checked = {"min_steps": min_steps, "max_steps": max_steps, "catalog_hash": catalog_hash}
+    generated = _submit_per_chunk(
+        generate_chunk_stage,
+        data_dir,
+        "generate",
+        chunks,
+        [{"chunk": c} for c in chunks],
+        data_dir=data_dir,
+        seed=seed,
+        code_version=source_fingerprint(*GENERATOR_CODE),
+        events_from=events_from,
+        **checked,
+    )
+    validated = _submit_per_chunk(
+        validate_tasks_stage,
+        data_dir,
+        "validate",
+        chunks,
+        [{"generated": g} for g in generated],
+        code_version=source_fingerprint(*VALIDATOR_CODE),
+        **checked,
+    )
     for done, _ in enumerate(as_completed(validated), start=1):
         report(ProgressEvent("generate", done, len(validated), unit="chunk"))
     raw = [f.result() for f in generated]  # a failed chunk raises its own error here
     results = [f.result() for f in validated]
-    rejected: dict[str, int] = {}
-    for chunk in results:
-        for reason, n in chunk.rejected.items():
-            rejected[reason] = rejected.get(reason, 0) + n
-    stats = GenerationStats(
-        chunks=len(chunks),
-        chunks_cached=sum(f.state.name == "Cached" for f in generated),
-        generated=sum(c.rows for c in raw),
-        valid=sum(c.rows for c in results),
-        rejected=rejected,
-        skipped_cells=sorted({s for c in raw for s in c.report.get("skipped_cells", [])}),
-        generation_s=round(sum(c.seconds for c in raw), 3),
+    stats = GenerationStats.of(
+        raw, results, cached=sum(f.state.name == "Cached" for f in generated)
     )
-    logger.info(
+    get_run_logger().info(
         "generated %d tasks in %d chunks (%d cached), %d valid, rejected %s",
         stats.generated,
         stats.chunks,
         stats.chunks_cached,
         stats.valid,
-        rejected or "none",
+        stats.rejected or "none",
     )
     return results, stats
+
+
+def _submit_per_chunk(
+    stage: Any,
+    results_in: str,
+    step: str,
+    chunks: list[Chunk],
+    own: list[dict[str, Any]],
+    /,
+    **shared: Any,
+) -> list[Any]:
+    """Submit `stage` (results under `results_in`) once per chunk (task run `STEP-CHUNK`), with
+    that chunk's `own` arguments and the `shared` ones; the futures, in chunk order."""
+    bound = _bound(stage, results_in)
+    return [
+        bound.with_options(task_run_name=f"{step}-{chunk_label(c)}").submit(**mine, **shared)
+        for c, mine in zip(chunks, own, strict=True)
+    ]
 
 
 @contextlib.contextmanager
@@ -271,118 +297,192 @@ def pipeline(params: PipelineParams, overrides: dict[str, Any] | None = None) ->
     """
     params = with_overrides(params, overrides)
     logger = get_run_logger()
-    data_dir, cfg = params.data_dir, params.config
     clock = _Clock()
-    logger.info("pipeline on %s with %s", data_dir, params.config_source)
+    logger.info("pipeline on %s with %s", params.data_dir, params.config_source)
 
+    catalog = _catalog_step(params, clock)
+    generated = _generate_step(params, catalog, clock)
+    published = _publish_step(params, catalog, generated, clock)
+    curriculum, training_shards = _curriculum_step(params, catalog, published, clock)
+    plots = _plots_step(params, published, clock)
+    train = _train_step(params, training_shards, clock)
+    publish_artifacts_stage(
+        curriculum.path, plots, train, params.data_dir, wait_for=[curriculum, plots, train]
+    )
+
+    logger.info("pipeline finished: %s", {r.stage: r.status for r in clock.records})
+    return PipelineSummary(
+        missing_scenarios=published.missing,
+        flow_run=prefect_flow_run.name,
+        flow_run_url=_flow_run_ui_url(),
+        data_dir=params.data_dir,
+        db=str(store.DataPaths.of(params.data_dir).db),
+        tasks=published.result.tasks,
+        curriculum=curriculum.path,
+        shards=curriculum.shards,
+        plots=plots,
+        stages=clock.records,
+        generation=generated.stats,
+        train=train,
+    )
+
+
+@dataclass(frozen=True)
+class _Generated:
+    """The generate stage's plan and its validated chunks."""
+
+    chunks: list[Chunk]
+    skipped: list[str]  # the cells no difficulty of which reaches the step band
+    validated: list[ValidatedChunk]
+    stats: GenerationStats
+
+
+@dataclass(frozen=True)
+class _Published:
+    """The publish stage's files, the store's tasks version after it, and the scenarios asked
+    for that got no task (with why)."""
+
+    result: PublishResult
+    version: str
+    missing: dict[str, str]
+
+
+def _catalog_step(params: PipelineParams, clock: _Clock) -> CatalogResult:
+    data_dir, data = params.data_dir, params.config.data
     with clock.stage("catalog") as rec:
         catalog, cached = _run_verified(
             build_catalog_stage,
             data_dir,
             lambda r: catalog_intact(data_dir, r),
             data_dir=data_dir,
-            products=cfg.data.products,
-            seed=cfg.data.seed,
+            products=data.products,
+            seed=data.seed,
         )
         rec.status = _status(cached)
         rec.detail = f"{catalog.products:,} products, catalog_hash {catalog.catalog_hash}"
+    return catalog
 
+
+def _generate_step(params: PipelineParams, catalog: CatalogResult, clock: _Clock) -> _Generated:
+    data_dir, data = params.data_dir, params.config.data
     with clock.stage("generate") as rec:
-        band = check_band(cfg.data.min_steps, cfg.data.max_steps)
+        band = check_band(data.min_steps, data.max_steps)
         chunks, skipped = plan_run(
-            cfg.data.tasks, params.scenarios, cfg.data.difficulty, band, cfg.data.chunk_size
+            data.tasks, params.scenarios, data.difficulty, band, data.chunk_size
         )
-        with _generation(
-            cfg.data.task_runner, cfg.data.workers, cfg.data.dask_address, data_dir
-        ) as generation:
+        with _generation(data.task_runner, data.workers, data.dask_address, data_dir) as generation:
             validated, stats = generation(
                 data_dir=data_dir,
-                seed=cfg.data.seed,
+                seed=data.seed,
                 chunks=chunks,
-                min_steps=cfg.data.min_steps,
-                max_steps=cfg.data.max_steps,
+                min_steps=data.min_steps,
+                max_steps=data.max_steps,
                 catalog_hash=catalog.catalog_hash,
-                events_from=cfg.data.events_threshold,
+                events_from=data.events_threshold,
             )
-        if stats.chunks_cached == stats.chunks:
-            rec.status = "cached"
-        elif stats.chunks_cached:
-            rec.status = f"{stats.chunks_cached}/{stats.chunks} cached"
-        rec.detail = (
-            f"{stats.valid:,} valid of {stats.generated:,} in {stats.chunks} chunks "
-            f"({cfg.data.task_runner} × {cfg.data.workers}); "
-            + events_text(cfg.data.events_threshold)
-        )
-        if stats.rejected:
-            rec.detail += f"; rejected {stats.rejected}"
+        rec.status = _chunks_status(stats)
+        rec.detail = _generation_detail(stats, data)
+    return _Generated(chunks, skipped, validated, stats)
 
+
+def _chunks_status(stats: GenerationStats) -> str:
+    """`cached`, `K/N cached` or `ran`, by how many of the chunks came from the cache."""
+    if stats.chunks_cached == stats.chunks:
+        return "cached"
+    if stats.chunks_cached:
+        return f"{stats.chunks_cached}/{stats.chunks} cached"
+    return "ran"
+
+
+def _generation_detail(stats: GenerationStats, data: DataConfig) -> str:
+    detail = (
+        f"{stats.valid:,} valid of {stats.generated:,} in {stats.chunks} chunks "
+        f"({data.task_runner} × {data.workers}); " + events_text(data.events_threshold)
+    )
+    if stats.rejected:
+        detail += f"; rejected {stats.rejected}"
+    return detail
+
+
+def _publish_step(
+    params: PipelineParams, catalog: CatalogResult, generated: _Generated, clock: _Clock
+) -> _Published:
+    data_dir = params.data_dir
     with clock.stage("publish") as rec:
-        published, cached = _run_verified(
-            publish_stage,
-            data_dir,
-            PublishResult.intact,
-            data_dir=data_dir,
-            run=PIPELINE_RUN,
-            chunks=validated,
-            wait_for=[catalog],
-        )
+        published, cached = _publish(data_dir, PIPELINE_RUN, generated.validated, [catalog])
         rec.status = _status(cached)
         rec.detail = f"{published.tasks:,} tasks in {len(published.files)} files"
         version = tasks_version(data_dir)
         missing = missing_scenarios(
-            data_dir, catalog.catalog_hash, params.scenarios, chunks, skipped, cfg.data.tasks
+            data_dir,
+            catalog.catalog_hash,
+            params.scenarios,
+            generated.chunks,
+            generated.skipped,
+            params.config.data.tasks,
         )
         for scenario, why in missing.items():
-            logger.warning("scenario %s has no tasks: %s", scenario, why)
+            get_run_logger().warning("scenario %s has no tasks: %s", scenario, why)
         if missing:
             rec.detail += "; no tasks for " + ", ".join(f"{s} ({w})" for s, w in missing.items())
+    return _Published(published, version, missing)
 
+
+def _curriculum_step(
+    params: PipelineParams, catalog: CatalogResult, published: _Published, clock: _Clock
+) -> tuple[CurriculumSummary, CurriculumSummary]:
+    """The curriculum's shards, and the ones training reads (the same unless
+    `data.train_where` narrows them to a second curriculum `NAME_train`)."""
+    data_dir, data = params.data_dir, params.config.data
     with clock.stage("curriculum") as rec:
         current = catalog_predicate(catalog.catalog_hash)
 
         def shards(name: str, where: str) -> tuple[CurriculumSummary, bool]:
-            return _run_verified(
-                build_curriculum_stage,
+            return _shards(
                 data_dir,
-                lambda r: curriculum_intact(data_dir, r),
-                data_dir=data_dir,
-                name=name,
-                where=where,
-                order=None,
-                shard_size=cfg.data.shard_size,
-                interleave=True,
-                tasks_version=version,
-                code_version=source_fingerprint(*CURRICULUM_CODE),
-                wait_for=[published],
+                name,
+                where,
+                shard_size=data.shard_size,
+                tasks_version=published.version,
+                wait_for=[published.result],
             )
 
-        curriculum, cached = shards(cfg.data.curriculum, cfg.data.curriculum_where or current)
+        curriculum, cached = shards(data.curriculum, data.curriculum_where or current)
         rec.detail = f"{curriculum.tasks:,} tasks in {curriculum.shards} shards"
         training_shards = curriculum
-        if cfg.data.train_where:
+        if data.train_where:
             training_shards, cached_too = shards(
-                f"{cfg.data.curriculum}_train", f"({cfg.data.train_where}) AND {current}"
+                f"{data.curriculum}_train", f"({data.train_where}) AND {current}"
             )
             cached = cached and cached_too
             rec.detail += (
-                f"; {training_shards.name}: {training_shards.tasks:,} tasks "
-                f"({cfg.data.train_where})"
+                f"; {training_shards.name}: {training_shards.tasks:,} tasks ({data.train_where})"
             )
         rec.status = _status(cached)
+    return curriculum, training_shards
 
+
+def _plots_step(params: PipelineParams, published: _Published, clock: _Clock) -> list[str]:
     with clock.stage("plots") as rec:
         plots, cached = _run_verified(
             plot_stage,
-            data_dir,
+            params.data_dir,
             lambda paths: all(Path(p).exists() for p in paths),
-            data_dir=data_dir,
-            tasks_version=version,
+            data_dir=params.data_dir,
+            tasks_version=published.version,
             code_version=source_fingerprint(*PLOT_CODE),
-            wait_for=[published],
+            wait_for=[published.result],
         )
         rec.status = _status(cached)
         rec.detail = ", ".join(Path(p).name for p in plots)
+    return plots
 
+
+def _train_step(
+    params: PipelineParams, training_shards: CurriculumSummary, clock: _Clock
+) -> dict[str, Any] | None:
+    """Train on `training_shards` with the configured engine (none with `skip_train`)."""
+    cfg, data_dir = params.config, params.data_dir
     train: dict[str, Any] | None = None
     with clock.stage("train") as rec:
         if params.skip_train:
@@ -411,24 +511,50 @@ def pipeline(params: PipelineParams, overrides: dict[str, Any] | None = None) ->
             )
             rec.status = _status(cached)
             rec.detail = f"run {train['run_id']}: " + held_out_text(train)
+    return train
 
-    publish_artifacts_stage(
-        curriculum.path, plots, train, data_dir, wait_for=[curriculum, plots, train]
-    )
-    logger.info("pipeline finished: %s", {r.stage: r.status for r in clock.records})
-    return PipelineSummary(
-        missing_scenarios=missing,
-        flow_run=prefect_flow_run.name,
-        flow_run_url=_flow_run_ui_url(),
+
+def _publish(
+    data_dir: str, run: str, chunks: list[ValidatedChunk], wait_for: list[Any] | None = None
+) -> tuple[PublishResult, bool]:
+    """Publish `chunks` as `run` (cached; republished if its files changed on disk)."""
+    return _run_verified(
+        publish_stage,
+        data_dir,
+        PublishResult.intact,
         data_dir=data_dir,
-        db=str(store.DataPaths.of(data_dir).db),
-        tasks=published.tasks,
-        curriculum=curriculum.path,
-        shards=curriculum.shards,
-        plots=plots,
-        stages=clock.records,
-        generation=stats,
-        train=train,
+        run=run,
+        chunks=chunks,
+        wait_for=wait_for,
+    )
+
+
+def _shards(
+    data_dir: str,
+    name: str,
+    where: str | None,
+    *,
+    shard_size: int,
+    tasks_version: str,
+    order: str | None = None,
+    interleave: bool = True,
+    wait_for: list[Any] | None = None,
+) -> tuple[CurriculumSummary, bool]:
+    """Build curriculum `name`'s shards from the tasks `where` selects (cached by the store's
+    `tasks_version`; rebuilt if its files changed on disk)."""
+    return _run_verified(
+        build_curriculum_stage,
+        data_dir,
+        lambda r: curriculum_intact(data_dir, r),
+        data_dir=data_dir,
+        name=name,
+        where=where,
+        order=order,
+        shard_size=shard_size,
+        interleave=interleave,
+        tasks_version=tasks_version,
+        code_version=source_fingerprint(*CURRICULUM_CODE),
+        wait_for=wait_for,
     )
 
 
@@ -495,18 +621,14 @@ def missing_scenarios(
 def curriculum(params: CurriculumParams) -> CurriculumSummary:
     """Build shards for one curriculum from a SQL selection of the store's tasks."""
     report(ProgressEvent.of("curriculum", 0.0))
-    result, _ = _run_verified(
-        build_curriculum_stage,
+    result, _ = _shards(
         params.data_dir,
-        lambda r: curriculum_intact(params.data_dir, r),
-        data_dir=params.data_dir,
-        name=params.name,
-        where=params.where,
-        order=params.order,
+        params.name,
+        params.where,
         shard_size=params.shard_size,
-        interleave=params.interleave,
         tasks_version=tasks_version(params.data_dir),
-        code_version=source_fingerprint(*CURRICULUM_CODE),
+        order=params.order,
+        interleave=params.interleave,
     )
     report(ProgressEvent.of("curriculum", 1.0))
     return result
@@ -534,14 +656,67 @@ def regenerate_curriculum(
     target the flow fails and publishes nothing. `overrides`: as in `pipeline`.
     """
     params = with_overrides(params, overrides)
-    from ecomrlve.catalogs import catalog_hash as current_catalog_hash
-
-    logger = get_run_logger()
     data_dir = params.data_dir
     clock = _Clock()
-    band = (params.min_steps, params.max_steps)
-    scenarios = params.scenarios or list(SCENARIOS)
+    plan = _regeneration_plan(params, clock)
+    collected, used_seeds = _regeneration_rounds(params, plan, clock)
 
+    run = f"regen_{params.name}_s{used_seeds[0]}"
+    with clock.stage("publish") as rec:
+        published, cached = _publish(data_dir, run, collected)
+        rec.status = _status(cached)
+        rec.detail = f"{published.tasks} tasks as run {run}"
+
+    with clock.stage("curriculum") as rec:
+        where = curriculum_where(used_seeds, params.min_steps, params.max_steps, plan.catalog_hash)
+        shards, cached = _shards(
+            data_dir,
+            params.name,
+            where,
+            shard_size=params.shard_size,
+            tasks_version=tasks_version(data_dir),
+        )
+        rec.status = _status(cached)
+        rec.detail = f"{shards.tasks} tasks in {shards.shards} shards"
+
+    return RegenerateSummary(
+        data_dir=data_dir,
+        curriculum=shards.path,
+        shards=shards.shards,
+        tasks=published.tasks,
+        seeds=used_seeds,
+        per_scenario=_per_scenario(collected),
+        rounds=len(used_seeds),
+        run=run,
+        from_run=plan.run_id,
+        weights={f"{s}/d{d}": round(w, 4) for (s, d), w in plan.weights.items()},
+        weakest_axes=plan.weakest,
+        stages=clock.records,
+    )
+
+
+Cell = tuple[str, int]  # (scenario, difficulty)
+
+
+@dataclass(frozen=True)
+class _RegenerationPlan:
+    """What the regeneration's rounds start from: each cell's weight and count, the fresh
+    seeds, and the run whose failures set the weights (if any)."""
+
+    catalog_hash: str
+    weights: dict[Cell, float]
+    need: dict[Cell, int]
+    seeds: list[int]
+    run_id: str | None
+    weakest: list[dict[str, Any]]
+
+
+def _regeneration_plan(params: RegenerateParams, clock: _Clock) -> _RegenerationPlan:
+    from ecomrlve.catalogs import catalog_hash as current_catalog_hash
+
+    data_dir = params.data_dir
+    band = (params.min_steps, params.max_steps)
+    scenarios = params.scenarios or list(scenario_names())
     with clock.stage("plan") as rec:
         chash = current_catalog_hash(data_dir)
         preflight(params)
@@ -560,54 +735,48 @@ def regenerate_curriculum(
         rec.detail = f"{len(cells)} cells, skipped {len(skipped)}" + (
             f", weighted by run {run_id}" if run_id else ""
         )
-        logger.info("regenerate %s: %s", params.name, rec.detail)
+        get_run_logger().info("regenerate %s: %s", params.name, rec.detail)
+    return _RegenerationPlan(chash, weights, need, seeds, run_id, weakest)
 
+
+def _regeneration_rounds(
+    params: RegenerateParams, plan: _RegenerationPlan, clock: _Clock
+) -> tuple[list[ValidatedChunk], list[int]]:
+    """Generate rounds, one fresh seed each, until every cell has its count (or no cell can
+    yield more); the new tasks and the seeds used. Raises `RegenerationError` when short."""
+    logger = get_run_logger()
     collected: list[ValidatedChunk] = []
     used_seeds: list[int] = []
+    need: dict[Cell, int] | None = plan.need
     with (
         clock.stage("generate") as rec,
         _generation(
-            params.task_runner, params.workers, params.dask_address, data_dir
+            params.task_runner, params.workers, params.dask_address, params.data_dir
         ) as generation,
     ):
-        for round_seed in seeds:
+        for round_seed in plan.seeds:
             chunks = _chunks_for({c: n for c, n in need.items() if n > 0}, params.chunk_size)
             if not chunks:
                 break
             used_seeds.append(round_seed)
             validated, _ = generation(
-                data_dir=data_dir,
+                data_dir=params.data_dir,
                 seed=round_seed,
                 chunks=chunks,
                 min_steps=params.min_steps,
                 max_steps=params.max_steps,
-                catalog_hash=chash,
+                catalog_hash=plan.catalog_hash,
                 events_from=params.events_threshold,
             )
-            frames = [part.frame() for part in validated]
-            taken = existing_task_ids(data_dir, [t for f in frames for t in f["task_id"]])
-            got: dict[tuple[str, int], int] = {}
-            for part, df in zip(validated, frames, strict=True):
-                cell = (part.chunk.scenario, part.chunk.difficulty)
-                df = df.filter(~pl.col("task_id").is_in(list(taken)))
-                df = df.head(need[cell] - got.get(cell, 0))
-                got[cell] = got.get(cell, 0) + df.height
-                if df.height:
-                    collected.append(ValidatedChunk(part.chunk, PackedRows.of(df)))
-            exhausted = [c for c in need if need[c] > 0 and got.get(c, 0) == 0]
-            need = {c: need[c] - got.get(c, 0) for c in need}
-            missing = sum(need.values())
+            new, got = _new_tasks(params.data_dir, validated, need)
+            collected += new
+            to_go = sum(need.values()) - sum(got.values())
             logger.info(
-                "round seed %d: %d new tasks, %d to go", round_seed, sum(got.values()), missing
+                "round seed %d: %d new tasks, %d to go", round_seed, sum(got.values()), to_go
             )
-            if missing and exhausted:
-                alive = {c: weights[c] for c in need if c not in exhausted}
-                if not alive:
-                    break
-                for c in exhausted:
-                    need[c] = 0
-                for c, n in allocate(missing, alive).items():
-                    need[c] += n
+            need = _reallocated(need, got, plan.weights)
+            if need is None:
+                break
         total = sum(part.rows for part in collected)
         if total < params.tasks:
             raise RegenerationError(
@@ -617,54 +786,54 @@ def regenerate_curriculum(
         rec.detail = f"{total} tasks from {len(used_seeds)} rounds; " + events_text(
             params.events_threshold
         )
+    return collected, used_seeds
 
-    run = f"regen_{params.name}_s{used_seeds[0]}"
-    with clock.stage("publish") as rec:
-        published, cached = _run_verified(
-            publish_stage,
-            data_dir,
-            PublishResult.intact,
-            data_dir=data_dir,
-            run=run,
-            chunks=collected,
-        )
-        rec.status = _status(cached)
-        rec.detail = f"{published.tasks} tasks as run {run}"
 
-    with clock.stage("curriculum") as rec:
-        shards, cached = _run_verified(
-            build_curriculum_stage,
-            data_dir,
-            lambda r: curriculum_intact(data_dir, r),
-            data_dir=data_dir,
-            name=params.name,
-            where=curriculum_where(used_seeds, params.min_steps, params.max_steps, chash),
-            order=None,
-            shard_size=params.shard_size,
-            interleave=True,
-            tasks_version=tasks_version(data_dir),
-            code_version=source_fingerprint(*CURRICULUM_CODE),
-        )
-        rec.status = _status(cached)
-        rec.detail = f"{shards.tasks} tasks in {shards.shards} shards"
+def _new_tasks(
+    data_dir: str, validated: list[ValidatedChunk], need: dict[Cell, int]
+) -> tuple[list[ValidatedChunk], dict[Cell, int]]:
+    """A round's tasks that the store doesn't hold yet, at most `need` of a cell, and how many
+    each cell got."""
+    frames = [part.frame() for part in validated]
+    taken = existing_task_ids(data_dir, [t for f in frames for t in f["task_id"]])
+    new: list[ValidatedChunk] = []
+    got: dict[Cell, int] = {}
+    for part, df in zip(validated, frames, strict=True):
+        cell = (part.chunk.scenario, part.chunk.difficulty)
+        df = df.filter(~pl.col("task_id").is_in(list(taken)))
+        df = df.head(need[cell] - got.get(cell, 0))
+        got[cell] = got.get(cell, 0) + df.height
+        if df.height:
+            new.append(ValidatedChunk(part.chunk, PackedRows.of(df)))
+    return new, got
 
-    per_scenario: dict[str, int] = {}
+
+def _reallocated(
+    need: dict[Cell, int], got: dict[Cell, int], weights: dict[Cell, float]
+) -> dict[Cell, int] | None:
+    """The counts the next round generates: `need` less what each cell `got`; a cell that still
+    needed tasks and got none is dropped and the missing count is spread over the other cells
+    by `weights`. None when every cell with a need left is dropped."""
+    exhausted = [c for c in need if need[c] > 0 and got.get(c, 0) == 0]
+    need = {c: need[c] - got.get(c, 0) for c in need}
+    missing = sum(need.values())
+    if missing and exhausted:
+        alive = {c: weights[c] for c in need if c not in exhausted}
+        if not alive:
+            return None
+        for c in exhausted:
+            need[c] = 0
+        for c, n in allocate(missing, alive).items():
+            need[c] += n
+    return need
+
+
+def _per_scenario(collected: list[ValidatedChunk]) -> dict[str, int]:
+    """Tasks per scenario, by name."""
+    counts: dict[str, int] = {}
     for part in collected:
-        per_scenario[part.chunk.scenario] = per_scenario.get(part.chunk.scenario, 0) + part.rows
-    return RegenerateSummary(
-        data_dir=data_dir,
-        curriculum=shards.path,
-        shards=shards.shards,
-        tasks=published.tasks,
-        seeds=used_seeds,
-        per_scenario=dict(sorted(per_scenario.items())),
-        rounds=len(used_seeds),
-        run=run,
-        from_run=run_id,
-        weights={f"{s}/d{d}": round(w, 4) for (s, d), w in weights.items()},
-        weakest_axes=weakest,
-        stages=clock.records,
-    )
+        counts[part.chunk.scenario] = counts.get(part.chunk.scenario, 0) + part.rows
+    return dict(sorted(counts.items()))
 
 
 STAGE_NAMES = {"base": "base", "sft": "SFT", "final": "RL"}

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
 
 from ecomrlve import store
-from ecomrlve.config import SCENARIOS
 
 HEATMAP = "tasks_by_scenario_difficulty.png"
 STEPS_HISTOGRAM = "min_steps_by_scenario.png"
@@ -27,13 +27,15 @@ def dataset_counts(data: str | os.PathLike) -> pl.DataFrame:
         con.close()
 
 
-def _scenario_order(present: list[str]) -> list[str]:
-    known = [s for s in SCENARIOS if s in present]
+def _scenario_order(present: list[str], order: Sequence[str]) -> list[str]:
+    known = [s for s in order if s in present]
     return known + sorted(set(present) - set(known))
 
 
-def plot_dataset(data: str | os.PathLike) -> list[Path]:
-    """Draw the scenario × difficulty heatmap and per-scenario min_steps histograms."""
+def plot_dataset(data: str | os.PathLike, order: Sequence[str] = ()) -> list[Path]:
+    """Draw the scenario × difficulty heatmap and per-scenario min_steps histograms; the
+    scenarios of `order` come first, in that order (the registry's: seed-id order), then the
+    others by name."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -45,7 +47,7 @@ def plot_dataset(data: str | os.PathLike) -> list[Path]:
         raise store.StoreError("no tasks to plot")
     out_dir = store.DataPaths.of(data).plots
     out_dir.mkdir(parents=True, exist_ok=True)
-    scenarios = _scenario_order(counts["scenario"].unique().to_list())
+    scenarios = _scenario_order(counts["scenario"].unique().to_list(), order)
     lo, hi = int(counts["difficulty"].min()), int(counts["difficulty"].max())
     difficulties = list(range(lo, hi + 1))
 

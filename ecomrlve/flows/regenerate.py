@@ -153,7 +153,7 @@ def weakest_axes(results: pl.DataFrame, top: int = 3, min_episodes: int = 4) -> 
 def curriculum_where(seeds: list[int], min_steps: int, max_steps: int, catalog_hash: str) -> str:
     """The predicate that selects exactly a regeneration's tasks (its seeds are fresh; the
     band counts core steps, as the generation did)."""
-    from ecomrlve.flows.curriculum import catalog_predicate
+    from ecomrlve.flows.shards import catalog_predicate
 
     listed = ", ".join(str(int(s)) for s in seeds)
     return (
@@ -168,11 +168,11 @@ def preflight(params) -> None:
     `params` is a `RegenerateParams`. Read-only; raises StoreError/RegenerationError.
     """
     from ecomrlve.catalogs import catalog_hash
-    from ecomrlve.config import SCENARIOS
     from ecomrlve.generators import feasible_cells
+    from ecomrlve.generators.registry import scenario_names
 
     catalog_hash(params.data_dir)  # raises when there is no catalog
-    scenarios = params.scenarios or list(SCENARIOS)
+    scenarios = params.scenarios or list(scenario_names())
     cells, _ = feasible_cells(scenarios, params.difficulty, (params.min_steps, params.max_steps))
     if not cells:
         raise RegenerationError(

@@ -83,6 +83,8 @@ def code_modules(*entries: str, package_root: Path = PACKAGE_ROOT) -> dict[str, 
     """The ecomrlve modules that running `entries` can execute: the entries, every ecomrlve
     module they import (at module top or inside functions), transitively, and the packages
     above each one (importing `a.b` runs `a/__init__.py`). Maps module name to its file.
+    An entry `a.b.*` stands for every module of the package `a.b` (one that is imported by
+    discovery at run time, as the scenario registry imports `generators/scenarios/`).
 
     Derived from the source with `ast`, so it never lags behind an added import, and nothing
     is imported to find it (`package_root` may be a copy of the package).
@@ -92,6 +94,11 @@ def code_modules(*entries: str, package_root: Path = PACKAGE_ROOT) -> dict[str, 
     pending = list(entries)
     while pending:
         name = pending.pop()
+        if name.endswith(".*"):
+            folder = package_root.parent.joinpath(*name[:-2].split("."))
+            modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+            pending += [name[:-2], *(f"{name[:-2]}.{m}" for m in modules)]
+            continue
         if name in found:
             continue
         path = _module_file(name, package_root)
@@ -404,7 +411,7 @@ def build_curriculum_stage(
     code_version: str,
 ) -> CurriculumSummary:
     """Shards for `name`. `tasks_version` (hash of the published files) keys the cache."""
-    from ecomrlve.flows.curriculum import build_curriculum, manifest_fingerprint
+    from ecomrlve.flows.shards import build_curriculum, manifest_fingerprint
 
     with store.exclusive_lock(data_dir):
         result = build_curriculum(
@@ -419,7 +426,7 @@ def build_curriculum_stage(
 
 
 def curriculum_intact(data_dir: str, summary: CurriculumSummary) -> bool:
-    from ecomrlve.flows.curriculum import manifest_fingerprint
+    from ecomrlve.flows.shards import manifest_fingerprint
 
     return manifest_fingerprint(data_dir, summary.name) == summary.manifest_hash
 
@@ -428,8 +435,9 @@ def curriculum_intact(data_dir: str, summary: CurriculumSummary) -> bool:
 def plot_stage(data_dir: str, tasks_version: str, code_version: str) -> list[str]:
     """PNG plots of the published tasks (heatmap, min_steps histograms) under DIR/plots."""
     from ecomrlve.flows.plots import plot_dataset
+    from ecomrlve.generators.registry import scenario_names
 
-    paths = plot_dataset(data_dir)
+    paths = plot_dataset(data_dir, order=scenario_names())
     stage_logger().info("plots: %s", ", ".join(str(p) for p in paths))
     return [str(p) for p in paths]
 

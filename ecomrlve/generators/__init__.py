@@ -1,4 +1,4 @@
-"""The nine scenario generators: difficulty-controlled tasks with verified reference solutions.
+"""The scenario generators: difficulty-controlled tasks with verified reference solutions.
 
 Public API:
 * `generate_tasks(data_or_ctx, n, seed, ...)` -> (polars frame of task rows, report);
@@ -16,6 +16,7 @@ from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.difficulty import MAX_DIFFICULTY, axes_for, parse_difficulty_range
 from ecomrlve.generators.generate import (
     GenerationReport,
+    RunOptions,
     feasible_cells,
     generate_chunk,
     generate_task,
@@ -35,6 +36,7 @@ __all__ = [
     "GenerationError",
     "GenerationReport",
     "Plan",
+    "RunOptions",
     "Scenario",
     "ScenarioConfig",
     "TaskKey",

@@ -14,7 +14,8 @@ A scenario is a small class with
   over the cell's indexes rather than drawn per task (`generators/strata.py`).
 
 Every task is a pure function of its `TaskKey` (seed, scenario, difficulty, index, attempt):
-`rng_for(key)` seeds numpy from `SeedSequence([seed, scenario_id, index, difficulty, attempt])`.
+`rng_for(key)` seeds numpy from `SeedSequence([seed, scenario_id, index, difficulty, attempt])`,
+where `scenario_id` is the scenario's own `seed_id` (set in its module, never reused).
 """
 
 from __future__ import annotations
@@ -22,20 +23,20 @@ from __future__ import annotations
 import datetime as dt
 import re
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ecomrlve.config import SCENARIOS
 from ecomrlve.generators.context import dated, today_of
-from ecomrlve.generators.difficulty import check_difficulty
+from ecomrlve.generators.difficulty import Share, check_difficulty
+from ecomrlve.generators.draft import Draft, Plan
 from ecomrlve.generators.draws import seed_sequence
 from ecomrlve.generators.errors import GenerationError
 from ecomrlve.generators.reasoning import add_late_demands, late_cost, late_demands, late_rng
 from ecomrlve.generators.strata import cell_position, positioned
-from ecomrlve.tasks import DIFFICULTY_AXES, Goal, Task, ToolCall
+from ecomrlve.tasks import DIFFICULTY_AXES, Task, ToolCall
 
 if TYPE_CHECKING:
     from ecomrlve.generators.context import GenContext
@@ -51,8 +52,8 @@ class ScenarioConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     difficulty: int = Field(ge=0)
-    hidden_detail_share: float = Field(ge=0.0, le=1.0)
-    typo_rate: float = Field(ge=0.0, le=1.0)
+    hidden_detail_share: Share
+    typo_rate: Share
 
     def axes(self) -> dict[str, float]:
         """The twelve axis columns: the knob values this config uses, 0 for the others."""
@@ -60,41 +61,9 @@ class ScenarioConfig(BaseModel):
         return {a: float(getattr(self, a)) if a in fields else 0.0 for a in DIFFICULTY_AXES}
 
 
-@dataclass
-class Plan:
-    """Structural choices drawn before the catalog is touched. `steps` is the reference length,
-    `addon_steps` the part of it an add-on request beside the main one takes (a purchase or a
-    question about an unrelated order: `followups.ADDONS`); step bands count `core_steps`."""
-
-    steps: int
-    choices: dict[str, Any] = field(default_factory=dict)
-    addon_steps: int = 0
-
-    def __getitem__(self, key: str) -> Any:
-        return self.choices[key]
-
-    @property
-    def core_steps(self) -> int:
-        """The reference calls that serve the customer's main request."""
-        return self.steps - self.addon_steps
-
-
-@dataclass
-class Draft:
-    """What a scenario builds; `generate` turns it into a `Task`."""
-
-    prompt: str
-    goal: Goal
-    initial_state: dict[str, Any]
-    reference: list[ToolCall]
-    # the calls of `reference` that serve an add-on request, not the main one (the very objects)
-    addon_calls: list[ToolCall] = field(default_factory=list)
-
-    def core_calls(self) -> list[int]:
-        """Indexes of the reference calls that serve the main request."""
-        addon = {id(c) for c in self.addon_calls}
-        return [i for i, c in enumerate(self.reference) if id(c) not in addon]
-
+# The registered scenarios by name, in seed-id order. `ecomrlve.generators.registry` fills it from
+# the modules of `generators/scenarios/`; it lives here because `TaskKey` reads the seed ids.
+REGISTRY: dict[str, Scenario] = {}
 
 _TASK_ID = re.compile(r"^(?P<scenario>[a-z_]+)-s(?P<seed>\d+)-d(?P<d>\d+)-i(?P<i>\d+)-a(?P<a>\d+)$")
 
@@ -110,16 +79,16 @@ class TaskKey:
     attempt: int = 0
 
     def __post_init__(self) -> None:
-        if self.scenario not in SCENARIOS:
-            raise ValueError(f"unknown scenario {self.scenario!r}; known: {', '.join(SCENARIOS)}")
+        if self.scenario not in REGISTRY:
+            raise ValueError(f"unknown scenario {self.scenario!r}; known: {', '.join(REGISTRY)}")
         if self.seed < 0 or self.index < 0 or self.attempt < 0:
             raise ValueError("seed, index and attempt must be >= 0")
         check_difficulty(self.difficulty)
 
     @property
     def scenario_id(self) -> int:
-        """Position in `config.SCENARIOS`: stable across releases, part of the seed entropy."""
-        return SCENARIOS.index(self.scenario)
+        """The scenario's `seed_id`: stable across releases, part of the seed entropy."""
+        return REGISTRY[self.scenario].seed_id
 
     @property
     def task_id(self) -> str:
@@ -156,9 +125,12 @@ class TaskKey:
 
 
 class Scenario(ABC):
-    """One task family. Subclasses set `name` and `Config` and implement the three steps."""
+    """One task family. Subclasses set `name`, `seed_id` and `Config` and implement the three
+    steps; the registry finds every subclass defined in a module of `generators/scenarios/`."""
 
     name: ClassVar[str]
+    # the scenario's word in every task's seed entropy: fixed once released, never reused
+    seed_id: ClassVar[int]
     Config: ClassVar[type[ScenarioConfig]]
 
     def config_for(self, difficulty: int, axes: dict[str, float]) -> ScenarioConfig:
@@ -268,7 +240,7 @@ _PRODUCT_ARGUMENTS = ("item_id", "new_item_id", "item_ids")
 
 def _product_names(reference: list[ToolCall], ctx: GenContext) -> dict[str, str]:
     """Catalog titles of the products the reference's writes act on (the reference answer
-    names them: `ecomrlve.env.reference`)."""
+    names them: `ecomrlve.env.episode.reference`)."""
     names: dict[str, str] = {}
     for call in reference:
         if call.name in ("search", "get_product"):

@@ -1,7 +1,7 @@
 """Building blocks the scenario modules share: the world, tool calls, product needs, orders.
 
 * `World` collects the user, cart and order history and renders the env's `initial_state`
-  (schema in `ecomrlve.env.state`).
+  (schema in `ecomrlve.env.shop.state`).
 * `ProductNeed` is one wanted product stated as exact constraints: its acceptable rows computed
   over the whole catalog with `Catalog.filter_mask`, the words the user says, the facts the
   simulated user reveals, and a reference `search` call checked against the real index.
@@ -264,6 +264,60 @@ def twin_order(
     return ctx.order(order_id, rows, quantities, status, placed, user=user)
 
 
+@dataclass(frozen=True)
+class AskedOrders:
+    """The ids and categories of a task about `n` of the customer's orders (cancel,
+    order_status): one category per asked-about order, then ids for them, for `n_distractors`
+    look-alikes, for the fillers and, with `twin`, for a later twin of the first one."""
+
+    categories: list[str]
+    ids: list[str]
+    n_distractors: int
+    twin: bool
+
+    @classmethod
+    def draw(
+        cls,
+        ctx: GenContext,
+        rng: np.random.Generator,
+        n: int,
+        n_distractors: int,
+        n_fillers: int,
+        twin: bool,
+    ) -> AskedOrders:
+        categories = [ctx.categories[int(i)] for i in rng.permutation(len(ctx.categories))[:n]]
+        ids = ctx.order_ids(rng, n + n_distractors + n_fillers + int(twin))
+        return cls(categories, ids, n_distractors, twin)
+
+    def fill(
+        self,
+        ctx: GenContext,
+        rng: np.random.Generator,
+        world: World,
+        asked: list[dict[str, Any]],
+        look_alikes: list[dict[str, Any]],
+    ) -> None:
+        """`world.orders`: the `asked` orders, their look-alikes, fillers in other categories
+        and, with `twin`, a later twin of the first asked one."""
+        n = len(self.categories)
+        filler_ids = self.ids[n + self.n_distractors : len(self.ids) - int(self.twin)]
+        world.orders = (
+            asked + look_alikes + filler_orders(ctx, rng, filler_ids, set(self.categories))
+        )
+        if self.twin:
+            world.orders.append(twin_order(ctx, rng, self.ids[-1], asked[0], world.user))
+
+
+def named_order(
+    ctx: GenContext, order: dict[str, Any], row: int, rng: np.random.Generator, by_day: bool
+) -> str:
+    """How the user names an order: "my order with the navy shirt from Smith Labs (placed in
+    early May)"; `by_day`: the day it was placed, which tells a twin order apart."""
+    line = line_phrase(ctx, row, rng)  # drawn first: the d0-1 tasks stay as they were
+    when = f"on {spoken_day(order['placed'])}" if by_day else order_when(order, rng)
+    return f"my order with {line} (placed {when})"
+
+
 def delivered_days_ago(order: dict[str, Any]) -> int:
     return (today() - dt.date.fromisoformat(order["delivered"])).days
 
@@ -318,7 +372,7 @@ def placed_days_ago_for(status: str, rng: np.random.Generator) -> int:
 
 
 # ---- answers the final message must state --------------------------------------------------------
-# Typed facts (`ecomrlve.env.facts` reads them back from free text); `say` is the sentence the
+# Typed facts (`ecomrlve.env.judge.facts` reads them back from free text); `say` is the sentence the
 # reference answer uses. Subject-bound facts name their order by id, item id and product noun.
 PAYMENT_NAMES = {"visa": "Visa card", "mastercard": "Mastercard", "amex": "American Express card",
                  "paypal": "PayPal account", "gift card": "gift card"}  # fmt: skip
@@ -363,7 +417,7 @@ def status_facts(
 
     `then_cancelled`: the same conversation cancels the order, so its status and arrival are
     told in the past ("was being processed and was due to arrive on…"): said in the present
-    after the cancel they would deny it (`ecomrlve.env.claims`)."""
+    after the cancel they would deny it (`ecomrlve.env.judge.claims`)."""
     status, subject = order["status"], about(ctx, order, row)
     saying = STATUS_SAYINGS[status]
     if then_cancelled:

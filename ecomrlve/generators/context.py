@@ -30,7 +30,7 @@ from faker.providers.person.en_US import Provider as PersonProvider
 
 from ecomrlve.catalogs.policies import MEMBERSHIPS, PolicyBook
 from ecomrlve.catalogs.taxonomy import CATEGORIES, CATEGORY_BY_NAME
-from ecomrlve.env.catalog import Catalog, normalise_filters, normalise_text
+from ecomrlve.env.shop.products import Catalog, normalise_filters, normalise_text
 from ecomrlve.generators.draws import below
 from ecomrlve.generators.errors import GenerationError
 from ecomrlve.store import DataPaths
@@ -135,6 +135,14 @@ class GenContext:
     _lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, catalog: Catalog):
+        self._columns_of(catalog)
+        self._index_categories()
+        self._filter_index()
+        self._scalar_lookups()
+        self._categories_and_policies()
+
+    def _columns_of(self, catalog: Catalog) -> None:
+        """The catalog's columns: numbers as arrays, strings as codes + vocabulary."""
         self.catalog = catalog
         self.catalog_hash = catalog.catalog_hash
         self.policies: PolicyBook = catalog.policies
@@ -163,6 +171,9 @@ class GenContext:
             if "product_type" in products.columns
             else None
         )
+
+    def _index_categories(self) -> None:
+        """Each category's rows, and its in-stock and sold-out ones."""
         # rows of each category, and the in-stock subset (sampling targets is an index draw)
         order = np.argsort(self.category.codes, kind="stable")
         bounds = np.searchsorted(
@@ -177,6 +188,9 @@ class GenContext:
         self.sold_out_by_category: dict[str, np.ndarray] = {
             name: rows[~self.in_stock[rows]] for name, rows in self.rows_by_category.items()
         }
+
+    def _filter_index(self) -> None:
+        """What `rows_where` filters with."""
         # for `rows_where`: every column permuted so that each category is one contiguous
         # slice (sorted by row within it), and the env's normalised text values -> our codes
         self._no_rows = np.empty(0, dtype=np.int64)
@@ -219,6 +233,9 @@ class GenContext:
         self._category_code = {
             normalise_text(name): i for i, name in enumerate(self.category.vocab)
         }
+
+    def _scalar_lookups(self) -> None:
+        """Memos and plain-Python copies for per-row look-ups."""
         # memo of `noun(row)` (a pure function of the row; a task asks for dozens)
         self._nouns: dict[int, str] = {}
         self._nouns_longest_first: dict[str, list[str]] = {
@@ -231,6 +248,9 @@ class GenContext:
         # several times more per element)
         self._price_list: list[float] = self.price.tolist()
         self._ship_days_list: list[int] = self.ship_days.tolist()
+
+    def _categories_and_policies(self) -> None:
+        """The categories tasks draw from and the policy look-ups of their references."""
         self.categories: list[str] = [
             c.name for c in CATEGORIES if len(self.in_stock_by_category.get(c.name, ())) >= 4
         ]
@@ -418,7 +438,7 @@ class GenContext:
         and again, and each answer is a pure function of the policy book."""
         hits = self._policy_hits.get(query)
         if hits is None:
-            from ecomrlve.env.tools import policy_search
+            from ecomrlve.env.shop.tools import policy_search
 
             found = policy_search(self.catalog, query)
             hits = self._policy_hits[query] = frozenset(p["policy_id"] for p in found)

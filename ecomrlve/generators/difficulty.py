@@ -112,6 +112,12 @@ HistoryLength = Annotated[
 ]
 IntentCount = Annotated[int, Field(ge=1, description="requests in one message: 1 + follow-ups")]
 SearchTopK = Annotated[int, Field(ge=1, le=50, description="top_k of the reference searches")]
+# A probability, or a knob's share of a cell's tasks (`generators/strata.py` places the share)
+Share = Annotated[float, Field(ge=0.0, le=1.0)]
+TwinOrderShare = Annotated[
+    float,
+    Field(ge=0.0, le=1.0, description="share of tasks whose order has a later twin, told by date"),
+]
 
 MIN_DIFFICULTY = 0
 MAX_DIFFICULTY = 10

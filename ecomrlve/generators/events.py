@@ -33,7 +33,7 @@ reference must act on, out of stock and a shipped order, are tried before a pric
 it only has to tell): 0 up to d8 (a random order), 1/2 at d9, 1 at d10. `failure_prob(d)`: P(a
 transient failure besides the change of the world): 1/2 up to d8, 3/4 at d9, 1 at d10.
 
-The env plays the events (`ecomrlve.env.events`) and the verifier judges each action on the
+The env plays the events (`ecomrlve.env.world.events`) and the verifier judges each action on the
 world as it was when taken.
 """
 
@@ -46,11 +46,12 @@ import numpy as np
 
 from ecomrlve.config import EVENTS_FROM, NO_EVENTS, EnvConfig
 from ecomrlve.env import reference_turns, verify
-from ecomrlve.env.events import names
+from ecomrlve.env.world.events import names
 from ecomrlve.generators.base import TaskKey
 from ecomrlve.generators.blocks import spoken_day
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.draws import seed_sequence
+from ecomrlve.generators.event_draft import EventDraft
 from ecomrlve.generators.followups import before_closer
 from ecomrlve.generators.talk import add_change_of_mind, add_clarify, talk_rng
 from ecomrlve.tasks import TRANSIENT_ERRORS, AnswerFact, Task, ToolCall, WorldEvent
@@ -80,99 +81,15 @@ def events_rng(key: TaskKey) -> np.random.Generator:
     return np.random.default_rng(seed_sequence(entropy))
 
 
-class _Draft:
-    """The reference and events being rewritten; insertions shift the events after them."""
-
-    def __init__(self, task: Task, ctx: GenContext, allow_decline: bool = True):
-        self.task = task
-        self.ctx = ctx
-        self.reference = [
-            ToolCall(name=c.name, arguments=dict(c.arguments)) for c in task.reference
-        ]
-        self.events: list[WorldEvent] = []
-        self.names = dict(task.goal.product_names)
-        self.core_calls = list(task.core_calls or ())
-        self.allow_decline = allow_decline
-        self.prompt = task.prompt  # a held-back detail rewrites it (`generators/talk.py`)
-        self.goal = task.goal.model_copy(deep=True)  # a change of mind rewrites the purchase
-
-    def insert(self, position: int, calls: list[ToolCall]) -> None:
-        """Insert event-handling `calls` (no core steps) at `position`."""
-        self.reference[position:position] = calls
-        for event in self.events:
-            if event.after_calls >= position:
-                event.after_calls += len(calls)
-        self.core_calls = [c + len(calls) if c >= position else c for c in self.core_calls]
-
-    def remove(self, position: int, core_instead: int) -> None:
-        """Remove reference call `position` (a write the customer no longer wants); a core step
-        passes to call `core_instead` (the question that settled it: the plan's core steps
-        stay as many)."""
-        if position in self.core_calls:
-            self.core_calls.append(core_instead)
-        del self.reference[position]
-        for event in self.events:
-            if event.after_calls > position:
-                event.after_calls -= 1
-        self.core_calls = sorted(c - (c > position) for c in self.core_calls if c != position)
-
-    def title(self, item_id: str) -> str:
-        row = self.ctx.catalog.row_of(item_id)
-        return self.ctx.titles[row] if row is not None else item_id
-
-    def price(self, item_id: str) -> float:
-        return float(self.ctx.catalog.price[self.ctx.catalog.row_of(item_id)])
-
-    def purchase_points(self) -> list[tuple[int, int]]:
-        """(add_to_cart index, index of the checkout after it) pairs of the reference."""
-        points = []
-        for a, call in enumerate(self.reference):
-            if call.name != "add_to_cart":
-                continue
-            later = [
-                c for c in range(a + 1, len(self.reference)) if self.reference[c].name == "checkout"
-            ]
-            if later:
-                points.append((a, later[0]))
-        return points
-
-    def cart_at(self, index: int) -> dict[str, int]:
-        """The cart just before reference call `index`."""
-        cart = {
-            line["item_id"]: line["quantity"] for line in self.task.initial_state.get("cart", [])
-        }
-        for call in self.reference[:index]:
-            args = call.arguments
-            if call.name == "add_to_cart":
-                cart[args["item_id"]] = cart.get(args["item_id"], 0) + int(args.get("quantity", 1))
-            elif call.name == "remove_from_cart":
-                cart.pop(args["item_id"], None)
-            elif call.name == "set_quantity":
-                if int(args["quantity"]) == 0:
-                    cart.pop(args["item_id"], None)
-                else:
-                    cart[args["item_id"]] = int(args["quantity"])
-            elif call.name == "checkout":
-                cart = {}
-        return cart
-
-    def within_budget(self, cart: dict[str, int], prices: dict[str, float]) -> bool:
-        purchase = self.goal.purchase
-        if purchase is None or purchase.budget is None:
-            return True
-        total = sum(prices.get(i, self.price(i)) * q for i, q in cart.items())
-        return total <= purchase.budget + 1e-6
-
-
 # ---- one event each ------------------------------------------------------------------------------
 # Every event hangs on a core call (one serving the main request, not an add-on) and is tied to
 # an action of the agent (`WorldEvent.before` / `after`), so an extra read never moves it; the
 # reference runs into it where a real shop shows it.
-def _is_core(draft: _Draft, index: int) -> bool:
+def _is_core(draft: EventDraft, index: int) -> bool:
     return not draft.core_calls or index in draft.core_calls
 
 
-def _price_change(draft: _Draft, rng: np.random.Generator) -> bool:
+def _price_change(draft: EventDraft, rng: np.random.Generator) -> bool:
     points = [(a, c) for a, c in draft.purchase_points() if _is_core(draft, a)]
     if not points:
         return False
@@ -212,7 +129,7 @@ def _price_change(draft: _Draft, rng: np.random.Generator) -> bool:
     return True
 
 
-def _past_budget(draft: _Draft, cart: dict[str, int], item_id: str, old: float) -> float | None:
+def _past_budget(draft: EventDraft, cart: dict[str, int], item_id: str, old: float) -> float | None:
     """A new price of `item_id` that takes the cart 5% of its price past the budget, if that is
     a rise of at most `MAX_RISE` (None: no budget, or too far to be plausible)."""
     purchase = draft.goal.purchase
@@ -226,7 +143,7 @@ def _past_budget(draft: _Draft, cart: dict[str, int], item_id: str, old: float) 
 
 
 def _over_budget(
-    draft: _Draft,
+    draft: EventDraft,
     a: int,
     item_id: str,
     old: float,
@@ -280,7 +197,7 @@ def _over_budget(
 
 
 def _state_budget(
-    draft: _Draft, cart: dict[str, int], item_id: str, old: float, rng: np.random.Generator
+    draft: EventDraft, cart: dict[str, int], item_id: str, old: float, rng: np.random.Generator
 ) -> float | None:
     """Give a purchase without a budget one the customer states (a sentence of the prompt and
     a customer fact): the cart's cost rounded up to whole dollars plus 5-15%, so a rise past it
@@ -356,7 +273,7 @@ OVER_BUDGET_QUESTIONS = (
 )
 
 
-def _last_search(draft: _Draft, before: int) -> list[str]:
+def _last_search(draft: EventDraft, before: int) -> list[str]:
     for call in reversed(draft.reference[:before]):
         if call.name == "search":
             args = call.arguments
@@ -367,7 +284,7 @@ def _last_search(draft: _Draft, before: int) -> list[str]:
     return []
 
 
-def _substitute(draft: _Draft, a: int, checkout: int) -> str | None:
+def _substitute(draft: EventDraft, a: int, checkout: int) -> str | None:
     """The next hit of the search before add `a` that fits the same purchase line, is in stock
     and keeps the cart within budget (what an agent reacting to the stock-out would pick)."""
     purchase = draft.task.goal.purchase
@@ -392,7 +309,7 @@ def _substitute(draft: _Draft, a: int, checkout: int) -> str | None:
     return None
 
 
-def _out_of_stock(draft: _Draft, rng: np.random.Generator) -> bool:
+def _out_of_stock(draft: EventDraft, rng: np.random.Generator) -> bool:
     """A product the reference buys sells out: at the add (the add is refused) or, once it is
     in the cart, at the checkout (refused, naming it); the reference swaps in the next fitting
     hit of its search."""
@@ -433,7 +350,7 @@ def _out_of_stock(draft: _Draft, rng: np.random.Generator) -> bool:
     return True
 
 
-def _order_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
+def _order_shipped(draft: EventDraft, rng: np.random.Generator) -> bool:
     """An order to cancel ships just before the cancel: the cancel is refused and the
     reference tells it. (An order whose cancel a purchase hangs on, `generators/dependent.py`,
     is not drawn: the goal's purchase would no longer be the one asked for.)"""
@@ -460,7 +377,7 @@ def _order_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
     return True
 
 
-def _bought_on(draft: _Draft, c: int, order: dict) -> bool:
+def _bought_on(draft: EventDraft, c: int, order: dict) -> bool:
     """Whether a later reference call opens the page of an item of `order` (a dependent
     purchase's first step), so what the reference buys hangs on cancel call `c`."""
     items = {line["item_id"] for line in order.get("items", [])}
@@ -470,7 +387,7 @@ def _bought_on(draft: _Draft, c: int, order: dict) -> bool:
     )
 
 
-def _status_shipped(draft: _Draft, rng: np.random.Generator) -> bool:
+def _status_shipped(draft: EventDraft, rng: np.random.Generator) -> bool:
     """An order the customer asks the status of ships just before the reference first looks
     at it (not one to cancel: `_order_shipped` draws those, nor one whose cancel is asked
     about). The told change replaces what the reference says of its status and date."""
@@ -526,7 +443,7 @@ def _subject(call: ToolCall) -> dict[str, str]:
     }
 
 
-def _tool_failure(draft: _Draft, rng: np.random.Generator) -> bool:
+def _tool_failure(draft: EventDraft, rng: np.random.Generator) -> bool:
     """A core call fails once (a shop service, not the customer: `ask_user` is the
     conversation itself): the first call of its tool naming its item or order."""
     calls = []
@@ -576,7 +493,7 @@ def confirm_prob(difficulty: int) -> float:
     return min(1.0, 0.5 * max(0, difficulty - CONFIRM_FROM + 1))
 
 
-def _confirmation(draft: _Draft, rng: np.random.Generator) -> bool:
+def _confirmation(draft: EventDraft, rng: np.random.Generator) -> bool:
     """The `confirm_writes` rule: the reference asks the customer before its first
     committing write (a yes, from the goal, lets every write after it through)."""
     writes = [k for k, c in enumerate(draft.reference) if c.name in COMMITTING]
@@ -655,7 +572,7 @@ def _with_events(task: Task, ctx: GenContext, key: TaskKey, *, allow_decline: bo
     none fit, None when the reference does not verify (logged)."""
     rng = events_rng(key)
     talk = talk_rng(key)
-    draft = _Draft(task, ctx, allow_decline)
+    draft = EventDraft(task, ctx, allow_decline)
     changed = False
     kinds = [str(kind) for kind in rng.permutation(WORLD_KINDS)]
     if rng.random() < acting_first_prob(task.difficulty):

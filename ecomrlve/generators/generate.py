@@ -31,7 +31,7 @@ import numpy as np
 import polars as pl
 
 from ecomrlve import store
-from ecomrlve.config import SCENARIOS, EnvConfig
+from ecomrlve.config import EnvConfig
 from ecomrlve.env import reference_turns, verify
 from ecomrlve.generators.base import GenerationError, ScenarioConfig, TaskKey
 from ecomrlve.generators.context import GenContext
@@ -39,7 +39,7 @@ from ecomrlve.generators.difficulty import axes_for, check_difficulty
 from ecomrlve.generators.draws import seed_sequence
 from ecomrlve.generators.events import EVENTS_FROM, add_events, check_events_from
 from ecomrlve.generators.fanout import chunk_executor, spawn_can_import_main
-from ecomrlve.generators.registry import get_scenario
+from ecomrlve.generators.registry import get_scenario, scenario_names
 from ecomrlve.progress import ProgressEvent, ProgressFn
 from ecomrlve.store import DataPaths, StoreError
 from ecomrlve.tasks import TASK_SCHEMA, Task
@@ -200,10 +200,9 @@ def band_probability(scenario: str, difficulty: int, band: tuple[int, int]) -> f
 def _band_probability(scenario: str, difficulty: int, lo: int, hi: int) -> float:
     generator = get_scenario(scenario)
     config = config_of(scenario, difficulty)
-    scenario_id = SCENARIOS.index(scenario)
     hits = 0
     for i in range(FEASIBILITY_SAMPLES):
-        entropy = [FEASIBILITY_STREAM, scenario_id, difficulty, i]
+        entropy = [FEASIBILITY_STREAM, generator.seed_id, difficulty, i]
         rng = np.random.default_rng(seed_sequence(entropy))
         hits += lo <= generator.plan(config, rng).core_steps <= hi
     return hits / FEASIBILITY_SAMPLES
@@ -373,26 +372,66 @@ def _chunk_rows(
     )
 
 
-def _plan_checked_run(
-    n: int,
-    seed: int,
-    scenarios: list[str] | None,
-    difficulty: tuple[int, int],
-    min_steps: int | None,
-    max_steps: int | None,
-    workers: int,
-    chunk_size: int,
-) -> tuple[tuple[int, int] | None, list[Chunk], GenerationReport]:
+@dataclass(frozen=True)
+class RunOptions:
+    """How `generate_tasks` and `generate_to_store` spread their `n` tasks and run the chunks
+    (their keyword arguments)."""
+
+    scenarios: list[str] | None = None  # None: every registered scenario
+    difficulty: tuple[int, int] = (0, 10)
+    min_steps: int | None = None  # the step band (core steps); None: no band
+    max_steps: int | None = None
+    workers: int = 1  # > 1: chunks in a process pool (needs a data directory)
+    progress: ProgressFn | None = None
+    chunk_size: int = CHUNK_SIZE
+    events_from: int = EVENTS_FROM  # the first difficulty with world events
+
+
+@dataclass
+class _PlannedRun:
+    band: tuple[int, int] | None
+    chunks: list[Chunk]
+    report: GenerationReport  # the skipped cells; the chunks' reports are merged into it
+
+
+def _plan_checked_run(n: int, seed: int, options: RunOptions) -> _PlannedRun:
     """Check a run's inputs; return its step band, its chunks and a report of skipped cells."""
     if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
         raise ValueError(f"the number of tasks must be positive, got {n!r}")
+    workers = options.workers
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers!r}")
-    scenarios = list(scenarios) if scenarios else list(SCENARIOS)
-    _check_common(seed, scenarios, difficulty)
-    band = check_band(min_steps, max_steps)
-    chunks, skipped = plan_run(n, scenarios, difficulty, band, chunk_size)
-    return band, chunks, GenerationReport(skipped_cells=skipped)
+    scenarios = list(options.scenarios) if options.scenarios else list(scenario_names())
+    _check_common(seed, scenarios, options.difficulty)
+    band = check_band(options.min_steps, options.max_steps)
+    chunks, skipped = plan_run(n, scenarios, options.difficulty, band, options.chunk_size)
+    return _PlannedRun(band, chunks, GenerationReport(skipped_cells=skipped))
+
+
+def _run_chunks(
+    ctx_or_data: GenContext | str | os.PathLike,
+    n: int,
+    seed: int,
+    planned: _PlannedRun,
+    options: RunOptions,
+) -> Iterator[tuple[Chunk, list[dict[str, Any]]]]:
+    """(chunk, validated rows) as each chunk finishes; merges each chunk's report into the
+    planned run's, reports progress after the caller has kept the rows, times the run."""
+    report = planned.report
+    report_progress = options.progress or (lambda event: None)
+    started = time.perf_counter()
+    done = 0
+    check_events_from(options.events_from)
+    for chunk, rows, part in _completed_chunks(
+        ctx_or_data, planned.chunks, seed, planned.band, options.workers, options.events_from
+    ):
+        report.merge(part)
+        done += chunk.count
+        yield chunk, rows
+        report_progress(
+            ProgressEvent("generate", done, n, unit="tasks", metrics={"last": _cell(chunk)})
+        )
+    report.seconds = time.perf_counter() - started
 
 
 def _completed_chunks(
@@ -442,47 +481,24 @@ def _completed_chunks(
 
 
 def generate_tasks(
-    ctx_or_data: GenContext | str | os.PathLike,
-    n: int,
-    seed: int,
-    scenarios: list[str] | None = None,
-    difficulty: tuple[int, int] = (0, 10),
-    min_steps: int | None = None,
-    max_steps: int | None = None,
-    workers: int = 1,
-    progress: ProgressFn | None = None,
-    chunk_size: int = CHUNK_SIZE,
-    events_from: int = EVENTS_FROM,
+    ctx_or_data: GenContext | str | os.PathLike, n: int, seed: int, **options: Any
 ) -> tuple[pl.DataFrame, GenerationReport]:
     """`n` tasks spread evenly over scenarios x difficulties (cells that cannot reach the step
-    band are skipped and reported), validated through the env's verifier.
+    band are skipped and reported), validated through the env's verifier. `options` are the
+    fields of `RunOptions` (scenarios, difficulty, min_steps, max_steps, workers, progress,
+    chunk_size, events_from).
 
     `workers > 1` runs chunks in a process pool (needs a data directory, not a context).
     Every row is held in memory: for large runs straight into the store, `generate_to_store`.
     """
-    band, chunks, report = _plan_checked_run(
-        n, seed, scenarios, difficulty, min_steps, max_steps, workers, chunk_size
-    )
-    report_progress = progress or (lambda event: None)
-    started = time.perf_counter()
-    parts: list[list[dict[str, Any]]] = []
-    done = 0
-    check_events_from(events_from)
-    for chunk, rows, part in _completed_chunks(
-        ctx_or_data, chunks, seed, band, workers, events_from
-    ):
-        parts.append(rows)
-        report.merge(part)
-        done += chunk.count
-        report_progress(
-            ProgressEvent("generate", done, n, unit="tasks", metrics={"last": _cell(chunk)})
-        )
-    report.seconds = time.perf_counter() - started
+    run = RunOptions(**options)
+    planned = _plan_checked_run(n, seed, run)
+    parts = [rows for _, rows in _run_chunks(ctx_or_data, n, seed, planned, run)]
     rows = [row for part in parts for row in part]
     df = rows_frame(rows)
     if df.height:
         df = df.sort("scenario", "difficulty", "index")
-    return df, report
+    return df, planned.report
 
 
 SUMMARY_COLUMNS = ("task_id", "scenario", "difficulty", "min_steps")
@@ -493,20 +509,10 @@ def _cell(chunk: Any) -> str:
 
 
 def generate_to_store(
-    data_dir: str | os.PathLike,
-    n: int,
-    seed: int,
-    run_name: str,
-    scenarios: list[str] | None = None,
-    difficulty: tuple[int, int] = (0, 10),
-    min_steps: int | None = None,
-    max_steps: int | None = None,
-    workers: int = 1,
-    progress: ProgressFn | None = None,
-    chunk_size: int = CHUNK_SIZE,
-    events_from: int = EVENTS_FROM,
+    data_dir: str | os.PathLike, n: int, seed: int, run_name: str, **options: Any
 ) -> tuple[pl.DataFrame, GenerationReport, list[Path]]:
-    """`generate_tasks` + `write_tasks` in memory bounded by one chunk and one partition.
+    """`generate_tasks` + `write_tasks` in memory bounded by one chunk and one partition
+    (`options`: the fields of `RunOptions`, as for `generate_tasks`).
 
     Each finished chunk is spilled as Parquet into a hidden folder under `tasks/` (invisible to
     the views, swept by `store.recover` if this process dies); at the end the partitions are
@@ -515,36 +521,24 @@ def generate_to_store(
     the files. Raises StoreError (nothing written) when no task is valid.
     """
     store.validate_identifier(run_name, "run name")
-    band, chunks, report = _plan_checked_run(
-        n, seed, scenarios, difficulty, min_steps, max_steps, workers, chunk_size
-    )
+    run = RunOptions(**options)
+    planned = _plan_checked_run(n, seed, run)
+    report = planned.report
     paths = DataPaths.of(data_dir)
     if not paths.products.exists():
         raise StoreError(f"no catalog at {paths.catalog}: run `ecomrlve catalog` first")
-    report_progress = progress or (lambda event: None)
-    started = time.perf_counter()
     spill = store.temp_path_for(paths.tasks / f"spill-{run_name}")
     spilled: dict[tuple[str, int], list[Path]] = {}
     summaries: list[pl.DataFrame] = []
-    done = 0
     try:
         spill.mkdir(parents=True)
-        check_events_from(events_from)
-        for chunk, rows, part in _completed_chunks(
-            paths.root, chunks, seed, band, workers, events_from
-        ):
-            report.merge(part)
-            done += chunk.count
+        for chunk, rows in _run_chunks(paths.root, n, seed, planned, run):
             if rows:
                 frame = rows_frame(rows)
                 path = spill / f"{chunk.scenario}-d{chunk.difficulty}-i{chunk.start_index}.parquet"
                 frame.write_parquet(path, compression="zstd", statistics=False)
                 spilled.setdefault((chunk.scenario, chunk.difficulty), []).append(path)
                 summaries.append(frame.select(SUMMARY_COLUMNS))
-            report_progress(
-                ProgressEvent("generate", done, n, unit="tasks", metrics={"last": _cell(chunk)})
-            )
-        report.seconds = time.perf_counter() - started
         if not spilled:
             raise StoreError(
                 f"no valid task was generated ({report.invalid} failed validation, "
@@ -581,7 +575,7 @@ def write_tasks(
     missing = [c for c in TASK_SCHEMA if c not in df.columns]
     if missing:
         raise StoreError(f"task rows lack column(s) {missing}")
-    unknown = set(df["scenario"].unique()) - set(SCENARIOS)
+    unknown = set(df["scenario"].unique()) - set(scenario_names())
     if unknown or df["difficulty"].min() < 0:
         raise StoreError(f"task rows with unknown scenario(s) {sorted(unknown)} or difficulty < 0")
     dupes = df.filter(pl.col("task_id").is_duplicated())

@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 
 from ecomrlve.catalogs.taxonomy import CATEGORIES
-from ecomrlve.env.user import SimulatedUser
+from ecomrlve.env.episode.user import SimulatedUser
 from ecomrlve.generators.phrasing import QUESTION_WORDS
 from ecomrlve.tasks import Task
 

@@ -63,8 +63,8 @@ from ecomrlve.generators.phrasing import money, render, size_phrase
 from ecomrlve.tasks import AnswerFact, Task
 
 if TYPE_CHECKING:
-    from ecomrlve.generators.base import Draft, Plan
     from ecomrlve.generators.context import GenContext
+    from ecomrlve.generators.draft import Draft, Plan
 
 LATE_STREAM = 0x1A7E5  # the last entropy word of a task's late-demand stream
 # each demand and the first difficulty that asks it, in that order (a harder task asks the

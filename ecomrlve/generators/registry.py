@@ -1,60 +1,90 @@
-"""The scenario registry: every scenario imported explicitly, registered once, looked up by name.
+"""The scenario registry: every scenario found in its module, registered once, looked up by name.
 
-Adding a tenth scenario = one module under `generators/scenarios/` with a `Scenario` subclass +
-one entry in `SCENARIO_TYPES` here. A scenario's seed id is its position in `SCENARIO_TYPES`;
-`ecomrlve.config.SCENARIOS` (the contract's list of names, which layers below the generators
-read) must name them in the same order, which is checked on import.
+Adding a scenario is one module under `generators/scenarios/` that defines a `Scenario` subclass
+with its `name`, its `seed_id` (the next free number: it is part of every task's seed, so it is
+never changed or reused) and its `Config`. `discover` imports each module of that package and
+registers the subclasses it defines; nothing else lists the scenarios. The layers below the
+generators (`config`, `tasks`) check only the shape of a scenario name; the names themselves are
+checked here (`check_scenarios`) and by the layers above.
 """
 
 from __future__ import annotations
 
-from ecomrlve.config import SCENARIOS
-from ecomrlve.generators.base import Scenario
-from ecomrlve.generators.scenarios.bundle import Bundle
-from ecomrlve.generators.scenarios.cancel import Cancel
-from ecomrlve.generators.scenarios.cart import Cart
-from ecomrlve.generators.scenarios.journey import Journey
-from ecomrlve.generators.scenarios.order_status import OrderStatus
-from ecomrlve.generators.scenarios.policy import Policy
-from ecomrlve.generators.scenarios.product_discovery import ProductDiscovery
-from ecomrlve.generators.scenarios.returns import Return
-from ecomrlve.generators.scenarios.substitution import Substitution
+import importlib
+import inspect
+import pkgutil
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from types import ModuleType
 
-# In seed-id order: never reorder (a task id's seed stream depends on the position).
-SCENARIO_TYPES: tuple[type[Scenario], ...] = (
-    ProductDiscovery,
-    Substitution,
-    Cart,
-    Return,
-    OrderStatus,
-    Policy,
-    Bundle,
-    Journey,
-    Cancel,
-)
+import ecomrlve.generators.scenarios as scenario_package
+from ecomrlve.config import SCENARIO_NAME
+from ecomrlve.generators.base import REGISTRY, Scenario
 
-REGISTRY: dict[str, Scenario] = {}
+
+def scenario_types(package: ModuleType = scenario_package) -> list[type[Scenario]]:
+    """The concrete `Scenario` subclasses defined in the modules of `package`, in seed-id order."""
+    found = []
+    for info in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
+        module = importlib.import_module(info.name)
+        found += [
+            value
+            for value in vars(module).values()
+            if inspect.isclass(value)
+            and issubclass(value, Scenario)
+            and value.__module__ == module.__name__
+            and not inspect.isabstract(value)
+        ]
+    return sorted(found, key=lambda t: t.seed_id)
 
 
 def register(scenario: Scenario, registry: dict[str, Scenario] = REGISTRY) -> Scenario:
-    """Add `scenario` under its name; a duplicate or an unlisted name is an error."""
-    name = scenario.name
+    """Add `scenario` under its name, keeping `registry` in seed-id order; a name or a seed id
+    that is taken is an error."""
+    name, seed_id = getattr(scenario, "name", None), getattr(scenario, "seed_id", None)
+    if not isinstance(name, str) or not SCENARIO_NAME.fullmatch(name):
+        raise ValueError(f"{type(scenario).__name__}: name must be lower-case letters and _")
     if name in registry:
         raise ValueError(f"scenario {name!r} is already registered")
-    if name not in SCENARIOS:
-        raise ValueError(
-            f"scenario {name!r} is not in ecomrlve.config.SCENARIOS (its position is its seed id)"
-        )
-    registry[name] = scenario
+    if isinstance(seed_id, bool) or not isinstance(seed_id, int) or seed_id < 0:
+        raise ValueError(f"scenario {name!r}: seed_id must be an int >= 0, got {seed_id!r}")
+    taken = {s.seed_id: s.name for s in registry.values()}
+    if seed_id in taken:
+        raise ValueError(f"scenario {name!r}: seed_id {seed_id} is taken by {taken[seed_id]!r}")
+    ordered = sorted([*registry.values(), scenario], key=lambda s: s.seed_id)
+    registry.clear()
+    registry.update((s.name, s) for s in ordered)
     return scenario
 
 
-for _type in SCENARIO_TYPES:
-    register(_type())
-if tuple(REGISTRY) != SCENARIOS:
-    raise RuntimeError(
-        f"internal: SCENARIO_TYPES {list(REGISTRY)} and config.SCENARIOS {list(SCENARIOS)} differ"
-    )
+def discover(registry: dict[str, Scenario] = REGISTRY) -> dict[str, Scenario]:
+    """Fill `registry` (emptied first) with one instance of every scenario of the package."""
+    registry.clear()
+    for scenario_type in scenario_types():
+        register(scenario_type(), registry)
+    return registry
+
+
+discover()
+
+
+@contextmanager
+def registered(*scenarios: Scenario) -> Iterator[None]:
+    """`scenarios` registered for the block only (a test's own scenario); the registry is as it
+    was afterwards, whatever the block raised."""
+    before = dict(REGISTRY)
+    try:
+        for scenario in scenarios:
+            register(scenario)
+        yield
+    finally:
+        REGISTRY.clear()
+        REGISTRY.update(before)
+
+
+def scenario_names() -> tuple[str, ...]:
+    """The registered scenario names, in seed-id order."""
+    return tuple(REGISTRY)
 
 
 def get_scenario(name: str) -> Scenario:
@@ -65,10 +95,17 @@ def get_scenario(name: str) -> Scenario:
         raise ValueError(f"unknown scenario {name!r}; known: {', '.join(REGISTRY)}") from None
 
 
+def check_scenarios(names: Iterable[str]) -> None:
+    """ValueError naming the `names` that are no registered scenario."""
+    unknown = [s for s in names if s not in REGISTRY]
+    if unknown:
+        raise ValueError(f"unknown scenario(s) {unknown}; known: {list(REGISTRY)}")
+
+
 def parse_scenarios(text: str | None) -> list[str]:
-    """`"cart,policy"` -> ["cart", "policy"] (None or "" -> all, in SCENARIOS order)."""
+    """`"cart,policy"` -> ["cart", "policy"] (None or "" -> all, in seed-id order)."""
     if text is None or not text.strip():
-        return [s for s in SCENARIOS if s in REGISTRY]
+        return list(REGISTRY)
     names = [s.strip() for s in text.split(",") if s.strip()]
     for name in names:
         get_scenario(name)

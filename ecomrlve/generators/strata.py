@@ -62,3 +62,10 @@ def in_share(share: float, drawn: float) -> bool:
     by the cell position when one is set, else by the caller's uniform draw `drawn`."""
     position = _POSITION.get()
     return (drawn if position is None else position) < share
+
+
+def drawn_in_share(share: float, rng: np.random.Generator) -> bool:
+    """`in_share` with the task's own uniform draw from `rng`, and no draw at share 0: a knob
+    that is off moves none of the task's other draws (the tasks before the knob stay as they
+    were)."""
+    return share > 0 and in_share(share, rng.random())

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ecomrlve.env.user import KEYWORD_PATTERNS, is_confirmation
+from ecomrlve.env.episode.user import KEYWORD_PATTERNS, is_confirmation
 from ecomrlve.generators.blocks import spoken_day
 from ecomrlve.generators.draws import pick, seed_sequence
 from ecomrlve.generators.followups import before_closer
@@ -36,7 +36,7 @@ from ecomrlve.tasks import ToolCall, WorldEvent
 
 if TYPE_CHECKING:
     from ecomrlve.generators.base import TaskKey
-    from ecomrlve.generators.events import _Draft
+    from ecomrlve.generators.event_draft import EventDraft
 
 TALK_STREAM = 0x7A1C  # the last entropy word of a task's talk-back stream
 CLARIFY_FROM = 8
@@ -96,7 +96,7 @@ def _items(order: dict) -> tuple[str, ...]:
     return tuple(sorted(line["item_id"] for line in order["items"]))
 
 
-def add_clarify(draft: _Draft, rng: np.random.Generator) -> bool:
+def add_clarify(draft: EventDraft, rng: np.random.Generator) -> bool:
     """Hold back the day that tells the order meant from its twin (same products): the prompt
     says a vague time instead, and the reference asks which order before its first call on
     either. Only where the prompt says the day once, no question of the reference asks about
@@ -144,7 +144,7 @@ def add_clarify(draft: _Draft, rng: np.random.Generator) -> bool:
     return True
 
 
-def add_change_of_mind(draft: _Draft, rng: np.random.Generator) -> bool:
+def add_change_of_mind(draft: EventDraft, rng: np.random.Generator) -> bool:
     """Asked to confirm the purchase, the customer wants 2 or 3 units of a product the
     reference adds once, instead of one. The reference asks before its checkout (the shop's
     confirmation rule's question where that is the one before it, else a question the prompt

@@ -21,12 +21,12 @@ evicted; HTTP bodies and WebSocket messages over `max_body_bytes` are refused. O
 to `/ws`, where multi-turn episodes run.
 
 One shared world (`--shared-seats K`, issue 47): the server hosts one `SharedWorld` of K seats
-(`ecomrlve.env.shared`) instead of an episode per session. Each client has its own token (one
-per seat, `seat_tokens`); a WebSocket session opened with seat k's token plays seat k: its
+(`ecomrlve.env.episode.shared`) instead of an episode per session. Each client has its own token
+(one per seat, `seat_tokens`); a WebSocket session opened with seat k's token plays seat k: its
 `reset` joins the world (the first reset after every seat has finished draws the next world,
-`draw_shared_tasks`), its `step`s play that seat's turns now, in the order they arrive, under
-one lock (the stock, prices and order queue stay consistent), and its `state` shows that seat's
-own customer, cart and orders only. A seat whose session closes mid-episode is ended (judged as
+`draw_shared_tasks`), its `step`s play that seat's turns now, in the order they arrive, under one
+lock (the stock, prices and order queue stay consistent), and its `state` shows that seat's own
+customer, cart and orders only. A seat whose session closes mid-episode is ended (judged as
 truncated). See `SharedTable`.
 """
 
@@ -62,10 +62,10 @@ from pydantic import Field
 
 from ecomrlve import store
 from ecomrlve.config import EnvConfig
-from ecomrlve.env.catalog import Catalog
-from ecomrlve.env.environment import EcomEnv
-from ecomrlve.env.environment import StepResult as EnvStep
-from ecomrlve.env.shared import SharedWorld, draw_shared_tasks
+from ecomrlve.env.episode.environment import EcomEnv
+from ecomrlve.env.episode.environment import StepResult as EnvStep
+from ecomrlve.env.episode.shared import SharedWorld, draw_shared_tasks
+from ecomrlve.env.shop.products import Catalog
 from ecomrlve.tasks import Task
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""PettingZoo: several shoppers in one shop (`ecomrlve.env.shared`) as a `ParallelEnv`.
+"""PettingZoo: several shoppers in one shop (`ecomrlve.env.episode.shared`) as a `ParallelEnv`.
 
     from ecomrlve.integrations.pettingzoo import parallel_env
 
@@ -23,7 +23,8 @@ any text is accepted as an action (the space is what `sample()` draws from).
 
 Each reset draws K tasks from the store's `tasks` view (`where`: an SQL filter) so that they
 contend for one scarce item (`contention`: the probability a seat wants it too; None: the
-difficulty ladder's, `ecomrlve.env.shared.contention_at`; `ecomrlve.env.shared.draw_shared_tasks`).
+difficulty ladder's, `ecomrlve.env.episode.shared.contention_at`;
+`ecomrlve.env.episode.shared.draw_shared_tasks`).
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ from gymnasium.spaces import Text
 from pettingzoo import ParallelEnv
 
 from ecomrlve.config import EnvConfig
-from ecomrlve.env.catalog import Catalog
-from ecomrlve.env.shared import DemandRule, SharedWorld, draw_shared_tasks
+from ecomrlve.env.episode.shared import DemandRule, SharedWorld, draw_shared_tasks
+from ecomrlve.env.shop.products import Catalog
 from ecomrlve.tasks import Task, read_tasks
 
 MAX_OBSERVATION_CHARS = 1_000_000

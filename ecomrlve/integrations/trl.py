@@ -43,9 +43,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ecomrlve.config import EnvConfig
-from ecomrlve.env.catalog import Catalog
-from ecomrlve.env.environment import EcomEnv
-from ecomrlve.env.tools import TOOL_SPECS, ToolSpec, tool_schemas
+from ecomrlve.env.episode.environment import EcomEnv
+from ecomrlve.env.shop.products import Catalog
+from ecomrlve.env.shop.tools import TOOL_SPECS, ToolSpec, tool_schemas
 from ecomrlve.integrations.verl.rows import VERL_DIR, VERL_VAL_FILE, task_from_verl_row
 
 _PY_TYPES: dict[str, Any] = {

@@ -115,7 +115,7 @@ class ShallowAgent:
         self.order_lines: set[str] = set()  # item ids of the order lines shown
         self.task = task
         self.catalog = catalog
-        self.env = EcomEnv(task, catalog, config)
+        self.config = config  # of the env `play` opens (a seat's turns need none)
         self.prompt = task.prompt.lower()
         self.prompt_words = _words(task.prompt)
         self.hits: list[str] = []  # item ids of the latest search, in order
@@ -336,7 +336,7 @@ class ShallowAgent:
         yield self.text
 
     def play(self) -> BaselineResult:
-        env = self.env
+        env = EcomEnv(self.task, self.catalog, self.config)
         env.reset()
         turns = self.turns()
         turn = next(turns)

@@ -1,11 +1,11 @@
-"""What the benchmark scripts share: a generated store they reuse between runs, and the plain
-aligned table they print."""
+"""What the benchmark scripts share: a generated store they reuse between runs, the plain
+aligned table they print, and per scenario x difficulty tables over generated plans."""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -13,7 +13,10 @@ import polars as pl
 
 from ecomrlve.catalogs import build_catalog
 from ecomrlve.env import Catalog
-from ecomrlve.generators import GenerationReport, generate_tasks
+from ecomrlve.generators import GenerationReport, TaskKey, generate_tasks
+from ecomrlve.generators.base import Plan
+from ecomrlve.generators.generate import config_of
+from ecomrlve.generators.registry import get_scenario, scenario_names
 
 
 def generated_store(
@@ -26,6 +29,25 @@ def generated_store(
         build_catalog(data, products, seed=seed)
     frame, report = generate_tasks(data, tasks, seed=seed)
     return data, Catalog.load(data), frame, report
+
+
+def plan_table(
+    difficulties: Iterable[int], cell: Callable[[str, Iterator[Plan]], str], *, plans: int
+) -> list[tuple[str, ...]]:
+    """A row per scenario, a column per difficulty: `cell(scenario, its plans)` over the plans of
+    tasks 0..plans-1 of that cell (seed 41), with a header row."""
+    difficulties = list(difficulties)
+    rows = [("scenario", *(f"d{d}" for d in difficulties))]
+    for scenario in scenario_names():
+        rows.append((scenario, *(cell(scenario, _plans(scenario, d, plans)) for d in difficulties)))
+    return rows
+
+
+def _plans(scenario: str, difficulty: int, count: int) -> Iterator[Plan]:
+    generator, config = get_scenario(scenario), config_of(scenario, difficulty)
+    for i in range(count):
+        key = TaskKey(scenario, 41, difficulty, i)
+        yield generator.plan_task(config, key.rng(), key)
 
 
 def print_table(rows: Sequence[Sequence[str]], *, numeric: bool = False) -> None:

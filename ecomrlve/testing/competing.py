@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ecomrlve.env import Catalog, final_answer, format_call, reference_turns
-from ecomrlve.env.reference import reference_cart
-from ecomrlve.env.shared import SharedWorld
+from ecomrlve.env.episode.reference import reference_cart
+from ecomrlve.env.episode.shared import SharedWorld
 from ecomrlve.tasks import Goal, PurchaseSpec, Slot, Task, ToolCall
 from ecomrlve.testing.baseline import ShallowAgent
 

@@ -74,6 +74,17 @@ def _first(catalog: Catalog, predicate) -> dict[str, Any]:
     raise LookupError("no product fits the fixture rule")
 
 
+def _variant_filters(row: dict[str, Any]) -> dict[str, Any]:
+    """Search filters that find `row`'s exact variant (category, brand, colour, size), in stock."""
+    return {
+        "category": row["category"],
+        "brand": row["brand"],
+        "color": row["color"],
+        "size": row["size"],
+        "in_stock": True,
+    }
+
+
 def make_state(
     cart: list | None = None, orders: list | None = None, membership: str = "standard"
 ) -> dict[str, Any]:
@@ -146,13 +157,7 @@ def purchase_task(catalog: Catalog | None = None) -> Task:
         catalog,
         lambda r: r["category"] == "t-shirts" and r["stock"] >= 3 and other_variant_in_stock(r),
     )
-    filters = {
-        "category": "t-shirts",
-        "brand": target["brand"],
-        "color": target["color"],
-        "size": target["size"],
-        "in_stock": True,
-    }
+    filters = _variant_filters(target)
     acceptable = _ids(catalog, filters)
     return _task(
         "fx-purchase",
@@ -359,13 +364,7 @@ def ask_user_task(
     """Buy two items of a sneaker whose colour and size only the user knows."""
     catalog = catalog or small_catalog()
     target = _first(catalog, lambda r: r["category"] == "sneakers" and r["stock"] >= 4)
-    filters = {
-        "category": "sneakers",
-        "brand": target["brand"],
-        "color": target["color"],
-        "size": target["size"],
-        "in_stock": True,
-    }
+    filters = _variant_filters(target)
     acceptable = _ids(catalog, filters)
     return _task(
         "fx-ask",

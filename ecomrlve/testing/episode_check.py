@@ -14,7 +14,7 @@ from typing import Any
 
 from ecomrlve.config import EnvConfig
 from ecomrlve.env import Catalog, EcomEnv, verify
-from ecomrlve.env.tools import WRITE_TOOLS
+from ecomrlve.env.shop.tools import WRITE_TOOLS
 from ecomrlve.tasks import Task
 from ecomrlve.testing.fuzzer import Fuzzer
 from ecomrlve.testing.leaks import LeakScanner
@@ -135,7 +135,6 @@ def play_checked(
     initial_hash = env.state_hash()
     turns: list[Any] = []
     observation: list[dict[str, Any]] = []
-    low, high = config.reward_range
     for _ in range(env.max_turns + 2):
         turn = next_turn(observation)
         turns.append(turn)
@@ -153,63 +152,101 @@ def play_checked(
             return check
         check.turns += 1
         observation = result.observation
-        try:
-            results = _tool_results(observation)
-        except (ValueError, TypeError, KeyError) as err:
-            check.add("malformed observations", f"tool content is not JSON: {err}")
-            results = []
-        if any(m.get("role") not in ("tool", "user") for m in observation):
-            check.add("malformed observations", "an observation that is not a tool/user message")
-        if any(not isinstance(content, dict) for _, content in results):
-            check.add("malformed observations", "a tool result that is not an object")
-        wrote = any(
-            name in WRITE_TOOLS and "error" not in content
-            for name, content in results
-            if isinstance(content, dict)
-        )
-        # a world event (stock, price, an order shipping) that fired this turn changes the
-        # state by itself
-        changed_by_world = len(env.record.events_fired) > events_before
-        if not wrote and not changed_by_world and env.state_hash() != before:
-            check.add("state corruptions", f"turn {check.turns}: no successful write, new hash")
-        try:
-            _check_state(env, check)
-        except (ValueError, TypeError) as err:
-            check.add("state corruptions", f"state() is not JSON: {err}")
+        results = _check_observation(observation, check)
+        _check_turn_state(env, check, results, before, events_before)
         if scanner is not None:
             new_calls = env.record.calls[calls_before:]
             for problem in scanner.scan_turn(turn, observation, new_calls, env):
                 check.add("leaks", problem)
-        reward = result.reward
-        if not isinstance(reward, float) or not math.isfinite(reward):
-            check.add("reward-range violations", f"reward {reward!r}")
-        elif not result.done and reward != 0.0:
-            check.add("reward-range violations", f"intermediate reward {reward}")
-        elif config.binary_reward and reward not in (0.0, 1.0):
-            check.add("reward-range violations", f"binary reward {reward}")
-        elif not low <= reward <= high:
-            check.add("reward-range violations", f"reward {reward} outside [{low}, {high}]")
+        _check_reward(result.reward, result.done, config, check)
         if result.done:
-            verdict = result.info.get("verdict")
-            if verdict is None or verdict.reward != reward:
-                check.add("reward-range violations", "the final reward is not the verdict's")
-            again = env.step("<tool_call>{}</tool_call>")
-            if not again.done or again.reward != 0.0 or again.observation:
-                check.add("non-terminations", "a step after the end was played")
-            if replay and verdict is not None:
-                # verify replays without a transcript: every field of its verdict must be
-                # the live (transcript-keeping) episode's
-                replayed = verify(task, turns, catalog, config)
-                if replayed.to_json() != verdict.to_json():
-                    check.add("replay mismatches", f"live {verdict.reward} != {replayed.reward}")
-            env.reset()
-            if env.state_hash() != initial_hash:
-                check.add("state corruptions", "reset() does not restore the initial state")
+            _check_end(env, result, turns, replay, initial_hash, check)
             return check
         if check.turns >= env.max_turns:
             break
     check.add("non-terminations", f"not done after {check.turns} turns (limit {env.max_turns})")
     return check
+
+
+def _check_observation(
+    observation: list[dict[str, Any]], check: EpisodeCheck
+) -> list[tuple[str, dict[str, Any]]]:
+    """Tool and user messages only, each tool result a JSON object; the tool results."""
+    try:
+        results = _tool_results(observation)
+    except (ValueError, TypeError, KeyError) as err:
+        check.add("malformed observations", f"tool content is not JSON: {err}")
+        results = []
+    if any(m.get("role") not in ("tool", "user") for m in observation):
+        check.add("malformed observations", "an observation that is not a tool/user message")
+    if any(not isinstance(content, dict) for _, content in results):
+        check.add("malformed observations", "a tool result that is not an object")
+    return results
+
+
+def _check_turn_state(
+    env: EcomEnv,
+    check: EpisodeCheck,
+    results: list[tuple[str, dict[str, Any]]],
+    before: str,
+    events_before: int,
+) -> None:
+    """A turn without a successful write or a world event keeps the state hash `before`; the
+    state stays well-formed."""
+    wrote = any(
+        name in WRITE_TOOLS and "error" not in content
+        for name, content in results
+        if isinstance(content, dict)
+    )
+    # a world event (stock, price, an order shipping) that fired this turn changes the
+    # state by itself
+    changed_by_world = len(env.record.events_fired) > events_before
+    if not wrote and not changed_by_world and env.state_hash() != before:
+        check.add("state corruptions", f"turn {check.turns}: no successful write, new hash")
+    try:
+        _check_state(env, check)
+    except (ValueError, TypeError) as err:
+        check.add("state corruptions", f"state() is not JSON: {err}")
+
+
+def _check_reward(reward: Any, done: bool, config: EnvConfig, check: EpisodeCheck) -> None:
+    """A finite float, 0 until the end, then 0/1 (binary) or within `config.reward_range`."""
+    low, high = config.reward_range
+    if not isinstance(reward, float) or not math.isfinite(reward):
+        check.add("reward-range violations", f"reward {reward!r}")
+    elif not done and reward != 0.0:
+        check.add("reward-range violations", f"intermediate reward {reward}")
+    elif config.binary_reward and reward not in (0.0, 1.0):
+        check.add("reward-range violations", f"binary reward {reward}")
+    elif not low <= reward <= high:
+        check.add("reward-range violations", f"reward {reward} outside [{low}, {high}]")
+
+
+def _check_end(
+    env: EcomEnv,
+    result: Any,
+    turns: list[Any],
+    replay: bool,
+    initial_hash: str,
+    check: EpisodeCheck,
+) -> None:
+    """At the end: the reward is the verdict's, a further step plays nothing, a replay gives
+    the same verdict (with `replay`), and `reset()` restores the initial state."""
+    verdict = result.info.get("verdict")
+    if verdict is None or verdict.reward != result.reward:
+        check.add("reward-range violations", "the final reward is not the verdict's")
+    again = env.step("<tool_call>{}</tool_call>")
+    if not again.done or again.reward != 0.0 or again.observation:
+        check.add("non-terminations", "a step after the end was played")
+    if replay and verdict is not None:
+        # verify replays without a transcript: every field of its verdict must be
+        # the live (transcript-keeping) episode's
+        replayed = verify(env.task, turns, env.catalog, env.config)
+        if replayed.to_json() != verdict.to_json():
+            check.add("replay mismatches", f"live {verdict.reward} != {replayed.reward}")
+    env.reset()
+    if env.state_hash() != initial_hash:
+        check.add("state corruptions", "reset() does not restore the initial state")
 
 
 def fuzz_episode(

@@ -17,7 +17,7 @@ import datetime as dt
 import re
 
 from ecomrlve.env import Catalog, EcomEnv, final_answer, format_call, reference_turns, verify
-from ecomrlve.env.reference import refused_calls
+from ecomrlve.env.episode.reference import refused_calls
 from ecomrlve.tasks import Task
 
 READS = frozenset(("search", "get_product", "view_cart", "list_orders", "get_order",
@@ -222,7 +222,7 @@ def early_price_change(task: Task) -> tuple[Task, list[str]] | None:
 
 def prompt_states_all(task: Task) -> bool:
     """Are all of the task's stated facts values the customer's own request states?"""
-    from ecomrlve.env.facts import KINDS, normalise
+    from ecomrlve.env.judge.facts import KINDS, normalise
 
     text = normalise(task.prompt)
     for fact in task.goal.answer_facts:

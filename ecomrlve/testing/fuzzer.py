@@ -12,13 +12,13 @@ import functools
 import json
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ecomrlve.config import SCENARIOS
 from ecomrlve.env import Catalog
-from ecomrlve.env.tools import TOOL_NAMES
+from ecomrlve.env.shop.tools import TOOL_NAMES
 from ecomrlve.generators import GenContext, generate_task
+from ecomrlve.generators.registry import scenario_names
 from ecomrlve.tasks import Task
 from ecomrlve.testing import env_tasks as fx
 
@@ -30,6 +30,24 @@ def gen_context() -> GenContext:
     return GenContext(fx.small_catalog())
 
 
+def generated_tasks(
+    ctx: GenContext,
+    scenarios: Iterable[str],
+    difficulties: Iterable[int],
+    per_cell: int,
+    seed: int,
+) -> Iterator[Task]:
+    """Tasks 0..per_cell-1 of every scenario x difficulty cell of `seed`, scenario-major; the
+    ones generation gives up on are left out."""
+    difficulties = tuple(difficulties)
+    for scenario in scenarios:
+        for d in difficulties:
+            for i in range(per_cell):
+                task = generate_task(ctx, scenario, seed, d, i)
+                if task is not None:
+                    yield task
+
+
 @functools.lru_cache(maxsize=8)
 def task_pool(
     difficulties: tuple[int, ...] = (0, 2, 5, 8, 10), per_cell: int = 1, seed: int = 101
@@ -37,7 +55,7 @@ def task_pool(
     """Generated tasks of every scenario at `difficulties` (`per_cell` each) + fixture tasks."""
     ctx = gen_context()
     tasks: list[Task] = []
-    for scenario in SCENARIOS:
+    for scenario in scenario_names():
         for d in difficulties:
             for i in range(per_cell):
                 task = generate_task(ctx, scenario, seed, d, i)

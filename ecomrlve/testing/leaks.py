@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ecomrlve.env import Catalog, EcomEnv
-from ecomrlve.env.facts import spellings
+from ecomrlve.env.judge.facts import spellings
 from ecomrlve.tasks import Goal, Task
 from ecomrlve.testing.fuzzer import _mark_big_ints
 

@@ -23,8 +23,8 @@ import datetime as dt
 import re
 
 from ecomrlve.env import Catalog, EcomEnv, final_answer, format_call
-from ecomrlve.env.reference import CONFIRMATION
-from ecomrlve.env.verifier import MAX_ANSWER_CHARS
+from ecomrlve.env.episode.reference import CONFIRMATION
+from ecomrlve.env.judge.verifier import MAX_ANSWER_CHARS
 from ecomrlve.tasks import AnswerFact, Task
 
 REWRITES = [
@@ -198,36 +198,38 @@ WRITES = frozenset(
      "return_item", "exchange_item", "recommend")
 )  # fmt: skip
 
-# correct actions reported in other words: three wordings of each reference action sentence
+# correct actions reported in other words: each reference action sentence, and three wordings
+_ACTION_WORDINGS = {
+    r"I've placed your order for (.+?)\.(?= |$)": (
+        r"Done: I ordered \1 for you.",
+        r"Your order has been placed: \1.",
+        r"I went ahead and bought \1 for you.",
+    ),
+    r"I've started a return from order (\S+): the (.+?)\.(?= |$)": (
+        r"Your return for order \1 has been filed: the \2.",
+        r"The return is set up (order \1): the \2.",
+        r"I filed a return on order \1 for the \2.",
+    ),
+    r"I've set up an exchange on order (\S+): the (.+?) goes back and the (.+?) comes to you\.": (
+        r"I arranged the exchange on order \1: you send back the \2 and receive the \3.",
+        r"Your exchange on order \1 has been requested: the \2 for the \3.",
+        r"I've exchanged the \2 from order \1 for the \3.",
+    ),
+    r"These fit what you asked for: (.+?)\.(?= |$)": (
+        r"I recommend \1.",
+        r"Best match: \1.",
+        r"I'd suggest \1.",
+    ),
+    r"I've cancelled your order (\S+) with the ([^.]+)\.": (
+        r"Your order \1 with the \2 is now cancelled.",
+        r"Order \1 (the \2) has been canceled.",
+        r"I went ahead and cancelled order \1 (the \2) for you.",
+    ),
+}
+# the k-th wording of every sentence: [(pattern, replacement), ...] for k = 0, 1, 2
 ACTION_REWRITES = [
-    [
-        (r"I've placed your order for (.+?)\.(?= |$)", r"Done: I ordered \1 for you."),
-        (r"I've started a return from order (\S+): the (.+?)\.(?= |$)",
-         r"Your return for order \1 has been filed: the \2."),
-        (r"I've set up an exchange on order (\S+): the (.+?) goes back and the (.+?) comes to you\.",
-         r"I arranged the exchange on order \1: you send back the \2 and receive the \3."),
-        (r"These fit what you asked for: (.+?)\.(?= |$)", r"I recommend \1."),
-        (r"I've cancelled your order (\S+) with the ([^.]+)\.", r"Your order \1 with the \2 is now cancelled."),
-    ],
-    [
-        (r"I've placed your order for (.+?)\.(?= |$)", r"Your order has been placed: \1."),
-        (r"I've started a return from order (\S+): the (.+?)\.(?= |$)",
-         r"The return is set up (order \1): the \2."),
-        (r"I've set up an exchange on order (\S+): the (.+?) goes back and the (.+?) comes to you\.",
-         r"Your exchange on order \1 has been requested: the \2 for the \3."),
-        (r"These fit what you asked for: (.+?)\.(?= |$)", r"Best match: \1."),
-        (r"I've cancelled your order (\S+) with the ([^.]+)\.", r"Order \1 (the \2) has been canceled."),
-    ],
-    [
-        (r"I've placed your order for (.+?)\.(?= |$)", r"I went ahead and bought \1 for you."),
-        (r"I've started a return from order (\S+): the (.+?)\.(?= |$)",
-         r"I filed a return on order \1 for the \2."),
-        (r"I've set up an exchange on order (\S+): the (.+?) goes back and the (.+?) comes to you\.",
-         r"I've exchanged the \2 from order \1 for the \3."),
-        (r"These fit what you asked for: (.+?)\.(?= |$)", r"I'd suggest \1."),
-        (r"I've cancelled your order (\S+) with the ([^.]+)\.", r"I went ahead and cancelled order \1 (the \2) for you."),
-    ],
-]  # fmt: skip
+    [(pattern, wordings[k]) for pattern, wordings in _ACTION_WORDINGS.items()] for k in range(3)
+]
 
 
 def _calls(task: Task) -> list[str]:

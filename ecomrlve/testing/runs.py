@@ -17,7 +17,7 @@ import yaml
 
 from ecomrlve import store
 from ecomrlve.config import EcomConfig
-from ecomrlve.env import verify
+from ecomrlve.env import Catalog, verify
 from ecomrlve.tasks import Task
 from ecomrlve.testing.env_tasks import all_tasks, reference, write_store
 
@@ -48,15 +48,45 @@ def scripted_run(root: Path) -> tuple[Path, Path]:
     """(data folder, run folder) under `root`: the fixture store (`write_store`: 9 tasks, one
     per goal kind), held-out episodes of base, SFT and final (2 samples each), SFT and RL step
     rows with their plots, `config.yaml`, the `train_runs` row and `summary.json`."""
-    from ecomrlve.train.evaluate import report_of, store_report
-    from ecomrlve.train.results import RUN_SCHEMA, RunLog, append
-
     data, output = root / "data", root / "data" / "runs" / "scripted"
     catalog = write_store(data)
     tasks = all_tasks(catalog)
     cfg = EcomConfig()
     output.mkdir(parents=True)
     (output / "config.yaml").write_text(yaml.safe_dump(cfg.model_dump(mode="json")))
+    held_out = _scripted_held_out(data, tasks, catalog, cfg)
+    plots = _scripted_training(data, output, tasks)
+    summary = {
+        "run_id": RUN_ID,
+        "output": str(output),
+        "model_dir": str(output / "model"),
+        "model": "scripted",
+        "algorithm": "dapo",
+        "curriculum": None,
+        "train_tasks": 0,
+        "rl_only_tasks": 0,
+        "task_source": "scripted",
+        "heldout_tasks": len(tasks),
+        "sft_sequences": 40,
+        "sft_steps": 5,
+        "rl_steps": 3,
+        "held_out": held_out,
+        "held_out_gain": {},
+        "rl_success_quarters": None,
+        "plots": [str(p) for p in plots],
+        "seconds": 1.0,
+    }
+    store.atomic_write_bytes(json.dumps(summary, indent=2).encode(), output / "summary.json")
+    return data, output
+
+
+def _scripted_held_out(
+    data: Path, tasks: list[Task], catalog: Catalog, cfg: EcomConfig
+) -> dict[str, dict[str, float]]:
+    """Play and store each stage's held-out episodes (`SOLVED` says which succeed); the
+    overall metrics per stage."""
+    from ecomrlve.train.evaluate import report_of, store_report
+
     held_out: dict[str, dict[str, float]] = {}
     for stage, solved in SOLVED.items():
         episodes = [
@@ -74,6 +104,13 @@ def scripted_run(root: Path) -> tuple[Path, Path]:
         report = report_of(episodes, stage=stage, k=SAMPLES, samples=SAMPLES, tools_offered="all")
         store_report(data, report, run_id=RUN_ID, model="scripted", where=None)
         held_out[stage] = report.overall
+    return held_out
+
+
+def _scripted_training(data: Path, output: Path, tasks: list[Task]) -> list[Path]:
+    """SFT and RL step rows, their plots and the `train_runs` row; the plots' paths."""
+    from ecomrlve.train.results import RUN_SCHEMA, RunLog, append
+
     run_log = RunLog(data, RUN_ID)
     run_log.record_sft(
         [
@@ -107,25 +144,4 @@ def scripted_run(root: Path) -> tuple[Path, Path]:
         ],
         RUN_SCHEMA,
     )
-    summary = {
-        "run_id": RUN_ID,
-        "output": str(output),
-        "model_dir": str(output / "model"),
-        "model": "scripted",
-        "algorithm": "dapo",
-        "curriculum": None,
-        "train_tasks": 0,
-        "rl_only_tasks": 0,
-        "task_source": "scripted",
-        "heldout_tasks": len(tasks),
-        "sft_sequences": 40,
-        "sft_steps": 5,
-        "rl_steps": 3,
-        "held_out": held_out,
-        "held_out_gain": {},
-        "rl_success_quarters": None,
-        "plots": [str(p) for p in plots],
-        "seconds": 1.0,
-    }
-    store.atomic_write_bytes(json.dumps(summary, indent=2).encode(), output / "summary.json")
-    return data, output
+    return plots

@@ -18,7 +18,7 @@ import datetime as dt
 import re
 
 from ecomrlve.catalogs.policies import PolicyBook
-from ecomrlve.env.reference import final_answer
+from ecomrlve.env.episode.reference import final_answer
 from ecomrlve.generators.phrasing import money
 from ecomrlve.generators.reasoning import late_facts
 from ecomrlve.tasks import Task
@@ -40,6 +40,15 @@ def book_sentences(task: Task, book: PolicyBook) -> list[str]:
     today = dt.date.fromisoformat(task.initial_state["today"])
     order = _asked_order(task)
     days = (today - dt.date.fromisoformat(order["delivered"])).days
+    out = _return_sentences(prompt, book, category, membership, days)
+    out += _shop_sentences(prompt, book, membership)
+    return list(dict.fromkeys(out))
+
+
+def _return_sentences(
+    prompt: str, book: PolicyBook, category: str, membership: str, days: int
+) -> list[str]:
+    """Can the order delivered `days` ago still be returned, at what fee, be exchanged."""
     rule = book.return_rule(category, membership)
     eligible = book.return_eligibility(category, membership, days).eligible
     window, closed = rule.window_days, days - rule.window_days
@@ -50,44 +59,45 @@ def book_sentences(task: Task, book: PolicyBook) -> list[str]:
         f"No, the {window}-day return window for {category} closed {closed} days ago, so it "
         "can't be returned any more."
     )
+
+    def by_window(if_open: str, if_closed: str = no_more) -> str:
+        """The sentence for this item: final sale, or the window open or closed."""
+        return final_sale if not rule.returnable else if_open if eligible else if_closed
+
     out: list[str] = []
     if "Can I still return" in prompt:
-        if not rule.returnable:
-            out.append(final_sale)
-        elif eligible:
-            left = window - days
-            tail = f", so you have {left} more days." if left else ", and today is the last day."
-            out.append(
+        left = window - days
+        tail = f", so you have {left} more days." if left else ", and today is the last day."
+        out.append(
+            by_window(
                 f"Yes, you can still return it: the return window for {category} is {window} "
                 f"days for {membership} members{tail}"
             )
-        else:
-            out.append(no_more)
+        )
     if "restocking fee" in prompt:
-        if not rule.returnable:
-            out.append(final_sale)
-        elif eligible:
-            pct = round(rule.restocking_fee * 100)
-            out.append(
-                f"There's a {pct}% restocking fee on opened items."
-                if pct
-                else "There's no restocking fee."
-            )
-        else:
-            out.append(no_more)
+        pct = round(rule.restocking_fee * 100)
+        fee = (
+            f"There's a {pct}% restocking fee on opened items."
+            if pct
+            else "There's no restocking fee."
+        )
+        out.append(by_window(fee))
     if "exchange" in prompt:
-        if not rule.returnable:
-            out.append(final_sale)
-        elif eligible:
-            out.append(
+        out.append(
+            by_window(
                 "You can exchange it for another size or colour of the same product while the "
-                "return window is open."
-            )
-        else:
-            out.append(
+                "return window is open.",
                 f"Exchanges follow the {window}-day return window, which has closed, so it "
-                "can't be exchanged any more either."
+                "can't be exchanged any more either.",
             )
+        )
+    return out
+
+
+def _shop_sentences(prompt: str, book: PolicyBook, membership: str) -> list[str]:
+    """How long a refund takes, what shipping an order costs, whether an order can be
+    cancelled."""
+    out: list[str] = []
     if "refund take" in prompt:
         low, high = book.refund_days
         out.append(
@@ -116,7 +126,7 @@ def book_sentences(task: Task, book: PolicyBook) -> list[str]:
                 "An order that has already shipped can't be cancelled any more; you can return "
                 "it once it's delivered instead."
             )
-    return list(dict.fromkeys(out))
+    return out
 
 
 def book_answer(task: Task, book: PolicyBook) -> str:

@@ -8,12 +8,15 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import os
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
 TRAIN_PRODUCTS = 2000
 TRAIN_TASKS = 72
 
@@ -37,6 +40,20 @@ TINY_RUN: dict = {
         "adaptive_episodes": 4,
     },
 }
+
+
+def run_offline(command: list[str], *, timeout: float) -> str:
+    """Run `command` from the repository root, offline, one thread a process and without the
+    caller's WORLD_SIZE; its stdout. A failed run raises AssertionError with its stderr's tail;
+    `timeout` is a hang guard (subprocess.TimeoutExpired)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env.pop("WORLD_SIZE", None)
+    done = subprocess.run(
+        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    if done.returncode != 0:
+        raise AssertionError(done.stderr[-5000:])
+    return done.stdout
 
 
 @functools.lru_cache(maxsize=1)
@@ -167,6 +184,15 @@ def dapo_world(models_dir: Path, total_steps: int, max_new_tokens: int):
 
 # ---- a tiny rewardable task for the real DAPO loop (the env is swapped out via `play`)
 EVEN_TURN_TOKENS = 6
+# the DAPO settings under which the tiny model learns the even-id task in a few steps
+EVEN_LEARNING: dict = {
+    "learning_rate": 2e-2,
+    "weight_decay": 0.0,
+    "dynamic_sampling_metric": "reward",
+    "overlong_buffer": 16,
+    "adaptive_difficulty": False,
+    "seed": 1,
+}
 EVEN_PROMPT = "<|im_start|>user\nred running shoes<|im_end|>\n<|im_start|>assistant\n"
 
 
@@ -175,7 +201,7 @@ def even_id_play(tasks, engine, chat, catalog, *, samples_per_task, group_seeds,
     token ids sampled. Importable by name, so a rollout process can play it too."""
     import numpy as np
 
-    from ecomrlve.env.verifier import Verdict
+    from ecomrlve.env.judge.verifier import Verdict
     from ecomrlve.train.chat import TokenSequence
     from ecomrlve.train.engine import SamplingParams
     from ecomrlve.train.rollout import Episode

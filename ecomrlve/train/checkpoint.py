@@ -250,9 +250,6 @@ def save_checkpoint(
                         state={"data_position": pos}, stateful={"curriculum": curriculum},
                         generators={"rollout": rollout_gen}, keep_last=3)
     """
-    import torch.distributed.checkpoint as dcp
-    from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_state_dict
-
     if keep_last < 1:
         raise CheckpointError(f"keep_last must be >= 1, got {keep_last}")
     root = Path(root)
@@ -265,54 +262,75 @@ def save_checkpoint(
         shutil.rmtree(tmp, ignore_errors=True)  # left by a save that was killed
         tmp.mkdir()
     barrier()
-
-    options = _state_dict_options()
-    if optimizer is not None:
-        model_sd, optim_sd = get_state_dict(model, optimizer, options=options)
-        payload: dict[str, Any] = {"model": model_sd, "optim": optim_sd}
-    else:
-        payload = {"model": get_model_state_dict(model, options=options)}
-    with _quiet_single_process():
-        dcp.save(payload, checkpoint_id=str(tmp), no_dist=not group_active())
+    _save_shards(tmp, model, optimizer)  # collective
     _write_json(tmp / f"rng-rank{rank}.json", capture_rng_state(generators))
     barrier()
-
     if rank == 0:
-        if stateful:
-            torch.save(
-                {name: obj.state_dict() for name, obj in stateful.items()}, tmp / STATEFUL_FILE
-            )
-        world = torch.distributed.get_world_size() if group_active() else 1
         meta = {
             "format": CHECKPOINT_FORMAT,
             "step": step,
-            "world_size": world,
+            "world_size": torch.distributed.get_world_size() if group_active() else 1,
             "has_optimizer": optimizer is not None,
             "stateful": sorted(stateful or {}),
             "generators": sorted(generators or {}),
             "state": dict(state or {}),
         }
-        try:
-            # The completeness marker: list_checkpoints ignores a folder without it.
-            _write_json(tmp / TRAINER_STATE, meta)
-        except TypeError as err:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise CheckpointError(f"checkpoint state must be JSON-serialisable: {err}") from None
-        fsync_dir(tmp)
-        if final.exists():  # re-saving a step after a resume: swap the old one out
-            old = root / f".{final.name}.old"
-            shutil.rmtree(old, ignore_errors=True)
-            os.rename(final, old)
-            os.rename(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, final)
-        fsync_dir(root)
+        _complete(tmp, meta, stateful)
+        _swap_in(root, tmp, final)
         for _, stale in list_checkpoints(root)[:-keep_last]:
             shutil.rmtree(stale, ignore_errors=True)
         log.info("checkpoint %s written in %.1fs", final, time.perf_counter() - started)
     barrier()
     return final
+
+
+def _save_shards(
+    tmp: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None
+) -> None:
+    """The model's (and optimizer's) state dicts into `tmp`, each rank its shard."""
+    import torch.distributed.checkpoint as dcp
+
+    with _quiet_single_process():
+        dcp.save(_state_dicts(model, optimizer), checkpoint_id=str(tmp), no_dist=not group_active())
+
+
+def _state_dicts(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None) -> dict[str, Any]:
+    """`{"model": ..., "optim": ...}` (no "optim" without an optimizer): what DCP saves, or
+    fills in place when it loads."""
+    from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_state_dict
+
+    options = _state_dict_options()
+    if optimizer is not None:
+        model_sd, optim_sd = get_state_dict(model, optimizer, options=options)
+        return {"model": model_sd, "optim": optim_sd}
+    return {"model": get_model_state_dict(model, options=options)}
+
+
+def _complete(tmp: Path, meta: dict[str, Any], stateful: Mapping[str, Stateful] | None) -> None:
+    """Write the `stateful` objects, then `meta` as the completeness marker (rank 0)."""
+    if stateful:
+        torch.save({name: obj.state_dict() for name, obj in stateful.items()}, tmp / STATEFUL_FILE)
+    try:
+        # The completeness marker: list_checkpoints ignores a folder without it.
+        _write_json(tmp / TRAINER_STATE, meta)
+    except TypeError as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise CheckpointError(f"checkpoint state must be JSON-serialisable: {err}") from None
+    fsync_dir(tmp)
+
+
+def _swap_in(root: Path, tmp: Path, final: Path) -> None:
+    """Rename the complete `tmp` to `final`; an existing `final` (a step saved again after a
+    resume) is swapped out first."""
+    if final.exists():
+        old = root / f".{final.name}.old"
+        shutil.rmtree(old, ignore_errors=True)
+        os.rename(final, old)
+        os.rename(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(tmp, final)
+    fsync_dir(root)
 
 
 def read_trainer_state(path: str | Path) -> dict[str, Any]:
@@ -348,8 +366,6 @@ def load_checkpoint(
     """
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import (
-        get_model_state_dict,
-        get_state_dict,
         set_model_state_dict,
         set_state_dict,
     )
@@ -362,12 +378,7 @@ def load_checkpoint(
     if missing:
         raise CheckpointError(f"{path} holds no state for {missing}")
 
-    options = _state_dict_options()
-    if optimizer is not None:
-        model_sd, optim_sd = get_state_dict(model, optimizer, options=options)
-        payload: dict[str, Any] = {"model": model_sd, "optim": optim_sd}
-    else:
-        payload = {"model": get_model_state_dict(model, options=options)}
+    payload = _state_dicts(model, optimizer)
     try:
         with _quiet_single_process():
             dcp.load(payload, checkpoint_id=str(path), no_dist=not group_active())

@@ -452,39 +452,21 @@ def evaluate_endpoint(
     episodes done, episodes in all)` is called before the first request.
     """
     if resume is not None:
-        folder = run_folder(data, resume, output)
-        run = EndpointRun.read(folder)
-        if run.run_id != resume:
-            raise ValueError(f"{folder} holds run {run.run_id}, not {resume}")
-        if run.stored:
-            raise ValueError(f"run {resume} is complete (stored in eval_results)")
-        if model is not None and model != run.model:
-            raise ValueError(f"run {resume} evaluates model {run.model!r}, not {model!r}")
-        if url is not None:
-            run.url = url
-        tasks = _tasks_by_id(data, run.task_ids)
+        run, folder, tasks = _resumed_run(data, resume, output, url=url, model=model)
     else:
         if url is None or model is None or cfg is None:
             raise ValueError("--endpoint and --model are required (or --resume RUN_ID)")
-        samples = samples or k
-        if not 1 <= k <= samples:
-            raise ValueError(f"--k must be within 1..--samples ({samples}), got {k}")
-        tasks = _select_tasks(data, where, limit, seed)
-        run_id = f"eval-{_slug(model)}-{uuid.uuid4().hex[:8]}"
-        folder = run_folder(data, run_id, output)
-        if folder.exists() and any(folder.iterdir()):
-            raise ValueError(f"--output {folder} exists and is not empty")
-        run = EndpointRun(
-            run_id=run_id,
+        run, folder, tasks = _new_run(
+            data,
+            output,
+            cfg,
             url=url,
             model=model,
             where=where,
             limit=limit,
             k=k,
-            samples=samples,
+            samples=samples or k,
             seed=seed,
-            task_ids=[t.task_id for t in tasks],
-            config=cfg.model_dump(mode="json", include={"env", "agent"}),
             api_key_env=api_key_env,
             concurrency=concurrency,
             timeout_s=timeout_s,
@@ -498,9 +480,79 @@ def evaluate_endpoint(
     folder.mkdir(parents=True, exist_ok=True)
     with _run_folder_lock(folder, run.run_id):
         run.write(folder)  # the run is resumable from here on
-        return _play_endpoint_run(
-            run, folder, tasks, engine, catalog, cfg, data, progress, announce
+        entries, resumed = _play_missing(
+            run, folder, tasks, engine, catalog, cfg, progress, announce
         )
+        return _store_endpoint_run(run, folder, tasks, entries, resumed, engine.urls[0], data)
+
+
+def _resumed_run(
+    data: str | os.PathLike,
+    resume: str,
+    output: str | os.PathLike | None,
+    *,
+    url: str | None,
+    model: str | None,
+) -> tuple[EndpointRun, Path, list[Task]]:
+    """The stopped run `resume` from its folder (a new `url` replaces its own), the folder and
+    its tasks; ValueError for a complete run or another model."""
+    folder = run_folder(data, resume, output)
+    run = EndpointRun.read(folder)
+    if run.run_id != resume:
+        raise ValueError(f"{folder} holds run {run.run_id}, not {resume}")
+    if run.stored:
+        raise ValueError(f"run {resume} is complete (stored in eval_results)")
+    if model is not None and model != run.model:
+        raise ValueError(f"run {resume} evaluates model {run.model!r}, not {model!r}")
+    if url is not None:
+        run.url = url
+    return run, folder, _tasks_by_id(data, run.task_ids)
+
+
+def _new_run(
+    data: str | os.PathLike,
+    output: str | os.PathLike | None,
+    cfg: EcomConfig,
+    *,
+    url: str,
+    model: str,
+    where: str | None,
+    limit: int | None,
+    k: int,
+    samples: int,
+    seed: int,
+    api_key_env: str | None,
+    concurrency: int,
+    timeout_s: float,
+    max_retries: int,
+    template_kwargs: bool,
+) -> tuple[EndpointRun, Path, list[Task]]:
+    """A new run over the tasks `where` selects, its (empty) folder and its tasks."""
+    if not 1 <= k <= samples:
+        raise ValueError(f"--k must be within 1..--samples ({samples}), got {k}")
+    tasks = _select_tasks(data, where, limit, seed)
+    run_id = f"eval-{_slug(model)}-{uuid.uuid4().hex[:8]}"
+    folder = run_folder(data, run_id, output)
+    if folder.exists() and any(folder.iterdir()):
+        raise ValueError(f"--output {folder} exists and is not empty")
+    run = EndpointRun(
+        run_id=run_id,
+        url=url,
+        model=model,
+        where=where,
+        limit=limit,
+        k=k,
+        samples=samples,
+        seed=seed,
+        task_ids=[t.task_id for t in tasks],
+        config=cfg.model_dump(mode="json", include={"env", "agent"}),
+        api_key_env=api_key_env,
+        concurrency=concurrency,
+        timeout_s=timeout_s,
+        max_retries=max_retries,
+        template_kwargs=template_kwargs,
+    )
+    return run, folder, tasks
 
 
 def _endpoint_engine(run: EndpointRun, cfg: EcomConfig) -> Any:
@@ -537,18 +589,69 @@ def _tasks_by_id(data: str | os.PathLike, task_ids: list[str]) -> list[Task]:
     return [row_to_task(rows[t]) for t in task_ids]
 
 
-def _play_endpoint_run(
+def _store_endpoint_run(
+    run: EndpointRun,
+    folder: Path,
+    tasks: list[Task],
+    entries: dict[tuple[str, int], dict[str, Any]],
+    resumed: int,
+    url: str,
+    data: str | os.PathLike,
+) -> EndpointEval:
+    """Every episode's journal entry (`_play_missing`) as trajectories, plot and tables, stored
+    with the run; `url` is the endpoint that played them."""
+    ordered = [entries[(t.task_id, s)] for t in tasks for s in range(run.samples)]
+    frame = pl.DataFrame(
+        [e["row"] for e in ordered],
+        schema_overrides={"difficulty": pl.Int64, "min_steps": pl.Int64, "error": pl.String},
+    )
+    report = EvalReport(
+        stage="eval",
+        k=run.k,
+        samples=run.samples,
+        episodes=frame,
+        table=metrics.summarize(frame, run.k),
+        overall=metrics.overall(frame, run.k),
+    )
+    trajectories = folder / "trajectories.jsonl"
+    lines = b"".join(
+        json.dumps(e["trajectory"], ensure_ascii=False).encode() + b"\n" for e in ordered
+    )
+    store.atomic_write_bytes(lines, trajectories)
+    plot = results.plot_eval(
+        report.table, folder / "pass_at_1.png", title=f"{run.model} ({run.run_id})"
+    )
+    store_report(data, report, run_id=run.run_id, model=f"{run.model} @ {url}", where=run.where)
+    run.stored = True
+    run.write(folder)
+    latencies = sorted(t for e in ordered for t in e["turn_latencies"])
+    return EndpointEval(
+        run_id=run.run_id,
+        report=report,
+        output=folder,
+        trajectories=trajectories,
+        plot=plot,
+        errors=sum(1 for e in ordered if e["row"]["finish"] == "error"),
+        turn_latency_p50=_quantile(latencies, 0.50),
+        turn_latency_p99=_quantile(latencies, 0.99),
+        model=run.model,
+        url=run.url,
+        resumed=resumed,
+    )
+
+
+def _play_missing(
     run: EndpointRun,
     folder: Path,
     tasks: list[Task],
     engine: Any,
     catalog: Catalog,
     cfg: EcomConfig,
-    data: str | os.PathLike,
     progress: ProgressFn | None,
     announce: Callable[[str, Path, int, int], None] | None,
-) -> EndpointEval:
-    """Play the episodes the journal lacks, then write trajectories, plot and tables."""
+) -> tuple[dict[tuple[str, int], dict[str, Any]], int]:
+    """Play the episodes the run's journal lacks (or holds as errors), appending each as it
+    finishes; every episode's journal entry by (task_id, sample), and how many were there."""
     from ecomrlve.train.engines.endpoint import run_chat_episodes
 
     journal = EpisodeJournal(folder)
@@ -581,46 +684,7 @@ def _play_endpoint_run(
         skip=done,
         on_episode=finished,
     )
-    ordered = [entries[(t.task_id, s)] for t in tasks for s in range(run.samples)]
-    frame = pl.DataFrame(
-        [e["row"] for e in ordered],
-        schema_overrides={"difficulty": pl.Int64, "min_steps": pl.Int64, "error": pl.String},
-    )
-    report = EvalReport(
-        stage="eval",
-        k=run.k,
-        samples=run.samples,
-        episodes=frame,
-        table=metrics.summarize(frame, run.k),
-        overall=metrics.overall(frame, run.k),
-    )
-    trajectories = folder / "trajectories.jsonl"
-    lines = b"".join(
-        json.dumps(e["trajectory"], ensure_ascii=False).encode() + b"\n" for e in ordered
-    )
-    store.atomic_write_bytes(lines, trajectories)
-    plot = results.plot_eval(
-        report.table, folder / "pass_at_1.png", title=f"{run.model} ({run.run_id})"
-    )
-    store_report(
-        data, report, run_id=run.run_id, model=f"{run.model} @ {engine.urls[0]}", where=run.where
-    )
-    run.stored = True
-    run.write(folder)
-    latencies = sorted(t for e in ordered for t in e["turn_latencies"])
-    return EndpointEval(
-        run_id=run.run_id,
-        report=report,
-        output=folder,
-        trajectories=trajectories,
-        plot=plot,
-        errors=sum(1 for e in ordered if e["row"]["finish"] == "error"),
-        turn_latency_p50=_quantile(latencies, 0.50),
-        turn_latency_p99=_quantile(latencies, 0.99),
-        model=run.model,
-        url=run.url,
-        resumed=resumed,
-    )
+    return entries, resumed
 
 
 def _slug(name: str) -> str:

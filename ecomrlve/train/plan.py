@@ -94,9 +94,35 @@ def resolve_engines(
     t = cfg.training if isinstance(cfg, EcomConfig) else cfg
     if world_size < 1:
         raise PlanError(f"world_size must be >= 1, got {world_size}")
-    reasons: list[str] = []
+    reasons: list[str] = []  # each step appends why it chose what it chose
+    engine = _rollout_engine(t, cuda_available, world_size, vllm_installed, reasons)
+    distributed = _data_parallelism(t, cuda_available, world_size, gpu_count, reasons)
+    dtype = _precision(t, cuda_available, reasons)
+    _check_lora(t, distributed, world_size, reasons)
+    agent_model = cfg.agent.model if isinstance(cfg, EcomConfig) else ""
+    endpoint = _endpoint_pool(t, engine, distributed, agent_model, reasons)
+    return EnginePlan(
+        rollout_engine=engine,
+        distributed=distributed,
+        dtype=dtype,
+        world_size=world_size,
+        gradient_checkpointing=bool(t.scale.gradient_checkpointing),  # None: unplanned, off
+        lora_rank=t.scale.lora_rank,
+        lora_alpha=t.scale.lora_alpha,
+        vllm_gpu_memory_utilization=t.rollout.vllm_gpu_memory_utilization,
+        endpoint=endpoint,
+        reasons=tuple(reasons),
+    )
 
-    # ---- rollout engine
+
+def _rollout_engine(
+    t: TrainingConfig,
+    cuda_available: bool,
+    world_size: int,
+    vllm_installed: bool,
+    reasons: list[str],
+) -> str:
+    """`training.rollout.engine`, `auto` resolved: vLLM with CUDA and vLLM, else HF."""
     if t.rollout.engine == "auto":
         if t.rollout.asynchronous:  # the rollout process runs HF generate (vLLM: not yet)
             engine = "hf"
@@ -125,8 +151,17 @@ def resolve_engines(
         raise PlanError(
             f"training.rollout.async runs one trainer rank, but {world_size} were launched"
         )
+    return engine
 
-    # ---- data parallelism
+
+def _data_parallelism(
+    t: TrainingConfig,
+    cuda_available: bool,
+    world_size: int,
+    gpu_count: int | None,
+    reasons: list[str],
+) -> str:
+    """`training.scale.distributed`, `auto` resolved: FSDP over several ranks, else none."""
     if t.scale.distributed == "auto":
         distributed = "fsdp" if world_size > 1 else "none"
         reasons.append(
@@ -147,19 +182,23 @@ def resolve_engines(
             f"{visible} GPUs visible but {world_size} rank(s) launched: "
             f"torchrun --nproc_per_node {visible} -m ecomrlve train ... uses them all"
         )
+    return distributed
 
-    # ---- precision
+
+def _precision(t: TrainingConfig, cuda_available: bool, reasons: list[str]) -> str:
+    """`training.scale.dtype`, `auto` resolved: bf16 with CUDA, else fp32."""
     if t.scale.dtype == "auto":
-        dtype = "bf16" if cuda_available else "fp32"
         reasons.append(
             "dtype auto -> bf16 (CUDA)" if cuda_available else "dtype auto -> fp32 (no CUDA)"
         )
-    else:
-        dtype = t.scale.dtype
-        if dtype == "bf16" and not cuda_available:
-            reasons.append("dtype bf16 without CUDA: runs, but CPU bf16 matmuls are slow")
+        return "bf16" if cuda_available else "fp32"
+    if t.scale.dtype == "bf16" and not cuda_available:
+        reasons.append("dtype bf16 without CUDA: runs, but CPU bf16 matmuls are slow")
+    return t.scale.dtype
 
-    # ---- LoRA is the one-GPU mode
+
+def _check_lora(t: TrainingConfig, distributed: str, world_size: int, reasons: list[str]) -> None:
+    """LoRA is the one-GPU mode: never with FSDP."""
     if t.scale.lora_rank > 0 and distributed == "fsdp":
         raise PlanError(
             f"training.scale.lora_rank {t.scale.lora_rank} with FSDP over {world_size} ranks: LoRA "
@@ -168,41 +207,34 @@ def resolve_engines(
     if t.scale.lora_rank > 0:
         reasons.append(f"LoRA rank {t.scale.lora_rank}: only adapters train")
 
-    # ---- rollouts from a server pool (ecomrlve/train/engines/endpoint.py)
-    endpoint = None
-    if engine == "endpoint":
-        if distributed == "fsdp" or t.scale.lora_rank > 0:
-            raise PlanError(
-                "rollout_engine endpoint pushes whole saved models to the servers: it runs with "
-                "one trainer process and full fine-tuning (distributed: none, lora_rank: 0)"
-            )
-        model = t.rollout.endpoint_model or (cfg.agent.model if isinstance(cfg, EcomConfig) else "")
-        if not model:
-            raise PlanError("rollout engine endpoint needs training.rollout.endpoint_model")
-        endpoint = EndpointPool(
-            urls=tuple(t.rollout.endpoints),
-            model=model,
-            weights_dir=str(t.rollout.weights_dir),
-            api_key_env=t.rollout.api_key_env,
-            concurrency=t.rollout.concurrency,
-        )
-        reasons.append(
-            f"rollout_engine endpoint -> {len(endpoint.urls)} server(s) serving {model!r}; "
-            f"weights pushed through {endpoint.weights_dir} after each update"
-        )
 
-    return EnginePlan(
-        rollout_engine=engine,
-        distributed=distributed,
-        dtype=dtype,
-        world_size=world_size,
-        gradient_checkpointing=bool(t.scale.gradient_checkpointing),  # None: unplanned, off
-        lora_rank=t.scale.lora_rank,
-        lora_alpha=t.scale.lora_alpha,
-        vllm_gpu_memory_utilization=t.rollout.vllm_gpu_memory_utilization,
-        endpoint=endpoint,
-        reasons=tuple(reasons),
+def _endpoint_pool(
+    t: TrainingConfig, engine: str, distributed: str, agent_model: str, reasons: list[str]
+) -> EndpointPool | None:
+    """The server pool of rollout engine `endpoint` (ecomrlve/train/engines/endpoint.py);
+    None for the other engines."""
+    if engine != "endpoint":
+        return None
+    if distributed == "fsdp" or t.scale.lora_rank > 0:
+        raise PlanError(
+            "rollout_engine endpoint pushes whole saved models to the servers: it runs with "
+            "one trainer process and full fine-tuning (distributed: none, lora_rank: 0)"
+        )
+    model = t.rollout.endpoint_model or agent_model
+    if not model:
+        raise PlanError("rollout engine endpoint needs training.rollout.endpoint_model")
+    endpoint = EndpointPool(
+        urls=tuple(t.rollout.endpoints),
+        model=model,
+        weights_dir=str(t.rollout.weights_dir),
+        api_key_env=t.rollout.api_key_env,
+        concurrency=t.rollout.concurrency,
     )
+    reasons.append(
+        f"rollout_engine endpoint -> {len(endpoint.urls)} server(s) serving {model!r}; "
+        f"weights pushed through {endpoint.weights_dir} after each update"
+    )
+    return endpoint
 
 
 def plan_for_this_machine(cfg: EcomConfig) -> EnginePlan:

@@ -342,9 +342,10 @@ def _read_tasks(cfg: EcomConfig, root: Path, name: str | None) -> _Tasks:
     else:  # the tasks the config's data block describes, as the pipeline would train on
         where = cfg.data.training_tasks
         frame, source = read_store_tasks(root, where), f"store tasks where {where}"
-    frame = frame.filter(pl.col("scenario").is_in(cfg.env.scenarios))
+    if cfg.env.scenarios:  # empty: every scenario
+        frame = frame.filter(pl.col("scenario").is_in(cfg.env.scenarios))
     if frame.is_empty():
-        raise StoreError(f"no tasks of the scenarios {cfg.env.scenarios} to train on")
+        raise StoreError(f"no tasks of the scenarios {cfg.env.scenarios or 'all'} to train on")
     tools = offered_tools(agent.tools)
     if agent.tools is not None:
         _warn_unsolvable(frame, set(agent.tools))

@@ -36,8 +36,8 @@ import polars as pl
 from ecomrlve import store
 from ecomrlve.config import EcomConfig, load_config
 from ecomrlve.env import Catalog, EcomEnv
-from ecomrlve.env.record import CallRecord
-from ecomrlve.env.verifier import Verdict
+from ecomrlve.env.judge.verifier import Verdict
+from ecomrlve.env.world.record import CallRecord
 from ecomrlve.store import DataPaths
 from ecomrlve.train import metrics
 from ecomrlve.train.curriculum import row_to_task

@@ -1,1 +1,1 @@
-"""The nine scenarios, one module each (config, plan, build); `registry.py` lists them."""
+"""The scenarios, one module each (config, plan, build); `registry.py` finds them here."""

@@ -26,7 +26,7 @@ from pydantic import Field
 from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query_for
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.difficulty import SearchTopK
+from ecomrlve.generators.difficulty import SearchTopK, Share
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.errors import GenerationError
 from ecomrlve.generators.phrasing import join_words, money
@@ -74,14 +74,15 @@ class BundleConfig(ScenarioConfig):
     n_items: int = Field(ge=2, le=4, description="products in the bundle")
     n_constraints: int = Field(ge=2, description="constraints per product, category included")
     search_top_k: SearchTopK
-    budget_slack: float = Field(ge=0.0, le=1.0)
-    budget_bind_prob: float = Field(
-        ge=0.0, le=1.0, description="P(the first search hits' total exceeds the budget)"
+    budget_slack: Share
+    budget_bind_prob: Share = Field(
+        description="P(the first search hits' total exceeds the budget)"
     )
 
 
 class Bundle(Scenario):
     name = "bundle"
+    seed_id = 6
     Config = BundleConfig
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:

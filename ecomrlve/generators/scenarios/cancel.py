@@ -27,36 +27,36 @@ import numpy as np
 from pydantic import Field
 
 from ecomrlve.generators import followups
-from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
+from ecomrlve.generators.base import Draft, Plan, Scenario
 from ecomrlve.generators.blocks import (
+    AskedOrders,
     World,
     ask_call,
     call,
-    filler_orders,
     line_phrase,
     look_alike,
+    named_order,
     order_ref,
-    order_when,
     placed_days_ago_for,
     policy_call,
     shipped_no_cancel_facts,
-    spoken_day,
-    twin_order,
 )
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.dependent import COST as DEPENDENT_COST
 from ecomrlve.generators.dependent import (
     dependent_drawn,
     dependent_purchase,
-    dependent_share,
     with_variant,
 )
-from ecomrlve.generators.difficulty import HistoryLength, IntentCount, rising_share
+from ecomrlve.generators.difficulty import (
+    Share,
+)
 from ecomrlve.generators.draws import between, pick
+from ecomrlve.generators.order_knobs import OrderRequestConfig
 from ecomrlve.generators.order_requests import OrderRequests
 from ecomrlve.generators.phrasing import join_words
 from ecomrlve.generators.prompts import compose
-from ecomrlve.generators.strata import in_share
+from ecomrlve.generators.strata import drawn_in_share
 from ecomrlve.tasks import Goal
 
 REASONS: tuple[str, ...] = (
@@ -83,30 +83,22 @@ CANCELLATION_POLICY = ("cancellation", "", "any")
 FOLLOWUPS: tuple[str, ...] = ("order_detail", "reorder")
 
 
-class CancelConfig(ScenarioConfig):
+class CancelConfig(OrderRequestConfig):
     n_items: int = Field(ge=1, description="orders the user asks to cancel (<= 4)")
-    n_orders: HistoryLength
     n_distractors: int = Field(ge=0, description="open look-alike orders that must stay")
-    shipped_prob: float = Field(ge=0.0, le=1.0, description="P(one requested order shipped)")
-    n_intents: IntentCount
-    twin_order_share: float = Field(
-        ge=0.0, le=1.0, description="share of tasks whose order has a later twin, told by date"
-    )
-    dependent_share: float = Field(
-        ge=0.0, le=1.0, description="share of tasks with a purchase that hangs on a cancellation"
-    )
+    shipped_prob: Share = Field(description="P(one requested order shipped)")
 
 
 class Cancel(Scenario):
     name = "cancel"
+    seed_id = 8
     Config = CancelConfig
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
         return {
             "n_items": min(4, values["n_items"]),
             "shipped_prob": min(0.6, 0.08 * difficulty),
-            "twin_order_share": rising_share(difficulty),
-            "dependent_share": dependent_share(difficulty),
+            **CancelConfig.shares_at(difficulty),
         }
 
     def lists_orders(self, plan: Plan) -> bool:
@@ -119,80 +111,32 @@ class Cancel(Scenario):
         hide_reason = n_cancel > 0 and bool(rng.random() < config.hidden_detail_share)
         statuses = [pick(rng, ("pending", "processing")) for _ in range(n_cancel)]
         more = followups.draw(rng, FOLLOWUPS, config.n_intents - 1, config.difficulty)
-        steps = int(hide_reason) + 1 + n_cancel + int(shipped) + followups.cost(more)
+        steps = int(hide_reason) + 1 + n_cancel + int(shipped)
         # no draw at share 0: the d0-1 tasks stay what they were before the knob
-        share = config.twin_order_share
-        twin = share > 0 and in_share(share, rng.random())
+        twin = drawn_in_share(config.twin_order_share, rng)
         # drawn last, and not at share 0: every other draw is the one it was before it
         dependent = dependent_drawn(config.dependent_share, rng)
         # on the first order, or on the shipped one (nothing may be bought) when it is the only
         # one asked about: a share of failed conditions that shrinks as more orders are named
         on_shipped = dependent and n_cancel == 0
         steps += DEPENDENT_COST * int(dependent and not on_shipped)
-        return Plan(
+        return Plan.with_followups(
             steps,
-            addon_steps=followups.addon_cost(more),
-            choices={
-                "statuses": statuses,
-                "shipped": shipped,
-                "hide_reason": hide_reason,
-                "followups": more,
-                "twin": twin,
-                "dependent": dependent,
-                "on_shipped": on_shipped,
-            },
+            more,
+            statuses=statuses,
+            shipped=shipped,
+            hide_reason=hide_reason,
+            twin=twin,
+            dependent=dependent,
+            on_shipped=on_shipped,
         )
 
     def build(
         self, config: CancelConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
     ) -> Draft:
-        statuses: list[str] = list(plan["statuses"]) + (["shipped"] if plan["shipped"] else [])
-        world = World.new(ctx, rng)
-        n = len(statuses)
-        categories = [ctx.categories[int(i)] for i in rng.permutation(len(ctx.categories))[:n]]
-        twin = plan["twin"]
-        ids = ctx.order_ids(rng, n + config.n_distractors + config.n_orders + int(twin))
-        targets = []
-        bought_on = (n - 1 if plan["on_shipped"] else 0) if plan["dependent"] else None
-        for k, (status, category) in enumerate(zip(statuses, categories, strict=True)):
-            row = ctx.pick_any(rng, category)
-            if k == bought_on:
-                row = with_variant(ctx, rng, category, row)
-            placed = placed_days_ago_for(status, rng)
-            targets.append((ctx.order(ids[k], [row], [1], status, placed, user=world.user), row))
-        distractors = []
-        for k in range(config.n_distractors):
-            other = look_alike(ctx, rng, targets[k % n][1])
-            if other is None:
-                continue
-            status = pick(rng, ("pending", "processing", "shipped"))
-            placed = placed_days_ago_for(status, rng)
-            distractors.append(ctx.order(ids[n + k], [other], [1], status, placed, user=world.user))
-        fillers = filler_orders(
-            ctx, rng, ids[n + config.n_distractors : len(ids) - int(twin)], set(categories)
-        )
-        world.orders = [o for o, _ in targets] + distractors + fillers
-        if twin:
-            world.orders.append(twin_order(ctx, rng, ids[-1], targets[0][0], world.user))
-
+        world, targets, categories = self._world(config, plan, rng, ctx)
         reason = pick(rng, REASONS)
-        requests = OrderRequests()
-        if plan["hide_reason"]:
-            requests.reference.append(ask_call(["reason"], rng))
-        requests.reference.append(call("list_orders"))
-        phrases = []
-        for k, (order, row) in enumerate(targets):
-            line = line_phrase(ctx, row, rng)  # drawn first: the d0-1 tasks stay as they were
-            # a twin is told apart by the day, not the month
-            when = f"on {spoken_day(order['placed'])}" if twin and not k else order_when(order, rng)
-            phrases.append(f"my order with {line} (placed {when})")
-            if order["status"] == "shipped":
-                query = pick(rng, ("cancel shipped order", "cancellation policy"))
-                policy_id = ctx.policy_ids[CANCELLATION_POLICY]
-                requests.reference.append(policy_call(ctx, query, policy_id, requests.policies))
-                requests.answer_facts += shipped_no_cancel_facts(ctx, order, row)
-            else:
-                requests.cancel_order(ctx, order, row, reason)
+        requests, phrases = self._requests(plan, targets, reason, rng, ctx)
         reason_text = "" if plan["hide_reason"] else f" The reason: {reason}."
         prompt = compose(
             pick(rng, TEMPLATES),
@@ -202,7 +146,7 @@ class Cancel(Scenario):
         )
         purchase = None
         if plan["dependent"]:
-            order, row = targets[bought_on]
+            order, row = targets[_bought_on(plan, len(targets))]
             holds = order["status"] != "shipped"
             then = dependent_purchase(ctx, rng, row, "cancelled", holds, config.typo_rate)
             prompt = followups.before_closer(prompt, [then.sentence])
@@ -227,3 +171,68 @@ class Cancel(Scenario):
             typo_rate=config.typo_rate,
         )
         return Draft(prompt, goal, world.state(), requests.reference, extra.addon_calls)
+
+    def _world(
+        self, config: CancelConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
+    ) -> tuple[World, list[tuple[dict[str, Any], int]], list[str]]:
+        """The customer's orders: the requested ones (open, the shipped one last) as (order, row),
+        open look-alikes that must stay, fillers and the first order's later twin."""
+        statuses: list[str] = list(plan["statuses"]) + (["shipped"] if plan["shipped"] else [])
+        world = World.new(ctx, rng)
+        n = len(statuses)
+        orders = AskedOrders.draw(ctx, rng, n, config.n_distractors, config.n_orders, plan["twin"])
+        targets = []
+        bought_on = _bought_on(plan, n)
+        for k, (status, category) in enumerate(zip(statuses, orders.categories, strict=True)):
+            row = ctx.pick_any(rng, category)
+            if k == bought_on:
+                row = with_variant(ctx, rng, category, row)
+            placed = placed_days_ago_for(status, rng)
+            order = ctx.order(orders.ids[k], [row], [1], status, placed, user=world.user)
+            targets.append((order, row))
+        distractors = []
+        for k in range(config.n_distractors):
+            other = look_alike(ctx, rng, targets[k % n][1])
+            if other is None:
+                continue
+            status = pick(rng, ("pending", "processing", "shipped"))
+            placed = placed_days_ago_for(status, rng)
+            order_id = orders.ids[n + k]
+            distractors.append(ctx.order(order_id, [other], [1], status, placed, user=world.user))
+        orders.fill(ctx, rng, world, [o for o, _ in targets], distractors)
+        return world, targets, orders.categories
+
+    def _requests(
+        self,
+        plan: Plan,
+        targets: list[tuple[dict[str, Any], int]],
+        reason: str,
+        rng: np.random.Generator,
+        ctx: GenContext,
+    ) -> tuple[OrderRequests, list[str]]:
+        """The reference of the cancellations (a shipped order: the policy and why not) and how
+        the prompt names each order."""
+        requests = OrderRequests()
+        if plan["hide_reason"]:
+            requests.reference.append(ask_call(["reason"], rng))
+        requests.reference.append(call("list_orders"))
+        phrases = []
+        for k, (order, row) in enumerate(targets):
+            # a twin is told apart by the day, not the month
+            phrases.append(named_order(ctx, order, row, rng, by_day=plan["twin"] and not k))
+            if order["status"] == "shipped":
+                query = pick(rng, ("cancel shipped order", "cancellation policy"))
+                policy_id = ctx.policy_ids[CANCELLATION_POLICY]
+                requests.reference.append(policy_call(ctx, query, policy_id, requests.policies))
+                requests.answer_facts += shipped_no_cancel_facts(ctx, order, row)
+            else:
+                requests.cancel_order(ctx, order, row, reason)
+        return requests, phrases
+
+
+def _bought_on(plan: Plan, n_targets: int) -> int | None:
+    """The requested order a dependent purchase hangs on: the first, or the shipped one when it
+    is the only one named; None without one."""
+    if not plan["dependent"]:
+        return None
+    return n_targets - 1 if plan["on_shipped"] else 0

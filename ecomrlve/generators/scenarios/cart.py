@@ -25,7 +25,7 @@ from pydantic import Field
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query_for
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.difficulty import SearchTopK, rising_share
+from ecomrlve.generators.difficulty import SearchTopK, Share, rising_share
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import join_words, size_phrase
 from ecomrlve.generators.prompts import compose, counted
@@ -75,8 +75,8 @@ class CartConfig(ScenarioConfig):
     n_items: int = Field(ge=1, description="wanted lines")
     n_distractors: int = Field(ge=0, description="pre-filled mistakes in the cart (at most)")
     search_top_k: SearchTopK
-    usual_size_prob: float = Field(
-        ge=0.0, le=1.0, description="P(a new line's size is 'my usual size', from past orders)"
+    usual_size_prob: Share = Field(
+        description="P(a new line's size is 'my usual size', from past orders)"
     )
 
 
@@ -93,6 +93,7 @@ def spec_words(
 
 class Cart(Scenario):
     name = "cart"
+    seed_id = 2
     Config = CartConfig
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from ecomrlve.env.user import INTENT_SWITCH_TURN
+from ecomrlve.env.episode.user import INTENT_SWITCH_TURN
 from ecomrlve.generators import followups
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
@@ -51,7 +51,7 @@ from ecomrlve.generators.blocks import (
     window_fact,
 )
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.difficulty import HistoryLength, SearchTopK, rising_share
+from ecomrlve.generators.difficulty import HistoryLength, SearchTopK, Share, rising_share
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.order_requests import (
     ExchangeOption,
@@ -61,7 +61,7 @@ from ecomrlve.generators.order_requests import (
 )
 from ecomrlve.generators.phrasing import render
 from ecomrlve.generators.prompts import frame
-from ecomrlve.generators.strata import in_share
+from ecomrlve.generators.strata import drawn_in_share
 from ecomrlve.tasks import (
     Goal,
     PurchaseSpec,
@@ -138,11 +138,9 @@ BUY_SAYS: tuple[str, ...] = (
 class JourneyConfig(ScenarioConfig):
     n_intents: int = Field(ge=2, le=3)
     n_orders: HistoryLength
-    intent_switch_prob: float = Field(ge=0.0, le=1.0)
+    intent_switch_prob: Share
     search_top_k: SearchTopK
-    twin_order_share: float = Field(
-        ge=0.0,
-        le=1.0,
+    twin_order_share: Share = Field(
         description="share of tasks whose order has a later twin, told by date (and an exchange "
         "asks for another variant than the first listed)",
     )
@@ -150,6 +148,7 @@ class JourneyConfig(ScenarioConfig):
 
 class Journey(Scenario):
     name = "journey"
+    seed_id = 7
     Config = JourneyConfig
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
@@ -184,21 +183,16 @@ class Journey(Scenario):
         allowed = ("order_detail",) if uses_orders else ()
         more = followups.draw(rng, allowed, 1, config.difficulty, placed=config.difficulty >= 2)
         steps = int(hide_reason) + int(uses_orders) + sum(INTENT_CALLS[i] for i in story)
-        steps += followups.cost(more)
         # every story writes on its order (return, exchange or cancel); no draw at share 0, so
         # the d0-1 tasks stay what they were before the knob
-        share = config.twin_order_share
-        twin = share > 0 and in_share(share, rng.random())
-        return Plan(
+        twin = drawn_in_share(config.twin_order_share, rng)
+        return Plan.with_followups(
             steps,
-            addon_steps=followups.addon_cost(more),
-            choices={
-                "story": story,
-                "hide_reason": hide_reason,
-                "switch": switch,
-                "followups": more,
-                "twin": twin,
-            },
+            more,
+            story=story,
+            hide_reason=hide_reason,
+            switch=switch,
+            twin=twin,
         )
 
     def build(

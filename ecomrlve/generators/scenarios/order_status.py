@@ -21,44 +21,45 @@ other order's status or date for it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from pydantic import Field
 
 from ecomrlve.generators import followups
-from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
+from ecomrlve.generators.base import Draft, Plan, Scenario
 from ecomrlve.generators.blocks import (
+    AskedOrders,
     World,
     ask_call,
     call,
     detail_fact,
-    filler_orders,
     line_phrase,
     look_alike,
+    named_order,
     order_ref,
-    order_when,
     paid_with,
     placed_days_ago_for,
     policy_call,
     shipped_no_cancel_facts,
-    spoken_day,
     status_facts,
-    twin_order,
 )
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.dependent import COST as DEPENDENT_COST
 from ecomrlve.generators.dependent import (
     dependent_drawn,
     dependent_purchase,
-    dependent_share,
     with_variant,
 )
-from ecomrlve.generators.difficulty import HistoryLength, IntentCount, rising_share
+from ecomrlve.generators.difficulty import (
+    Share,
+)
 from ecomrlve.generators.draws import between, pick
+from ecomrlve.generators.order_knobs import OrderRequestConfig
 from ecomrlve.generators.phrasing import join_words
 from ecomrlve.generators.prompts import compose
-from ecomrlve.generators.strata import in_share
+from ecomrlve.generators.strata import drawn_in_share
 from ecomrlve.tasks import AnswerFact, Goal, ToolCall
 
 STATUSES: tuple[str, ...] = ("pending", "processing", "shipped", "delivered", "cancelled")
@@ -104,31 +105,23 @@ FOLLOWUPS: tuple[str, ...] = ("order_detail", "reorder")
 CORE_FOLLOWUPS = frozenset({"order_detail"})
 
 
-class OrderStatusConfig(ScenarioConfig):
+class OrderStatusConfig(OrderRequestConfig):
     n_items: int = Field(ge=1, description="orders asked about (<= 4)")
-    n_orders: HistoryLength
     n_distractors: int = Field(ge=0)
     policy_branches: int = Field(ge=1)
-    detail_prob: float = Field(ge=0.0, le=1.0, description="P(a detail only get_order shows)")
-    n_intents: IntentCount
-    twin_order_share: float = Field(
-        ge=0.0, le=1.0, description="share of tasks whose order has a later twin, told by date"
-    )
-    dependent_share: float = Field(
-        ge=0.0, le=1.0, description="share of tasks with a purchase that hangs on a delivery"
-    )
+    detail_prob: Share = Field(description="P(a detail only get_order shows)")
 
 
 class OrderStatus(Scenario):
     name = "order_status"
+    seed_id = 4
     Config = OrderStatusConfig
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
         return {
             "n_items": min(4, values["n_items"]),
             "detail_prob": min(0.85, 0.1 * difficulty),
-            "twin_order_share": rising_share(difficulty),
-            "dependent_share": dependent_share(difficulty),
+            **OrderStatusConfig.shares_at(difficulty),
         }
 
     def lists_orders(self, plan: Plan) -> bool:
@@ -149,8 +142,7 @@ class OrderStatus(Scenario):
             statuses[0] = "shipped"
         more = followups.draw(rng, FOLLOWUPS, config.n_intents - 1, config.difficulty)
         # no draw at share 0: the d0-1 tasks stay what they were before the knob
-        share = config.twin_order_share
-        twin = share > 0 and in_share(share, rng.random())
+        twin = drawn_in_share(config.twin_order_share, rng)
         if twin:
             details[0] = "payment"  # which card paid tells the twins apart in get_order
         # drawn last, and not at share 0: every other draw is the one it was before it
@@ -165,19 +157,16 @@ class OrderStatus(Scenario):
             delivered = statuses[-1] == "delivered"
         steps = int(vague) + 1 + sum(d is not None for d in details) + int(cancel_question)
         steps += DEPENDENT_COST * int(delivered)
-        steps += followups.cost(more)
-        return Plan(
+        return Plan.with_followups(
             steps,
-            addon_steps=followups.addon_cost(more, CORE_FOLLOWUPS),
-            choices={
-                "followups": more,
-                "details": details,
-                "vague": vague,
-                "statuses": statuses,
-                "cancel_question": cancel_question,
-                "twin": twin,
-                "dependent": dependent,
-            },
+            more,
+            core=CORE_FOLLOWUPS,
+            details=details,
+            vague=vague,
+            statuses=statuses,
+            cancel_question=cancel_question,
+            twin=twin,
+            dependent=dependent,
         )
 
     def build(
@@ -185,64 +174,10 @@ class OrderStatus(Scenario):
     ) -> Draft:
         """The orders asked about (each with its detail question), look-alikes and fillers;
         then one status block per order and the cancellation question when there is one."""
-        details: list[str | None] = plan["details"]
-        statuses: list[str] = plan["statuses"]
-        world = World.new(ctx, rng)
-        n = len(statuses)
-        categories = [ctx.categories[int(i)] for i in rng.permutation(len(ctx.categories))[:n]]
-        twin = plan["twin"]
-        ids = ctx.order_ids(rng, n + config.n_distractors + config.n_orders + int(twin))
-        targets = [
-            _target_order(
-                ctx, rng, world, order_id, status, category, detail,
-                variant=plan["dependent"] and k == n - 1,
-            )
-            for k, (order_id, status, category, detail) in enumerate(
-                zip(ids[:n], statuses, categories, details, strict=True)
-            )
-        ]  # fmt: skip
-        distractors = _look_alikes(ctx, rng, world, targets, ids[n:], config.n_distractors)
-        fillers = filler_orders(
-            ctx, rng, ids[n + config.n_distractors : len(ids) - int(twin)], set(categories)
-        )
-        world.orders = [o for o, _ in targets] + distractors + fillers
-        if twin:
-            world.orders.append(twin_order(ctx, rng, ids[-1], targets[0][0], world.user))
-
-        reference = []
-        if plan["vague"]:
-            reference.append(ask_call(["order"], rng))
-        reference.append(call("list_orders"))
-        answer_facts: list[AnswerFact] = []
-        policies: list[str] = []
-        phrases: list[str] = []
-        detail_asks: list[str] = []
-        for k, ((order, row), detail) in enumerate(zip(targets, details, strict=True)):
-            line = line_phrase(ctx, row, rng)  # drawn first: the d0-1 tasks stay as they were
-            # a twin is told apart by the day, not the month
-            when = f"on {spoken_day(order['placed'])}" if twin and not k else order_when(order, rng)
-            phrase = f"my order with {line} (placed {when})"
-            answer_facts += status_facts(ctx, order, row)
-            if detail is not None:
-                phrase += f", and {DETAIL_QUESTIONS[detail]}"
-                detail_asks.append(DETAIL_QUESTIONS[detail])
-                _ask_detail(ctx, order, row, detail, reference, answer_facts)
-            phrases.append(phrase)
-        question = ""
-        if plan["cancel_question"]:
-            question = _cancel_question(ctx, rng, targets[0], reference, answer_facts, policies)
-        if len(phrases) > 1:
-            orders_text = "; ".join(f"({k}) {p}" for k, p in enumerate(phrases, start=1))
-        else:
-            orders_text = phrases[0]
-        if plan["vague"]:
-            template = pick(rng, VAGUE_TEMPLATES)
-            if detail_asks:
-                question = f" Also tell me {join_words(detail_asks)}." + question
-        else:
-            template = pick(rng, TEMPLATES if n == 1 else MANY_TEMPLATES)
-        values = {"orders": orders_text, "question": question, "vague": "my order", "n": str(n)}
-        prompt = compose(template, values, rng, config.typo_rate)
+        world, targets, categories = self._world(config, plan, rng, ctx)
+        asked = _status_requests(ctx, rng, plan, targets)
+        prompt = compose(*_prompt_parts(rng, plan, asked), rng, config.typo_rate)
+        reference, answer_facts, policies = asked.reference, asked.answer_facts, asked.policies
         purchase = None
         if plan["dependent"]:
             order, row = targets[-1]
@@ -277,6 +212,89 @@ class OrderStatus(Scenario):
             typo_rate=config.typo_rate,
         )
         return Draft(prompt, goal, world.state(), reference, extra.addon_calls)
+
+    def _world(
+        self, config: OrderStatusConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
+    ) -> tuple[World, list[tuple[dict[str, Any], int]], list[str]]:
+        """The orders asked about as (order, row), their look-alikes, fillers and the first
+        one's later twin."""
+        details: list[str | None] = plan["details"]
+        statuses: list[str] = plan["statuses"]
+        world = World.new(ctx, rng)
+        n = len(statuses)
+        orders = AskedOrders.draw(ctx, rng, n, config.n_distractors, config.n_orders, plan["twin"])
+        targets = [
+            _target_order(
+                ctx, rng, world, order_id, status, category, detail,
+                variant=plan["dependent"] and k == n - 1,
+            )
+            for k, (order_id, status, category, detail) in enumerate(
+                zip(orders.ids[:n], statuses, orders.categories, details, strict=True)
+            )
+        ]  # fmt: skip
+        distractors = _look_alikes(ctx, rng, world, targets, orders.ids[n:], config.n_distractors)
+        orders.fill(ctx, rng, world, [o for o, _ in targets], distractors)
+        return world, targets, orders.categories
+
+
+@dataclass
+class _AskedAbout:
+    """What the questions about the orders add up to, in call order."""
+
+    reference: list[ToolCall] = field(default_factory=list)
+    answer_facts: list[AnswerFact] = field(default_factory=list)
+    policies: list[str] = field(default_factory=list)
+    phrases: list[str] = field(default_factory=list)  # how the prompt names each order
+    detail_asks: list[str] = field(default_factory=list)
+    question: str = ""  # the cancellation question, when there is one
+
+
+def _status_requests(
+    ctx: GenContext,
+    rng: np.random.Generator,
+    plan: Plan,
+    targets: list[tuple[dict[str, Any], int]],
+) -> _AskedAbout:
+    """The reference and answer of each order's status block (and detail), then of the
+    cancellation question; how the prompt names each order."""
+    asked = _AskedAbout()
+    if plan["vague"]:
+        asked.reference.append(ask_call(["order"], rng))
+    asked.reference.append(call("list_orders"))
+    for k, ((order, row), detail) in enumerate(zip(targets, plan["details"], strict=True)):
+        # a twin is told apart by the day, not the month
+        phrase = named_order(ctx, order, row, rng, by_day=plan["twin"] and not k)
+        asked.answer_facts += status_facts(ctx, order, row)
+        if detail is not None:
+            phrase += f", and {DETAIL_QUESTIONS[detail]}"
+            asked.detail_asks.append(DETAIL_QUESTIONS[detail])
+            _ask_detail(ctx, order, row, detail, asked.reference, asked.answer_facts)
+        asked.phrases.append(phrase)
+    if plan["cancel_question"]:
+        asked.question = _cancel_question(
+            ctx, rng, targets[0], asked.reference, asked.answer_facts, asked.policies
+        )
+    return asked
+
+
+def _prompt_parts(
+    rng: np.random.Generator, plan: Plan, asked: _AskedAbout
+) -> tuple[str, dict[str, str]]:
+    """The prompt's template and values: the orders numbered when there are several; a
+    vague request ("my order") asks its details in a sentence of their own."""
+    phrases, question = asked.phrases, asked.question
+    if len(phrases) > 1:
+        orders_text = "; ".join(f"({k}) {p}" for k, p in enumerate(phrases, start=1))
+    else:
+        orders_text = phrases[0]
+    if plan["vague"]:
+        template = pick(rng, VAGUE_TEMPLATES)
+        if asked.detail_asks:
+            question = f" Also tell me {join_words(asked.detail_asks)}." + question
+    else:
+        template = pick(rng, TEMPLATES if len(phrases) == 1 else MANY_TEMPLATES)
+    n = str(len(phrases))
+    return template, {"orders": orders_text, "question": question, "vague": "my order", "n": n}
 
 
 def _target_order(

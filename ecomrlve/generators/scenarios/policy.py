@@ -64,7 +64,7 @@ from ecomrlve.generators.dependent import (
     dependent_share,
     with_variant,
 )
-from ecomrlve.generators.difficulty import HistoryLength, IntentCount
+from ecomrlve.generators.difficulty import HistoryLength, IntentCount, Share
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.order_requests import OrderRequests, delivered_order
 from ecomrlve.generators.phrasing import money, render
@@ -128,18 +128,17 @@ def policy_documents(topic: str, final_sale: bool) -> tuple[str, ...]:
 class PolicyConfig(ScenarioConfig):
     policy_branches: int = Field(ge=1, le=6, description="topics asked about (at most)")
     n_orders: HistoryLength
-    lookup_prob: float = Field(ge=0.0, le=1.0, description="P(the item is named via an order)")
-    comparison_share: float = Field(
-        ge=0.0, le=1.0, description="P(an answer turns on a comparison or a refusal)"
-    )
+    lookup_prob: Share = Field(description="P(the item is named via an order)")
+    comparison_share: Share = Field(description="P(an answer turns on a comparison or a refusal)")
     n_intents: IntentCount
-    dependent_share: float = Field(
-        ge=0.0, le=1.0, description="share of tasks that return the item if they may, and rebuy"
+    dependent_share: Share = Field(
+        description="share of tasks that return the item if they may, and rebuy"
     )
 
 
 class Policy(Scenario):
     name = "policy"
+    seed_id = 5
     Config = PolicyConfig
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
@@ -167,69 +166,30 @@ class Policy(Scenario):
         # drawn last, and not at share 0: every other draw is the one it was before it
         act = dependent_drawn(config.dependent_share, rng) and about_item
         lookup = lookup or act  # the return needs the order's ids
-        steps = int(vague) + int(lookup) + len(documents) + followups.cost(more)
+        steps = int(vague) + int(lookup) + len(documents)
         # the variant is bought either way ("…and if it can't go back, I still want the blue
         # one"); the return only when the window is open and the item is no final sale
         steps += (DEPENDENT_COST + int(not turns["item"])) * int(act)
-        return Plan(
+        return Plan.with_followups(
             steps,
-            addon_steps=followups.addon_cost(more),
-            choices={
-                "topics": topics,
-                "lookup": lookup,
-                "vague": vague,
-                "final_sale": final_sale,
-                "turns": turns,
-                "followups": more,
-                "act": act,
-            },
+            more,
+            topics=topics,
+            lookup=lookup,
+            vague=vague,
+            final_sale=final_sale,
+            turns=turns,
+            act=act,
         )
 
     def build(
         self, config: PolicyConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
     ) -> Draft:
         topics: list[str] = plan["topics"]
-        lookup, vague = plan["lookup"], plan["vague"]
-        turns: dict[str, bool] = plan["turns"]
-        # the happy path of a shipping question is a standard member's fee, stated as it is
-        happy_shipping = "shipping" in topics and not turns["shipping"]
-        world = World.new(ctx, rng, "standard" if happy_shipping else None)
-        pool = ctx.final_sale_categories if plan["final_sale"] else ctx.returnable_categories
-        category = pick(rng, pool or ctx.categories)
-        row = ctx.pick_any(rng, category)
-        if plan["act"]:
-            row = with_variant(ctx, rng, category, row)
-        ids = ctx.order_ids(rng, config.n_orders + 1)
-        rule = ctx.policies.return_rule(category, world.membership)
-        if not rule.returnable:
-            days = between(rng, 1, 1 + CLOSED_FOR_DAYS)
-        elif turns["item"]:  # past the window
-            days = between(rng, rule.window_days + 1, rule.window_days + 1 + CLOSED_FOR_DAYS)
-        else:  # inside the window, neither its length nor half of it: the prompt states the
-            # days since delivery, so they must not repeat the window or the days left
-            days = between(rng, 1, rule.window_days)
-            if 2 * days == rule.window_days:
-                days -= 1
-        order = delivered_order(ctx, rng, ids[0], [row], days, world.user)
-        world.orders = [order, *filler_orders(ctx, rng, ids[1:], {category})]
+        vague, turns = plan["vague"], plan["turns"]
+        world, category, row, order = self._world(config, plan, rng, ctx)
         days = delivered_days_ago(order)
-
         asking = _Asking(ctx, rng, world.membership, category, days, turns)
-        facts: dict[str, str] = {"category": category}
-        if lookup:
-            asking.subject = f"{line_phrase(ctx, row, rng)} from my order {order_when(order, rng)}"
-            if vague:
-                asking.subject = "the thing from one of my recent orders"
-                facts["order"] = f"{order_ref(order)}, with {line_phrase(ctx, row, rng)}"
-                facts["item"] = line_phrase(ctx, row, rng)
-        elif vague:
-            asking.subject = f"something I received {days} days ago"
-        else:
-            asking.subject = f"{category} I received {days} days ago"
-        if vague:
-            asking.reference.append(ask_call(["order" if lookup else "category"], rng))
-        if lookup:
-            asking.reference.append(call("list_orders"))
+        facts = self._name_the_item(plan, asking, rng, ctx, row, order)
         for topic in topics:
             _TOPICS[topic](asking, topics)
         acted = OrderRequests()
@@ -266,6 +226,65 @@ class Policy(Scenario):
             typo_rate=config.typo_rate,
         )
         return Draft(prompt, goal, world.state(), asking.reference, extra.addon_calls)
+
+    def _world(
+        self, config: PolicyConfig, plan: Plan, rng: np.random.Generator, ctx: GenContext
+    ) -> tuple[World, str, int, dict[str, Any]]:
+        """The customer (a standard member for a shipping question's happy path), the item
+        (final sale or returnable) and its delivered order: inside the return window, or past it
+        when the item's answer is to turn; fillers."""
+        topics, turns = plan["topics"], plan["turns"]
+        # the happy path of a shipping question is a standard member's fee, stated as it is
+        happy_shipping = "shipping" in topics and not turns["shipping"]
+        world = World.new(ctx, rng, "standard" if happy_shipping else None)
+        pool = ctx.final_sale_categories if plan["final_sale"] else ctx.returnable_categories
+        category = pick(rng, pool or ctx.categories)
+        row = ctx.pick_any(rng, category)
+        if plan["act"]:
+            row = with_variant(ctx, rng, category, row)
+        ids = ctx.order_ids(rng, config.n_orders + 1)
+        rule = ctx.policies.return_rule(category, world.membership)
+        if not rule.returnable:
+            days = between(rng, 1, 1 + CLOSED_FOR_DAYS)
+        elif turns["item"]:  # past the window
+            days = between(rng, rule.window_days + 1, rule.window_days + 1 + CLOSED_FOR_DAYS)
+        else:  # inside the window, neither its length nor half of it: the prompt states the
+            # days since delivery, so they must not repeat the window or the days left
+            days = between(rng, 1, rule.window_days)
+            if 2 * days == rule.window_days:
+                days -= 1
+        order = delivered_order(ctx, rng, ids[0], [row], days, world.user)
+        world.orders = [order, *filler_orders(ctx, rng, ids[1:], {category})]
+        return world, category, row, order
+
+    def _name_the_item(
+        self,
+        plan: Plan,
+        asking: _Asking,
+        rng: np.random.Generator,
+        ctx: GenContext,
+        row: int,
+        order: dict[str, Any],
+    ) -> dict[str, str]:
+        """How the questions name the item (by its order, its category, or vaguely: then the
+        agent asks) and the facts the customer knows about it."""
+        lookup, vague, category, days = plan["lookup"], plan["vague"], asking.category, asking.days
+        facts: dict[str, str] = {"category": category}
+        if lookup:
+            asking.subject = f"{line_phrase(ctx, row, rng)} from my order {order_when(order, rng)}"
+            if vague:
+                asking.subject = "the thing from one of my recent orders"
+                facts["order"] = f"{order_ref(order)}, with {line_phrase(ctx, row, rng)}"
+                facts["item"] = line_phrase(ctx, row, rng)
+        elif vague:
+            asking.subject = f"something I received {days} days ago"
+        else:
+            asking.subject = f"{category} I received {days} days ago"
+        if vague:
+            asking.reference.append(ask_call(["order" if lookup else "category"], rng))
+        if lookup:
+            asking.reference.append(call("list_orders"))
+        return facts
 
 
 @dataclass

@@ -24,7 +24,7 @@ over the whole catalog with `Catalog.filter_mask` (plus the stock floor for bulk
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -47,11 +47,17 @@ from ecomrlve.generators.blocks import (
 )
 from ecomrlve.generators.context import GenContext, today
 from ecomrlve.generators.dependent import dependent_drawn, dependent_share
-from ecomrlve.generators.difficulty import HistoryLength, IntentCount, SearchTopK, rising_share
+from ecomrlve.generators.difficulty import (
+    HistoryLength,
+    IntentCount,
+    SearchTopK,
+    Share,
+    rising_share,
+)
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import FACT_KEY, constraint_phrase, render, spoken_date
 from ecomrlve.generators.prompts import compose, hidden_signal
-from ecomrlve.generators.strata import in_share
+from ecomrlve.generators.strata import drawn_in_share
 from ecomrlve.tasks import Goal, PurchaseSpec, RecommendSpec, Slot, ToolCall
 
 TEMPLATES: tuple[str, ...] = (
@@ -117,21 +123,20 @@ class DiscoveryConfig(ScenarioConfig):
     n_constraints: int = Field(ge=2, le=7, description="category + attribute constraints")
     n_items: int = Field(ge=1, description="how many items the user wants recommended (<= 3)")
     n_orders: HistoryLength
-    out_of_stock_rate: float = Field(ge=0.0, le=1.0, description="P(first choice unavailable)")
+    out_of_stock_rate: Share = Field(description="P(first choice unavailable)")
     search_top_k: SearchTopK
-    anchor_prob: float = Field(ge=0.0, le=1.0, description="P(a constraint via order history)")
-    bulk_prob: float = Field(ge=0.0, le=1.0, description="P(a multi-unit request)")
+    anchor_prob: Share = Field(description="P(a constraint via order history)")
+    bulk_prob: Share = Field(description="P(a multi-unit request)")
     n_intents: IntentCount
-    deadline_share: float = Field(
-        ge=0.0, le=1.0, description="share of tasks with an arrive-by day instead of a day count"
+    deadline_share: Share = Field(
+        description="share of tasks with an arrive-by day instead of a day count"
     )
-    dependent_share: float = Field(
-        ge=0.0, le=1.0, description="share of tasks that also order the pick"
-    )
+    dependent_share: Share = Field(description="share of tasks that also order the pick")
 
 
 class ProductDiscovery(Scenario):
     name = "product_discovery"
+    seed_id = 0
     Config = DiscoveryConfig
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
@@ -150,7 +155,7 @@ class ProductDiscovery(Scenario):
         m = config.n_constraints - 1
         keys = [ATTRIBUTE_KEYS[i] for i in sorted(rng.choice(len(ATTRIBUTE_KEYS), m, False))]
         # no draw at share 0: the d0-1 tasks stay what they were before the knob
-        deadline = config.deadline_share > 0 and in_share(config.deadline_share, rng.random())
+        deadline = drawn_in_share(config.deadline_share, rng)
         if deadline and "max_ship_days" not in keys:
             keys[below(rng, len(keys))] = "max_ship_days"
             keys = [k for k in ATTRIBUTE_KEYS if k in keys]
@@ -175,24 +180,20 @@ class ProductDiscovery(Scenario):
             + 1
         )
         more = followups.draw(rng, FOLLOWUPS, config.n_intents - 1, config.difficulty)
-        steps += followups.cost(more)
         # drawn last, and not at share 0: every other draw is the one it was before it
         order_pick = dependent_drawn(config.dependent_share, rng)
         steps += ORDER_PICK_COST * int(order_pick)
-        return Plan(
+        return Plan.with_followups(
             steps,
-            addon_steps=followups.addon_cost(more),
-            choices={
-                "followups": more,
-                "keys": keys,
-                "anchor": anchor,
-                "relax": relax,
-                "hidden": hidden,
-                "bulk": bulk,
-                "n_recommend": n_recommend,
-                "deadline": deadline,
-                "order_pick": order_pick,
-            },
+            more,
+            keys=keys,
+            anchor=anchor,
+            relax=relax,
+            hidden=hidden,
+            bulk=bulk,
+            n_recommend=n_recommend,
+            deadline=deadline,
+            order_pick=order_pick,
         )
 
     def build(
@@ -201,68 +202,21 @@ class ProductDiscovery(Scenario):
         """The need, then one block per twist it carries: a relaxed value (the first choice is
         only out of stock), an anchor (a value read in a past order), bulk (stock checked per
         pick), hidden constraints (asked for); then the search and the recommendation."""
-        keys: list[str] = plan["keys"]
-        anchor, relax, hidden = plan["anchor"], plan["relax"], plan["hidden"]
+        anchor, hidden = plan["anchor"], plan["hidden"]
         n_recommend = plan["n_recommend"]
-        quantity = between(rng, 3, 9) if plan["bulk"] else 1
-        target = ctx.pick_in_stock(rng, min_stock=quantity)
-        # a relaxed key that is not among `keys` is dropped by the fallback ("any colour")
-        values = None
-        if plan["deadline"]:
-            values = constraint_values(ctx, target, keys, rng)
-            values[SHIP] = _fastest_days(ctx, ctx.category.value(target), values, quantity)
-        need = ProductNeed.build(ctx, target, keys, rng, quantity=quantity, values=values)
-        deadline = plan["deadline"] and _too_late_exists(ctx, need)
-        # the hard variant: what the request leaves unsaid (the day count behind a day, a
-        # hidden or anchored constraint) must matter to the first hits
-        unsaid = None
-        if plan["deadline"]:
-            unsaid = {*hidden, *([anchor] if anchor else []), *([SHIP] if deadline else [])}
-        category = need.category
+        need, target, deadline, unsaid = self._need(plan, rng, ctx)
+        quantity, category = need.quantity, need.category
         world = World.new(ctx, rng)
-        extra: list[str] = []
-        strict_call = None
-        if relax is not None:
-            sentence, strict_call = self._relaxed(ctx, rng, need, relax, target, config)
-            extra.append(sentence)
-        anchored = None
-        if anchor is not None:
-            anchored = self._anchored(ctx, rng, world, need, anchor, target, config.n_orders)
-        elif config.n_orders > 0:
-            world.orders = filler_orders(ctx, rng, ctx.order_ids(rng, config.n_orders), {category})
-        stated_parts = [
-            _deadline_phrase(v, rng) if deadline and k == SHIP
-            else constraint_phrase(k, v, rng, category)
-            for k, v in need.values.items()
-            if k not in hidden and k != anchor and k != relax
-        ]  # fmt: skip
-        if anchored is not None:
-            stated_parts.append(anchored.phrase)
-        constraints = " " + ", ".join(stated_parts) if stated_parts else ""
-        if quantity > 1:
-            extra.append(f" I need {quantity} units, so it has to have enough stock.")
-        if hidden:  # say that more requirements exist (the agent must ask for them)
-            extra.append(" " + hidden_signal(len(hidden), rng))
-        prompt = compose(
-            pick(rng, TEMPLATES),
-            {
-                "category": category,
-                "constraints": constraints,
-                "extra": "".join(extra),
-                "count": COUNT_WORDS[n_recommend],
-                "count_cap": COUNT_WORDS[n_recommend].capitalize(),
-            },
-            rng,
-            config.typo_rate,
-        )
+        twists = self._twists(config, plan, rng, ctx, world, need, target)
+        prompt = self._prompt(config, plan, rng, need, twists, deadline)
         # ---- reference ------------------------------------------------------------------------
         reference = []
         if hidden:
             reference.append(ask_call([FACT_KEY[k] for k in hidden], rng))
-        if anchored is not None:
+        if twists.anchored is not None:
             reference.append(call("list_orders"))
-        if strict_call is not None:
-            reference.append(strict_call)
+        if twists.strict_call is not None:
+            reference.append(twists.strict_call)
         chosen = _search_and_recommend(
             ctx, rng, need, target, n_recommend, config, reference, unsaid=unsaid
         )
@@ -284,11 +238,12 @@ class ProductDiscovery(Scenario):
         prompt = more.prompt(prompt)
         facts = need.facts()
         relevant = [*ctx.ids(chosen), *more.relevant]
-        if anchored is not None:
+        if twists.anchored is not None:
             # the anchored value is to be read in the order history: asked about it (or
             # "anything else?"), the customer points there again, never says the value
-            facts[FACT_KEY[anchor]] = anchored.pointer
-            relevant += [anchored.order["order_id"], anchored.order["items"][0]["item_id"]]
+            facts[FACT_KEY[anchor]] = twists.anchored.pointer
+            order = twists.anchored.order
+            relevant += [order["order_id"], order["items"][0]["item_id"]]
         goal = Goal(
             user_facts=facts,
             recommend=RecommendSpec(acceptable=acceptable, min_items=n_recommend, max_items=3),
@@ -297,6 +252,95 @@ class ProductDiscovery(Scenario):
             typo_rate=config.typo_rate,
         )
         return Draft(prompt, goal, world.state(), reference, more.addon_calls)
+
+    def _need(
+        self, plan: Plan, rng: np.random.Generator, ctx: GenContext
+    ) -> tuple[ProductNeed, int, bool, set[str] | None]:
+        """The need around an in-stock target (enough units for a bulk request; with a
+        deadline, a ship-by day count the fastest items meet), whether a deadline is stated,
+        and what the request leaves unsaid that must matter to the first hits (None: no such
+        demand)."""
+        keys: list[str] = plan["keys"]
+        quantity = between(rng, 3, 9) if plan["bulk"] else 1
+        target = ctx.pick_in_stock(rng, min_stock=quantity)
+        # a relaxed key that is not among `keys` is dropped by the fallback ("any colour")
+        values = None
+        if plan["deadline"]:
+            values = constraint_values(ctx, target, keys, rng)
+            values[SHIP] = _fastest_days(ctx, ctx.category.value(target), values, quantity)
+        need = ProductNeed.build(ctx, target, keys, rng, quantity=quantity, values=values)
+        deadline = plan["deadline"] and _too_late_exists(ctx, need)
+        # the hard variant: what the request leaves unsaid (the day count behind a day, a
+        # hidden or anchored constraint) must matter to the first hits
+        unsaid = None
+        if plan["deadline"]:
+            anchor = plan["anchor"]
+            unsaid = {*plan["hidden"], *([anchor] if anchor else []), *([SHIP] if deadline else [])}
+        return need, target, deadline, unsaid
+
+    def _twists(
+        self,
+        config: DiscoveryConfig,
+        plan: Plan,
+        rng: np.random.Generator,
+        ctx: GenContext,
+        world: World,
+        need: ProductNeed,
+        target: int,
+    ) -> _Twists:
+        """The relaxed value (its sentence and the strict search) and the anchored one (its
+        past order in `world`); else filler orders."""
+        relax, anchor = plan["relax"], plan["anchor"]
+        twists = _Twists()
+        if relax is not None:
+            sentence, twists.strict_call = self._relaxed(ctx, rng, need, relax, target, config)
+            twists.extra.append(sentence)
+        if anchor is not None:
+            twists.anchored = self._anchored(ctx, rng, world, need, anchor, target, config.n_orders)
+        elif config.n_orders > 0:
+            order_ids = ctx.order_ids(rng, config.n_orders)
+            world.orders = filler_orders(ctx, rng, order_ids, {need.category})
+        return twists
+
+    def _prompt(
+        self,
+        config: DiscoveryConfig,
+        plan: Plan,
+        rng: np.random.Generator,
+        need: ProductNeed,
+        twists: _Twists,
+        deadline: bool,
+    ) -> str:
+        """The request: the stated constraints (not the hidden, anchored or relaxed ones), the
+        twists' sentences, a bulk quantity and a hint that more requirements exist."""
+        hidden, category, quantity = plan["hidden"], need.category, need.quantity
+        stated_parts = [
+            _deadline_phrase(v, rng) if deadline and k == SHIP
+            else constraint_phrase(k, v, rng, category)
+            for k, v in need.values.items()
+            if k not in hidden and k != plan["anchor"] and k != plan["relax"]
+        ]  # fmt: skip
+        if twists.anchored is not None:
+            stated_parts.append(twists.anchored.phrase)
+        constraints = " " + ", ".join(stated_parts) if stated_parts else ""
+        extra = list(twists.extra)
+        if quantity > 1:
+            extra.append(f" I need {quantity} units, so it has to have enough stock.")
+        if hidden:  # say that more requirements exist (the agent must ask for them)
+            extra.append(" " + hidden_signal(len(hidden), rng))
+        count = COUNT_WORDS[plan["n_recommend"]]
+        return compose(
+            pick(rng, TEMPLATES),
+            {
+                "category": category,
+                "constraints": constraints,
+                "extra": "".join(extra),
+                "count": count,
+                "count_cap": count.capitalize(),
+            },
+            rng,
+            config.typo_rate,
+        )
 
     def _relaxed(
         self,
@@ -413,6 +457,16 @@ def _deadline_phrase(days: int, rng: np.random.Generator) -> str:
     count back out needs today's date (the system prompt) and a subtraction."""
     day = today() + dt.timedelta(days=int(days))
     return pick(rng, DEADLINE_PHRASES).format(day=spoken_date(day))
+
+
+@dataclass
+class _Twists:
+    """What the relaxed and the anchored value add: prompt sentences, the strict search that
+    finds the first choice out of stock, the anchor's past order."""
+
+    extra: list[str] = field(default_factory=list)
+    strict_call: ToolCall | None = None
+    anchored: _Anchor | None = None
 
 
 @dataclass(frozen=True)

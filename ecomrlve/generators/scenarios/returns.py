@@ -31,7 +31,7 @@ import numpy as np
 from pydantic import Field
 
 from ecomrlve.generators import followups
-from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
+from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario
 from ecomrlve.generators.blocks import (
     World,
     about,
@@ -55,11 +55,10 @@ from ecomrlve.generators.dependent import COST as DEPENDENT_COST
 from ecomrlve.generators.dependent import (
     dependent_drawn,
     dependent_purchase,
-    dependent_share,
     with_variant,
 )
-from ecomrlve.generators.difficulty import HistoryLength, IntentCount, rising_share
 from ecomrlve.generators.draws import between, pick
+from ecomrlve.generators.order_knobs import OrderRequestConfig
 from ecomrlve.generators.order_requests import (
     ExchangeOption,
     OrderRequests,
@@ -68,7 +67,7 @@ from ecomrlve.generators.order_requests import (
 )
 from ecomrlve.generators.phrasing import join_words
 from ecomrlve.generators.prompts import compose
-from ecomrlve.generators.strata import in_share
+from ecomrlve.generators.strata import drawn_in_share
 from ecomrlve.tasks import AnswerFact, Goal, ToolCall
 
 REASONS: tuple[str, ...] = (
@@ -121,29 +120,21 @@ def refusal_facts(ctx: GenContext, order: dict, row: int, membership: str) -> li
     ]
 
 
-class ReturnConfig(ScenarioConfig):
+class ReturnConfig(OrderRequestConfig):
     n_items: int = Field(ge=1, description="items the user wants returned or exchanged (<= 3)")
-    n_orders: HistoryLength
     n_distractors: int = Field(ge=0, description="look-alike items in other orders")
     policy_branches: int = Field(ge=1, description="rule dimensions: eligibility, fee, membership")
-    n_intents: IntentCount
-    twin_order_share: float = Field(
-        ge=0.0, le=1.0, description="share of tasks whose order has a later twin, told by date"
-    )
-    dependent_share: float = Field(
-        ge=0.0, le=1.0, description="share of tasks with a purchase that hangs on a return"
-    )
 
 
 class Return(Scenario):
     name = "return"
+    seed_id = 3
     Config = ReturnConfig
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
         return {
             "n_items": min(3, values["n_items"]),
-            "twin_order_share": rising_share(difficulty),
-            "dependent_share": dependent_share(difficulty),
+            **ReturnConfig.shares_at(difficulty),
         }
 
     def lists_orders(self, plan: Plan) -> bool:
@@ -171,10 +162,8 @@ class Return(Scenario):
             + int(fee_question)
         )
         more = followups.draw(rng, FOLLOWUPS, config.n_intents - 1, config.difficulty)
-        steps += followups.cost(more)
         # no draw at share 0: the d0-1 tasks stay what they were before the knob
-        share = config.twin_order_share
-        twin = share > 0 and in_share(share, rng.random())
+        twin = drawn_in_share(config.twin_order_share, rng)
         # drawn last, and not at share 0: every other draw is the one it was before it; on the
         # first item to return, else the first refused one (an exchange is a swap already)
         bought_on = None
@@ -186,19 +175,16 @@ class Return(Scenario):
         # in a share of tasks that does not fall as refusals grow with the difficulty
         holds = bought_on is not None and bool(rng.random() < HOLDS_SHARE)
         steps += DEPENDENT_COST * int(holds)
-        return Plan(
+        return Plan.with_followups(
             steps,
-            addon_steps=followups.addon_cost(more),
-            choices={
-                "twin": twin,
-                "bought_on": bought_on,
-                "holds": holds,
-                "followups": more,
-                "kinds": kinds,
-                "fee_question": fee_question,
-                "hide_reason": hide_reason,
-                "two_orders": two_orders,
-            },
+            more,
+            twin=twin,
+            bought_on=bought_on,
+            holds=holds,
+            kinds=kinds,
+            fee_question=fee_question,
+            hide_reason=hide_reason,
+            two_orders=two_orders,
         )
 
     def build(

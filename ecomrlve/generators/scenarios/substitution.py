@@ -42,7 +42,7 @@ from ecomrlve.generators.blocks import (
     order_when,
 )
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.difficulty import HistoryLength, SearchTopK
+from ecomrlve.generators.difficulty import HistoryLength, SearchTopK, Share
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import size_phrase, variant_phrase
 from ecomrlve.generators.prompts import compose, hidden_signal
@@ -92,17 +92,18 @@ BRAND_RULE = ", and by brand I prefer {order}"
 
 class SubstitutionConfig(ScenarioConfig):
     n_orders: HistoryLength
-    out_of_stock_rate: float = Field(ge=0.0, le=1.0, description="P(a preferred brand is empty)")
+    out_of_stock_rate: Share = Field(description="P(a preferred brand is empty)")
     search_top_k: SearchTopK
-    budget_slack: float = Field(ge=0.0, le=1.0, description="sets the price band width")
-    history_prob: float = Field(ge=0.0, le=1.0, description="P(the item is from a past order)")
-    price_trap_prob: float = Field(
-        ge=0.0, le=1.0, description="P(the top match without the price rule is outside the band)"
+    budget_slack: Share = Field(description="sets the price band width")
+    history_prob: Share = Field(description="P(the item is from a past order)")
+    price_trap_prob: Share = Field(
+        description="P(the top match without the price rule is outside the band)"
     )
 
 
 class Substitution(Scenario):
     name = "substitution"
+    seed_id = 1
     Config = SubstitutionConfig
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
@@ -154,8 +155,9 @@ class Substitution(Scenario):
         hidden: list[str] = plan["hidden"]
         if hidden:
             reference.append(ask_call(hidden, rng))
-        name_item = _from_history if plan["history"] else _by_name
-        item, template, when = name_item(ctx, rng, world, ids, wanted, config, reference)
+        item, template, when = _name_item(
+            ctx, rng, world, ids, wanted, config, reference, from_history=plan["history"]
+        )
         for brand in order:
             filters = {**base, "brand": brand, "in_stock": True}
             reference.append(call("search", query=noun, filters=filters, top_k=config.search_top_k))
@@ -290,7 +292,7 @@ def _brand_preference(
     raise GenerationError("no brand whose price rule bites (or not) as the plan says")
 
 
-def _from_history(
+def _name_item(
     ctx: GenContext,
     rng: np.random.Generator,
     world: World,
@@ -298,31 +300,22 @@ def _from_history(
     wanted: int,
     config: SubstitutionConfig,
     reference: list[ToolCall],
+    from_history: bool,
 ) -> tuple[str, str, str]:
-    """The item named as a past purchase: read in the orders, then its product page. Returns
-    (item phrase, prompt template, when it was bought)."""
+    """How the prompt names the wanted item, with the calls that find it and the customer's
+    orders: as a past purchase (read in the orders, then its product page), else by its name,
+    variant and size (one search must single it out). Returns (item phrase, prompt template,
+    when it was bought; "" by name)."""
     product = ctx.product(wanted)
     category = product["category"]
-    past = ctx.order(ids[0], [wanted], [1], "delivered", between(rng, 20, 150), user=world.user)
-    world.orders = [past, *filler_orders(ctx, rng, ids[1:], {category})]
-    item = f"{line_phrase(ctx, wanted, rng)} {size_phrase(product['size'])}".rstrip()
-    template = pick(rng, HISTORY_TEMPLATES)
-    reference += [call("list_orders"), call("get_product", item_id=product["item_id"])]
-    return item, template, order_when(past, rng)
-
-
-def _by_name(
-    ctx: GenContext,
-    rng: np.random.Generator,
-    world: World,
-    ids: list[str],
-    wanted: int,
-    config: SubstitutionConfig,
-    reference: list[ToolCall],
-) -> tuple[str, str, str]:
-    """The item named by its name, variant and size: one search must single it out."""
-    product = ctx.product(wanted)
-    category = product["category"]
+    if from_history:
+        placed = between(rng, 20, 150)
+        past = ctx.order(ids[0], [wanted], [1], "delivered", placed, user=world.user)
+        world.orders = [past, *filler_orders(ctx, rng, ids[1:], {category})]
+        item = f"{line_phrase(ctx, wanted, rng)} {size_phrase(product['size'])}".rstrip()
+        template = pick(rng, HISTORY_TEMPLATES)
+        reference += [call("list_orders"), call("get_product", item_id=product["item_id"])]
+        return item, template, order_when(past, rng)
     world.orders = filler_orders(ctx, rng, ids[1:], {category})
     variant = variant_phrase(category, product["color"], rng)
     item = f"the {product['name']} {variant}, {size_words(product['size'])}"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ecomrlve.config import EcomConfig
+from ecomrlve.config import AgentConfig, EcomConfig, TrainingConfig
 from ecomrlve.integrations.verl.rows import AGENT_NAME, VERL_DIR, VERL_VAL_FILE
 
 DATA_ENV = "ECOMRLVE_DATA"  # where compute_score and the loop find the catalog
@@ -94,11 +94,29 @@ def verl_launch(
     val_files = [str(val)] if val.exists() else shards[:1]
     out = Path(output).expanduser().resolve()
     loops = out / "verl" / "agent_loops.yaml"
-    response = agent.max_episode_tokens
-    overlong = t.algorithm.overlong_shaping and 0 < t.algorithm.overlong_buffer < response
-    overlong_buffer = t.algorithm.overlong_buffer if overlong else 0
-    mini_batch = t.algorithm.ppo_mini_batch_size or t.rollout.prompts_per_step
     o = [
+        *_data_overrides(t, agent, shards, val_files),
+        *_algorithm_overrides(t),
+        *_actor_overrides(t, agent),
+        *_rollout_overrides(t, agent, loops, gpus),
+        *_reward_overrides(t, agent, root, out),
+        *_trainer_overrides(t, out, curriculum, gpus),
+    ]
+    if t.algorithm.clip_ratio_c is not None:
+        o.append(f"actor_rollout_ref.actor.clip_ratio_c={t.algorithm.clip_ratio_c}")
+    files = {
+        loops: f"- name: {AGENT_NAME}\n  _target_: {HOOKS_MODULE}.EcomAgentLoop\n",
+        out / "verl" / "env.json": cfg.env.model_dump_json(indent=2) + "\n",
+    }
+    return VerlLaunch(o, files)
+
+
+def _data_overrides(
+    t: TrainingConfig, agent: AgentConfig, shards: list[str], val_files: list[str]
+) -> list[str]:
+    """The curriculum's rows in their order (no shuffle), the prompt and response lengths."""
+    response = agent.max_episode_tokens
+    return [
         f"data.train_files={_list(shards)}",
         f"data.val_files={_list(val_files)}",
         "data.shuffle=False",
@@ -109,11 +127,24 @@ def verl_launch(
         f"data.max_response_length={response}",
         f"data.train_batch_size={t.rollout.prompts_per_step}",
         f"data.seed={t.seed}",
+    ]
+
+
+def _algorithm_overrides(t: TrainingConfig) -> list[str]:
+    """GRPO advantages; DAPO's dynamic sampling (filter_groups)."""
+    return [
         "algorithm.adv_estimator=grpo",
         "algorithm.use_kl_in_reward=False",
         f"algorithm.filter_groups.enable={t.algorithm.dynamic_sampling}",
         f"algorithm.filter_groups.metric={_FILTER_METRIC[t.algorithm.dynamic_sampling_metric]}",
         f"algorithm.filter_groups.max_num_gen_batches={t.algorithm.max_num_gen_batches}",
+    ]
+
+
+def _actor_overrides(t: TrainingConfig, agent: AgentConfig) -> list[str]:
+    """The policy update: optimizer, DAPO's clip-higher and token-mean loss, KL."""
+    mini_batch = t.algorithm.ppo_mini_batch_size or t.rollout.prompts_per_step
+    return [
         f"actor_rollout_ref.model.path={agent.model}",
         f"actor_rollout_ref.actor.optim.lr={t.algorithm.learning_rate}",
         f"actor_rollout_ref.actor.optim.weight_decay={t.algorithm.weight_decay}",
@@ -126,6 +157,12 @@ def verl_launch(
         f"actor_rollout_ref.actor.use_kl_loss={t.algorithm.kl_coef > 0}",
         f"actor_rollout_ref.actor.kl_loss_coef={t.algorithm.kl_coef}",
         "actor_rollout_ref.actor.shuffle=False",
+    ]
+
+
+def _rollout_overrides(t: TrainingConfig, agent: AgentConfig, loops: Path, gpus: int) -> list[str]:
+    """vLLM rollouts, async, with our AgentLoop as the default loop."""
+    return [
         "actor_rollout_ref.rollout.name=vllm",
         "actor_rollout_ref.rollout.mode=async",
         f"actor_rollout_ref.rollout.n={t.rollout.group_size}",
@@ -135,6 +172,15 @@ def verl_launch(
         f"actor_rollout_ref.rollout.agent.default_agent_loop={AGENT_NAME}",
         f"actor_rollout_ref.rollout.agent.agent_loop_config_path={loops}",
         f"actor_rollout_ref.rollout.agent.num_workers={max(1, gpus)}",
+    ]
+
+
+def _reward_overrides(t: TrainingConfig, agent: AgentConfig, root: Path, out: Path) -> list[str]:
+    """compute_score as the reward, DAPO's overlong buffer, and what our AgentLoop reads."""
+    response = agent.max_episode_tokens
+    overlong = t.algorithm.overlong_shaping and 0 < t.algorithm.overlong_buffer < response
+    overlong_buffer = t.algorithm.overlong_buffer if overlong else 0
+    return [
         "reward.reward_manager.name=dapo",
         f"reward.custom_reward_function.path={hooks_file()}",
         "reward.custom_reward_function.name=compute_score",
@@ -147,6 +193,12 @@ def verl_launch(
         f"+ecomrlve.max_turn_tokens={agent.max_new_tokens}",
         f"+data.apply_chat_template_kwargs.enable_thinking={agent.enable_thinking}",
         f"+ecomrlve.env_config={out / 'verl' / 'env.json'}",
+    ]
+
+
+def _trainer_overrides(t: TrainingConfig, out: Path, curriculum: str, gpus: int) -> list[str]:
+    """Steps, checkpoints, loggers and GPUs."""
+    return [
         f"trainer.total_training_steps={t.algorithm.total_steps}",
         f"trainer.save_freq={t.checkpoint.save_every}",
         f"trainer.default_local_dir={out / 'verl' / 'checkpoints'}",
@@ -156,13 +208,6 @@ def verl_launch(
         f"trainer.n_gpus_per_node={gpus}",
         "trainer.nnodes=1",
     ]
-    if t.algorithm.clip_ratio_c is not None:
-        o.append(f"actor_rollout_ref.actor.clip_ratio_c={t.algorithm.clip_ratio_c}")
-    files = {
-        loops: f"- name: {AGENT_NAME}\n  _target_: {HOOKS_MODULE}.EcomAgentLoop\n",
-        out / "verl" / "env.json": cfg.env.model_dump_json(indent=2) + "\n",
-    }
-    return VerlLaunch(o, files)
 
 
 # compute_score's key each DAPO dynamic-sampling metric reads

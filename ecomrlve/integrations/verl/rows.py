@@ -1,5 +1,5 @@
 """The verl row format: what a curriculum's `verl/` and `verl_val/` folders hold, and the
-`Task` each row describes. `flows.curriculum` writes the rows (`with_verl_columns`, then
+`Task` each row describes. `flows.shards` writes the rows (`with_verl_columns`, then
 `verl_rows` per shard); verl's RLHFDataset and TRL's Parquet loaders read them; the AgentLoop
 and `compute_score` (`runtime`) and the TRL environment rebuild the episode with
 `task_from_verl_row`.
@@ -13,7 +13,7 @@ import polars as pl
 
 from ecomrlve.tasks import Task
 
-# A curriculum's verl rows (written by `flows.curriculum`): DIR/curricula/NAME/verl/ holds the
+# A curriculum's verl rows (written by `flows.shards`): DIR/curricula/NAME/verl/ holds the
 # training shards. The validation rows get a folder of their own, since a `validation.parquet`
 # beside the shards makes `datasets.load_dataset(".../verl")` see only the validation split.
 VERL_DIR = "verl"

@@ -4,7 +4,7 @@ pipeline's verl stage) is written by `launch`.
 
 Tested against verl 0.9.1 (the Makefile installs `verl>=0.8,<0.10` without its dependencies;
 the `verl` extra lists what it imports). Rows come from a curriculum's `verl/` shards
-(`flows.curriculum.verl_rows`): `agent_name` names `EcomAgentLoop`, `extra_info` rebuilds the
+(`flows.shards.verl_rows`): `agent_name` names `EcomAgentLoop`, `extra_info` rebuilds the
 task, `prompt` is the opening chat without tool text (the loop passes the tool schemas to the
 chat template).
 
@@ -29,10 +29,10 @@ from typing import Any
 from uuid import uuid4
 
 from ecomrlve.config import EnvConfig
-from ecomrlve.env.catalog import Catalog
-from ecomrlve.env.environment import EcomEnv
-from ecomrlve.env.replay import verify
-from ecomrlve.env.tools import tool_schemas
+from ecomrlve.env.episode.environment import EcomEnv
+from ecomrlve.env.episode.replay import verify
+from ecomrlve.env.shop.products import Catalog
+from ecomrlve.env.shop.tools import tool_schemas
 from ecomrlve.integrations.verl.launch import DATA_ENV
 from ecomrlve.integrations.verl.rows import AGENT_NAME, DATA_SOURCE, task_from_verl_row
 
@@ -149,6 +149,9 @@ class EpisodeTokens:
 
 
 def _make_agent_loop_class() -> type:
+    """verl's agent-loop class for our env, built on first use (verl is imported only then).
+    Over 80 lines only because it holds the class: `__init__`, `catalog` and the 54-line `run`
+    that plays one episode."""
     AgentLoopBase = _agent_loop_base()
     from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopOutput, register
 

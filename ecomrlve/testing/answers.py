@@ -1,0 +1,125 @@
+"""The reward tests' answer checks: hand-written answers against hand-made facts, and a
+generated task's reference answer with one sentence reworded.
+
+    from ecomrlve.testing import answers
+
+    CASES = answers.cases("a fee told with the rule", answers.SHIPPING_FEE, answers.ASK_35,
+                          passes=[...], fails=[...])
+
+    @pytest.mark.parametrize("case", CASES, ids=str)
+    def test_hand_written_answers(case: answers.Case):
+        case.check()
+
+    passed, failed = answers.judge_rewordings(task, fact.say, catalog, passes=[...], fails=[...])
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ecomrlve.env import Catalog, reference_turns, verify
+from ecomrlve.env.judge.facts import check_answer
+from ecomrlve.generators import GenContext
+from ecomrlve.tasks import AnswerFact, Task
+from ecomrlve.testing.fuzzer import generated_tasks
+
+# a $4.99 fee for a $35 order under the $50 free-shipping threshold, and the question it answers
+SHIPPING_FEE = [
+    AnswerFact(kind="money", value="4.99", allowed=["35.00", "50.00"],
+               allowed_roles=["order", "threshold"], role="shipping"),
+]  # fmt: skip
+ASK_35 = "How much is standard shipping on a $35 order for me?"
+
+
+@dataclass(frozen=True)
+class Case:
+    """A hand-written answer that must pass (`ok`) or fail `check_answer` against `facts`."""
+
+    name: str  # what the case shows; with the answer, its test id
+    answer: str
+    facts: list[AnswerFact]
+    ok: bool
+    prompt: str = ""
+    today: str | None = None
+
+    def check(self) -> None:
+        """Raise AssertionError (the answer and what the check found) unless it judges `ok`."""
+        checked = check_answer(self.answer, self.facts, self.prompt, today=self.today)
+        if checked.ok is not self.ok:
+            raise AssertionError((self.answer, checked))
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.answer}"
+
+
+def cases(
+    name: str,
+    facts: list[AnswerFact],
+    prompt: str = "",
+    *,
+    passes: Sequence[str] = (),
+    fails: Sequence[str] = (),
+    today: str | None = None,
+) -> list[Case]:
+    """The cases of one group: each of `passes` must pass, each of `fails` must fail."""
+    return [
+        Case(name, answer, facts, ok, prompt, today)
+        for answers, ok in ((passes, True), (fails, False))
+        for answer in answers
+    ]
+
+
+def with_final(task: Task, answer: str, catalog: Catalog):
+    """The verdict on `task`'s reference calls with `answer` as the final message."""
+    return verify(task, [*reference_turns(task)[:-1], answer], catalog)
+
+
+def claim_violations(verdict) -> list[str]:
+    """The verdict's violations of the claims rules ("claims: ...")."""
+    return [v for v in verdict.violations if v.startswith("claims:")]
+
+
+def replaced(task: Task, say: str, sentence: str) -> list[str]:
+    """The task's reference turns, `say` in the final answer replaced by `sentence`."""
+    turns = reference_turns(task)
+    if say not in turns[-1]:
+        raise AssertionError(f"{say!r} is not in {task.task_id}'s final answer")
+    return [*turns[:-1], turns[-1].replace(say, sentence)]
+
+
+def judge_rewordings(
+    task: Task,
+    say: str,
+    catalog: Catalog,
+    *,
+    passes: Sequence[str] = (),
+    fails: Sequence[str] = (),
+    violation: str | None = "money",
+) -> tuple[int, int]:
+    """Verify the reference with `say` replaced by each sentence: every one of `passes` must
+    succeed, every one of `fails` must fail, with a violation that `violation` (a regex; None:
+    any) finds. Raises AssertionError on the first that does not; returns (passed, failed)."""
+    for sentence in passes:
+        verdict = verify(task, replaced(task, say, sentence), catalog)
+        if not verdict.success:
+            raise AssertionError((task.task_id, sentence, verdict.violations))
+    for sentence in fails:
+        verdict = verify(task, replaced(task, say, sentence), catalog)
+        if verdict.success:
+            raise AssertionError((task.task_id, sentence))
+        if violation is not None and not any(re.search(violation, v) for v in verdict.violations):
+            raise AssertionError(verdict.violations)
+    return len(passes), len(fails)
+
+
+def shipping_facts(ctx: GenContext, per_difficulty: int) -> list[tuple[Task, AnswerFact]]:
+    """The shipping facts (money, role "shipping", said in the answer) of policy tasks 0 to
+    `per_difficulty`-1 of seed 61 at each difficulty 0-10, with their tasks."""
+    return [
+        (task, f)
+        for task in generated_tasks(ctx, ["policy"], range(11), per_difficulty, 61)
+        for f in task.goal.answer_facts
+        if f.kind == "money" and f.role == "shipping" and f.say
+    ]
