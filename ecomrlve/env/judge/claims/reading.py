@@ -110,7 +110,7 @@ _STILL_OPEN = re.compile(
 # clause about a refund or the money is not about the order going on
 _STILL_GOING = re.compile(
     r"\b(?:will|should|shall|is going to|is expected to|is set to|is due to|is scheduled to)"
-    r"(?: still| now)? (?:ship|arrive|be (?:shipped|delivered|dispatched|sent out))\b"
+    r"(?: still| now)? (?:ship|arrive|be (?:shipped|delivered|d[ei]spatched|sent out))\b"
     r"|\b(?:is|are)(?: still| now)? (?:on (?:its|their) way|in transit|out for delivery)\b"
     r"|\b(?:is|are)(?: still)? (?:going ahead|proceeding|going forward|on track to (?:ship|arrive))\b",
     re.I,
@@ -163,7 +163,7 @@ _MONEY_WORDS = frozenset(("refund", "refunds", "refunded", "money", "credit", "p
                           "reimburse", "reimbursed", "reimbursement"))
 _UNTOUCHED_WORDS = frozenset(("untouched", "unchanged", "intact", "alone", "as", "place"))
 _STILL_WORDS = frozenset(("still", "remain", "remains", "stay", "stays"))
-_GOING_WORDS = frozenset(("ship", "arrive", "shipped", "delivered", "dispatched", "sent", "way",
+_GOING_WORDS = frozenset(("ship", "arrive", "shipped", "delivered", "dispatched", "despatched", "sent", "way",
                           "transit", "delivery", "ahead", "proceeding", "forward", "track"))
 _NEGATION_GATE = NEGATIONS | {"request", "unable", "zero", "single"}
 _STATE_WORDS = frozenset(("unchanged", "untouched", "intact", "same", "alone", "as", "way", "original",
@@ -360,18 +360,31 @@ def _placing(word: str) -> bool:
 
 
 _ELIDED_HEADS = frozenset(("cannot", "not", "unable", "never", "too"))
+# words that join a clause to the one before it and are not its subject ("…, so cancelling
+# isn't possible", "and unable to change")
+_JOINING = frozenset(("so", "and", "but", "yet", "thus", "hence", "therefore", "consequently"))
+
+
+def _opening(words: list[str]) -> list[str]:
+    """The clause's words from its first that is no joining word."""
+    k = 0
+    while k < len(words) and words[k] in _JOINING:
+        k += 1
+    return words[k:]
 
 
 def _elided(words: list[str]) -> bool:
     """A clause that opens with a negated or modal verb and has no subject of its own ("can't
-    cancel", "too late to return", "unable to change"): its subject is elided."""
+    cancel", "too late to return", "so unable to change"): its subject is elided."""
+    words = _opening(words)
     return bool(words) and (words[0] in _ELIDED_HEADS or words[0].endswith("n't"))
 
 
 def _verb_alone(words: list[str]) -> bool:
     """A kind's "-ing" or done verb opens the clause with no object named: its object is the
-    one named around it ("since O1 has shipped, cancelling isn't possible", "the X, bought and
-    paid")."""
+    one named around it ("since O1 has shipped, cancelling isn't possible", "O1 has shipped,
+    so cancelling isn't possible", "the X, bought and paid")."""
+    words = _opening(words)
     return (
         bool(words)
         and words[0].endswith(("ing", "ed", "ght"))
@@ -933,7 +946,7 @@ def _acted_on_product(clause: Clause) -> list[tuple[ActionKind, Mode]]:
 # verbs that say how an order stands or what was looked at, not a change the agent made:
 # its statuses and dates ("placed", "shipped", "delayed", "split into two parcels"), its
 # money ("charged", "paid") and words of looking and telling
-_STATUS_LEMMAS = frozenset(("place", "ship", "deliver", "dispatch", "receive", "process", "pack",
+_STATUS_LEMMAS = frozenset(("place", "ship", "deliver", "dispatch", "despatch", "receive", "process", "pack",
     "order", "make", "buy", "purchase", "schedule", "expect", "estimate", "charge", "bill", "pay",
     "list", "mark", "label", "register", "track", "send", "hand", "leave", "arrive", "reach",
     "complete", "fulfil", "fulfill", "confirm", "create", "submit", "delay", "split", "total",
@@ -1081,7 +1094,7 @@ def _headed_list(clause: Clause) -> list[tuple[ActionKind, Mode]]:
     return [(KINDS_BY_NAME[kinds[0]], "reported")]
 
 
-_SENT = frozenset(("dispatched", "shipped", "sent", "posted", "mailed", "couriered"))
+_SENT = frozenset(("dispatched", "despatched", "shipped", "sent", "posted", "mailed", "couriered"))
 
 
 def _replacement_sent(clause: Clause) -> list[tuple[ActionKind, Mode]]:
@@ -1143,7 +1156,7 @@ def _changed(clause: Clause, pronoun: bool = False) -> list[tuple[ActionKind, Mo
 # "O1 will not be shipped"); not a delay ("won't arrive before Friday", "until Monday")
 _NOT_GOING = re.compile(
     r"\b(?:won't|will not|wouldn't|would not|doesn't|does not|isn't going to|is not going to|never)"
-    r"\s+(?:be\s+)?(?:ships?|shipped|goes out|go out|sent out|dispatched|delivered|arrives?)\b"
+    r"\s+(?:be\s+)?(?:ships?|shipped|goes out|go out|sent out|d[ei]spatched|delivered|arrives?)\b"
     r"(?!\s+(?:\w+\s+)?(?:until|till|before|by|yet|on|in|today|tomorrow|this|next|late|on time))",
     re.I,
 )

@@ -779,13 +779,13 @@ _STATUS_CANDIDATE = re.compile(
     r"not yet been processed|not yet processed|not been processed|not processed"
     r"|awaiting processing|out for delivery|on its way|on the way|on their way|in transit"
     r"|was dropped off|reached you|being processed|being prepared|being packed|en route|sent out"
-    r"|delivered|arrived|shipped|dispatched|processing|pending|cancell?ed"
+    r"|delivered|arrived|shipped|dispatched|despatched|processing|pending|cancell?ed"
     r"|cancell?ation (?:is |has been )?(?:now )?(?:confirmed|complete|completed|processed)"
     r"|cancell?ation went through"
 )
 _STATUS_OF = {
     "delivered": "delivered", "arrived": "delivered", "was dropped off": "delivered",
-    "shipped": "shipped", "dispatched": "shipped", "on its way": "shipped",
+    "shipped": "shipped", "dispatched": "shipped", "despatched": "shipped", "on its way": "shipped",
     "on the way": "shipped", "on their way": "shipped", "in transit": "shipped",
     "reached you": "delivered",
     "out for delivery": "shipped", "sent out": "shipped", "en route": "shipped",
@@ -839,7 +839,7 @@ def _whole_word(text: str, start: int, end: int) -> bool:
     )
 
 
-_STATUS_STEMS = ("deliver", "arriv", "ship", "dispatch", "process", "pending", "cancel",
+_STATUS_STEMS = ("deliver", "arriv", "ship", "dispatch", "despatch", "process", "pending", "cancel",
                  "transit", " way", "route", "sent out", "dropped", "being p",
                  "reached")  # fmt: skip
 
