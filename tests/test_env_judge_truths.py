@@ -179,3 +179,47 @@ def test_an_order_number_abbreviated_stays_in_its_sentence():
         "say no",
         "3 is odd",
     ]
+
+
+def test_a_tally_of_none_and_a_contracted_nothing_deny(tasks, catalog):
+    bought, returned = tasks["fx-purchase"], tasks["fx-return"]
+    for said in (
+        "Returns opened in this chat: 0.",
+        "Cancellations made today: none.",
+        "Ordered the t-shirt.\n- Returns: none\n- Cancellations: zero",
+        "Just so you know, nothing's been sent back on your behalf.",
+    ):
+        assert not claims(bought, said, catalog), said  # true: only an order was placed
+    for said in (
+        "Returns opened in this chat: 0.",  # a return was opened
+        "Nothing's been sent back on your behalf.",
+    ):
+        assert claims(returned, said, catalog), said
+    assert claims(bought, "Returns opened in this chat: 1.", catalog)  # none was
+
+
+def test_shorthand_done_verbs_are_read_as_the_verb(tasks, catalog):
+    from ecomrlve.env.judge.shorthand import spelled_out
+
+    assert spelled_out("O1 dlvd May 3; O2 shpd; Cxl'd O3; rcvd.") == (
+        "O1 delivered May 3; O2 shipped; cancelled O3; received."
+    )
+    # an English word, a base form ("rfnd": refund or refunded) or two verbs: left as it is
+    for said in ("and", "std", "shd", "rfnd issued", "prcd", "Shed"):
+        assert spelled_out(said) == said
+    assert statuses("O1: shpd, ETA May 9.") == ["shipped"]
+    assert statuses("O1 dlvd May 3.") == ["delivered"]
+    cancelled = tasks["fx-cancel"]  # O1001 cancelled; O1002 shipped
+    assert not claims(cancelled, "Cxl'd O1001. O1002 shpd, can't cancel.", catalog)
+    assert claims(cancelled, "Cxl'd O1002.", catalog)  # shipped, never cancelled
+    assert claims(tasks["fx-status"], "Cxl'd O1001.", catalog)  # nothing was cancelled
+
+
+def test_a_full_stop_then_a_semicolon_ends_a_sentence(catalog):
+    from ecomrlve.env.judge.claims import Message
+    from ecomrlve.env.judge.claims.names import product_names
+
+    text = "Jeans: purchased.; O1001 cancelled (t-shirt).; O1002: delivered May 2."
+    message = Message(text, product_names(catalog), ["O1001", "O1002"])
+    said = [clauses[0].sentence for clauses in message.sentences]
+    assert said == ["Jeans: purchased.;", "O1001 cancelled (t-shirt).;", "O1002: delivered May 2."]

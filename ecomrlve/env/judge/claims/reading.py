@@ -67,6 +67,7 @@ from ecomrlve.env.judge.claims.kinds import KIND_WORDS as _KIND_WORDS
 from ecomrlve.env.judge.claims.kinds import LAND_WORDS as _LAND_WORDS
 from ecomrlve.env.judge.claims.kinds import NOUN_WORDS as _NOUN_WORDS
 from ecomrlve.env.judge.claims.names import _WORD, Mentions, ProductNames
+from ecomrlve.env.judge.shorthand import spelled_out
 
 # a clause that denies every write: "nothing changed / was processed", "I didn't change
 # anything", "no changes / no action", "your account is unchanged", "I left everything as it
@@ -134,7 +135,8 @@ _DATE_AFTER = re.compile(
     r"|mon\w*|tue\w*|wed\w*|thu\w*|fri\w*|sat\w*|sun\w*)\b",
     re.I,
 )
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+# (a full stop then a semicolon ends the sentence too: "O1: purchased.; O2 cancelled.")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[.!?];)\s+|\n+")
 # clause breaks: "," and "and" only where a new statement starts, not inside a list of the
 # objects of one ("I've returned the jacket, the coffee and the boots" is one claim)
 _NEW_SUBJECT = r"(?=(?:I|I've|I'd|I'm|I'll|we|we've|it|it's|they|you|there|nothing|none|no|your order|order\s+[A-Z]\d|[A-Z]\d)\b)"
@@ -239,15 +241,15 @@ _AMOUNT = re.compile(
 
 
 def words_of(text: str) -> list[str]:
-    """The words of `text` in lower case, an action word's "'s" read as "is" ("pickup's
-    booked"), an amount as "money"."""
+    """The words of `text` in lower case, an action word's or a negation's "'s" read as "is"
+    ("pickup's booked", "nothing's been sent back"), an amount as "money"."""
     out = []
     if (" back" in text or " show" in text or " appear" in text or " post" in text) and (
         "$" in text or "ollar" in text or "bucks" in text or "USD" in text
     ):
         text = _AMOUNT.sub("money", text)
     for word in _WORD.findall(text.lower()):
-        if word.endswith("'s") and word[:-2] in FORMS:
+        if word.endswith("'s") and (word[:-2] in FORMS or word[:-2] in NEGATIONS):
             out += [word[:-2], "is"]
         else:
             out.append(word)
@@ -1263,12 +1265,22 @@ _HELD_OFF = re.compile(
     re.I,
 )
 
+# a tally of none: a label, a colon and a zero count ("Returns opened in this chat: 0",
+# "Cancellations: none"): read as "No returns opened in this chat"
+_ZERO_TALLY = re.compile(
+    r"(^|(?<=[.!?;]\s)|(?<=\n))([A-Za-z][\w' -]{1,60}?):\s*(?:0|zero|none|nil|nothing)(?=\s*(?:[.!;]|$))",
+    re.I | re.M,
+)
+
 
 def _plain(answer: str) -> str:
-    """`answer` with curly quotes straightened, markup and emoji dropped, and "held off on"
-    / "decided against" read as "did not"."""
+    """`answer` with curly quotes straightened, markup and emoji dropped, shorthand verbs
+    spelled out ("Cxl'd O1"), "held off on" / "decided against" read as "did not" and a tally
+    of none ("Refunds issued: 0") as "No refunds issued"."""
     text = answer.replace("\u2019", "'").replace("\u2018", "'")
-    text = _MARKUP.sub("", text)
+    text = spelled_out(_MARKUP.sub("", text))
+    if ":" in text:
+        text = _ZERO_TALLY.sub(r"\1No \2", text)
     return _HELD_OFF.sub("did not", text)
 
 

@@ -9,6 +9,8 @@ import unicodedata
 
 from text_to_num import alpha2digit
 
+from ecomrlve.env.judge.shorthand import spelled_out
+
 # ---- normalisation ---------------------------------------------------------------------------
 _DASHES = dict.fromkeys(
     map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"), "-"
@@ -25,8 +27,9 @@ def fold(text: str) -> str:
 
 
 def normalise(text: str) -> str:
-    """Lower-case ASCII-ish text with number words as digits ("forty-five" -> "45")."""
-    text = fold(text)
+    """Lower-case ASCII-ish text with number words as digits ("forty-five" -> "45") and
+    shorthand done verbs spelled out ("dlvd" -> "delivered")."""
+    text = spelled_out(fold(text))
     # alpha2digit costs ~40 us: only when there is a number word. Every number word holds
     # one of `_NUMBER_STEMS` (substring tests: ~4x cheaper than a regex, and most answers
     # hold none), then the hint (a literal first-letter scan, ~3x cheaper than
