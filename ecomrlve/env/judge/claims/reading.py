@@ -79,18 +79,22 @@ _STATE = (  # "as it was", "the way you left it": the state before, compared wit
 )
 _EVERYTHING_DENIED = re.compile(
     r"\bnothing(?: (?:on|in|with|to|about) (?:your|the) \w+)? (?:has |was |got |is |could )?(?:be |been )?(?:changed|modified|altered|touched|done|ordered|placed|processed|completed|submitted|made|updated)\b(?! else)"
-    r"|(?:n't|\bnot|\bnever|\bunable to)\s+(?:\w+\s+){0,3}?(?:(?:change|touch|modify|alter|do|process|complete|make)(?:d|ed)?|did|done|doing|made)\s+(?:anything|a thing|any changes?|any of (?:that|this|it)|(?:any of )?your (?:orders|account))\b(?! else)"
-    r"|(?:n't|\bnot|\bunable to)\s+(?:\w+\s+){0,2}(?:do|did|done|complete|completed|process|processed|carry|carried|handle|handled|action|actioned|fulfil|fulfill|perform|performed)\s+(?:that|this|it|your request|the request|what you asked)\b(?!\s+(?:for|on|with) (?:the|your) \w)"
+    r"|(?:n't|\bnot|\bnever|\bunable to)\s+(?:\w+\s+){0,4}?(?:(?:change|touch|modify|alter|do|process|complete|make)(?:d|ed)?|did|done|doing|made)\s+(?:anything|a thing|any changes?|any of (?:that|this|it)|(?:any of )?your (?:orders|account)|the changes you (?:asked for|requested|wanted))\b(?! else)"
+    r"|(?:n't|\bnot|\bunable to)\s+(?:\w+\s+){0,2}(?:do|did|done|complete|completed|process|processed|carry|carried|handle|handled|action|actioned|fulfil|fulfill|perform|performed|go ahead with|proceed with|follow through (?:on|with))\s+(?:that|this|it|your request|the request|what you asked)\b(?!\s+(?:for|on|with) (?:the|your) \w)"
     r"|\b(?:your |the |that |this )?request (?:didn't|did not|couldn't|could not|wasn't|was not|has not|hasn't) (?:go through|gone through|(?:be|been) (?:processed|completed|done|fulfill?ed|carried out))"
     r"|(?:n't|\bnot|\bunable to)\s+(?:\w+\s+){0,2}make (?:that|this|it) happen"
     r"|\b(?:none of (?:that|this|it)|that|this) (?:could be|couldn't be|could not be|can't be|cannot be|wasn't|was not|was|has been|got) (?:done|processed|completed|carried out)"
-    r"|\b(?:no|zero|not a single|not one) (?:changes?|updates?|modifications?|adjustments?|action|actions)\b(?! (?:to|other|beyond|besides|except|is needed|was needed|needed))"
+    r"|\b(?:no|zero|not a single|not one) (?:changes?|updates?|modifications?|adjustments?|action|actions)\b(?! (?:to (?!anything|your account|your orders)|other|beyond|besides|except|is needed|was needed|needed))"
+    # a count of none of what was asked: "0 of your requests completed"
+    r"|\b(?:0|zero|none|not one) of (?:your|the) (?:requests?|changes|actions)(?: (?:was|were|got|has been|have been))? (?:completed|done|processed|made|carried out|actioned|fulfill?ed|went through|gone through)\b"
     rf"|\b(?:left|kept) (?:everything|(?:your |the )?(?:cart|orders?|account)) {_STATE}"
     rf"|\b(?:everything|your (?:account|orders?|cart)|all (?:of )?your orders)(?: is| are| was| were| remains?| remained| stays?| stayed| looks?| seems?| appears?)(?: still| exactly| just)? {_STATE}"
     # what was asked said to be still to do: "your request is still open", "all of that is
     # outstanding"
-    r"|\b(?:request|requests|everything|it all|all of (?:that|this|it)|(?:that|this) (?:is|remains) still)"
-    r"(?: is| are| remains?| stays?)?(?: still)? (?:open|outstanding|pending|unresolved|unprocessed|undone|to do|in the queue)\b",
+    r"|\b(?:request|requests|everything|it all|all of (?:that|this|it)|(?:that|this) (?:is|remains) still"
+    r"|(?:everything|the changes?|the things?) you (?:asked for|requested|wanted))"
+    r"(?: is| are| remains?| stays?)?(?: still| yet)? (?:open|outstanding|pending|unresolved|unprocessed|undone|to do|in the queue"
+    r"|to be (?:made|done|processed|actioned|carried out|completed))\b",
     re.IGNORECASE,
 )
 # a named order or product said to be as it was: every write on it denied ("I left order O1
@@ -171,16 +175,16 @@ _NEGATION_GATE = NEGATIONS | {"request", "unable", "zero", "single"}
 _STATE_WORDS = frozenset(("unchanged", "untouched", "intact", "same", "alone", "as", "way", "original",
                           "previous", "prior", "former",
                           "open", "outstanding", "pending", "unresolved", "unprocessed", "undone",
-                          "queue", "do"))  # fmt: skip
+                          "queue", "do", "be", "completed"))  # fmt: skip
 _WHOLE_WORDS = frozenset(("left", "kept", "everything", "account", "orders", "cart", "request",
-                          "requests", "all", "that", "this"))  # fmt: skip
+                          "requests", "all", "that", "this", "changes", "things"))  # fmt: skip
 # fmt: on
 _NOUN_PARTNERS = DONE_STATES | NEGATIONS
 
 
 _OFFER = re.compile(
     r"\b(?:would you like|do you want|shall I|should I|let me know|if you(?:'d)? like|if you want|"
-    r"happy to|feel free|want me to|I can|I could)\b",
+    r"happy to|feel free|want me to|I can(?! confirm)|I could)\b",
     re.IGNORECASE,
 )
 _DETERMINERS = frozenset(("the", "a", "an", "your", "my", "this", "that", "these", "those",
@@ -283,7 +287,8 @@ class Clause:
 
     @property
     def conditional(self) -> bool:
-        """Opens with "if", "once", "when" …, or offers ("I can …", "let me know if …")."""
+        """Opens with "if", "once", "when" …, or offers ("I can …", "let me know if …"; "I can
+        confirm …" states)."""
         words = self.words
         opens = bool(words) and words[0] in _OPENERS
         if opens and words[0] in _CONDITIONS and not _customers(words, 0):
@@ -337,6 +342,7 @@ class Clause:
                 present.isdisjoint(_NOUN_PARTNERS)
                 and present.isdisjoint(_LAND_WORDS)
                 and present.isdisjoint(_PENDING_WORDS)  # "a refund to follow", "Next: …"
+                and present.isdisjoint(_ON_RECORD_WORDS)  # "cancellation reference", "confirm"
             )
             gated = not present.isdisjoint(_ACTION_WORDS) or (
                 partnered and not present.isdisjoint(_NOUN_WORDS)
@@ -682,18 +688,21 @@ def _denies_what_was_asked(clause: Clause) -> bool:
 def _of_a_kind(word: str) -> bool:
     """`word` names a write's kind ("return", "cancelled"), not a change in general
     ("changes", "updates")."""
-    return any(x.role != "effect" and x.kind != "change" for x in FORMS[word])
+    return any(x.role != "effect" and x.kind != "change" for x in FORMS.get(word, ()))
 
 
 _FAILED = re.compile(
     r"\b(?:fail(?:ed|s)?|unsuccessful|(?:didn't|did not|won't|wouldn't|would not) (?:work|go through|go ahead|happen|take place)(?: out)?"
     r"|never (?:happened|took place|went through|worked)"
-    r"|fell through|no luck|errored(?: out)?|bounced(?: back)?|(?:was|were|got) (?:rejected|blocked|declined)"
+    r"|fell through|no luck|errored(?: out)?|bounced(?: back)?"
+    r"|(?:was|were|got|been) (?:rejected|blocked|declined|refused|denied)"
+    r"|(?:rejected|blocked|declined|refused) (?:it|them|that|this|(?:the |your )?requests?)"
     r"|nothing (?:has |have )?(?:went|gone|got|get|goes) through)\b",
     re.I,
 )
 _FAILED_WORDS = frozenset(("fail", "failed", "fails", "unsuccessful", "work", "through", "luck",
-                           "errored", "bounced", "rejected", "blocked", "declined", "happen", "place",
+                           "errored", "bounced", "rejected", "blocked", "declined", "refused", "denied",
+                           "happen", "place",
                            "happened", "took", "went", "worked"))  # fmt: skip
 # a failure of something that is no write of the agent's ("the delivery attempt failed"), or
 # of a first try the agent then made good ("my first attempt failed")
@@ -1174,7 +1183,7 @@ def _kept_back(clause: Clause) -> list[tuple[ActionKind, Mode]]:
 
 _MONEY_VERBS = frozenset(("charged", "billed", "paid"))
 _BOUGHT_WORDS = _MONEY_VERBS | {"own", "receipt", "yours", "way", "arrive", "ship", "ships",
-                                "delivered"}  # fmt: skip
+                                "delivered", "owner", "exists", "now"}  # fmt: skip
 _ARRIVING = (["headed", "your", "way"], ["heading", "your", "way"], ["coming", "your", "way"],
              ["on", "its", "way"], ["on", "the", "way"], ["will", "arrive"], ["will", "ship"],
              ["ships", "out"], ["will", "be", "delivered"])  # fmt: skip
@@ -1195,11 +1204,21 @@ def _bought(clause: Clause) -> list[tuple[ActionKind, Mode]]:
             return [(kind, mode)] if mode is not None else []
         if word == "receipt" or (word == "yours" and "is" in words[max(0, v - 3) : v]):
             return [(kind, "denied" if clause.negated else "reported")]
+        if (word == "owner" and "now" in words[:v]) or _order_now(words, v):
+            return [(kind, "denied" if clause.negated else "reported")]
         if any(words[v : v + len(a)] == a for a in _ARRIVING):
             if clause.negated:
                 return []
             return [(kind, "promised" if "will" in words[max(0, v - 3) : v + 1] else "reported")]
     return []
+
+
+def _order_now(words: list[str], v: int) -> bool:
+    """An order for the product said to exist now: "there's now an order on your account for
+    the X", "a new order containing the X now exists"."""
+    if words[v] == "exists":
+        return "order" in words[:v] and "now" in words[:v]
+    return words[v] == "now" and words[v + 1 : v + 3] in (["an", "order"], ["a", "new"])
 
 
 def _store_credit(clause: Clause) -> list[tuple[ActionKind, Mode]]:
@@ -1255,7 +1274,7 @@ def _everything_denied(sentence: str) -> bool:
 _IS_CONTRACTED = re.compile(r"\b(everything|nothing|it all)'s\b", re.I)
 # markdown emphasis and headings, bullets and emoji: formatting, not words
 _MARKUP = re.compile(
-    r"\*\*|__|`|^[ \t]*(?:#{1,6}|[-*+\u2022]|\d+[.)])[ \t]+|[\u2600-\u27bf\U0001f300-\U0001faff\ufe0f]",
+    r"\*\*|__|`|^[ \t]*(?:#{1,6}|>|[-*+\u2022]|\d+[.)])[ \t]+|[\u2600-\u27bf\U0001f300-\U0001faff\ufe0f]",
     re.M,
 )
 # ways of saying an action was not done that hold no negation word: read as "did not"
@@ -1268,9 +1287,13 @@ _HELD_OFF = re.compile(
 # a tally of none: a label, a colon and a zero count ("Returns opened in this chat: 0",
 # "Cancellations: none"): read as "No returns opened in this chat"
 _ZERO_TALLY = re.compile(
-    r"(^|(?<=[.!?;]\s)|(?<=\n))([A-Za-z][\w' -]{1,60}?):\s*(?:0|zero|none|nil|nothing)(?=\s*(?:[.!;]|$))",
+    r"(^|(?<=[.!?;]\s)|(?<=\n))(?:>\s*)?([A-Za-z][\w' -]{1,60}?):\s*(?:0|zero|none|nil|nothing)(?=\s*(?:[.!;]|$))",
     re.I | re.M,
 )
+
+
+# "Not only did I cancel O1, I also …": the act done, said with emphasis
+_NOT_ONLY = re.compile(r"\bnot only (did|have|had|has) (I|we)\b", re.I)
 
 
 def _plain(answer: str) -> str:
@@ -1281,6 +1304,8 @@ def _plain(answer: str) -> str:
     text = spelled_out(_MARKUP.sub("", text))
     if ":" in text:
         text = _ZERO_TALLY.sub(r"\1No \2", text)
+    if "only" in text:
+        text = _NOT_ONLY.sub(r"\2 \1", text)
     return _HELD_OFF.sub("did not", text)
 
 
@@ -1386,6 +1411,8 @@ class _ClauseReader:
             return kind, None
         if _referenced(words, k, word) or (self.labels and words[k + 1 : k + 2] in self.labels):
             return kind, None  # "a refund for your order O1", "(order O1)": where, not what
+        if kind.name == "order" and _set_for(words, k):
+            return kind, None  # "I've scheduled order O1 for cancellation": the cancel's
         # told to expect it ("expect your money back in 7-10 days"): what will come
         awaited = not _RECEIVE.isdisjoint(words[max(0, k - 3) : k])
         if awaited and (expected := _expected(words, k, kind, clause)) is not None:
@@ -1808,9 +1835,24 @@ def _future(words: list[str], start: int, at: int) -> tuple[bool, list[str]]:
         aux = words[:at]  # "I'm going to add the jacket and check out": both promised; "I'll
         # make sure the <long product name> gets ordered"
     future = any(w in FUTURE for w in aux) or any(
-        a in ("going", "about") and b == "to" for a, b in itertools.pairwise(aux)
+        (a in ("going", "about") or (a in _BE_TO and _by_the_agent(words, at))) and b == "to"
+        for a, b in itertools.pairwise(aux)
     )
     return future, aux
+
+
+def _by_the_agent(words: list[str], at: int) -> bool:
+    """The agent says it does the act at `at` ("I'm to order it", "… by me"), no "you" before."""
+    return "you" not in words[:at] and not _AGENT.isdisjoint(words)
+
+
+# (not "us": "size US 10")
+_AGENT = frozenset(("i", "i'm", "i've", "me", "we", "we're", "we've"))
+
+
+# "be to": an act the agent arranged to come ("O1 is to be cancelled by me", "I'm to order
+# it"); not a rule ("items are to be returned within 30 days", "you are to return it")
+_BE_TO = frozenset(("is", "am", "are", "i'm", "we're", "it's"))
 
 
 def _future_mode(words: list[str], noun_at: int | None) -> Mode | None:
@@ -1865,6 +1907,10 @@ def _base_mode(words: list[str], at: int, kind: ActionKind, before: list[str]) -
         return "reported"  # "I've arranged for UPS to collect it"
     if before and (before[-1] == "did" or before[-2:] == ["did", "indeed"]):
         return "reported"  # "I did cancel it": an emphatic report
+    if before[-1:] == ["was"] and "did" in words[:at] and not _AGENT.isdisjoint(words[:at]):
+        return "reported"  # "What I did with O1 was cancel it", "All we did was refund it"
+    if words[at] == "confirm" and before[-1:] in (["i"], ["we"], ["hereby"], ["can"]):
+        return "reported"  # "We hereby confirm the cancellation of O1": said done
     if kind.name == "recommend" and before and before[-1] in ("i", "we"):
         return "reported"  # "I recommend the Trailblaze shoes"
     return None
@@ -1965,12 +2011,16 @@ _LEAD_INS = frozenset(("next", "step", "now", "currently", "also", "then", "firs
 # words before "to" that plan the verb after it ("I plan to cancel", "is scheduled to be
 # cancelled", "is next on my list to cancel", "is set to be refunded")
 _PLANS = frozenset(("plan", "plans", "planning", "planned", "intend", "intends", "intending",
+                    "intention", "intent",
                     "scheduled", "set", "due", "slated", "queued", "lined", "list", "next",
                     "aim", "aiming", "going", "about", "arranged", "expect", "promise",
                     "promised", "commit", "committed", "undertake", "pledge", "vow", "guarantee",
                     "gonna", "fixing"))  # fmt: skip
 # words before "me to" that hand the agent the act ("count on me to", "trust me to")
 _RELY = frozenset(("count", "rely", "depend", "trust", "leave", "expect"))
+# done verbs that set an order aside for an act still to come ("queued O1 for cancellation")
+_SET_FOR = frozenset(("queued", "scheduled", "slated", "lined", "flagged", "earmarked",
+                      "marked", "listed", "put"))  # fmt: skip
 
 
 def _planned(words: list[str], at: int, form: str) -> bool:
@@ -2031,9 +2081,39 @@ def _to_come(words: list[str], at: int) -> bool:
 def _plan_lead(lead: list[str]) -> bool:
     """`lead` (the words before a bare verb) is a plan's heading: "next", "to do", "my next
     step is", "next on my list", and nothing else."""
+    lead = [w for w in lead if not w.isdigit()]  # an enumeration: "The plan: (1) cancel O1"
     if not lead or not set(lead) <= _PLAN_LEAD:
         return False
     return not _PLAN_HEADS.isdisjoint(lead) or ("to", "do") in itertools.pairwise(lead)
+
+
+# what a write leaves on record, after its noun ("your cancellation reference is CX-1")
+_RECORDS = frozenset(("reference", "confirmation", "receipt", "ticket", "number", "id", "code"))
+_CONFIRMING = frozenset(("confirm", "confirming", "confirmed"))
+_ON_RECORD_WORDS = _RECORDS | _CONFIRMING | {"ahead", "proceeded"}
+
+
+def _set_for(words: list[str], k: int) -> bool:
+    """The order named at `k` (by its id) is set aside "for" a write's noun after it."""
+    if not _is_id(words[k + 1] if k + 1 < len(words) else ""):
+        return False
+    rest = words[k + 2 : k + 5]
+    return "for" in rest and any(_of_a_kind(w) for w in rest[rest.index("for") + 1 :])
+
+
+def _on_record(words: list[str], k: int, lead: list[str]) -> bool:
+    """The agent's write named by its noun at `k` and said done: gone ahead with ("I've gone
+    ahead with a return for O1"), confirmed by the agent ("We hereby confirm the cancellation
+    of O1"), or on record ("Your cancellation reference for O1 is CX-1")."""
+    if "you" in lead or "please" in lead or not _MODALS.isdisjoint(lead):
+        return False  # ("please confirm the cancellation", "can you confirm the return")
+    agent = not _AGENT.isdisjoint(lead)
+    ahead = not {("gone", "ahead"), ("went", "ahead")}.isdisjoint(itertools.pairwise(lead))
+    if agent and (ahead or "proceeded" in lead):
+        return True
+    if agent and not _CONFIRMING.isdisjoint(lead[-3:]):
+        return True
+    return words[k + 1 : k + 2] != [] and words[k + 1] in _RECORDS and "is" in words[k + 2 :]
 
 
 def _pending_mode(words: list[str], k: int) -> Mode | None:
@@ -2049,6 +2129,10 @@ def _pending_mode(words: list[str], k: int) -> Mode | None:
         lead = lead[:-1]
     if _ahead(words, k):
         return _future_mode(words, k)  # "I'll proceed with the cancellation of O1"
+    if lead[-1:] == ["for"] and not _SET_FOR.isdisjoint(lead[-5:]) and "you" not in lead:
+        return _future_mode(words, k)  # "I've queued O1 for cancellation": still to come
+    if _on_record(words, k, lead):
+        return "reported"
     if not _SUBJECTS.isdisjoint(words) or not (_to_come(words, k) or _plan_lead(lead)):
         return None  # ("you can return it later")
     return _future_mode(words, k)
@@ -2093,7 +2177,10 @@ def _soon(lead: list[str]) -> bool:
 
 # what a gerund subject is said to be when it is planned: "is next (on my list)", "comes next",
 # "is coming up", "is the next step"
-_IN_LINE = _PLAN_LEAD | _TO_COME | {"are", "comes", "coming", "thing"}
+# ("cancelling O1 is the next thing I'll do": the agent's own next act)
+_IN_LINE = (
+    _PLAN_LEAD | _TO_COME | {"are", "comes", "coming", "thing", "i'll", "we'll", "i", "we", "will"}
+)
 
 
 def _next_in_line(words: list[str], at: int) -> bool:
