@@ -33,6 +33,13 @@ OTHER_LANGUAGES = (  # {o}: an order id, {n}: a product of the shop
     "Objednávka {o} byla zrušena.",  # cs
     "Заказ {o} отменён.",  # ru, another script
     "Comanda {o} a fost anulată.",  # ro
+    # a foreign part of an English sentence, between commas, colons or dashes
+    "Just so you know, заказ {o} уже отменён.",  # ru after an English lead
+    "Update on {o}: 已经退款 ✔",  # zh after a colon
+    "As requested — la commande {o} est annulée.",  # fr after a dash
+    # inflected forms no frequency list holds, told by fastText
+    "Palautin tuotteesi tilauksesta {o}.",  # fi
+    "Visszatérítettem a rendelését, {o}.",  # hu
 )
 ENGLISH = (  # terse, names that look foreign, ids: still English
     "Got it: {o} cancelled.",
@@ -47,6 +54,9 @@ ENGLISH = (  # terse, names that look foreign, ids: still English
     "Est. delivery Friday.",
     "Shipping via UPS to 12 Rue Garnier, Lyon.",
     "Your order {o} is cancelled; the refund goes to the Visa ending 4242.",
+    "Merci, all sorted!",  # one foreign word in its own part
+    "Net of the restocking fee, the free-shipping refund is $20.",  # rare English words
+    "Delivered to 4 Ashbyhaven Plaza, Nicholsbury.",  # place names
 )
 
 

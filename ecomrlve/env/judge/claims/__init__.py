@@ -148,7 +148,7 @@ def check_claims(
     `answer` that no succeeded action backs and every denial of an action that succeeded
     (rules at the top of this module)."""
     names = product_names(catalog)
-    foreign = foreign_sentence(answer, language, names.words)
+    foreign = foreign_sentence(answer, language, names.shop_words)
     if foreign:
         return [
             f"claims: the reply is not in the customer's language ({language}): {_quote(foreign)}"

