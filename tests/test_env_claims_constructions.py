@@ -62,6 +62,7 @@ def test_an_act_arranged_to_come_is_a_promise(tasks, catalog):
         "Items are to be returned within 30 days of delivery.",
         "You are to return the item in its original packaging.",
         "Returning it is the next thing you'd need to do.",
+        "Refunds arrive no later than 10 business days after we receive the return.",
     ):
         assert not claims(nothing, line, catalog), line
 

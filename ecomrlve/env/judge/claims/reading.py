@@ -2074,6 +2074,8 @@ def _to_come(words: list[str], at: int) -> bool:
             continue  # "next week", "your next order"
         if word == "follow" and words[j - 1] != "to":
             continue  # ("follow the link")
+        if word == "later" and words[j + 1 : j + 2] == ["than"]:
+            continue  # "no later than 10 days after we receive the return": a deadline
         return True
     return False
 
@@ -2172,6 +2174,8 @@ _SOON = frozenset(("moment", "minute", "minutes", "sec", "second", "jiffy", "bit
 
 
 def _soon(lead: list[str]) -> bool:
+    if ("later", "than") in itertools.pairwise(lead):
+        lead = [w for w in lead if w != "later"]  # "no later than …": a deadline
     return not (_TO_COME.isdisjoint(lead) and _SOON.isdisjoint(lead))
 
 

@@ -42,6 +42,8 @@ def normalise(text: str) -> str:
         # alpha2digit leaves "fourteen-day" as it is: "fourteen day" becomes "14 day", a
         # duration ("the fourteen-day window" must not hide its value from the check)
         text = _NUMBER_WORD_DAY.sub(" ", text)
+        if "-" in text:
+            text = _WORD_RANGE.sub(_range, text)
         with contextlib.suppress(Exception):  # an answer must never crash the verifier
             text = alpha2digit(text, "en")
         text = re.sub(r"\bzero\b", "0", text)
@@ -62,6 +64,23 @@ _SMALL_UNIT = re.compile(
     rf"\b({'|'.join(_SMALL)}) (dollars?|cents?|days?|weeks?|and(?= \d\d/100))\b"
 )
 # the hyphen of "fourteen-day", "twenty-one-week" (a letter before it, "day"/"week" after)
+# two number words joined by a dash, a range ("seven-ten business days" is 7 to 10), unless
+# they are one number ("twenty-one")
+_UNITS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_SMALL_WORDS = (*_UNITS, "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen",
+                "sixteen", "seventeen", "eighteen", "nineteen")  # fmt: skip
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_WORD_RANGE = re.compile(
+    rf"\b({'|'.join((*_SMALL_WORDS, *_TENS))})-({'|'.join((*_SMALL_WORDS, *_TENS))})\b"
+)
+
+
+def _range(m: re.Match[str]) -> str:
+    if m[1] in _TENS and m[2] in _UNITS:
+        return m[0]  # "twenty-one": one number
+    return f"{m[1]} to {m[2]}"
+
+
 _NUMBER_WORD_DAY = re.compile(r"(?<=[a-z])-(?=(?:day|week)s?\b)")
 # a substring of every word `_NUMBER_HINT` matches (checked in the tests)
 _NUMBER_STEMS = ("zero", "one", "two", "thr", "thir", "four", "fort", "fi", "six", "seven",

@@ -268,9 +268,9 @@ _DAY_BESIDE = re.compile(r"\bthe day (after|before) $")
 # (no "\b" first: a pattern that starts with a literal is scanned for it, several times
 # faster; the word boundary before is checked by `_word_starts`)
 _IN_DAYS = re.compile(r"in (?:about |around |roughly |just |another )?(\d+|an?|one) (day|week)s?\b")
-# "3 days ago", "2 weeks from now", "4 days out" (counted ahead), "3 days away"
+# "3 days ago", "3 days back", "2 weeks from now", "4 days out" (counted ahead), "3 days away"
 _DAYS_AWAY = re.compile(
-    r"\b(\d+|an?|one) (day|week)s?'? (ago|from (?:now|today)|out|away|(?:from )?hence)\b"
+    r"\b(\d+|an?|one) (day|week)s?'? (ago|back|from (?:now|today)|out|away|(?:from )?hence)\b"
 )
 # "on Friday", "this coming Sunday", "last Tuesday", "by next Monday" ("Fridays": no day)
 _WEEKDAY = re.compile(rf"\b({'|'.join(_WEEKDAYS)})\b(?!s\b|')")
@@ -359,18 +359,17 @@ def _relative_said(text: str, today: dt.date) -> list[tuple[int, int, list[dt.da
         for m in _DAY_WORD.finditer(text):
             start, shift = m.start(), {"today": 0, "tomorrow": 1, "yesterday": -1}[m[1]]
             beside = _DAY_BESIDE.search(text, max(0, start - 15), start)
-            if beside is not None:  # "the day after tomorrow" (not "the day before today")
-                if m[1] == "today":
-                    continue
+            if beside is not None:  # "the day after tomorrow", "the day after today"
                 start, shift = beside.start(), shift + (1 if beside[1] == "after" else -1)
             out.append((start, m.end(), [today + dt.timedelta(shift)], False))
     if "in " in text:
         for m in filter(_word_starts, _IN_DAYS.finditer(text)):
             n = _count(m[1]) * (7 if m[2] == "week" else 1)
             out.append((m.start(), m.end(), [today + dt.timedelta(n)], False))
-    if _has(text, (" ago", "from now", "from today", " out", " away", "hence")):
+    if _has(text, (" ago", " back", "from now", "from today", " out", " away", "hence")):
         for m in _DAYS_AWAY.finditer(text):
-            n = _count(m[1]) * (7 if m[2] == "week" else 1) * (-1 if m[3] == "ago" else 1)
+            past = m[3] in ("ago", "back")
+            n = _count(m[1]) * (7 if m[2] == "week" else 1) * (-1 if past else 1)
             out.append((m.start(), m.end(), [today + dt.timedelta(n)], False))
     joined: list[int] = []  # where a "the 25th" said with its weekday starts
     if _has(text, _WEEKDAY_STEMS):
@@ -437,8 +436,8 @@ _WHOLE = (
 _DECIMALS = r"\.(\d{1,2})"
 # cents said apart, after a whole amount: "$55 and 99 cents", "$7 and 99¢" (the unit is needed:
 # "$7 and 8 items" is $7); after a unit word also "36 dollars, 99 cents"
-_SAID_CENTS = r"\s+(?:and|&)\s+(\d{1,2}|one)\s?(?:cents?\b|¢)"
-_UNIT_CENTS = r",?\s+(?:(?:and|&)\s+)?(\d{1,2}|one)\s?(?:cents?\b|¢)"
+_SAID_CENTS = r"\s+(?:and|&|plus)\s+(\d{1,2}|one)\s?(?:cents?\b|¢)"
+_UNIT_CENTS = r",?\s+(?:(?:and|&|plus)\s+)?(\d{1,2}|one)\s?(?:cents?\b|¢|/100\b)"
 # after a unit word the cents may be two bare digits: "47 dollars 99", "47 dollars and 99."
 _BARE_CENTS = rf"\s+(\d{{2}})(?!\d|[.,]\d|{_COUNTED})|\s+and\s+(\d{{2}})(?=\s*(?:[.!?;)]|$))"
 _UNIT_TAIL = rf"(?:{_UNIT_CENTS}|{_BARE_CENTS})?"
@@ -453,12 +452,19 @@ _MONEY_FORMS = (
     ("$", re.compile(rf"\${_SPACE}{_WHOLE}(?:{_DECIMALS}|,?{_SAID_CENTS})?")),
     # "47.99$", never the "2 " of "2 $5 cards" (this one scans every digit: only where a "$"
     # comes before no digit, 20 us an answer otherwise)
-    (re.compile(r"\$(?!\s?\d)"), re.compile(rf"{_BEFORE_MARK}\$(?!\s?\d)")),
+    # ("47.99 US$" too)
+    (re.compile(r"\$(?!\s?\d)"), re.compile(rf"{_BEFORE_MARK}(?:us)?\$(?!\s?\d)")),
     ("usd", re.compile(rf"\busd\s?{_WHOLE}(?:{_DECIMALS}|,?{_SAID_CENTS})?")),
-    ("usd", re.compile(rf"{_BEFORE_MARK}usd\b")),
-    # "47 dollars and 99 cents", "101.99 us dollars" (number words are digits by now:
-    # "forty-seven dollars 99")
-    ("dollar", re.compile(rf"{_BEFORE_MARK}(?:(?:u\.?s\.?|american) )?dollars?\b{_UNIT_TAIL}")),
+    ("usd", re.compile(rf"{_BEFORE_MARK}\(?usd\b")),  # "47.99 USD", "47.99 (USD)"
+    # "47 dollars and 99 cents", "101.99 us dollars", "47.99 in US dollars" (number words are
+    # digits by now: "forty-seven dollars 99")
+    (
+        "dollar",
+        re.compile(rf"{_BEFORE_MARK}(?:in )?(?:(?:u\.?s\.?|american) )?dollars?\b{_UNIT_TAIL}"),
+    ),
+    # the currency named first: "US dollars 47.99" (with its cents: "dollars 99" after "47"
+    # is cents, never an amount)
+    ("dollar", re.compile(r"\b(?:u\.?s\.?|american) dollars? (\d{1,3}(?:,\d{3})+|\d+)\.(\d{2})\b")),
     ("buck", re.compile(rf"{_BEFORE_MARK}bucks\b{_UNIT_TAIL}")),
     # as on a cheque: "47 and 99/100 dollars" (the empty group: no decimals)
     (
@@ -481,7 +487,8 @@ _PERCENT_ZERO = re.compile(
 )
 # a range however it is said: "7-10", "7 to 10", "7 through 10", "between 7 and 10"
 _DURATION = re.compile(
-    r"(?=[b\d])(?:\bbetween (\d+) and |(\d+)(?:\s?(?:-|to|or|through|thru)\s?))?(\d+)[\s-]?"
+    r"(?=[bn\d])(?:\bbetween (\d+) and |(?:\bno (?:sooner|earlier) than )?(\d+)"
+    r"(?:\s?(?:-|to|or|through|thru|and no later than)\s?))?(\d+)[\s-]?"
     r"(?:more |extra |additional |full )?(?:business |working |calendar )?(day|week)s?\b"
 )
 
@@ -713,7 +720,8 @@ class Duration(NamedTuple):
 # ("the window is |21 days"); elapsed cues win, then "left" (days left is no window), then
 # window cues
 _ELAPSED_AFTER = re.compile(
-    r"\s*(?:ago|since|late|overdue|past|beyond|outside|after (?:the|its|your) (?:return )?window)\b"
+    r"\s*(?:ago|back|since|late|overdue|past|beyond|outside"
+    r"|after (?:the|its|your) (?:return )?window)\b"
 )
 _ELAPSED_BEFORE = re.compile(r"\bbeen (?:over |more than |about |nearly |almost )?$")
 # the days from today to a date ("arrives in 3 days", "3 days from now") say that date
