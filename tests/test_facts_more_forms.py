@@ -75,3 +75,42 @@ CASES = answers.cases(
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_a_wrong_amount_in_these_forms_fails(case: answers.Case):
     case.check()
+
+
+def _delivered(answer: str):
+    """`answer` against an order delivered June 17, read that day's week (as
+    tests/test_facts_alternatives.py)."""
+    from ecomrlve.env.judge.facts import Shown, check_answer
+    from ecomrlve.tasks import AnswerFact
+
+    order = "O1234567"
+    facts = [
+        AnswerFact(kind="date", value="2026-06-17", role="arrival", subject=order, cues=[order]),
+    ]
+    read = {"order_id": order, "status": "delivered", "delivered": "2026-06-17"}
+    return check_answer(answer, facts, "", today="2026-06-20", shown=Shown([read], "2026-06-20"))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Order O1234567 arrived June 17, today at the very most.",  # a stretch
+        "Order O1234567 arrived June 17 - we can't rule out today though.",
+        "Order O1234567 arrived today, or failing that June 17.",  # the day word first
+        "Order O1234567 arrived June 17... or today, not sure (order O1234567).",
+    ],
+)
+def test_a_date_hedged_with_today_commits_to_neither(answer: str):
+    assert not _delivered(answer).ok, answer
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Order O1234567 arrived June 17. Today I checked it again.",
+        "As of today, order O1234567 shows it arrived June 17.",
+        "Order O1234567 arrived June 17, three days before today.",
+    ],
+)
+def test_today_in_a_role_of_its_own_is_no_hedge(answer: str):
+    assert _delivered(answer).ok, answer

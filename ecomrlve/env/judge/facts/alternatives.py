@@ -41,6 +41,7 @@ GRAMMAR = frozenset((
     "while", "so", "not", "no", "be", "am", "is", "are", "was", "were", "been", "being",
     "have", "has", "had", "do", "does", "did", "will", "would", "shall", "should", "can",
     "could", "may", "might", "must", "it's", "i'm", "that's", "there's", "what", "which",
+    "out",  # a particle ("ruled out")
 ))
 # lemmas of how sure the speaker is and where a value comes from, not of what it is: a value
 # whose clause adds only these is another guess at the same thing ("June 10 is also
@@ -54,12 +55,15 @@ MODALITY = frozenset((
     "guess", "hunch", "idea", "option", "alternatively", "equally", "else", "instead",
     # degree: "less likely", "more probably", "just as possible"
     "less", "more", "much", "least", "most", "quite", "just", "rather", "somewhat", "slightly",
+    "very",
     # believing, seeming, telling: the speaker's stance
     "think", "believe", "guess", "reckon", "suppose", "assume", "suspect", "doubt", "seem",
     "appear", "know", "tell", "say", "recall", "remember", "check", "double", "confirm",
     "verify", "show", "mention", "list", "indicate", "suggest", "state", "read", "display",
     # where the value was read: a source, not a role of the value
     "note", "log", "record", "system", "source", "memory", "entry", "data", "information",
+    # how far it may be stretched: "today at a push", "today isn't ruled out"
+    "push", "stretch", "rule",
 ))
 # fmt: on
 # a phrase that names what a value depends on or where it is from, to its clause's end:
@@ -81,7 +85,7 @@ _DATE_TEXT = re.compile(
     r"(?:(?:the|of|in|this|next|last|coming|today|tomorrow|yesterday|days?|weeks?"
     r"|[a-z]+day|jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|january|february|march"
     r"|april|june|july|august|september|october|november|december|\d+(?:st|nd|rd|th)?)\b"
-    r"(?:\.(?= ?\d))?(?:[ /-]|,(?= \d))*)+"
+    r"(?:\.(?= ?\d))?(?:[ /-]|,(?= \d{4}))*)+"  # (a comma only before a year: "March 3, 2026")
 )
 
 
@@ -132,6 +136,8 @@ def _lead(text: str) -> str:
 _DAY_WORD = re.compile(r"\b(today|tomorrow|yesterday)\b(?!')")
 _NAMES_DATE = re.compile(r"\s*(?:,|\(|[—–:])?\s*(?:(?:is|was)\s+)?(?:the\s+)?")
 _DAY_OFFSET = {"today": 0, "tomorrow": 1, "yesterday": -1}
+# a day word before the agent's act ("today I checked"), not before its guess ("today I think")
+_AGENT_TODAY = re.compile(r" (?:i|we) (?!think|guess|believe|reckon|suppose|would|might)\w+ed\b")
 
 
 def alternative_dates(
@@ -145,19 +151,25 @@ def alternative_dates(
         and located
         and ("today" in text or "tomorrow" in text or "yesterday" in text)
     ):
-        # a day word after a date of its sentence ("As of today, …" opens no alternative)
+        # a day word after a date of its sentence, or before it in the same sentence ("today,
+        # or if not then June 3"; "As of today, …" gives no alternative: `alternatives` reads
+        # the words between)
         taken = [k for k, _ in located]
         start = dt.date(*today)
         days = []
-        for m in _DAY_WORD.finditer(text, taken[0]):
+        opening = _SENTENCE_END.split(text[: taken[0]])[-1]
+        for m in _DAY_WORD.finditer(text, taken[0] - len(opening)):
             k = bisect.bisect_left(taken, m.start())
             if k < len(taken) and taken[k] == m.start():
                 continue  # a date already ("delivered today")
+            if _AGENT_TODAY.match(text, m.end()):
+                continue  # "Today I checked it again": when the agent did something
             named = _NAMES_DATE.match(text, m.end())
             if named and k < len(taken) and taken[k] == named.end():
                 continue  # "today is June 20", "as of today, June 20": the date after it
-            # in the date's sentence or the next ("June 17? Or today?")
-            if k and len(_SENTENCE_END.findall(text, taken[k - 1], m.start())) <= 1:
+            # in the date's sentence or the next ("June 17? Or today?"), or the sentence's
+            # first date's before it
+            if not k or len(_SENTENCE_END.findall(text, taken[k - 1], m.start())) <= 1:
                 day = start + dt.timedelta(days=_DAY_OFFSET[m[1]])
                 days.append((m.start(), {(day.year, day.month, day.day)}))
         located = sorted([*located, *days], key=lambda pair: pair[0])
@@ -205,7 +217,9 @@ def alternatives(
         # about another order: the second's sentence names another than the first's, or an
         # id between them is one of two its sentence names ("O1 on June 3, O2 on June 5")
         first_ids = _ids(text[starts[i] : s1] + " " + (after1 if j > i else between))
-        if j > i and (second_ids := _ids(text[starts[j] : ends[j]])) and second_ids != first_ids:
+        # (an id after the second value, in a sentence an ellipsis cut, names no other: "June
+        # 3… or today, hard to tell (order O1)")
+        if j > i and (second_ids := _ids(text[starts[j] : s2])) and second_ids != first_ids:
             continue
         if j == i and _ids(between) and len(first_ids | _ids(rest)) > 1:
             continue
