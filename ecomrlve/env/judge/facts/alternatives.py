@@ -76,7 +76,8 @@ _CONTENT = ("NOUN", "VERB", "ADJ")
 # value's clause after it goes on past a colon ("June 17: delivered")
 _CLAUSE_END = re.compile(r"[,;:()\[\]]|\s-+\s|\s-+$|^-+\s")
 _TAIL_END = re.compile(r"[,;()\[\]]|\s-+\s|\s-+$|^-+\s")
-_SENTENCE_END = re.compile(r"[.!?\n]+(?!\d)")
+# (an ellipsis goes on: "June 3… or today, hard to tell")
+_SENTENCE_END = re.compile(r"(?:(?<!\.)\.(?!\.)|[!?\n])[.!?\n]*(?!\d)")
 _WORD = re.compile(r"\b(?:o\d{7}|n\d{4})\b|[a-z]+(?:'[a-z]+)?")
 _ORDER_ID = re.compile(r"^(?:o\d{7}|n\d{4})$")
 # the words of a date itself, read from its start: "march 3rd", "the 3rd of march, 2026",
@@ -217,9 +218,7 @@ def alternatives(
         # about another order: the second's sentence names another than the first's, or an
         # id between them is one of two its sentence names ("O1 on June 3, O2 on June 5")
         first_ids = _ids(text[starts[i] : s1] + " " + (after1 if j > i else between))
-        # (an id after the second value, in a sentence an ellipsis cut, names no other: "June
-        # 3… or today, hard to tell (order O1)")
-        if j > i and (second_ids := _ids(text[starts[j] : s2])) and second_ids != first_ids:
+        if j > i and (second_ids := _ids(text[starts[j] : ends[j]])) and second_ids != first_ids:
             continue
         if j == i and _ids(between) and len(first_ids | _ids(rest)) > 1:
             continue
