@@ -114,3 +114,22 @@ def test_a_date_hedged_with_today_commits_to_neither(answer: str):
 )
 def test_today_in_a_role_of_its_own_is_no_hedge(answer: str):
     assert _delivered(answer).ok, answer
+
+
+def statuses(text: str) -> list[str]:
+    return [status for _, status in values.extract_statuses(normalise(text))]
+
+
+@pytest.mark.parametrize(
+    ("said", "status"),
+    [
+        ("Your order O1 made its delivery on May 3.", ["delivered"]),
+        ("Order O1 is waiting on our fulfilment team.", ["pending"]),
+        ("Order O1 isn't being processed or shipped yet.", ["pending"]),  # negation goes on
+        ("Order O1 is being sorted in the warehouse.", ["processing"]),
+        ("The courier completed delivery to the depot.", []),  # to a depot: no delivery
+        ("It was not lost or damaged; it was delivered May 3.", ["delivered"]),
+    ],
+)
+def test_statuses_in_more_words(said: str, status: list[str]):
+    assert statuses(said) == status

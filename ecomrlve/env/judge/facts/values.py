@@ -825,6 +825,10 @@ def _hypothetical(before: str) -> bool:
     last3 = words[-3:]
     if any(w in _NEGATION_BEFORE or w.endswith("n't") for w in last3):
         return True  # "has not shipped", "hasn't been processed", "not yet shipped"
+    if words[-1] in ("or", "nor") and any(
+        w in _NEGATION_BEFORE or w.endswith("n't") for w in before.split()[-7:]
+    ):
+        return True  # "isn't being processed or shipped yet": the negation goes on
     if not _NONE_SUBJECT.isdisjoint(before.lower().split()[-6:]):
         return True  # "none of your orders were cancelled", "nothing has shipped"
     said = _SENTENCE_END.split(before.lower())[-1].split()[-6:]
@@ -956,7 +960,7 @@ _CARRIER = (
 # ("arrived" is a status word already)
 _ARRIVE_DONE = _done("come", "land") + r"|" + _done("turn", "show", "pop") + r" up"
 _PREPARE = ("process", "prepare", "prep", "pack", "handle", "ready", "assemble", "fulfil",
-            "package", "box")  # fmt: skip
+            "package", "box", "sort")  # fmt: skip
 _STOP = ("void", "annul", "scrap", "abort", "revoke", "rescind", "nix")
 _NEGATED = r"(?:\w+n't|not|never)"
 _CARRIER_WORDS = ("carrier", "carriers", "courier", "couriers", "company", "postal", "post",
@@ -1008,7 +1012,7 @@ _EVENTS = (  # (status, gate: one of these words is in every match, pattern)
     ("shipped", ("being",),
      rf"\bbeing {_done('ship', 'send', 'mail', 'post', 'dispatch', 'deliver')}\b"),
     ("pending", ("processed", "started", "touched", "begun", "began"),
-     rf"\b{_NEGATED} (?:yet )?(?:been )?{_done('process', 'start', 'touch', 'begin')}"
+     rf"\b{_NEGATED} (?:yet )?(?:been |being )?{_done('process', 'start', 'touch', 'begin')}"
      r"\b(?! by (?:the |a )?(?:carrier|courier))"),
     ("pending", ("yet",),
      r"\b(?:has|have|is|are) yet to be (?:processed|started|handled)\b"),
@@ -1036,12 +1040,16 @@ _EVENTS = (  # (status, gate: one of these words is in every match, pattern)
     ("delivered", ("confirmed", "verified", "recorded", "logged", "marked"),  # "delivery confirmed"
      r"\bdeliver(?:y|ies) (?:(?:was|were|is|has been|have been) )?(?:now )?(?:confirmed|"
      r"verified|recorded|logged|marked complete)\b"),
+    ("delivered", ("completed", "complete", "finished", "made"),  # "completed delivery on May 3"
+     rf"\b{_done('complete', 'finish', 'make')} (?:its |their |the )?deliver(?:y|ies)\b"
+     r"(?! (?:to|at) (?:the|our|a) (?:carrier|courier|depot|hub|locker))"),
+
     ("shipped", ("move", "road", "transit", "wing", "journey", "trip"),
      # "is on the move", "on the road to you", "is on its journey to you"
      rf"\b{_BE} (?:now |already |currently )?(?:on the (?:move|road)|on the wing|on (?:its|"
      r"their) (?:journey|trip) (?:to you|your way|to your))"),
     ("pending", ("awaiting", "waiting", "waits", "await"),  # "awaiting fulfilment / packing"
-     rf"\b(?:{_ing('wait', 'await')}|waits) (?:for |on )?(?:its |the )?(?:fulfill?ment|"
+     rf"\b(?:{_ing('wait', 'await')}|waits) (?:for |on )?(?:its |the |our )?(?:fulfill?ment|"
      r"dispatch|preparation|picking|packing|processing|the warehouse|warehouse|to be "
      r"(?:picked|packed|prepared|fulfill?ed|worked on))\b"),
     ("pending", ("worked", "picked", "handled", "touched", "actioned", "fulfilled", "prepared"),
