@@ -38,6 +38,8 @@ def test_a_product_owned_or_an_order_for_it_said_to_exist_is_a_purchase(tasks, c
     nothing, bought = tasks["fx-status"], tasks["fx-purchase"]
     named = "Jones Labs ivory t-shirt"  # what fx-purchase bought
     for line in (
+        f"Also bought: the {named}, charged to your card on file.",
+        f"You'll receive the {named} in a few days, as I've placed the order.",
         f"You're now the owner of the {named}.",
         f"There is now an order on your account for the {named}.",
         f"An order for the {named} now exists under your name.",

@@ -396,7 +396,10 @@ def _verb_alone(words: list[str]) -> bool:
     return (
         bool(words)
         and words[0].endswith(("ing", "ed", "ght"))
-        and any(x.form in ("ing", "done") and x.role == "verb" for x in FORMS.get(words[0], ()))
+        and (
+            words[0] in _MONEY_VERBS  # "the X, charged to your card": the X's
+            or any(x.form in ("ing", "done") and x.role == "verb" for x in FORMS.get(words[0], ()))
+        )
     )
 
 
@@ -755,6 +758,8 @@ def _statements(clause: Clause) -> list[Statement]:
     ):
         found = _covering(clause)
     named = not found and not _BOUGHT_WORDS.isdisjoint(present) and clause.names
+    if not named and not found and clause.position and present & _MONEY_VERBS:
+        named = _verb_alone(clause.words) and clause.subject  # "The X, charged to your card"
     if named and (named.items or named.brands):
         found = _bought(clause)
     credit = ("store" in present and "credit" in present) or (
@@ -1182,11 +1187,12 @@ def _kept_back(clause: Clause) -> list[tuple[ActionKind, Mode]]:
 
 
 _MONEY_VERBS = frozenset(("charged", "billed", "paid"))
-_BOUGHT_WORDS = _MONEY_VERBS | {"own", "receipt", "yours", "way", "arrive", "ship", "ships",
+_BOUGHT_WORDS = _MONEY_VERBS | {"own", "receipt", "yours", "way", "arrive", "ship", "ships", "receive",
                                 "delivered", "owner", "exists", "now"}  # fmt: skip
 _ARRIVING = (["headed", "your", "way"], ["heading", "your", "way"], ["coming", "your", "way"],
              ["on", "its", "way"], ["on", "the", "way"], ["will", "arrive"], ["will", "ship"],
-             ["ships", "out"], ["will", "be", "delivered"])  # fmt: skip
+             ["ships", "out"], ["will", "be", "delivered"], ["you'll", "receive"],
+             ["you", "will", "receive"])  # fmt: skip
 
 
 def _bought(clause: Clause) -> list[tuple[ActionKind, Mode]]:
