@@ -23,7 +23,14 @@ import numpy as np
 from pydantic import Field
 
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
-from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query_for
+from ecomrlve.generators.blocks import (
+    VARIANT_KEYS,
+    ProductNeed,
+    World,
+    ask_call,
+    call,
+    query_for,
+)
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.difficulty import Clamp, Ramp, SearchTopK, Share
 from ecomrlve.generators.draws import below, between, pick
@@ -34,7 +41,6 @@ from ecomrlve.tasks import Goal, PurchaseSpec, Slot, ToolCall
 
 MAX_STEPS = 9
 USUAL_SIZE = "in my usual size (the one I ordered last time)"
-LINE_KEYS = ["brand", "color", "size"]
 TEMPLATES_FRESH: tuple[str, ...] = (
     "Please put {lines} in my cart and check out.",
     "I'd like to order {lines}. Add them to the cart and place the order, please.",
@@ -260,7 +266,7 @@ def _wanted_lines(
     for c in categories:
         quantity = int(rng.choice([1, 1, 2, 2, 3]))
         row = ctx.pick_in_stock(rng, ctx.categories[int(c)], min_stock=quantity + 2)
-        needs.append(ProductNeed.build(ctx, row, LINE_KEYS, rng, quantity=quantity))
+        needs.append(ProductNeed.build(ctx, row, VARIANT_KEYS, rng, quantity=quantity))
         targets.append(row)
     return needs, targets
 

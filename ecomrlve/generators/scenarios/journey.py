@@ -34,6 +34,7 @@ from ecomrlve.env.episode.user import INTENT_SWITCH_TURN
 from ecomrlve.generators import followups
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
+    VARIANT_KEYS,
     ProductNeed,
     World,
     ask_call,
@@ -101,7 +102,6 @@ STORIES: dict[int, tuple[tuple[str, ...], ...]] = {
 }
 REASONS: tuple[str, ...] = ("it doesn't fit", "it arrived damaged", "I changed my mind")
 CANCEL_REASONS: tuple[str, ...] = ("it takes too long to arrive", "I ordered the wrong one")
-BUY_KEYS = ["brand", "color", "size"]
 # Each intent's sentence in several forms: a story of 2-3 intents has 16-64 request frames.
 STATUS_SAYS: tuple[str, ...] = (
     "Can you check the status and delivery date of my order with {thing} (placed {when})?",
@@ -369,7 +369,7 @@ def _tell_buy(told: _Told, story: tuple[str, ...]) -> None:
     """A replacement of the same kind: search, add to cart, check out."""
     ctx, rng, category = told.ctx, told.rng, told.trip.category
     target = ctx.pick_in_stock(rng, category)
-    need = ProductNeed.build(ctx, target, BUY_KEYS, rng)
+    need = ProductNeed.build(ctx, target, VARIANT_KEYS, rng)
     search, good = need.search(ctx, query_for(ctx, target, rng), told.config.search_top_k)
     chosen = ctx.item_ids[good[0]]
     told.requests.reference += [

@@ -34,6 +34,7 @@ from ecomrlve.generators import followups
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
     ATTRIBUTE_KEYS,
+    VARIANT_KEYS,
     ProductNeed,
     World,
     ask_call,
@@ -169,7 +170,7 @@ class ProductDiscovery(Scenario):
         hidden = hidden_subset(stated, config.hidden_detail_share, rng)
         bulk = rng.random() < config.bulk_prob
         # two exact attributes (brand, colour, size) leave about one product family: one pick
-        exact = sum(k in ("brand", "color", "size") for k in keys)
+        exact = sum(k in VARIANT_KEYS for k in keys)
         n_recommend = between(rng, 1, config.n_items + 1) if exact < 2 else 1
         steps = (
             int(bool(hidden))
