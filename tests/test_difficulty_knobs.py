@@ -16,11 +16,8 @@ from ecomrlve.generators.events import acting_first_prob, failure_prob
 from ecomrlve.generators.generate import config_of
 from ecomrlve.generators.phrasing import spoken_date
 from ecomrlve.generators.registry import get_scenario
-from ecomrlve.generators.scenarios.bundle import budget_bind_prob
-from ecomrlve.generators.scenarios.cart import USUAL_SIZE, usual_size_prob
-from ecomrlve.generators.scenarios.policy import comparison_share
+from ecomrlve.generators.scenarios.cart import USUAL_SIZE
 from ecomrlve.generators.scenarios.product_discovery import DEADLINE_PHRASES
-from ecomrlve.generators.scenarios.substitution import price_trap_prob
 from ecomrlve.generators.strata import cell_position
 from ecomrlve.tasks import Task
 from ecomrlve.testing.baseline import play_baseline
@@ -47,10 +44,10 @@ def _tasks(ctx: GenContext, scenario: str, difficulties: tuple[int, ...]) -> lis
 @pytest.mark.parametrize(
     ("knob", "easy", "hard"),
     [
-        (comparison_share, 0.0, 0.9),
-        (budget_bind_prob, 0.0, 1.0),
-        (price_trap_prob, 0.0, 1.0),
-        (usual_size_prob, 0.0, 1.0),
+        (lambda d: config_of("policy", d).comparison_share, 0.0, 0.9),
+        (lambda d: config_of("bundle", d).budget_bind_prob, 0.0, 1.0),
+        (lambda d: config_of("substitution", d).price_trap_prob, 0.0, 1.0),
+        (lambda d: config_of("cart", d).usual_size_prob, 0.0, 1.0),
         *(
             (lambda d, s=scenario: config_of(s, d).twin_order_share, 0.0, 1.0)
             for scenario in ("order_status", "cancel", "return", "journey")

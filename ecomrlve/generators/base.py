@@ -30,7 +30,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ecomrlve.generators.context import dated, today_of
-from ecomrlve.generators.difficulty import Share, check_difficulty
+from ecomrlve.generators.difficulty import Clamp, Ramp, Share, check_difficulty
 from ecomrlve.generators.draft import Draft, Plan
 from ecomrlve.generators.draws import seed_sequence
 from ecomrlve.generators.errors import GenerationError
@@ -135,20 +135,27 @@ class Scenario(ABC):
 
     def config_for(self, difficulty: int, axes: dict[str, float]) -> ScenarioConfig:
         """The knobs of difficulty `difficulty`: each `Config` field named like an axis reads
-        its value from `axes` (`int()` for int fields), then `tuned` clamps some and adds the
-        knobs that are no axis."""
-        fields = self.Config.model_fields
-        values = {
-            name: int(axes[name]) if fields[name].annotation is int else axes[name]
-            for name in fields
-            if name in axes
-        }
+        its value from `axes` (`int()` for int fields, kept in the field's `Clamp` if it
+        declares one), each field that declares a `Ramp` is set to the ramp's value at
+        `difficulty`, then `tuned` replaces what neither says."""
+        values: dict[str, Any] = {}
+        for name, field in self.Config.model_fields.items():
+            if name in axes:
+                values[name] = int(axes[name]) if field.annotation is int else axes[name]
+            for rule in field.metadata:
+                if isinstance(rule, Clamp):
+                    values[name] = rule(values[name])
+                elif isinstance(rule, Ramp):
+                    values[name] = rule.rule(difficulty)
         return self.Config(difficulty=difficulty, **{**values, **self.tuned(difficulty, values)})
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
-        """Replacements for the axis `values` and the knobs no axis sets, e.g.
-        `{"n_items": min(3, values["n_items"]), "detail_prob": min(0.85, 0.1 * difficulty)}`."""
+        """Replacements for knob `values` that no `Clamp` or `Ramp` expresses, e.g.
+        `{"n_constraints": min(4, 2 + values["n_constraints"] // 4)}`."""
         return {}
+
+    # whether the reference of every plan lists the customer's orders (`lists_orders`)
+    lists_every_order: ClassVar[bool] = False
 
     @abstractmethod
     def plan(self, config: ScenarioConfig, rng: np.random.Generator) -> Plan:
@@ -177,8 +184,9 @@ class Scenario(ABC):
 
     def lists_orders(self, plan: Plan) -> bool:
         """Whether the reference of `plan` lists the customer's orders (`list_orders`): the
-        late demands read that listing rather than list them again."""
-        return False
+        late demands read that listing rather than list them again. Scenarios where only some
+        plans list them say which."""
+        return self.lists_every_order
 
     def generate(
         self, config: ScenarioConfig, rng: np.random.Generator, ctx: GenContext, key: TaskKey

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,14 +103,18 @@ class World:
 
 
 # ---- product needs -----------------------------------------------------------------------------
-def constraint_values(ctx: GenContext, row: int, keys: list[str], rng: np.random.Generator):
+# the attributes a need matches exactly, as the product has them: all three name one variant
+VARIANT_KEYS: tuple[str, ...] = ("brand", "color", "size")
+
+
+def constraint_values(ctx: GenContext, row: int, keys: Sequence[str], rng: np.random.Generator):
     """Constraint values that `row` satisfies, drawn so they also admit some other items."""
     from ecomrlve.generators.phrasing import nice_cap
 
     product = ctx.product(row)
     values: dict[str, Any] = {}
     for key in keys:
-        if key in ("brand", "color", "size"):
+        if key in VARIANT_KEYS:
             values[key] = product[key]
         elif key == "max_price":
             values[key] = nice_cap(product["price"], float(rng.uniform(0.05, 0.4)))
@@ -138,7 +143,7 @@ class ProductNeed:
         cls,
         ctx: GenContext,
         row: int,
-        keys: list[str],
+        keys: Sequence[str],
         rng: np.random.Generator,
         quantity: int = 1,
         values: dict[str, Any] | None = None,

@@ -31,7 +31,7 @@ import numpy as np
 
 from ecomrlve.generators.blocks import call
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.difficulty import check_difficulty
+from ecomrlve.generators.difficulty import Ramp, check_difficulty
 from ecomrlve.generators.draws import pick
 from ecomrlve.generators.errors import GenerationError
 from ecomrlve.generators.order_requests import exchange_option
@@ -97,6 +97,10 @@ def dependent_share(difficulty: int) -> float:
     1 from d6 (the d0-2 tasks, the CPU demo's, draw nothing for it)."""
     check_difficulty(difficulty)
     return min(1.0, 0.25 * max(0, difficulty - FIRST_DIFFICULTY + 1))
+
+
+# the `Ramp` of the scenarios' `dependent_share` knobs
+DEPENDENT_RAMP = Ramp(dependent_share)
 
 
 def dependent_drawn(share: float, rng: np.random.Generator) -> bool:

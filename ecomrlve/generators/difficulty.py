@@ -28,7 +28,8 @@ several it does not (`benchmarks/copy_skills.py`).
 Every axis is monotone in `d` (non-decreasing, or non-increasing where smaller is harder:
 `search_top_k`, `budget_slack`).
 
-Besides the axes, scenarios derive knobs of their own from `d` (`Scenario.tuned`), each making
+Besides the axes, scenarios derive knobs of their own from `d` (each declared with its `Ramp`
+beside its field; `Clamp` bounds an axis a scenario reads), each making
 the shallow choice (the first search hit, a fact copied as it is, the top of a list) right at
 d0-1 and wrong more often each step, so that reasoning is what difficulty adds (issue 29):
 
@@ -99,6 +100,8 @@ rise at every step from d6 to d10 in every scenario.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated
 
 from pydantic import Field
@@ -118,6 +121,40 @@ TwinOrderShare = Annotated[
     float,
     Field(ge=0.0, le=1.0, description="share of tasks whose order has a later twin, told by date"),
 ]
+
+
+@dataclass(frozen=True)
+class Ramp:
+    """How a knob that no axis sets follows the difficulty, declared beside its field
+    (`lookup_prob: Annotated[Share, Ramp.capped(0.1, 0.8)]`): `Scenario.config_for` sets it to
+    `rule(d)`."""
+
+    rule: Callable[[int], float]
+
+    @classmethod
+    def capped(cls, step: float, cap: float) -> Ramp:
+        """`step` a difficulty step from 0 at d0, at most `cap`: `min(cap, step * d)`."""
+        return cls(lambda d: min(cap, step * d))
+
+    @classmethod
+    def rising(cls, step: float = 0.2, cap: float = 1.0) -> Ramp:
+        """0 at d0-1, then `step` a step up to `cap`: `rising_share`."""
+        return cls(lambda d: rising_share(d, step, cap))
+
+
+@dataclass(frozen=True)
+class Clamp:
+    """The range a scenario keeps an axis knob in, declared beside its field
+    (`n_items: Annotated[int, Clamp(high=3)]`): `Scenario.config_for` clamps the axis value."""
+
+    low: int | None = None
+    high: int | None = None
+
+    def __call__(self, value: int) -> int:
+        if self.high is not None:
+            value = min(self.high, value)
+        return value if self.low is None else max(self.low, value)
+
 
 MIN_DIFFICULTY = 0
 MAX_DIFFICULTY = 10
@@ -157,10 +194,11 @@ def axes_for(d: int) -> dict[str, float]:
     return {k: float(v) for k, v in axes.items()}
 
 
-def rising_share(d: int) -> float:
-    """A knob's share of hard tasks: 0 at d0-1, 0.2 a step, 1 from d6."""
+def rising_share(d: int, step: float = 0.2, cap: float = 1.0) -> float:
+    """A knob's share of hard tasks: 0 at d0-1, then `step` a step up to `cap` (by default 0.2
+    a step, 1 from d6)."""
     check_difficulty(d)
-    return round(min(1.0, 0.2 * max(0, d - 1)), 4)
+    return round(min(cap, step * max(0, d - 1)), 4)
 
 
 def parse_difficulty_range(text: str) -> tuple[int, int]:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ecomrlve.generators.blocks import (
+    VARIANT_KEYS,
     ProductNeed,
     ReferenceParts,
     World,
@@ -57,7 +58,6 @@ COST: dict[str, int] = {"order_detail": 1, "refund": 1, "reorder": 3}
 ADDONS: frozenset[str] = frozenset({"order_detail", "reorder"})
 REORDER_UNTIL = 2  # the last difficulty that may append an unrelated purchase
 CLOSERS_LONGEST_FIRST = sorted((c for c in CLOSERS if c), key=len, reverse=True)
-REORDER_KEYS = ["brand", "color", "size"]
 REFUND_POLICY = ("refunds", "", "any")
 
 DETAIL_SENTENCES: tuple[str, ...] = (
@@ -209,7 +209,7 @@ def add_followups(
             say(REFUND_SENTENCES)
         elif kind == "reorder":
             target = ctx.pick_in_stock(rng, category)
-            need = ProductNeed.build(ctx, target, REORDER_KEYS, rng)
+            need = ProductNeed.build(ctx, target, VARIANT_KEYS, rng)
             search, good = need.search(ctx, query_for(ctx, target, rng), top_k)
             chosen = ctx.item_ids[good[0]]
             out.reference += [

@@ -5,34 +5,28 @@ twin order (told apart by the day it was placed) and with a purchase that hangs 
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from ecomrlve.generators.base import ScenarioConfig
-from ecomrlve.generators.dependent import dependent_share
+from ecomrlve.generators.dependent import DEPENDENT_RAMP
 from ecomrlve.generators.difficulty import (
     HistoryLength,
     IntentCount,
+    Ramp,
     Share,
     TwinOrderShare,
-    rising_share,
 )
 
 
 class OrderRequestConfig(ScenarioConfig):
-    """The knobs of a request about placed orders; `shares_at(d)` sets the two shares."""
+    """The knobs of a request about placed orders, with the two shares' ramps."""
 
     n_orders: HistoryLength
     n_intents: IntentCount
-    twin_order_share: TwinOrderShare
-    dependent_share: Share = Field(
+    twin_order_share: Annotated[TwinOrderShare, Ramp.rising()]
+    dependent_share: Annotated[Share, DEPENDENT_RAMP] = Field(
         description="share of tasks with a purchase that hangs on the request's outcome "
         "(`generators/dependent.py`)"
     )
-
-    @staticmethod
-    def shares_at(difficulty: int) -> dict[str, float]:
-        """The twin-order and dependent-purchase shares of difficulty `difficulty`."""
-        return {
-            "twin_order_share": rising_share(difficulty),
-            "dependent_share": dependent_share(difficulty),
-        }

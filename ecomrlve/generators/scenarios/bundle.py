@@ -18,7 +18,7 @@ way the reference basket fits, so a valid basket always exists. 0 at d0-1, all b
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import Field
@@ -26,7 +26,7 @@ from pydantic import Field
 from ecomrlve.generators.base import Draft, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query_for
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.difficulty import SearchTopK, Share
+from ecomrlve.generators.difficulty import Clamp, Ramp, SearchTopK, Share
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.errors import GenerationError
 from ecomrlve.generators.phrasing import join_words, money
@@ -71,11 +71,14 @@ BUDGET_HIDDEN: tuple[str, ...] = (
 
 
 class BundleConfig(ScenarioConfig):
-    n_items: int = Field(ge=2, le=4, description="products in the bundle")
+    n_items: Annotated[int, Clamp(low=2, high=4)] = Field(
+        ge=2, le=4, description="products in the bundle"
+    )
     n_constraints: int = Field(ge=2, description="constraints per product, category included")
     search_top_k: SearchTopK
     budget_slack: Share
-    budget_bind_prob: Share = Field(
+    # 0 at d0-1 (the first hits fit), 0.125 a step up to 1 from d9
+    budget_bind_prob: Annotated[Share, Ramp.rising(0.125)] = Field(
         description="P(the first search hits' total exceeds the budget)"
     )
 
@@ -87,9 +90,7 @@ class Bundle(Scenario):
 
     def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
         return {
-            "n_items": max(2, min(4, values["n_items"])),
             "n_constraints": min(4, 2 + values["n_constraints"] // 4),
-            "budget_bind_prob": budget_bind_prob(difficulty),
         }
 
     def plan(self, config: BundleConfig, rng: np.random.Generator) -> Plan:
@@ -184,8 +185,3 @@ def _cheapest_slot(
     search, good = need.search(ctx, query_for(ctx, row, rng), top_k)
     cheapest = min(good, key=lambda r: (ctx.price[r], r))
     return need, good, [search, call("add_to_cart", item_id=ctx.item_ids[cheapest], quantity=1)]
-
-
-def budget_bind_prob(difficulty: int) -> float:
-    """P(the budget binds): 0 at d0-1 (the first hits fit), 0.125 a step up to 1 from d9."""
-    return round(min(1.0, 0.125 * max(0, difficulty - 1)), 4)

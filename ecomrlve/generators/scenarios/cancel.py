@@ -21,7 +21,7 @@ can't be cancelled and that a return is the way out, about that order.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import Field
@@ -48,9 +48,7 @@ from ecomrlve.generators.dependent import (
     dependent_purchase,
     with_variant,
 )
-from ecomrlve.generators.difficulty import (
-    Share,
-)
+from ecomrlve.generators.difficulty import Clamp, Ramp, Share
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.order_knobs import OrderRequestConfig
 from ecomrlve.generators.order_requests import OrderRequests
@@ -84,25 +82,20 @@ FOLLOWUPS: tuple[str, ...] = ("order_detail", "reorder")
 
 
 class CancelConfig(OrderRequestConfig):
-    n_items: int = Field(ge=1, description="orders the user asks to cancel (<= 4)")
+    n_items: Annotated[int, Clamp(high=4)] = Field(
+        ge=1, description="orders the user asks to cancel"
+    )
     n_distractors: int = Field(ge=0, description="open look-alike orders that must stay")
-    shipped_prob: Share = Field(description="P(one requested order shipped)")
+    shipped_prob: Annotated[Share, Ramp.capped(0.08, 0.6)] = Field(
+        description="P(one requested order shipped)"
+    )
 
 
 class Cancel(Scenario):
     name = "cancel"
     seed_id = 8
     Config = CancelConfig
-
-    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "n_items": min(4, values["n_items"]),
-            "shipped_prob": min(0.6, 0.08 * difficulty),
-            **CancelConfig.shares_at(difficulty),
-        }
-
-    def lists_orders(self, plan: Plan) -> bool:
-        return True
+    lists_every_order = True
 
     def plan(self, config: CancelConfig, rng: np.random.Generator) -> Plan:
         n_requested = between(rng, 1, config.n_items + 1)

@@ -17,15 +17,22 @@ in-stock item of the catalog with that brand, category, colour and size and enou
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import Field
 
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
-from ecomrlve.generators.blocks import ProductNeed, World, ask_call, call, query_for
+from ecomrlve.generators.blocks import (
+    VARIANT_KEYS,
+    ProductNeed,
+    World,
+    ask_call,
+    call,
+    query_for,
+)
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.difficulty import SearchTopK, Share, rising_share
+from ecomrlve.generators.difficulty import Clamp, Ramp, SearchTopK, Share
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import join_words, size_phrase
 from ecomrlve.generators.prompts import compose, counted
@@ -34,7 +41,6 @@ from ecomrlve.tasks import Goal, PurchaseSpec, Slot, ToolCall
 
 MAX_STEPS = 9
 USUAL_SIZE = "in my usual size (the one I ordered last time)"
-LINE_KEYS = ["brand", "color", "size"]
 TEMPLATES_FRESH: tuple[str, ...] = (
     "Please put {lines} in my cart and check out.",
     "I'd like to order {lines}. Add them to the cart and place the order, please.",
@@ -72,10 +78,14 @@ TEMPLATES_FIX: tuple[str, ...] = (
 
 
 class CartConfig(ScenarioConfig):
-    n_items: int = Field(ge=1, description="wanted lines")
-    n_distractors: int = Field(ge=0, description="pre-filled mistakes in the cart (at most)")
+    n_items: Annotated[int, Clamp(high=3)] = Field(ge=1, description="wanted lines")
+    n_distractors: Annotated[int, Clamp(high=3)] = Field(
+        ge=0, description="pre-filled mistakes in the cart (at most)"
+    )
     search_top_k: SearchTopK
-    usual_size_prob: Share = Field(
+    # 0 at d0-1, 0.2 a step up to 1 from d6 (at 0.125 a step to d9 the baseline's cart row
+    # rose between steps at 10 tasks a cell)
+    usual_size_prob: Annotated[Share, Ramp.rising()] = Field(
         description="P(a new line's size is 'my usual size', from past orders)"
     )
 
@@ -95,13 +105,6 @@ class Cart(Scenario):
     name = "cart"
     seed_id = 2
     Config = CartConfig
-
-    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "n_items": min(3, values["n_items"]),
-            "n_distractors": min(3, values["n_distractors"]),
-            "usual_size_prob": usual_size_prob(difficulty),
-        }
 
     def lists_orders(self, plan: Plan) -> bool:
         return bool(plan["usual_size"])
@@ -263,7 +266,7 @@ def _wanted_lines(
     for c in categories:
         quantity = int(rng.choice([1, 1, 2, 2, 3]))
         row = ctx.pick_in_stock(rng, ctx.categories[int(c)], min_stock=quantity + 2)
-        needs.append(ProductNeed.build(ctx, row, LINE_KEYS, rng, quantity=quantity))
+        needs.append(ProductNeed.build(ctx, row, VARIANT_KEYS, rng, quantity=quantity))
         targets.append(row)
     return needs, targets
 
@@ -301,10 +304,3 @@ def _add_line(
             raise GenerationError("the search without the size shows that size first")
     relevant.append(ctx.item_ids[good[0]])
     return [search, call("add_to_cart", item_id=ctx.item_ids[good[0]], quantity=need.quantity)]
-
-
-def usual_size_prob(difficulty: int) -> float:
-    """The share of tasks with a new line wanted "in my usual size": 0 at d0-1, 0.2 a step up
-    to 1 from d6 (`rising_share`; at 0.125 a step to d9 the baseline's cart row rose between
-    steps at 10 tasks a cell)."""
-    return rising_share(difficulty)

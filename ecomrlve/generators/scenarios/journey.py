@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import Field
@@ -34,6 +34,7 @@ from ecomrlve.env.episode.user import INTENT_SWITCH_TURN
 from ecomrlve.generators import followups
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
+    VARIANT_KEYS,
     ProductNeed,
     World,
     ask_call,
@@ -51,7 +52,13 @@ from ecomrlve.generators.blocks import (
     window_fact,
 )
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.difficulty import HistoryLength, SearchTopK, Share, rising_share
+from ecomrlve.generators.difficulty import (
+    Clamp,
+    HistoryLength,
+    Ramp,
+    SearchTopK,
+    Share,
+)
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.order_requests import (
     ExchangeOption,
@@ -95,7 +102,6 @@ STORIES: dict[int, tuple[tuple[str, ...], ...]] = {
 }
 REASONS: tuple[str, ...] = ("it doesn't fit", "it arrived damaged", "I changed my mind")
 CANCEL_REASONS: tuple[str, ...] = ("it takes too long to arrive", "I ordered the wrong one")
-BUY_KEYS = ["brand", "color", "size"]
 # Each intent's sentence in several forms: a story of 2-3 intents has 16-64 request frames.
 STATUS_SAYS: tuple[str, ...] = (
     "Can you check the status and delivery date of my order with {thing} (placed {when})?",
@@ -136,11 +142,11 @@ BUY_SAYS: tuple[str, ...] = (
 
 
 class JourneyConfig(ScenarioConfig):
-    n_intents: int = Field(ge=2, le=3)
+    n_intents: Annotated[int, Clamp(low=2, high=3)] = Field(ge=2, le=3)
     n_orders: HistoryLength
     intent_switch_prob: Share
     search_top_k: SearchTopK
-    twin_order_share: Share = Field(
+    twin_order_share: Annotated[Share, Ramp.rising()] = Field(
         description="share of tasks whose order has a later twin, told by date (and an exchange "
         "asks for another variant than the first listed)",
     )
@@ -150,12 +156,6 @@ class Journey(Scenario):
     name = "journey"
     seed_id = 7
     Config = JourneyConfig
-
-    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "n_intents": max(2, min(3, values["n_intents"])),
-            "twin_order_share": rising_share(difficulty),
-        }
 
     def lists_orders(self, plan: Plan) -> bool:
         return any(intent in ORDER_INTENTS for intent in plan["story"])
@@ -369,7 +369,7 @@ def _tell_buy(told: _Told, story: tuple[str, ...]) -> None:
     """A replacement of the same kind: search, add to cart, check out."""
     ctx, rng, category = told.ctx, told.rng, told.trip.category
     target = ctx.pick_in_stock(rng, category)
-    need = ProductNeed.build(ctx, target, BUY_KEYS, rng)
+    need = ProductNeed.build(ctx, target, VARIANT_KEYS, rng)
     search, good = need.search(ctx, query_for(ctx, target, rng), told.config.search_top_k)
     chosen = ctx.item_ids[good[0]]
     told.requests.reference += [

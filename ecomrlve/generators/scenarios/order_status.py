@@ -22,7 +22,7 @@ other order's status or date for it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import Field
@@ -53,6 +53,8 @@ from ecomrlve.generators.dependent import (
     with_variant,
 )
 from ecomrlve.generators.difficulty import (
+    Clamp,
+    Ramp,
     Share,
 )
 from ecomrlve.generators.draws import between, pick
@@ -106,26 +108,19 @@ CORE_FOLLOWUPS = frozenset({"order_detail"})
 
 
 class OrderStatusConfig(OrderRequestConfig):
-    n_items: int = Field(ge=1, description="orders asked about (<= 4)")
+    n_items: Annotated[int, Clamp(high=4)] = Field(ge=1, description="orders asked about")
     n_distractors: int = Field(ge=0)
     policy_branches: int = Field(ge=1)
-    detail_prob: Share = Field(description="P(a detail only get_order shows)")
+    detail_prob: Annotated[Share, Ramp.capped(0.1, 0.85)] = Field(
+        description="P(a detail only get_order shows)"
+    )
 
 
 class OrderStatus(Scenario):
     name = "order_status"
     seed_id = 4
     Config = OrderStatusConfig
-
-    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "n_items": min(4, values["n_items"]),
-            "detail_prob": min(0.85, 0.1 * difficulty),
-            **OrderStatusConfig.shares_at(difficulty),
-        }
-
-    def lists_orders(self, plan: Plan) -> bool:
-        return True
+    lists_every_order = True
 
     def plan(self, config: OrderStatusConfig, rng: np.random.Generator) -> Plan:
         n_targets = between(rng, 1, config.n_items + 1)

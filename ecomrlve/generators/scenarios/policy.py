@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import Field
@@ -59,12 +59,12 @@ from ecomrlve.generators.blocks import (
 from ecomrlve.generators.context import GenContext
 from ecomrlve.generators.dependent import COST as DEPENDENT_COST
 from ecomrlve.generators.dependent import (
+    DEPENDENT_RAMP,
     dependent_drawn,
     dependent_purchase,
-    dependent_share,
     with_variant,
 )
-from ecomrlve.generators.difficulty import HistoryLength, IntentCount, Share
+from ecomrlve.generators.difficulty import HistoryLength, IntentCount, Ramp, Share
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.order_requests import OrderRequests, delivered_order
 from ecomrlve.generators.phrasing import money, render
@@ -128,10 +128,15 @@ def policy_documents(topic: str, final_sale: bool) -> tuple[str, ...]:
 class PolicyConfig(ScenarioConfig):
     policy_branches: int = Field(ge=1, le=6, description="topics asked about (at most)")
     n_orders: HistoryLength
-    lookup_prob: Share = Field(description="P(the item is named via an order)")
-    comparison_share: Share = Field(description="P(an answer turns on a comparison or a refusal)")
+    lookup_prob: Annotated[Share, Ramp.capped(0.1, 0.8)] = Field(
+        description="P(the item is named via an order)"
+    )
+    # the happy path at d0-1 (every answer a plain look-up), then 0.12 a step up to 0.9
+    comparison_share: Annotated[Share, Ramp.rising(0.12, 0.9)] = Field(
+        description="P(an answer turns on a comparison or a refusal)"
+    )
     n_intents: IntentCount
-    dependent_share: Share = Field(
+    dependent_share: Annotated[Share, DEPENDENT_RAMP] = Field(
         description="share of tasks that return the item if they may, and rebuy"
     )
 
@@ -140,13 +145,6 @@ class Policy(Scenario):
     name = "policy"
     seed_id = 5
     Config = PolicyConfig
-
-    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "lookup_prob": min(0.8, 0.1 * difficulty),
-            "comparison_share": comparison_share(difficulty),
-            "dependent_share": dependent_share(difficulty),
-        }
 
     def lists_orders(self, plan: Plan) -> bool:
         return bool(plan["lookup"])
@@ -502,9 +500,3 @@ _TOPICS: dict[str, Callable[[_Asking, list[str]], None]] = {
     "shipping": _ask_shipping,
     "cancellation": _ask_cancellation,
 }
-
-
-def comparison_share(difficulty: int) -> float:
-    """P(an answer turns on a comparison or a refusal): 0 at d0-1 (the happy path: every
-    answer a plain look-up), then 0.12 a step up to 0.9 (d9-10)."""
-    return round(min(0.9, 0.12 * max(0, difficulty - 1)), 4)

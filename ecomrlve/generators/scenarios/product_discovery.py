@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import Field
@@ -34,6 +34,7 @@ from ecomrlve.generators import followups
 from ecomrlve.generators.base import Draft, GenerationError, Plan, Scenario, ScenarioConfig
 from ecomrlve.generators.blocks import (
     ATTRIBUTE_KEYS,
+    VARIANT_KEYS,
     ProductNeed,
     World,
     ask_call,
@@ -46,13 +47,14 @@ from ecomrlve.generators.blocks import (
     query_for,
 )
 from ecomrlve.generators.context import GenContext, today
-from ecomrlve.generators.dependent import dependent_drawn, dependent_share
+from ecomrlve.generators.dependent import DEPENDENT_RAMP, dependent_drawn
 from ecomrlve.generators.difficulty import (
+    Clamp,
     HistoryLength,
     IntentCount,
+    Ramp,
     SearchTopK,
     Share,
-    rising_share,
 )
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import FACT_KEY, constraint_phrase, render, spoken_date
@@ -121,32 +123,31 @@ ORDER_PICK_COST = 2  # add_to_cart, checkout
 
 class DiscoveryConfig(ScenarioConfig):
     n_constraints: int = Field(ge=2, le=7, description="category + attribute constraints")
-    n_items: int = Field(ge=1, description="how many items the user wants recommended (<= 3)")
+    n_items: Annotated[int, Clamp(high=3)] = Field(
+        ge=1, description="how many items the user wants recommended"
+    )
     n_orders: HistoryLength
     out_of_stock_rate: Share = Field(description="P(first choice unavailable)")
     search_top_k: SearchTopK
-    anchor_prob: Share = Field(description="P(a constraint via order history)")
-    bulk_prob: Share = Field(description="P(a multi-unit request)")
+    anchor_prob: Annotated[Share, Ramp.capped(0.08, 0.7)] = Field(
+        description="P(a constraint via order history)"
+    )
+    bulk_prob: Annotated[Share, Ramp.capped(0.07, 0.7)] = Field(
+        description="P(a multi-unit request)"
+    )
     n_intents: IntentCount
-    deadline_share: Share = Field(
+    deadline_share: Annotated[Share, Ramp.rising()] = Field(
         description="share of tasks with an arrive-by day instead of a day count"
     )
-    dependent_share: Share = Field(description="share of tasks that also order the pick")
+    dependent_share: Annotated[Share, DEPENDENT_RAMP] = Field(
+        description="share of tasks that also order the pick"
+    )
 
 
 class ProductDiscovery(Scenario):
     name = "product_discovery"
     seed_id = 0
     Config = DiscoveryConfig
-
-    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "n_items": min(3, values["n_items"]),
-            "anchor_prob": min(0.7, 0.08 * difficulty),
-            "bulk_prob": min(0.7, 0.07 * difficulty),
-            "deadline_share": rising_share(difficulty),
-            "dependent_share": dependent_share(difficulty),
-        }
 
     def lists_orders(self, plan: Plan) -> bool:
         return plan["anchor"] is not None
@@ -169,7 +170,7 @@ class ProductDiscovery(Scenario):
         hidden = hidden_subset(stated, config.hidden_detail_share, rng)
         bulk = rng.random() < config.bulk_prob
         # two exact attributes (brand, colour, size) leave about one product family: one pick
-        exact = sum(k in ("brand", "color", "size") for k in keys)
+        exact = sum(k in VARIANT_KEYS for k in keys)
         n_recommend = between(rng, 1, config.n_items + 1) if exact < 2 else 1
         steps = (
             int(bool(hidden))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import Field
@@ -57,6 +57,7 @@ from ecomrlve.generators.dependent import (
     dependent_purchase,
     with_variant,
 )
+from ecomrlve.generators.difficulty import Clamp
 from ecomrlve.generators.draws import between, pick
 from ecomrlve.generators.order_knobs import OrderRequestConfig
 from ecomrlve.generators.order_requests import (
@@ -121,7 +122,9 @@ def refusal_facts(ctx: GenContext, order: dict, row: int, membership: str) -> li
 
 
 class ReturnConfig(OrderRequestConfig):
-    n_items: int = Field(ge=1, description="items the user wants returned or exchanged (<= 3)")
+    n_items: Annotated[int, Clamp(high=3)] = Field(
+        ge=1, description="items the user wants returned or exchanged"
+    )
     n_distractors: int = Field(ge=0, description="look-alike items in other orders")
     policy_branches: int = Field(ge=1, description="rule dimensions: eligibility, fee, membership")
 
@@ -130,15 +133,7 @@ class Return(Scenario):
     name = "return"
     seed_id = 3
     Config = ReturnConfig
-
-    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "n_items": min(3, values["n_items"]),
-            **ReturnConfig.shares_at(difficulty),
-        }
-
-    def lists_orders(self, plan: Plan) -> bool:
-        return True
+    lists_every_order = True
 
     def plan(self, config: ReturnConfig, rng: np.random.Generator) -> Plan:
         n_requests = between(rng, 1, config.n_items + 1)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import Field
@@ -42,7 +42,7 @@ from ecomrlve.generators.blocks import (
     order_when,
 )
 from ecomrlve.generators.context import GenContext
-from ecomrlve.generators.difficulty import HistoryLength, SearchTopK, Share
+from ecomrlve.generators.difficulty import HistoryLength, Ramp, SearchTopK, Share
 from ecomrlve.generators.draws import below, between, pick
 from ecomrlve.generators.phrasing import size_phrase, variant_phrase
 from ecomrlve.generators.prompts import compose, hidden_signal
@@ -95,8 +95,11 @@ class SubstitutionConfig(ScenarioConfig):
     out_of_stock_rate: Share = Field(description="P(a preferred brand is empty)")
     search_top_k: SearchTopK
     budget_slack: Share = Field(description="sets the price band width")
-    history_prob: Share = Field(description="P(the item is from a past order)")
-    price_trap_prob: Share = Field(
+    history_prob: Annotated[Share, Ramp.capped(0.07, 0.6)] = Field(
+        description="P(the item is from a past order)"
+    )
+    # 0 at d0-1, 0.125 a step up to 1 from d9
+    price_trap_prob: Annotated[Share, Ramp.rising(0.125)] = Field(
         description="P(the top match without the price rule is outside the band)"
     )
 
@@ -105,12 +108,6 @@ class Substitution(Scenario):
     name = "substitution"
     seed_id = 1
     Config = SubstitutionConfig
-
-    def tuned(self, difficulty: int, values: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "history_prob": min(0.6, 0.07 * difficulty),
-            "price_trap_prob": price_trap_prob(difficulty),
-        }
 
     def lists_orders(self, plan: Plan) -> bool:
         return bool(plan["history"])
@@ -333,8 +330,3 @@ def _name_item(
         call("search", query=product["name"], filters=lookup_filters, top_k=config.search_top_k)
     )
     return item, template, ""
-
-
-def price_trap_prob(difficulty: int) -> float:
-    """P(the price rule bites): 0 at d0-1, 0.125 a step up to 1 from d9."""
-    return round(min(1.0, 0.125 * max(0, difficulty - 1)), 4)
