@@ -81,6 +81,20 @@ def claim_violations(verdict) -> list[str]:
     return [v for v in verdict.violations if v.startswith("claims:")]
 
 
+def judge_claims(
+    task: Task, catalog: Catalog, *, lies: Sequence[str] = (), truths: Sequence[str] = ()
+) -> None:
+    """Each of `lies` as `task`'s final message must break a claims rule, none of `truths` may.
+    Raises AssertionError on the first that does not (the line, and what was found)."""
+    for line in lies:
+        if not claim_violations(with_final(task, line, catalog)):
+            raise AssertionError(line)
+    for line in truths:
+        found = claim_violations(with_final(task, line, catalog))
+        if found:
+            raise AssertionError((line, found))
+
+
 def replaced(task: Task, say: str, sentence: str) -> list[str]:
     """The task's reference turns, `say` in the final answer replaced by `sentence`."""
     turns = reference_turns(task)
