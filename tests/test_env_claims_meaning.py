@@ -5,6 +5,8 @@ differently, that must pass."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ecomrlve.env.judge.claims import product_names, read_statements
 from ecomrlve.testing.answers import claim_violations, judge_claims, with_final
 
@@ -14,6 +16,19 @@ def _cancelled_on_file(task):
     state = dict(task.initial_state)
     state["orders"] = [dict(state["orders"][0], status="cancelled")]
     return task.model_copy(update={"initial_state": state, "goal": task.goal.model_copy()})
+
+
+def _judge_cancellations(tasks, catalog, said: Sequence[str], no_write: Sequence[str]) -> None:
+    """Each of `said` ("... order {o} ...") reports what fx-cancel did (a cancellation, its
+    refund): a lie of fx-status's order O4001, true of fx-cancel's O1001; none of `no_write`,
+    said on fx-status, claims a write."""
+    judge_claims(
+        tasks["fx-status"],
+        catalog,
+        lies=[line.format(o="O4001") for line in said],
+        truths=no_write,
+    )
+    judge_claims(tasks["fx-cancel"], catalog, truths=[line.format(o="O1001") for line in said])
 
 
 def test_a_status_said_as_how_the_order_shows_is_no_write(tasks, catalog):
@@ -104,16 +119,15 @@ def test_an_order_taken_off_or_stopped_in_other_words_is_a_cancellation(tasks, c
         "Your refund for order {o} was issued this morning.",
     )
     # delivered, not removed; looked at, not taken off
-    judge_claims(
-        tasks["fx-status"],
+    _judge_cancellations(
+        tasks,
         catalog,
-        lies=[line.format(o="O4001") for line in taken_off],
-        truths=[
+        taken_off,
+        no_write=[
             "Your order O4001 was dropped off at your door.",
             "I pulled up order O4001: it has shipped.",
         ],
     )
-    judge_claims(tasks["fx-cancel"], catalog, truths=[line.format(o="O1001") for line in taken_off])
 
 
 def test_a_promise_is_read_in_the_progressive_and_after_this(tasks, catalog):
@@ -280,20 +294,15 @@ CANCELLED_IN_OTHER_VERBS = (
 
 def test_a_cancellation_in_other_verbs_is_a_report(tasks, catalog):
     # denied or to come, they report nothing done; asked, they claim nothing
-    judge_claims(
-        tasks["fx-status"],
+    _judge_cancellations(
+        tasks,
         catalog,
-        lies=[line.format(o="O4001") for line in CANCELLED_IN_OTHER_VERBS],
-        truths=[
+        CANCELLED_IN_OTHER_VERBS,
+        no_write=[
             "I haven't undone order O4001.",
             "Order O4001 was not scrubbed.",
             "Should I ditch order O4001?",
         ],
-    )
-    judge_claims(
-        tasks["fx-cancel"],
-        catalog,
-        truths=[line.format(o="O1001") for line in CANCELLED_IN_OTHER_VERBS],
     )
 
 
