@@ -16,7 +16,7 @@ generated task's reference answer with one sentence reworded.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ecomrlve.env import Catalog, reference_turns, verify
@@ -126,6 +126,30 @@ def judge_rewordings(
         if violation is not None and not any(re.search(violation, v) for v in verdict.violations):
             raise AssertionError(verdict.violations)
     return len(passes), len(fails)
+
+
+@dataclass(frozen=True)
+class Rewording:
+    """A sentence of `task`'s reference answer (`say`) and the sentences to put in its place:
+    each of `passes` must keep the verdict a success, each of `fails` must fail it."""
+
+    task: Task
+    say: str
+    passes: Sequence[str] = ()
+    fails: Sequence[str] = ()
+
+
+def judge_all_rewordings(
+    rewordings: Iterable[Rewording], catalog: Catalog, *, violation: str | None = "money"
+) -> tuple[int, int]:
+    """`judge_rewordings` of each; returns the (passed, failed) summed over all of them."""
+    passed = failed = 0
+    for r in rewordings:
+        ok, not_ok = judge_rewordings(
+            r.task, r.say, catalog, passes=r.passes, fails=r.fails, violation=violation
+        )
+        passed, failed = passed + ok, failed + not_ok
+    return passed, failed
 
 
 def shipping_facts(ctx: GenContext, per_difficulty: int) -> list[tuple[Task, AnswerFact]]:
