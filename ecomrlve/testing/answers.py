@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ecomrlve.env import Catalog, reference_turns, verify
-from ecomrlve.env.judge.facts import check_answer
+from ecomrlve.env.judge.facts import Shown, check_answer
 from ecomrlve.generators import GenContext
 from ecomrlve.tasks import AnswerFact, Task
 from ecomrlve.testing.fuzzer import generated_tasks
@@ -43,12 +43,19 @@ class Case:
     ok: bool
     prompt: str = ""
     today: str | None = None
+    shown: Shown | None = None  # what the episode showed the agent (see `check_answer`)
+    conflict: str | None = None  # a part of a conflict the check must report
 
     def check(self) -> None:
-        """Raise AssertionError (the answer and what the check found) unless it judges `ok`."""
-        checked = check_answer(self.answer, self.facts, self.prompt, today=self.today)
+        """Raise AssertionError (the answer and what the check found) unless it judges `ok`
+        and, with `conflict`, reports a conflict that contains it."""
+        checked = check_answer(
+            self.answer, self.facts, self.prompt, today=self.today, shown=self.shown
+        )
         if checked.ok is not self.ok:
             raise AssertionError((self.answer, checked))
+        if self.conflict is not None and not any(self.conflict in c for c in checked.conflicts):
+            raise AssertionError((self.answer, self.conflict, checked))
 
     def __str__(self) -> str:
         return f"{self.name}: {self.answer}"
@@ -62,10 +69,13 @@ def cases(
     passes: Sequence[str] = (),
     fails: Sequence[str] = (),
     today: str | None = None,
+    shown: Shown | None = None,
+    conflict: str | None = None,
 ) -> list[Case]:
-    """The cases of one group: each of `passes` must pass, each of `fails` must fail."""
+    """The cases of one group: each of `passes` must pass, each of `fails` must fail (and,
+    with `conflict`, report a conflict that contains it)."""
     return [
-        Case(name, answer, facts, ok, prompt, today)
+        Case(name, answer, facts, ok, prompt, today, shown, conflict if not ok else None)
         for answers, ok in ((passes, True), (fails, False))
         for answer in answers
     ]
