@@ -11,6 +11,8 @@ generated task's reference answer with one sentence reworded.
         case.check()
 
     passed, failed = answers.judge_rewordings(task, fact.say, catalog, passes=[...], fails=[...])
+    passed, failed = answers.judge_all_rewordings(rewordings, catalog)  # of answers.Rewording
+    answers.judge_claims(task, catalog, lies=[...], truths=[...])  # the claims rules alone
 """
 
 from __future__ import annotations
