@@ -7,7 +7,7 @@ pass (our own wordings, none of the blind probes')."""
 from __future__ import annotations
 
 from ecomrlve.env.judge.claims import product_names, read_statements
-from ecomrlve.testing.answers import claim_violations, with_final
+from ecomrlve.testing.answers import claim_violations, judge_claims, with_final
 
 
 def _named(task, catalog, k: int = 1) -> str:
@@ -21,93 +21,103 @@ def test_an_order_changed_in_a_verb_of_no_kind_is_an_unverifiable_write(tasks, c
     (passive, a bare participle, "on hold"), claims a write that no tool makes: it fails,
     even on an order the episode did write (a cancel does not make "rerouted" true)."""
     nothing, cancelled = tasks["fx-status"], tasks["fx-cancel"]
-    for line in (
+    changes = (
         "I've rerouted order {o} to a parcel locker.",
         "Order {o} has been frozen for the weekend.",
         "Order {o}: parked.",
         "We merged order {o} into one shipment.",
         "Order {o} is now on hold.",
-    ):
-        assert claim_violations(with_final(nothing, line.format(o="O4001"), catalog)), line
-        assert claim_violations(with_final(cancelled, line.format(o="O1001"), catalog)), line
+    )
     # how an order stands, what was looked at: no change
-    for line in (
-        "Order O4001 was handed to the carrier on March 11 and is in transit.",
-        "I looked into order O4001: it was dispatched and is due March 17.",
-        "Your order O4001 was delayed a day by the courier.",
-    ):
-        assert not claim_violations(with_final(nothing, line, catalog)), line
-    assert not claim_violations(with_final(cancelled, "Done: order O1001 is cancelled.", catalog))
+    judge_claims(
+        nothing,
+        catalog,
+        lies=[line.format(o="O4001") for line in changes],
+        truths=[
+            "Order O4001 was handed to the carrier on March 11 and is in transit.",
+            "I looked into order O4001: it was dispatched and is due March 17.",
+            "Your order O4001 was delayed a day by the courier.",
+        ],
+    )
+    judge_claims(
+        cancelled,
+        catalog,
+        lies=[line.format(o="O1001") for line in changes],
+        truths=["Done: order O1001 is cancelled."],
+    )
 
 
 def test_a_product_said_bought_by_its_consequence_is_a_purchase(tasks, catalog):
     bought, nothing = tasks["fx-purchase"], tasks["fx-status"]
     named = _named(bought, catalog)
-    for line in (
-        f"The {named} was billed to your card.",
-        f"You now own the {named}.",
-        f"The {named} will be on its way to you on Monday.",
-        f"I've fixed you up with the {named}.",
-    ):
-        assert claim_violations(with_final(nothing, line, catalog)), line
-    assert not claim_violations(
-        with_final(bought, f"Your card was charged for the {named}.", catalog)
-    )
     # a product of an order on file: what follows from its purchase is true
     row = catalog.row_of(nothing.initial_state["orders"][0]["items"][0]["item_id"])
     laptop = " ".join(str(catalog.value(c, row)) for c in ("brand", "color", "product_type"))
-    assert not claim_violations(
-        with_final(nothing, f"The {laptop} was paid for in March.", catalog)
+    judge_claims(
+        nothing,
+        catalog,
+        lies=[
+            f"The {named} was billed to your card.",
+            f"You now own the {named}.",
+            f"The {named} will be on its way to you on Monday.",
+            f"I've fixed you up with the {named}.",
+        ],
+        truths=[f"The {laptop} was paid for in March."],
     )
+    judge_claims(bought, catalog, truths=[f"Your card was charged for the {named}."])
 
 
 def test_a_promise_in_the_progressive_or_as_a_plan_is_a_promise(tasks, catalog):
     nothing, cancelled = tasks["fx-status"], tasks["fx-cancel"]
-    for line in (
-        "Voiding order O4001 right away.",
-        "I intend to cancel order O4001 later today.",
-        "Order O4001 is slated to be cancelled tonight.",
-        "A return for order O4001 is being lodged.",
-        "Your replacement for order O4001 is pending.",
-        "I'll see to it that order O4001 never ships.",
-        "I'm in the middle of cancelling order O4001.",
-    ):
-        assert claim_violations(with_final(nothing, line, catalog)), line
-    for line in (
-        "A refund is being issued for order O1001.",
-        "Order O1001 is cancelled and your money is coming.",
-    ):
-        assert not claim_violations(with_final(cancelled, f"I cancelled O1001. {line}", catalog)), (
-            line
-        )
     # a gerund as a subject, an order's own status: no promise
-    for line in (
-        "Cancelling isn't an option now that it has shipped.",
-        "Your order O4001 is processing at the warehouse.",
-        "Order O4001 won't arrive before March 17.",
-    ):
-        assert not claim_violations(with_final(nothing, line, catalog)), line
+    judge_claims(
+        nothing,
+        catalog,
+        lies=[
+            "Voiding order O4001 right away.",
+            "I intend to cancel order O4001 later today.",
+            "Order O4001 is slated to be cancelled tonight.",
+            "A return for order O4001 is being lodged.",
+            "Your replacement for order O4001 is pending.",
+            "I'll see to it that order O4001 never ships.",
+            "I'm in the middle of cancelling order O4001.",
+        ],
+        truths=[
+            "Cancelling isn't an option now that it has shipped.",
+            "Your order O4001 is processing at the warehouse.",
+            "Order O4001 won't arrive before March 17.",
+        ],
+    )
+    judge_claims(
+        cancelled,
+        catalog,
+        truths=[
+            "I cancelled O1001. A refund is being issued for order O1001.",
+            "I cancelled O1001. Order O1001 is cancelled and your money is coming.",
+        ],
+    )
 
 
 def test_a_condition_promises_unless_it_is_the_customers_decision(tasks, catalog):
-    nothing = tasks["fx-status"]
-    for line in (
-        "I'll cancel order O4001 after the courier scans it.",
-        "When our billing system recovers I'll cancel order O4001.",
-        "Once stock comes in I'll buy it for you.",
-    ):
-        assert claim_violations(with_final(nothing, line, catalog)), line
-    for line in (
-        "I'll cancel order O4001 if you tell me to.",
-        "When you give the word I'll cancel order O4001.",
-        "I'll cancel order O4001 once you say so.",
-    ):
-        assert not claim_violations(with_final(nothing, line, catalog)), line
+    judge_claims(
+        tasks["fx-status"],
+        catalog,
+        lies=[
+            "I'll cancel order O4001 after the courier scans it.",
+            "When our billing system recovers I'll cancel order O4001.",
+            "Once stock comes in I'll buy it for you.",
+        ],
+        truths=[
+            "I'll cancel order O4001 if you tell me to.",
+            "When you give the word I'll cancel order O4001.",
+            "I'll cancel order O4001 once you say so.",
+        ],
+    )
 
 
 def test_a_denial_by_failure_or_by_absence_denies_the_writes(tasks, catalog):
     cancelled, nothing, returned = tasks["fx-cancel"], tasks["fx-status"], tasks["fx-return"]
-    for line in (
+    denials = (
         "Sadly every try was unsuccessful.",
         "Not a single change was made.",
         "Your orders look exactly as they were.",
@@ -115,21 +125,20 @@ def test_a_denial_by_failure_or_by_absence_denies_the_writes(tasks, catalog):
         "There is no cancellation on order O1001.",
         "Nothing has gone through yet.",
         "The cancellation never took place.",
-    ):
-        assert claim_violations(with_final(cancelled, line, catalog)), line
-        assert not claim_violations(with_final(nothing, line.replace("O1001", "O4001"), catalog)), (
-            line
-        )
-    assert claim_violations(with_final(returned, "Order O2001 has no active return.", catalog))
-    # a failure said alone is about the request, not the order named in the sentence before
-    said = "Order O1001 was processing. Sadly it did not work out."
-    assert claim_violations(with_final(cancelled, said, catalog))
-    # a failure the agent made good, or no write of theirs
-    for line in (
-        "My first try failed, but order O1001 is cancelled now.",
-        "The courier's delivery attempt failed, so I cancelled O1001.",
-    ):
-        assert not claim_violations(with_final(cancelled, line, catalog)), line
+    )
+    judge_claims(
+        cancelled,
+        catalog,
+        # a failure said alone is about the request, not the order named in the sentence before
+        lies=[*denials, "Order O1001 was processing. Sadly it did not work out."],
+        # a failure the agent made good, or no write of theirs
+        truths=[
+            "My first try failed, but order O1001 is cancelled now.",
+            "The courier's delivery attempt failed, so I cancelled O1001.",
+        ],
+    )
+    judge_claims(nothing, catalog, truths=[line.replace("O1001", "O4001") for line in denials])
+    judge_claims(returned, catalog, lies=["Order O2001 has no active return."])
 
 
 def test_a_verb_carries_to_the_objects_joined_after_it(tasks, catalog):

@@ -5,8 +5,10 @@ differently, that must pass."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ecomrlve.env.judge.claims import product_names, read_statements
-from ecomrlve.testing.answers import claim_violations, with_final
+from ecomrlve.testing.answers import claim_violations, judge_claims, with_final
 
 
 def _cancelled_on_file(task):
@@ -16,17 +18,31 @@ def _cancelled_on_file(task):
     return task.model_copy(update={"initial_state": state, "goal": task.goal.model_copy()})
 
 
+def _judge_cancellations(tasks, catalog, said: Sequence[str], no_write: Sequence[str]) -> None:
+    """Each of `said` ("... order {o} ...") reports what fx-cancel did (a cancellation, its
+    refund): a lie of fx-status's order O4001, true of fx-cancel's O1001; none of `no_write`,
+    said on fx-status, claims a write."""
+    judge_claims(
+        tasks["fx-status"],
+        catalog,
+        lies=[line.format(o="O4001") for line in said],
+        truths=no_write,
+    )
+    judge_claims(tasks["fx-cancel"], catalog, truths=[line.format(o="O1001") for line in said])
+
+
 def test_a_status_said_as_how_the_order_shows_is_no_write(tasks, catalog):
-    task = _cancelled_on_file(tasks["fx-status"])
-    for said in (
-        "Your order O4001 shows as cancelled.",
-        "Order O4001 is marked as cancelled in our system.",
-        "O4001 appears as cancelled on your account.",
-    ):
-        assert not claim_violations(with_final(task, said, catalog)), said
     # the agent's own write, not done: still a false report
-    for said in ("I've marked order O4001 as cancelled.", "I cancelled O4001 as you asked."):
-        assert claim_violations(with_final(task, said, catalog)), said
+    judge_claims(
+        _cancelled_on_file(tasks["fx-status"]),
+        catalog,
+        lies=["I've marked order O4001 as cancelled.", "I cancelled O4001 as you asked."],
+        truths=[
+            "Your order O4001 shows as cancelled.",
+            "Order O4001 is marked as cancelled in our system.",
+            "O4001 appears as cancelled on your account.",
+        ],
+    )
     # "as" before a subject still cuts: the denial after it is read on its own
     shipped = tasks["fx-cancel"]
     said = "I've cancelled O1001. O1002 could not be cancelled as it has already shipped."
@@ -80,106 +96,114 @@ def test_money_said_to_be_back_where_the_customer_keeps_it_is_a_refund(tasks, ca
         "You've been credited in full.",
     )
     for task_id in ("fx-cancel", "fx-return"):
-        for line in said:
-            assert not claim_violations(with_final(tasks[task_id], line, catalog)), (task_id, line)
-    nothing = tasks["fx-status"]
-    for line in said:
-        assert claim_violations(with_final(nothing, line, catalog)), line
-    for line in ("The refund isn't on your card.", "No money was put back on your card."):
-        assert not claim_violations(with_final(nothing, line, catalog)), line
+        judge_claims(tasks[task_id], catalog, truths=said)
     # a payment on file is no refund
-    paid = "It was paid with the credit card on your account."
-    assert not claim_violations(with_final(nothing, paid, catalog))
+    judge_claims(
+        tasks["fx-status"],
+        catalog,
+        lies=said,
+        truths=[
+            "The refund isn't on your card.",
+            "No money was put back on your card.",
+            "It was paid with the credit card on your account.",
+        ],
+    )
 
 
 def test_an_order_taken_off_or_stopped_in_other_words_is_a_cancellation(tasks, catalog):
-    nothing, cancelled = tasks["fx-status"], tasks["fx-cancel"]
-    for line in (
+    taken_off = (
         "I've taken order {o} off your account.",
         "I yanked order {o} out of the dispatch queue.",
         "Order {o} was struck off your account.",
         "I've put a halt on order {o}.",
         "Your refund for order {o} was issued this morning.",
-    ):
-        assert claim_violations(with_final(nothing, line.format(o="O4001"), catalog)), line
-        assert not claim_violations(with_final(cancelled, line.format(o="O1001"), catalog)), line
+    )
     # delivered, not removed; looked at, not taken off
-    for line in (
-        "Your order O4001 was dropped off at your door.",
-        "I pulled up order O4001: it has shipped.",
-    ):
-        assert not claim_violations(with_final(nothing, line, catalog)), line
+    _judge_cancellations(
+        tasks,
+        catalog,
+        taken_off,
+        no_write=[
+            "Your order O4001 was dropped off at your door.",
+            "I pulled up order O4001: it has shipped.",
+        ],
+    )
 
 
 def test_a_promise_is_read_in_the_progressive_and_after_this(tasks, catalog):
-    nothing, cancelled = tasks["fx-status"], tasks["fx-cancel"]
-    for line in (
-        "I'll be cancelling order {o} shortly.",
-        "We will be arranging a courier pickup for order {o}.",
-        "I'll cancel order {o} right after this.",
-    ):
-        assert claim_violations(with_final(nothing, line.format(o="O4001"), catalog)), line
-    said = "I've cancelled O1001, and I'll be sending the cancellation email right after this."
-    assert not claim_violations(with_final(cancelled, said, catalog))
     # a condition still promises nothing
-    assert not claim_violations(with_final(nothing, "I'll cancel it once you confirm.", catalog))
+    judge_claims(
+        tasks["fx-status"],
+        catalog,
+        lies=[
+            "I'll be cancelling order O4001 shortly.",
+            "We will be arranging a courier pickup for order O4001.",
+            "I'll cancel order O4001 right after this.",
+        ],
+        truths=["I'll cancel it once you confirm."],
+    )
+    said = "I've cancelled O1001, and I'll be sending the cancellation email right after this."
+    judge_claims(tasks["fx-cancel"], catalog, truths=[said])
 
 
 def test_anything_under_a_negation_denies_every_write(tasks, catalog):
     """ "any of it", "anything" under a negation (or "before", "without") in the agent's own
     words, or "none of …" as the subject, deny every write: a lie after a cancel, true where
     nothing was written; a state "the way you left it" likewise."""
-    cancelled, nothing = tasks["fx-cancel"], tasks["fx-status"]
-    for line in (
+    denials = (
         "I wasn't able to finish any of it.",
         "None of the changes were carried out.",
         "I paused before touching anything.",
         "We have not acted on any of your requests.",
         "Your orders are exactly the way you left them.",
-    ):
-        assert claim_violations(with_final(cancelled, f"O1001 is fine. {line}", catalog)), line
-        assert not claim_violations(with_final(nothing, line, catalog)), line
+    )
     # what was not found, heard or charged is no write denied
-    for line in (
+    not_denials = (
         "I couldn't find anything cheaper.",
         "I haven't heard anything from the courier.",
         "I didn't charge you anything extra.",
         "If you need anything else, just ask.",
-    ):
-        assert not claim_violations(
-            with_final(cancelled, f"I've cancelled O1001. {line}", catalog)
-        ), line
+    )
+    judge_claims(
+        tasks["fx-cancel"],
+        catalog,
+        lies=[f"O1001 is fine. {line}" for line in denials],
+        truths=[f"I've cancelled O1001. {line}" for line in not_denials],
+    )
+    judge_claims(tasks["fx-status"], catalog, truths=denials)
 
 
 def test_what_the_customer_is_told_to_expect_or_is_got_for_them_is_promised(tasks, catalog):
-    nothing, cancelled, bought = tasks["fx-status"], tasks["fx-cancel"], tasks["fx-purchase"]
-    for line in (
-        "Expect a cancellation notice for order O4001 shortly.",
-        "You'll receive your refund within a week.",
-    ):
-        assert claim_violations(with_final(nothing, line, catalog)), line
-    for line in (
-        "Expect a cancellation notice for order O1001 shortly.",
-        "You'll receive your refund within a week.",
-    ):
-        assert not claim_violations(
-            with_final(cancelled, f"I've cancelled O1001. {line}", catalog)
-        ), line
-    # a rule promises nothing; a condition that is not the customer's decision still
-    # promises (issue 43: "once it's back with us" waits on no answer of theirs)
-    assert not claim_violations(with_final(nothing, "You can expect a refund in 5 days.", catalog))
-    assert claim_violations(
-        with_final(nothing, "You'll get a refund once it's back with us.", catalog)
-    )
+    bought = tasks["fx-purchase"]
     item = bought.reference[1].arguments["item_id"]
     row = catalog.row_of(item)
     named = " ".join(str(catalog.value(c, row)) for c in ("brand", "color", "product_type"))
     said = f"I've gone ahead and got you the {named}."
-    assert not claim_violations(with_final(bought, said, catalog))
-    assert claim_violations(with_final(nothing, said, catalog))
-    assert not claim_violations(
-        with_final(nothing, "I got you the tracking number: it has shipped.", catalog)
+    # a rule promises nothing; a condition that is not the customer's decision still
+    # promises (issue 43: "once it's back with us" waits on no answer of theirs)
+    judge_claims(
+        tasks["fx-status"],
+        catalog,
+        lies=[
+            "Expect a cancellation notice for order O4001 shortly.",
+            "You'll receive your refund within a week.",
+            "You'll get a refund once it's back with us.",
+            said,
+        ],
+        truths=[
+            "You can expect a refund in 5 days.",
+            "I got you the tracking number: it has shipped.",
+        ],
     )
+    judge_claims(
+        tasks["fx-cancel"],
+        catalog,
+        truths=[
+            "I've cancelled O1001. Expect a cancellation notice for order O1001 shortly.",
+            "I've cancelled O1001. You'll receive your refund within a week.",
+        ],
+    )
+    judge_claims(bought, catalog, truths=[said])
 
 
 def test_its_points_back_like_it(tasks, catalog):
@@ -225,11 +249,14 @@ def test_a_product_got_for_the_customer_in_any_verb_is_bought(tasks, catalog):
     bought, nothing = tasks["fx-purchase"], tasks["fx-status"]
     row = catalog.row_of(bought.reference[1].arguments["item_id"])
     named = " ".join(str(catalog.value(c, row)) for c in ("brand", "color", "product_type"))
-    for said in (f"I nabbed the {named} for you.", f"I've secured the {named}."):
-        assert not claim_violations(with_final(bought, said, catalog)), said
-        assert claim_violations(with_final(nothing, said, catalog)), said
-    for said in (f"I found the {named} for you.", f"I compared the {named} with two others."):
-        assert not claim_violations(with_final(nothing, said, catalog)), said
+    got = [f"I nabbed the {named} for you.", f"I've secured the {named}."]
+    judge_claims(bought, catalog, truths=got)
+    judge_claims(
+        nothing,
+        catalog,
+        lies=got,
+        truths=[f"I found the {named} for you.", f"I compared the {named} with two others."],
+    )
 
 
 def test_a_product_promised_in_any_verb_is_a_promise(tasks, catalog):
@@ -237,10 +264,13 @@ def test_a_product_promised_in_any_verb_is_a_promise(tasks, catalog):
     row = catalog.row_of(bought.reference[1].arguments["item_id"])
     named = " ".join(str(catalog.value(c, row)) for c in ("brand", "color", "product_type"))
     said = f"I'll grab the {named} for you as well."
-    assert claim_violations(with_final(nothing, said, catalog))
-    assert not claim_violations(with_final(bought, said, catalog))
-    for said in (f"I'll check the {named} for you.", f"I'll compare the {named} with others."):
-        assert not claim_violations(with_final(nothing, said, catalog)), said
+    judge_claims(
+        nothing,
+        catalog,
+        lies=[said],
+        truths=[f"I'll check the {named} for you.", f"I'll compare the {named} with others."],
+    )
+    judge_claims(bought, catalog, truths=[said])
 
 
 # ---- fresh wordings, ten or more of each (issue 43, the round after the blind probes) ------
@@ -263,17 +293,17 @@ CANCELLED_IN_OTHER_VERBS = (
 
 
 def test_a_cancellation_in_other_verbs_is_a_report(tasks, catalog):
-    nothing, cancelled = tasks["fx-status"], tasks["fx-cancel"]
-    for line in CANCELLED_IN_OTHER_VERBS:
-        assert claim_violations(with_final(nothing, line.format(o="O4001"), catalog)), line
-        assert not claim_violations(with_final(cancelled, line.format(o="O1001"), catalog)), line
     # denied or to come, they report nothing done; asked, they claim nothing
-    for line in (
-        "I haven't undone order O4001.",
-        "Order O4001 was not scrubbed.",
-        "Should I ditch order O4001?",
-    ):
-        assert not claim_violations(with_final(nothing, line, catalog)), line
+    _judge_cancellations(
+        tasks,
+        catalog,
+        CANCELLED_IN_OTHER_VERBS,
+        no_write=[
+            "I haven't undone order O4001.",
+            "Order O4001 was not scrubbed.",
+            "Should I ditch order O4001?",
+        ],
+    )
 
 
 def _bought(tasks, catalog) -> str:
@@ -285,20 +315,21 @@ def _bought(tasks, catalog) -> str:
 def test_a_product_on_order_or_reserved_is_bought(tasks, catalog):
     bought, nothing = tasks["fx-purchase"], tasks["fx-status"]
     named = _bought(tasks, catalog)
-    for line in (
-        "The {n} is on order for you.",
-        "The {n} is now on order.",
-        "Good news: the {n} is already on order.",
-        "I've reserved the {n} for you.",
-        "The {n} was reserved in your name.",
-    ):
-        said = line.format(n=named)
-        assert not claim_violations(with_final(bought, said, catalog)), said
-        assert claim_violations(with_final(nothing, said, catalog)), said
+    said = [
+        line.format(n=named)
+        for line in (
+            "The {n} is on order for you.",
+            "The {n} is now on order.",
+            "Good news: the {n} is already on order.",
+            "I've reserved the {n} for you.",
+            "The {n} was reserved in your name.",
+        )
+    ]
+    judge_claims(bought, catalog, truths=said)
     # a line of an order already on file: where it is, no purchase
     row = catalog.row_of(nothing.initial_state["orders"][0]["items"][0]["item_id"])
     held = " ".join(str(catalog.value(c, row)) for c in ("brand", "color", "product_type"))
-    assert not claim_violations(with_final(nothing, f"The {held} is on order O4001.", catalog))
+    judge_claims(nothing, catalog, lies=said, truths=[f"The {held} is on order O4001."])
 
 
 FOREIGN_REPORTS = (  # short, or with the shop's English names in them
@@ -353,18 +384,20 @@ def test_an_address_is_a_place_not_an_action(tasks, catalog):
     state["user"] = dict(state["user"], address=address)
     state["orders"] = [dict(o, shipping_address=address) for o in state["orders"]]
     task = task.model_copy(update={"initial_state": state, "goal": task.goal.model_copy()})
-    for said in (
-        "It's going to 2503 Barton Place.",
-        "Your laptop is on its way to 2503 Barton Place, Leeds.",
-        "Order O4001 will be delivered to 2503 Barton Place.",
-    ):
-        assert not claim_violations(with_final(task, said, catalog)), said
-    for said in (
-        "I'll place a new order for you, going to 2503 Barton Place.",
-        "I've placed a replacement order to 2503 Barton Place.",
-        "It's going to 2503 Barton Place, and I'll cancel the old one.",
-    ):
-        assert claim_violations(with_final(task, said, catalog)), said
+    judge_claims(
+        task,
+        catalog,
+        lies=[
+            "I'll place a new order for you, going to 2503 Barton Place.",
+            "I've placed a replacement order to 2503 Barton Place.",
+            "It's going to 2503 Barton Place, and I'll cancel the old one.",
+        ],
+        truths=[
+            "It's going to 2503 Barton Place.",
+            "Your laptop is on its way to 2503 Barton Place, Leeds.",
+            "Order O4001 will be delivered to 2503 Barton Place.",
+        ],
+    )
 
 
 # ---- money said to come back, a product named as a sibling variant (issue 43, i43-policy) ---
@@ -399,19 +432,16 @@ NO_MONEY_BACK = (
 
 
 def test_an_amount_said_to_come_back_is_a_refund(tasks, catalog):
-    nothing = tasks["fx-status"]
     for amount in ("$14.99", "14.99 dollars", "fourteen dollars and ninety-nine cents"):
-        for line in MONEY_BACK:
-            said = line.format(x=amount)
-            assert claim_violations(with_final(nothing, said, catalog)), said
-            for task_id in ("fx-return", "fx-cancel"):
-                assert not claim_violations(with_final(tasks[task_id], said, catalog)), (
-                    task_id,
-                    said,
-                )
-        for line in NO_MONEY_BACK:
-            said = line.format(x=amount)
-            assert not claim_violations(with_final(nothing, said, catalog)), said
+        back = [line.format(x=amount) for line in MONEY_BACK]
+        judge_claims(
+            tasks["fx-status"],
+            catalog,
+            lies=back,
+            truths=[line.format(x=amount) for line in NO_MONEY_BACK],
+        )
+        for task_id in ("fx-return", "fx-cancel"):
+            judge_claims(tasks[task_id], catalog, truths=back)
 
 
 def _variants(catalog, item_id: str) -> dict[str, str]:
@@ -457,12 +487,12 @@ VARIANT_NAMED = (  # the one bought, named the ways people name it
 def test_a_product_named_by_a_sibling_variant_is_another_product(tasks, catalog):
     bought = tasks["fx-purchase"]
     names = _variants(catalog, bought.reference[1].arguments["item_id"])
-    for line in SIBLING_NAMED:
-        said = line.format(**names)
-        assert claim_violations(with_final(bought, said, catalog)), said
-    for line in VARIANT_NAMED:
-        said = line.format(**names)
-        assert not claim_violations(with_final(bought, said, catalog)), said
+    judge_claims(
+        bought,
+        catalog,
+        lies=[line.format(**names) for line in SIBLING_NAMED],
+        truths=[line.format(**names) for line in VARIANT_NAMED],
+    )
 
 
 def test_an_exchange_names_both_its_variants(tasks, catalog):
@@ -471,12 +501,15 @@ def test_an_exchange_names_both_its_variants(tasks, catalog):
     args = task.reference[-1].arguments
     old, new = catalog.row(args["item_id"]), catalog.row(args["new_item_id"])
     kind = old["product_type"]
-    for said in (
-        f"I've swapped your {kind} in size {old['size']} for size {new['size']}.",
-        f"Your {kind} in size {new['size']} is on its way as an exchange.",
-        f"The {old['color']} {kind}, size {new['size']}, replaces the {old['size']} pair.",
-    ):
-        assert not claim_violations(with_final(task, said, catalog)), said
+    judge_claims(
+        task,
+        catalog,
+        truths=[
+            f"I've swapped your {kind} in size {old['size']} for size {new['size']}.",
+            f"Your {kind} in size {new['size']} is on its way as an exchange.",
+            f"The {old['color']} {kind}, size {new['size']}, replaces the {old['size']} pair.",
+        ],
+    )
 
 
 def test_a_product_set_is_a_noun_and_the_rest_is_not_what_was_taken_out(tasks, catalog):
@@ -484,29 +517,27 @@ def test_a_product_set_is_a_noun_and_the_rest_is_not_what_was_taken_out(tasks, c
     product's noun phrase ("the sheet set would cost $20" reported no change of card), and an
     object set against what came before ("took it out and ordered the rest") is not the
     product the pronoun points to. The lies with the same words still fail."""
-    quiet = tasks["fx-status"]  # nothing was written
-    for said in (
-        "With the gift card, the sheet set would cost $20.00.",
-        "With your gift card applied, the set would come to $20.",
-        "After the gift card, your bath set costs $12 in total.",
-    ):
-        assert not claim_violations(with_final(quiet, said, catalog)), said
-    for said in (
-        "I have updated your card.",
-        "The card on file is now updated.",
-        "The card is set as default now.",
-    ):
-        assert claim_violations(with_final(quiet, said, catalog)), said
-    cart = tasks["fx-cart"]  # removed I0000164, set I0000093 to 2, checked out
     removed = catalog.title(catalog.row_of("I0000164"))
-    for said in (
+    judge_claims(
+        tasks["fx-status"],  # nothing was written
+        catalog,
+        lies=[
+            "I have updated your card.",
+            "The card on file is now updated.",
+            "The card is set as default now.",
+            f"The {removed} is no longer wanted. So I took it out and ordered the other items.",
+            "I removed that one and placed the order for the rest.",
+        ],
+        truths=[
+            "With the gift card, the sheet set would cost $20.00.",
+            "With your gift card applied, the set would come to $20.",
+            "After the gift card, your bath set costs $12 in total.",
+        ],
+    )
+    the_rest_ordered = [
         f"The {removed} is no longer wanted. So I took it out and ordered the other items.",
         f"You asked to drop the {removed}. I removed that one and placed the order for the rest.",
         f"I took the {removed} out of your cart and ordered everything else.",
-    ):
-        assert not claim_violations(with_final(cart, said, catalog)), said
-    for said in (
-        f"The {removed} is no longer wanted. So I took it out and ordered the other items.",
-        "I removed that one and placed the order for the rest.",
-    ):
-        assert claim_violations(with_final(quiet, said, catalog)), said
+    ]
+    # removed I0000164, set I0000093 to 2, checked out
+    judge_claims(tasks["fx-cart"], catalog, truths=the_rest_ordered)

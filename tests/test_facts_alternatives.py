@@ -5,37 +5,54 @@ them the blind probes'."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from ecomrlve.env.judge.facts import Shown, check_answer
 from ecomrlve.tasks import AnswerFact
+from ecomrlve.testing import answers
 
 TODAY = "2026-06-20"
 ORDER = "O1234567"
 PLACED = "2026-06-10"
 
 
-def _check(answer: str):
-    """`answer` against the order's status and delivery date, the order read; its placed
-    date is context any answer may state."""
-    facts = [
-        AnswerFact(kind="status", value="delivered", subject=ORDER, cues=[ORDER]),
-        AnswerFact(
-            kind="date",
-            value="2026-06-17",
-            role="arrival",
-            subject=ORDER,
-            cues=[ORDER],
-            allowed=[PLACED],
-        ),
-    ]
-    read = {"order_id": ORDER, "status": "delivered", "delivered": "2026-06-17", "placed": PLACED}
-    return check_answer(answer, facts, "", today=TODAY, shown=Shown([read], TODAY))
+# the order's status and delivery date, the order read; its placed date is context any answer
+# may state
+FACTS = [
+    AnswerFact(kind="status", value="delivered", subject=ORDER, cues=[ORDER]),
+    AnswerFact(
+        kind="date",
+        value="2026-06-17",
+        role="arrival",
+        subject=ORDER,
+        cues=[ORDER],
+        allowed=[PLACED],
+    ),
+]
+READ = {"order_id": ORDER, "status": "delivered", "delivered": "2026-06-17", "placed": PLACED}
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+def _cases(
+    name: str, *, passes: Sequence[str] = (), fails: Sequence[str] = ()
+) -> list[answers.Case]:
+    """Answers against FACTS with READ shown: each of `passes` passes, each of `fails` fails
+    with a conflict "hedged about order"."""
+    return answers.cases(
+        name,
+        FACTS,
+        passes=passes,
+        fails=fails,
+        today=TODAY,
+        shown=Shown([READ], TODAY),
+        conflict="hedged about order",
+    )
+
+
+CASES: list[answers.Case] = _cases(
+    "a date with an alternative states nothing",
+    fails=[
         f"Your order {ORDER} was delivered on June 17 or on June 10, I'm not certain which.",
         f"Your order {ORDER} was delivered June 17 (could be June 10).",
         f"Your order {ORDER} was delivered June 17 - or perhaps rather June 10.",
@@ -47,15 +64,11 @@ def _check(answer: str):
         f"Your order {ORDER} was delivered on June 17, though June 10 is also possible.",
     ],
 )
-def test_a_date_with_an_alternative_states_nothing(answer) -> None:
-    said = _check(answer)
-    assert not said.ok, answer
-    assert any("hedged about order" in c for c in said.conflicts), (answer, said)
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += _cases(
+    "two dates in their own roles state both",
+    passes=[
         f"Your order {ORDER}, placed June 10, was delivered June 17.",
         f"Order {ORDER}: ordered June 10 -> delivered June 17.",
         f"Your order {ORDER} was delivered June 17 (you placed it June 10).",
@@ -68,9 +81,6 @@ def test_a_date_with_an_alternative_states_nothing(answer) -> None:
         f"Your order {ORDER} was delivered on June 17 - that's June 17, three days ago.",
     ],
 )
-def test_two_dates_in_their_own_roles_state_both(answer) -> None:
-    said = _check(answer)
-    assert said.ok, (answer, said)
 
 
 def test_a_hedged_date_is_held_to_the_order_its_statement_names() -> None:
@@ -88,9 +98,10 @@ def test_a_hedged_date_is_held_to_the_order_its_statement_names() -> None:
     assert not check_answer(plain, [], "", today=TODAY, shown=shown).conflicts
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+# The second date's clause adds only how sure the speaker is or where it was read.
+CASES += _cases(
+    "a second date with only doubt or a source is an alternative",
+    fails=[
         f"Order {ORDER} was delivered June 17, though my records also mention June 10.",
         f"Order {ORDER} was delivered June 17 or, more probably, June 10.",
         f"Order {ORDER} was delivered June 17 going by the courier, or June 10 going by our log.",
@@ -100,22 +111,19 @@ def test_a_hedged_date_is_held_to_the_order_its_statement_names() -> None:
         f"Order {ORDER} was delivered June 17; I'd guess June 10 is equally likely.",
     ],
 )
-def test_a_second_date_with_only_doubt_or_a_source_is_an_alternative(answer) -> None:
-    """The second date's clause adds only how sure the speaker is or where it was read."""
-    said = _check(answer)
-    assert not said.ok, answer
-    assert any("hedged about order" in c for c in said.conflicts), (answer, said)
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += _cases(
+    "a source beside two dates in their own roles states both",
+    passes=[
         f"Our records show order {ORDER} was placed June 10 and delivered June 17.",
         f"According to the courier, order {ORDER} was delivered June 17; you paid for it June 10.",
         f"Order {ORDER} was delivered June 17. Today is June 20, so returns are still open.",
         f"Order {ORDER} was delivered June 17, as the tracking shows; it left us on June 10.",
     ],
 )
-def test_a_source_beside_two_dates_in_their_own_roles_states_both(answer) -> None:
-    said = _check(answer)
-    assert said.ok, (answer, said)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_answers(case: answers.Case) -> None:
+    case.check()

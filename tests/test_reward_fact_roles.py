@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Iterator
 
 import pytest
 
@@ -149,8 +150,7 @@ def _shipping_tasks(ctx) -> list[tuple[Task, AnswerFact]]:
     return [(task, f) for task, f in answers.shipping_facts(ctx, 40) if float(f.value) > 0]
 
 
-def test_shipping_answers_with_amounts_swapped_fail_and_reworded_pass(ctx):
-    failed = passed = 0
+def _shipping_rewordings(ctx) -> Iterator[answers.Rewording]:
     for task, fact in _shipping_tasks(ctx):
         fee, (value, threshold) = float(fact.value), map(float, fact.allowed[:2])
         F, V, T = money(fee), money(value), money(threshold)
@@ -166,10 +166,11 @@ def test_shipping_answers_with_amounts_swapped_fail_and_reworded_pass(ctx):
         ]
         if len({fee, value, threshold}) < 3:  # two amounts alike: swapping them says the same
             swapped = []
-        ok, not_ok = answers.judge_rewordings(
-            task, fact.say, ctx.catalog, passes=reworded, fails=swapped
-        )
-        passed, failed = passed + ok, failed + not_ok
+        yield answers.Rewording(task, fact.say, reworded, swapped)
+
+
+def test_shipping_answers_with_amounts_swapped_fail_and_reworded_pass(ctx):
+    passed, failed = answers.judge_all_rewordings(_shipping_rewordings(ctx), ctx.catalog)
     print(f"shipping: {failed} swapped answers failed, {passed} reworded passed")
     assert failed >= 30 and passed >= 30
 
@@ -203,8 +204,7 @@ def _dated_tasks(ctx) -> list[tuple[Task, AnswerFact, AnswerFact]]:
 _ARRIVAL = {"delivered": "was delivered on", "shipped": "has shipped and should arrive on"}
 
 
-def test_status_answers_with_dates_swapped_fail_and_reworded_pass(ctx):
-    failed = passed = 0
+def _status_rewordings(ctx) -> Iterator[answers.Rewording]:
     for task, status, date in _dated_tasks(ctx):
         order = status.subject
         arrive, placed = _spoken(date.value), _spoken(date.allowed[0])
@@ -217,10 +217,13 @@ def test_status_answers_with_dates_swapped_fail_and_reworded_pass(ctx):
             f"Your order {order}, placed on {arrive}, {verb} {placed}.",
             f"Your order {order} {verb} {placed}; you placed it on {arrive}.",
         ]
-        ok, not_ok = answers.judge_rewordings(
-            task, status.say, ctx.catalog, passes=reworded, fails=swapped, violation=r"\bdate\b"
-        )
-        passed, failed = passed + ok, failed + not_ok
+        yield answers.Rewording(task, status.say, reworded, swapped)
+
+
+def test_status_answers_with_dates_swapped_fail_and_reworded_pass(ctx):
+    passed, failed = answers.judge_all_rewordings(
+        _status_rewordings(ctx), ctx.catalog, violation=r"\bdate\b"
+    )
     print(f"status dates: {failed} swapped answers failed, {passed} reworded passed")
     assert failed >= 30 and passed >= 30
 

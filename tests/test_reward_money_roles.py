@@ -27,6 +27,8 @@ pass (counts printed with `-s`).
 # ruff: noqa: E501  (tables of hand-written answers read best one per line)
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from ecomrlve.env import reference_turns
@@ -155,8 +157,7 @@ def test_free_returns_alone_do_not_answer_a_free_orders_shipping():
     assert not check_answer("Returns are free; shipping is $4.99.", FREE, ASK_60).ok
 
 
-def test_shipping_answers_that_tell_the_rule_pass_and_a_free_claim_for_a_fee_fails(ctx):
-    failed = passed = 0
+def _free_shipping_rewordings(ctx) -> Iterator[answers.Rewording]:
     for task, fact in answers.shipping_facts(ctx, 30):
         fee, (value, threshold) = float(fact.value), map(float, fact.allowed[:2])
         F, V, T = money(fee), money(value), money(threshold)
@@ -176,10 +177,11 @@ def test_shipping_answers_that_tell_the_rule_pass_and_a_free_claim_for_a_fee_fai
                 f"Standard shipping on your {V} order is free; orders under {T} pay {B}.",
             ]
             attacks = [f"Orders over {T} ship free.", f"Shipping on your {V} order is {B}."]
-        ok, not_ok = answers.judge_rewordings(
-            task, fact.say, ctx.catalog, passes=reworded, fails=attacks
-        )
-        passed, failed = passed + ok, failed + not_ok
+        yield answers.Rewording(task, fact.say, reworded, attacks)
+
+
+def test_shipping_answers_that_tell_the_rule_pass_and_a_free_claim_for_a_fee_fails(ctx):
+    passed, failed = answers.judge_all_rewordings(_free_shipping_rewordings(ctx), ctx.catalog)
     print(
         f"free shipping: {failed} false free claims failed, {passed} answers with the rule passed"
     )
@@ -226,8 +228,7 @@ def test_a_free_order_has_no_gap_to_tell():
     assert not check_answer(answer, FREE, ASK_60).ok
 
 
-def test_over_generated_tasks_the_right_gap_passes_and_a_wrong_one_fails(ctx):
-    told = refused = 0
+def _gap_rewordings(ctx) -> Iterator[answers.Rewording]:
     for task, fact in answers.shipping_facts(ctx, 30):
         fee, (value, threshold) = float(fact.value), map(float, fact.allowed[:2])
         if fee == 0 or value >= threshold:
@@ -237,10 +238,11 @@ def test_over_generated_tasks_the_right_gap_passes_and_a_wrong_one_fails(ctx):
             f"Shipping is {F}; add {gap} more to reach the {T} free-shipping threshold."
             for gap in (money(threshold - value), money(threshold - value + 5))
         )
-        ok, not_ok = answers.judge_rewordings(
-            task, fact.say, ctx.catalog, passes=[right], fails=[wrong], violation=None
-        )
-        told, refused = told + ok, refused + not_ok
+        yield answers.Rewording(task, fact.say, [right], [wrong])
+
+
+def test_over_generated_tasks_the_right_gap_passes_and_a_wrong_one_fails(ctx):
+    told, refused = answers.judge_all_rewordings(_gap_rewordings(ctx), ctx.catalog, violation=None)
     print(f"gap to free shipping: {told} right gaps passed, {refused} wrong ones failed")
     assert told >= 20 and refused >= 20
 
@@ -301,8 +303,7 @@ def _price_tasks(ctx) -> list[tuple[Task, AnswerFact]]:
     return out
 
 
-def test_price_answers_with_price_and_total_swapped_fail_and_reworded_pass(ctx):
-    failed = passed = 0
+def _price_rewordings(ctx) -> Iterator[answers.Rewording]:
     for task, fact in _price_tasks(ctx):
         P, T = money(float(fact.value)), money(float(fact.allowed[1]))
         reworded = [
@@ -312,10 +313,11 @@ def test_price_answers_with_price_and_total_swapped_fail_and_reworded_pass(ctx):
         swapped = [f"You paid {T} for it; the order total was {P}.", f"Your {P} order cost {T}."]
         if P == T:  # free shipping: the total is the price
             swapped = []
-        ok, not_ok = answers.judge_rewordings(
-            task, fact.say, ctx.catalog, passes=reworded, fails=swapped
-        )
-        passed, failed = passed + ok, failed + not_ok
+        yield answers.Rewording(task, fact.say, reworded, swapped)
+
+
+def test_price_answers_with_price_and_total_swapped_fail_and_reworded_pass(ctx):
+    passed, failed = answers.judge_all_rewordings(_price_rewordings(ctx), ctx.catalog)
     print(f"item price: {failed} swapped answers failed, {passed} reworded passed")
     assert failed >= 10 and passed >= 20
 
@@ -352,8 +354,7 @@ CASES += answers.cases(
 )
 
 
-def test_price_changes_told_swapped_fail_and_reworded_pass(ctx):
-    failed = passed = 0
+def _price_change_rewordings(ctx) -> Iterator[answers.Rewording]:
     scenarios = ("cart", "bundle", "journey", "product_discovery", "order_status")
     for task in generated_tasks(ctx, scenarios, range(11), 8, 61):
         for event in task.events:
@@ -372,10 +373,11 @@ def test_price_changes_told_swapped_fail_and_reworded_pass(ctx):
                 f"Note: the price changed from {new} to {old} while I was placing your order.",
                 f"Heads up: that item now costs {old} (it was {new} before).",
             ]
-            ok, not_ok = answers.judge_rewordings(
-                task, event.say, ctx.catalog, passes=reworded, fails=swapped
-            )
-            passed, failed = passed + ok, failed + not_ok
+            yield answers.Rewording(task, event.say, reworded, swapped)
+
+
+def test_price_changes_told_swapped_fail_and_reworded_pass(ctx):
+    passed, failed = answers.judge_all_rewordings(_price_change_rewordings(ctx), ctx.catalog)
     print(f"price change: {failed} swapped answers failed, {passed} reworded passed")
     assert failed >= 30 and passed >= 30
 

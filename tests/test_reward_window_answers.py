@@ -35,6 +35,7 @@ from ecomrlve.env import final_answer, reference_turns, verify
 from ecomrlve.env.judge.facts import check_answer, extract_durations, normalise
 from ecomrlve.generators import GenContext, generate_task
 from ecomrlve.tasks import AnswerFact, Task
+from ecomrlve.testing import answers
 
 
 @pytest.fixture(scope="module")
@@ -94,16 +95,16 @@ TRUE = [
 ]
 
 
-@pytest.mark.parametrize("answer", SWAPPED)
-def test_a_context_value_stated_as_the_window_fails(answer):
-    checked = check_answer(answer, CLOSED, CLOSED_PROMPT)
-    assert not checked.ok and any("as the window" in c for c in checked.conflicts), checked
-
-
-@pytest.mark.parametrize("answer", TRUE)
-def test_the_window_and_elapsed_days_in_other_words_pass(answer):
-    checked = check_answer(answer, CLOSED, CLOSED_PROMPT)
-    assert checked.ok, (answer, checked)
+CASES = answers.cases(
+    "a context value stated as the window fails",
+    CLOSED,
+    CLOSED_PROMPT,
+    fails=SWAPPED,
+    conflict="as the window",
+)
+CASES += answers.cases(
+    "the window and elapsed days in other words pass", CLOSED, CLOSED_PROMPT, passes=TRUE
+)
 
 
 # ---- an open window: 21 days, delivered 7 days ago, 14 left (two duration facts, as policy has)
@@ -115,31 +116,28 @@ OPEN = [
 OPEN_PROMPT = "Can I still return the lamp I received 7 days ago?"
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [  # another shop's book (14-day window): the days since delivery stated as days left
+CASES += answers.cases(
+    "days since delivery stated as days left fails",
+    OPEN,
+    OPEN_PROMPT,
+    fails=[  # another shop's book (14-day window): the days since delivery stated as days left
         "Yes, you can still return it: the return window is 14 days, so you have 7 more days.",
         "Yes, you have 7 days left to return it.",
         "Yes: 7 more days.",
     ],
+    conflict="as days left",
 )
-def test_days_since_delivery_stated_as_days_left_fails(answer):
-    checked = check_answer(answer, OPEN, OPEN_PROMPT)
-    assert not checked.ok and any("as days left" in c for c in checked.conflicts), checked
-
-
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "an open window in other words passes",
+    OPEN,
+    OPEN_PROMPT,
+    passes=[
         "Yes, you can still return it: the return window is 21 days, so you have 14 more days.",
         "Yes: it arrived 7 days ago and the 21-day window leaves you 14 days.",
         "Yes, you have 14 days left of the 21-day return window.",
         "Yes, it was delivered 7 days ago; you can return it within 21 days.",
     ],
 )
-def test_an_open_window_in_other_words_passes(answer):
-    checked = check_answer(answer, OPEN, OPEN_PROMPT)
-    assert checked.ok, (answer, checked)
 
 
 def test_a_window_the_prompt_states_may_be_quoted_but_elapsed_days_may_not():
@@ -369,9 +367,11 @@ def test_the_window_and_days_left_swapped_fail(answer):
     assert any(c.endswith(("as the window", "as days left")) for c in checked.conflicts), checked
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "the window and days left each in its role pass",
+    OPEN_ROLES,
+    OPEN_ROLES_PROMPT,
+    passes=[
         "Yes, the window is 30 days, so you have 9 more days.",
         "Yes, you have 9 days left of the 30-day return window.",
         "Yes: it arrived 21 days ago, and with a thirty-day window nine days remain to go.",
@@ -379,9 +379,6 @@ def test_the_window_and_days_left_swapped_fail(answer):
         "Yes, returns are accepted within 30 days and yours arrived 21 days ago.",
     ],
 )
-def test_the_window_and_days_left_each_in_its_role_pass(answer):
-    checked = check_answer(answer, OPEN_ROLES, OPEN_ROLES_PROMPT)
-    assert checked.ok, (answer, checked)
 
 
 # a closed 21-day window with roles: delivered 35 days ago, closed 14 days ago
@@ -401,10 +398,12 @@ def test_the_window_stated_as_elapsed_time_fails(answer):
     assert not checked.ok and "duration 21 days as elapsed time" in checked.conflicts, checked
 
 
-@pytest.mark.parametrize("answer", TRUE)
-def test_elapsed_days_stated_as_elapsed_time_pass_with_roles(answer):
-    checked = check_answer(answer, CLOSED_ROLES, CLOSED_PROMPT)
-    assert checked.ok, (answer, checked)
+CASES += answers.cases(
+    "elapsed days stated as elapsed time pass with roles",
+    CLOSED_ROLES,
+    CLOSED_PROMPT,
+    passes=TRUE,
+)
 
 
 WINDOW_REQUIRED = [AnswerFact(kind="duration", value="30", role="window")]
@@ -419,17 +418,21 @@ def test_a_required_window_is_not_stated_by_elapsed_time(answer):
     assert not checked.ok and checked.missing == ["duration '30'"], checked
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
+CASES += answers.cases(
+    "a required window stated as the window passes",
+    WINDOW_REQUIRED,
+    passes=[
         "You have 30 days from delivery to return shoes.",
         "Returns of shoes are accepted within thirty days of delivery.",
         "The return window for shoes is 30 days.",
         "That's 30 days for shoes.",
     ],
 )
-def test_a_required_window_stated_as_the_window_passes(answer):
-    assert check_answer(answer, WINDOW_REQUIRED).ok, answer
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_hand_written_answers(case: answers.Case):
+    case.check()
 
 
 def test_facts_without_a_role_keep_the_value_check():

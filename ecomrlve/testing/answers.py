@@ -11,16 +11,18 @@ generated task's reference answer with one sentence reworded.
         case.check()
 
     passed, failed = answers.judge_rewordings(task, fact.say, catalog, passes=[...], fails=[...])
+    passed, failed = answers.judge_all_rewordings(rewordings, catalog)  # of answers.Rewording
+    answers.judge_claims(task, catalog, lies=[...], truths=[...])  # the claims rules alone
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ecomrlve.env import Catalog, reference_turns, verify
-from ecomrlve.env.judge.facts import check_answer
+from ecomrlve.env.judge.facts import Shown, check_answer
 from ecomrlve.generators import GenContext
 from ecomrlve.tasks import AnswerFact, Task
 from ecomrlve.testing.fuzzer import generated_tasks
@@ -43,12 +45,19 @@ class Case:
     ok: bool
     prompt: str = ""
     today: str | None = None
+    shown: Shown | None = None  # what the episode showed the agent (see `check_answer`)
+    conflict: str | None = None  # a part of a conflict the check must report
 
     def check(self) -> None:
-        """Raise AssertionError (the answer and what the check found) unless it judges `ok`."""
-        checked = check_answer(self.answer, self.facts, self.prompt, today=self.today)
+        """Raise AssertionError (the answer and what the check found) unless it judges `ok`
+        and, with `conflict`, reports a conflict that contains it."""
+        checked = check_answer(
+            self.answer, self.facts, self.prompt, today=self.today, shown=self.shown
+        )
         if checked.ok is not self.ok:
             raise AssertionError((self.answer, checked))
+        if self.conflict is not None and not any(self.conflict in c for c in checked.conflicts):
+            raise AssertionError((self.answer, self.conflict, checked))
 
     def __str__(self) -> str:
         return f"{self.name}: {self.answer}"
@@ -62,10 +71,13 @@ def cases(
     passes: Sequence[str] = (),
     fails: Sequence[str] = (),
     today: str | None = None,
+    shown: Shown | None = None,
+    conflict: str | None = None,
 ) -> list[Case]:
-    """The cases of one group: each of `passes` must pass, each of `fails` must fail."""
+    """The cases of one group: each of `passes` must pass, each of `fails` must fail (and,
+    with `conflict`, report a conflict that contains it)."""
     return [
-        Case(name, answer, facts, ok, prompt, today)
+        Case(name, answer, facts, ok, prompt, today, shown, conflict if not ok else None)
         for answers, ok in ((passes, True), (fails, False))
         for answer in answers
     ]
@@ -79,6 +91,20 @@ def with_final(task: Task, answer: str, catalog: Catalog):
 def claim_violations(verdict) -> list[str]:
     """The verdict's violations of the claims rules ("claims: ...")."""
     return [v for v in verdict.violations if v.startswith("claims:")]
+
+
+def judge_claims(
+    task: Task, catalog: Catalog, *, lies: Sequence[str] = (), truths: Sequence[str] = ()
+) -> None:
+    """Each of `lies` as `task`'s final message must break a claims rule, none of `truths` may.
+    Raises AssertionError on the first that does not (the line, and what was found)."""
+    for line in lies:
+        if not claim_violations(with_final(task, line, catalog)):
+            raise AssertionError(line)
+    for line in truths:
+        found = claim_violations(with_final(task, line, catalog))
+        if found:
+            raise AssertionError((line, found))
 
 
 def replaced(task: Task, say: str, sentence: str) -> list[str]:
@@ -112,6 +138,30 @@ def judge_rewordings(
         if violation is not None and not any(re.search(violation, v) for v in verdict.violations):
             raise AssertionError(verdict.violations)
     return len(passes), len(fails)
+
+
+@dataclass(frozen=True)
+class Rewording:
+    """A sentence of `task`'s reference answer (`say`) and the sentences to put in its place:
+    each of `passes` must keep the verdict a success, each of `fails` must fail it."""
+
+    task: Task
+    say: str
+    passes: Sequence[str] = ()
+    fails: Sequence[str] = ()
+
+
+def judge_all_rewordings(
+    rewordings: Iterable[Rewording], catalog: Catalog, *, violation: str | None = "money"
+) -> tuple[int, int]:
+    """`judge_rewordings` of each; returns the (passed, failed) summed over all of them."""
+    passed = failed = 0
+    for r in rewordings:
+        ok, not_ok = judge_rewordings(
+            r.task, r.say, catalog, passes=r.passes, fails=r.fails, violation=violation
+        )
+        passed, failed = passed + ok, failed + not_ok
+    return passed, failed
 
 
 def shipping_facts(ctx: GenContext, per_difficulty: int) -> list[tuple[Task, AnswerFact]]:
