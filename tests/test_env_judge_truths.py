@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ecomrlve.env.judge.facts import values
 from ecomrlve.env.judge.facts.text import normalise, sentences
-from ecomrlve.testing.answers import claim_violations, with_final
+from ecomrlve.testing.answers import claim_violations, judge_claims, with_final
 
 
 def claims(task, answer: str, catalog) -> list[str]:
@@ -125,17 +125,19 @@ def test_statements_in_a_note_and_with_an_elided_subject(tasks, catalog):
     assert claims(cancelled, "O1001, can't cancel.", catalog)  # the denial is O1001's
     assert claims(cancelled, "Cancelled O1001. Can't cancel.", catalog)
     # joined by "so" / "and": the gerund's object is still the order named before it
-    for said in (
-        "Cancelled O1001. O1002 is already in transit, so cancelling isn't possible.",
-        "I cancelled O1001; O1002 has shipped and so cancelling it is no longer possible.",
-        "O1001 is cancelled. O1002 shipped already, so unable to cancel that one.",
-    ):
-        assert not claims(cancelled, said, catalog), said
-    for said in (
-        "O1001 is on its way, so cancelling isn't possible.",  # O1001 was cancelled
-        "I looked at O1001, so cancelling isn't possible.",
-    ):
-        assert claims(cancelled, said, catalog), said
+    judge_claims(
+        cancelled,
+        catalog,
+        truths=[
+            "Cancelled O1001. O1002 is already in transit, so cancelling isn't possible.",
+            "I cancelled O1001; O1002 has shipped and so cancelling it is no longer possible.",
+            "O1001 is cancelled. O1002 shipped already, so unable to cancel that one.",
+        ],
+        lies=[
+            "O1001 is on its way, so cancelling isn't possible.",  # O1001 was cancelled
+            "I looked at O1001, so cancelling isn't possible.",
+        ],
+    )
 
 
 def test_despatched_is_the_british_spelling_of_dispatched(tasks, catalog):
@@ -182,20 +184,15 @@ def test_an_order_number_abbreviated_stays_in_its_sentence():
 
 
 def test_a_tally_of_none_and_a_contracted_nothing_deny(tasks, catalog):
-    bought, returned = tasks["fx-purchase"], tasks["fx-return"]
-    for said in (
+    lines = [
         "Returns opened in this chat: 0.",
         "Cancellations made today: none.",
         "Ordered the t-shirt.\n- Returns: none\n- Cancellations: zero",
         "Just so you know, nothing's been sent back on your behalf.",
-    ):
-        assert not claims(bought, said, catalog), said  # true: only an order was placed
-    for said in (
-        "Returns opened in this chat: 0.",  # a return was opened
-        "Nothing's been sent back on your behalf.",
-    ):
-        assert claims(returned, said, catalog), said
-    assert claims(bought, "Returns opened in this chat: 1.", catalog)  # none was
+    ]
+    judge_claims(tasks["fx-purchase"], catalog, truths=lines)  # only an order was placed
+    judge_claims(tasks["fx-return"], catalog, lies=[lines[0], lines[3]])  # a return was
+    judge_claims(tasks["fx-purchase"], catalog, lies=["Returns opened in this chat: 1."])
 
 
 def test_shorthand_done_verbs_are_read_as_the_verb(tasks, catalog):
