@@ -8,7 +8,8 @@ that should pass, on a store the project has never seen.
 Written blind: from the README, the CLI and the public API (`verify`, `reference_turns`,
 `format_call`, `EcomEnv`, `Catalog`) only, never from the verifier's sources or word lists. The
 wordings live in `benchmarks/blind_probes/wordings.yaml` (rounds 1-2) and `wordings_round3.yaml`
-(round 3, `--wordings`) and are kept out of `tests/` on purpose: the verifier must never be tuned
+to `wordings_round6.yaml` (rounds 3-6, `--wordings`; round 6 the one no fixer has read) and are
+kept out of `tests/` on purpose: the verifier must never be tuned
 to them, so this stays a measure on text it has not seen. A class whose wordings key a file lacks
 is left out of that file's table.
 
