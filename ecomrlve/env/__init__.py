@@ -13,6 +13,7 @@ Public API (other packages import from here):
 from ecomrlve.env.episode.environment import (
     EcomEnv,
     StepResult,
+    goal_ids,
     initial_messages,
     needed_ids,
     system_prompt,
@@ -46,6 +47,7 @@ __all__ = [
     "WorldState",
     "final_answer",
     "format_call",
+    "goal_ids",
     "initial_messages",
     "needed_ids",
     "normalise_filters",

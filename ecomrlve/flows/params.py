@@ -7,9 +7,9 @@ written nothing; Prefect validates them again when a deployment run arrives from
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from ecomrlve.config import (
     EVENTS_FROM,
@@ -23,6 +23,15 @@ from ecomrlve.store import validate_identifier
 TaskRunnerKind = Literal["threads", "processes", "dask"]
 
 
+def _absolute(value: str) -> str:
+    return str(Path(value).expanduser().resolve())
+
+
+# a data directory, made absolute: deployments run in another working directory, so the path
+# is pinned when the parameters are built
+DataDir = Annotated[str, AfterValidator(_absolute)]
+
+
 class FlowParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -33,17 +42,11 @@ P = TypeVar("P", bound=FlowParams)
 class PipelineParams(FlowParams):
     """Everything the `pipeline` flow needs: the data directory and the whole config."""
 
-    data_dir: str = Field(description="data directory (DuckDB file, tasks, shards, plots)")
+    data_dir: DataDir = Field(description="data directory (DuckDB file, tasks, shards, plots)")
     config: EcomConfig = Field(default_factory=EcomConfig)
     config_source: str = Field("embedded defaults", description="where `config` came from")
     skip_train: bool = False
     train_output: str | None = Field(None, description="default DATA_DIR/runs/CURRICULUM")
-
-    @field_validator("data_dir")
-    @classmethod
-    def _absolute(cls, value: str) -> str:
-        # deployments run in another working directory: pin the path now
-        return str(Path(value).expanduser().resolve())
 
     @model_validator(mode="after")
     def _check(self) -> PipelineParams:
@@ -64,7 +67,7 @@ class PipelineParams(FlowParams):
 class RegenerateParams(FlowParams):
     """The `regenerate_curriculum` flow: N fresh, valid tasks in a step band, then shards."""
 
-    data_dir: str
+    data_dir: DataDir
     name: str = Field(description="curriculum name (an identifier)")
     min_steps: int = Field(ge=1)
     max_steps: int = Field(ge=1)
@@ -86,11 +89,6 @@ class RegenerateParams(FlowParams):
     task_runner: TaskRunnerKind = "threads"
     workers: int = Field(2, ge=1)
     dask_address: str | None = None
-
-    @field_validator("data_dir")
-    @classmethod
-    def _absolute(cls, value: str) -> str:
-        return str(Path(value).expanduser().resolve())
 
     @property
     def events_threshold(self) -> int:
@@ -116,17 +114,12 @@ class RegenerateParams(FlowParams):
 class CurriculumParams(FlowParams):
     """The `curriculum` flow: shards from a SQL selection of the store's tasks."""
 
-    data_dir: str
+    data_dir: DataDir
     name: str
     where: str | None = Field(None, description="SQL predicate over the tasks view (trusted)")
     order: str | None = Field(None, description="SQL ORDER BY; default easy → hard interleaved")
     shard_size: int = Field(256, ge=1)
     interleave: bool = Field(True, description="mix scenarios within each difficulty")
-
-    @field_validator("data_dir")
-    @classmethod
-    def _absolute(cls, value: str) -> str:
-        return str(Path(value).expanduser().resolve())
 
     @model_validator(mode="after")
     def _check(self) -> CurriculumParams:

@@ -264,13 +264,11 @@ def catalog_intact(data_dir: str, result: CatalogResult) -> bool:
 
 
 @dataclass(frozen=True)
-class TaskChunk:
-    """One generated chunk: its rows, the generator's time and report."""
+class ChunkRows:
+    """A chunk's task rows as a stage passes them on (generated, then validated)."""
 
     chunk: Chunk
     packed: PackedRows
-    seconds: float
-    report: dict[str, Any] = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
@@ -278,6 +276,14 @@ class TaskChunk:
 
     def frame(self) -> pl.DataFrame:
         return self.packed.frame()
+
+
+@dataclass(frozen=True)
+class TaskChunk(ChunkRows):
+    """One generated chunk: its rows, the generator's time and report."""
+
+    seconds: float
+    report: dict[str, Any] = field(default_factory=dict)
 
 
 @task(name="generate_chunk", cache_policy=CACHED, persist_result=True, **IO_RETRIES)
@@ -326,19 +332,10 @@ def generate_chunk_stage(
 
 
 @dataclass(frozen=True)
-class ValidatedChunk:
+class ValidatedChunk(ChunkRows):
     """The rows of a chunk that passed validation, and the others counted by reason."""
 
-    chunk: Chunk
-    packed: PackedRows
     rejected: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def rows(self) -> int:
-        return self.packed.rows
-
-    def frame(self) -> pl.DataFrame:
-        return self.packed.frame()
 
 
 @task(name="validate_tasks", cache_policy=CACHED, persist_result=True)

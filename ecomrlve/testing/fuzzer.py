@@ -213,25 +213,20 @@ class Fuzzer:
 
     # ---- atoms ------------------------------------------------------------------------------
     def item_id(self) -> Any:
-        r = self.rng.random()
-        if r < 0.45 and self.seen:
-            return self.rng.choice(self.seen)
-        if r < 0.65 and self.hidden:
-            return self.rng.choice(self.hidden)
-        if r < 0.8:
-            return self.rng.choice(self.catalog.item_ids)
-        if r < 0.9 and self.orders:
-            return self.rng.choice(self.orders)
-        return self.text()
+        return self._id_from(
+            (0.45, self.seen), (0.65, self.hidden), (0.8, self.catalog.item_ids), (0.9, self.orders)
+        )
 
     def order_id(self) -> Any:
+        return self._id_from((0.6, self.orders), (0.75, self.seen), (0.85, self.hidden))
+
+    def _id_from(self, *ladder: tuple[float, list[str]]) -> Any:
+        """One uniform draw picks the first pool whose cumulative chance exceeds it (an empty
+        pool passes the draw on); past the last one, text."""
         r = self.rng.random()
-        if r < 0.6 and self.orders:
-            return self.rng.choice(self.orders)
-        if r < 0.75 and self.seen:
-            return self.rng.choice(self.seen)
-        if r < 0.85 and self.hidden:
-            return self.rng.choice(self.hidden)
+        for upto, pool in ladder:
+            if r < upto and pool:
+                return self.rng.choice(pool)
         return self.text()
 
     def text(self) -> str:

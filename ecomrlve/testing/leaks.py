@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ecomrlve.env import Catalog, EcomEnv
+from ecomrlve.env import Catalog, EcomEnv, goal_ids
 from ecomrlve.env.judge.facts import spellings
 from ecomrlve.tasks import Goal, Task
 from ecomrlve.testing.fuzzer import _mark_big_ints
@@ -20,25 +20,7 @@ ITEM_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 _DIGIT = re.compile(r"\d")
 
 
-def hidden_ids(goal: Goal) -> tuple[set[str], set[str]]:
-    """(item ids, order ids) the goal holds: acceptance sets, targets, relevant ids."""
-    items: set[str] = set()
-    orders: set[str] = set(goal.cancel)
-    if goal.purchase:
-        for slot in goal.purchase.slots:
-            items.update(slot.acceptable)
-    if goal.recommend:
-        items.update(goal.recommend.acceptable)
-    for spec in goal.returns:
-        orders.add(spec.order_id)
-        items.add(spec.item_id)
-    for spec in goal.exchanges:
-        orders.add(spec.order_id)
-        items.add(spec.item_id)
-        items.update(spec.acceptable_new)
-    for value in goal.relevant_ids:
-        (orders if value.startswith("O") else items).add(value)
-    return items, orders
+hidden_ids = goal_ids  # (item ids, order ids) of a goal: what must not leak
 
 
 def _alternative_in(alternative: str, text: str) -> bool:

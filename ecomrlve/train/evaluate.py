@@ -35,7 +35,7 @@ from ecomrlve.tasks import Task
 from ecomrlve.train import metrics, results
 from ecomrlve.train.chat import ChatFormat
 from ecomrlve.train.engine import RolloutEngine
-from ecomrlve.train.rollout import Episode, episode_row, run_episodes
+from ecomrlve.train.rollout import Episode, RolloutContext, episode_row, run_episodes
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +79,9 @@ def evaluate_episodes(
         raise ValueError("no tasks to evaluate")
     if not 1 <= k <= samples:
         raise ValueError(f"--k must be within 1..samples ({samples}), got {k}")
-    episodes = run_episodes(
+    episodes = RolloutContext.of(engine, chat, catalog, cfg).play(
+        run_episodes,
         tasks,
-        engine,
-        chat,
-        catalog,
-        env_config=cfg.env,
-        agent=cfg.agent,
         samples_per_task=samples,
         seed=seed,
         temperature=cfg.training.eval.temperature,

@@ -70,6 +70,7 @@ from ecomrlve.train.curriculum import CurriculumSampler
 from ecomrlve.train.distributed import DistContext, all_gather_objects, all_reduce_sum
 from ecomrlve.train.engine import RolloutEngine
 from ecomrlve.train.memory import micro_batch_tokens
+from ecomrlve.train.rollout import RolloutContext
 from ecomrlve.train.rollout_workers import RolloutWorkers
 from ecomrlve.train.schedule import lr_factor, set_lr
 from ecomrlve.train.sources import (
@@ -122,8 +123,9 @@ def train_dapo(
     default `play` in lockstep (`rollout.run_episodes`), or `workers` with `rollout.async`."""
     algorithm = cfg.training.algorithm
     ctx = ctx or DistContext(device=next(policy.parameters()).device)
+    context = RolloutContext.of(engine, chat, catalog, cfg)
     source = source or rollout_source(
-        policy, engine, chat, catalog, sampler, cfg, ctx, play=play, tools=tools, workers=workers
+        policy, context, sampler, cfg, ctx, play=play, tools=tools, workers=workers
     )
     optimizer, reference = _optimizer(policy, cfg), _reference(policy, cfg)
     stateful: dict[str, Any] = {"sampler": sampler, **({"tools": tools} if tools else {})}

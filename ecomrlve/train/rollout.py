@@ -26,7 +26,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from ecomrlve.config import AgentConfig, EnvConfig
+from ecomrlve.config import AgentConfig, EcomConfig, EnvConfig
 from ecomrlve.env import Catalog, EcomEnv, Verdict, reference_turns, verify
 from ecomrlve.env.episode.environment import StepResult
 from ecomrlve.progress import ProgressEvent, ProgressFn
@@ -147,6 +147,42 @@ class _OwnEnvs:
 
 
 OWN_ENVS: Seating = _OwnEnvs()
+
+
+@dataclass(frozen=True)
+class RolloutContext:
+    """What playing episodes needs besides the tasks: the engine that samples, the chat format,
+    the catalog the env searches, and the env and agent settings. `play(run_episodes, tasks,
+    samples_per_task=4)` plays with them; every caller (training, evaluation) passes this one
+    object instead of the five arguments."""
+
+    engine: RolloutEngine
+    chat: ChatFormat
+    catalog: Catalog
+    env_config: EnvConfig
+    agent: AgentConfig
+
+    @classmethod
+    def of(
+        cls, engine: RolloutEngine, chat: ChatFormat, catalog: Catalog, cfg: EcomConfig
+    ) -> RolloutContext:
+        """The context of a run configured by `cfg` (its env and agent sections)."""
+        return cls(engine, chat, catalog, env_config=cfg.env, agent=cfg.agent)
+
+    def play(
+        self, play: Callable[..., list[Episode]], tasks: list[Task], **options: Any
+    ) -> list[Episode]:
+        """`play(tasks, ...)` (`run_episodes` or a stand-in of its signature) in this context;
+        `options` are its keyword arguments (samples_per_task, seed, group_seeds, ...)."""
+        return play(
+            tasks,
+            self.engine,
+            self.chat,
+            self.catalog,
+            env_config=self.env_config,
+            agent=self.agent,
+            **options,
+        )
 
 
 def run_episodes(

@@ -38,14 +38,12 @@ import numpy as np
 import torch
 
 from ecomrlve.config import EcomConfig
-from ecomrlve.env import Catalog
 from ecomrlve.tasks import Task
 from ecomrlve.train import dapo
-from ecomrlve.train.chat import ChatFormat
 from ecomrlve.train.curriculum import CurriculumSampler
 from ecomrlve.train.distributed import DistContext, all_gather_objects, gathered_for_generation
 from ecomrlve.train.engine import RolloutEngine
-from ecomrlve.train.rollout import Episode, run_episodes
+from ecomrlve.train.rollout import Episode, RolloutContext, run_episodes
 from ecomrlve.train.rollout_workers import RolloutOrder, RolloutWorkers
 from ecomrlve.train.tool_curriculum import ToolCurriculum
 
@@ -129,9 +127,7 @@ def rollout_seed(seed: int, step: int, group: int) -> int:
 
 def rollout_source(
     policy: torch.nn.Module,
-    engine: RolloutEngine,
-    chat: ChatFormat,
-    catalog: Catalog,
+    context: RolloutContext,
     sampler: CurriculumSampler,
     cfg: EcomConfig,
     ctx: DistContext,
@@ -155,22 +151,24 @@ def rollout_source(
     play = play or run_episodes
     if tools is not None:  # each prompt offers the tools of the width in force at its step
         play = functools.partial(play, tools_for=tools.schemas_for)
-    return SyncRollouts(policy, engine, chat, catalog, sampler, cfg, ctx, play)
+    return SyncRollouts(policy, context, sampler, cfg, ctx, play)
 
 
 @dataclass
 class SyncRollouts:
-    """Groups played in lockstep by `engine`; every rank draws the same tasks, plays its share
-    and gathers the outcomes. The engine receives the weights after each update."""
+    """Groups played in lockstep by `context.engine`; every rank draws the same tasks, plays its
+    share and gathers the outcomes. The engine receives the weights after each update."""
 
     policy: torch.nn.Module
-    engine: RolloutEngine
-    chat: ChatFormat
-    catalog: Catalog
+    context: RolloutContext
     sampler: CurriculumSampler
     cfg: EcomConfig
     ctx: DistContext
     play: PlayFn
+
+    @property
+    def engine(self) -> RolloutEngine:
+        return self.context.engine
 
     def start(self, policy: torch.nn.Module, step: int) -> None:
         if step:  # resumed: the engine still holds the weights it was built with
@@ -221,9 +219,7 @@ class SyncRollouts:
                 self.play,
                 [tasks[g] for g in mine],
                 [offset + g for g in mine],
-                self.engine,
-                self.chat,
-                self.catalog,
+                self.context,
                 self.cfg,
                 step,
                 first=offset,
@@ -238,9 +234,7 @@ class SyncRollouts:
             return {}
         self.engine.sync_weights(policy)
         if self.cfg.training.rollout.replay_after_update and not self.ctx.is_distributed:
-            return _replay(
-                rollouts, self.engine, self.chat, self.catalog, self.cfg, step, self.play
-            )
+            return _replay(rollouts, self.context, self.cfg, step, self.play)
         return {}
 
 
@@ -396,9 +390,7 @@ def _play_groups(
     play: PlayFn,
     tasks: list[Task],
     groups: list[int],
-    engine: RolloutEngine,
-    chat: ChatFormat,
-    catalog: Catalog,
+    context: RolloutContext,
     cfg: EcomConfig,
     step: int,
     *,
@@ -408,13 +400,9 @@ def _play_groups(
     its own seed (`rollout_seed`), so a group played again later draws what it drew then;
     `first` is the gen batch's first group (the batch seed)."""
     training = cfg.training
-    return play(
+    return context.play(
+        play,
         tasks,
-        engine,
-        chat,
-        catalog,
-        env_config=cfg.env,
-        agent=cfg.agent,
         samples_per_task=training.rollout.group_size,
         seed=rollout_seed(training.seed, step, first),
         group_seeds=[rollout_seed(training.seed, step, g) for g in groups],
@@ -423,9 +411,7 @@ def _play_groups(
 
 def _replay(
     rollouts: Rollouts,
-    engine: RolloutEngine,
-    chat: ChatFormat,
-    catalog: Catalog,
+    context: RolloutContext,
     cfg: EcomConfig,
     step: int,
     play: PlayFn,
@@ -434,7 +420,7 @@ def _replay(
     updated weights with the seeds that sampled them, so the two success rates differ only by
     the update. One process (every group's episodes are local)."""
     tasks = [rollouts.local[(g, 0)].task for g in rollouts.kept]
-    episodes = _play_groups(play, tasks, rollouts.kept, engine, chat, catalog, cfg, step, first=0)
+    episodes = _play_groups(play, tasks, rollouts.kept, context, cfg, step, first=0)
     before = [o.success for g in rollouts.kept for o in rollouts.groups[g]]
     return {
         "replay_success_before": float(np.mean(before)),

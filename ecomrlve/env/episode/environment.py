@@ -45,7 +45,7 @@ from ecomrlve.env.shop.tools import (
 )
 from ecomrlve.env.world.events import WorldEvents
 from ecomrlve.env.world.record import CallRecord, EpisodeRecord
-from ecomrlve.tasks import Task
+from ecomrlve.tasks import Goal, Task
 
 MAX_CALLS_PER_TURN = 8
 _JSON_KEY = json.JSONEncoder(sort_keys=True, default=str).encode
@@ -190,19 +190,32 @@ def initial_messages(task: Task, include_tools: bool = True) -> list[dict[str, A
     ]
 
 
-def needed_ids(task: Task) -> frozenset[str]:
-    """Ids whose use counts as on-task: relevant ids, acceptance sets, targets, reference ids."""
-    goal = task.goal
-    ids: set[str] = set(goal.relevant_ids) | set(goal.cancel)
+def goal_ids(goal: Goal) -> tuple[set[str], set[str]]:
+    """(item ids, order ids) the goal holds: acceptance sets, targets, relevant ids (an id
+    starting with "O" is an order's)."""
+    items: set[str] = set()
+    orders: set[str] = set(goal.cancel)
     if goal.purchase:
         for slot in goal.purchase.slots:
-            ids.update(slot.acceptable)
+            items.update(slot.acceptable)
     if goal.recommend:
-        ids.update(goal.recommend.acceptable)
+        items.update(goal.recommend.acceptable)
     for spec in goal.returns:
-        ids.update((spec.order_id, spec.item_id))
+        orders.add(spec.order_id)
+        items.add(spec.item_id)
     for spec in goal.exchanges:
-        ids.update((spec.order_id, spec.item_id, *spec.acceptable_new))
+        orders.add(spec.order_id)
+        items.add(spec.item_id)
+        items.update(spec.acceptable_new)
+    for value in goal.relevant_ids:
+        (orders if value.startswith("O") else items).add(value)
+    return items, orders
+
+
+def needed_ids(task: Task) -> frozenset[str]:
+    """Ids whose use counts as on-task: the goal's ids (`goal_ids`) and the reference's."""
+    items, orders = goal_ids(task.goal)
+    ids = items | orders
     for call in task.reference:
         ids.update(_call_ids(call.arguments))
     return frozenset(ids)
