@@ -169,8 +169,9 @@ _MONEY_WORDS = frozenset(("refund", "refunds", "refunded", "money", "credit", "p
                           "reimburse", "reimbursed", "reimbursement"))
 _UNTOUCHED_WORDS = frozenset(("untouched", "unchanged", "intact", "alone", "as", "place"))
 _STILL_WORDS = frozenset(("still", "remain", "remains", "stay", "stays"))
-_GOING_WORDS = frozenset(("ship", "arrive", "shipped", "delivered", "dispatched", "despatched", "sent", "way",
-                          "transit", "delivery", "ahead", "proceeding", "forward", "track"))
+_GOING_WORDS = frozenset(("ship", "arrive", "shipped", "delivered", "dispatched", "despatched",
+                          "sent", "way", "transit", "delivery", "ahead", "proceeding", "forward",
+                          "track"))
 _NEGATION_GATE = NEGATIONS | {"request", "unable", "zero", "single"}
 _STATE_WORDS = frozenset(("unchanged", "untouched", "intact", "same", "alone", "as", "way", "original",
                           "previous", "prior", "former",
@@ -962,7 +963,8 @@ def _acted_on_product(clause: Clause) -> list[tuple[ActionKind, Mode]]:
 # verbs that say how an order stands or what was looked at, not a change the agent made:
 # its statuses and dates ("placed", "shipped", "delayed", "split into two parcels"), its
 # money ("charged", "paid") and words of looking and telling
-_STATUS_LEMMAS = frozenset(("place", "ship", "deliver", "dispatch", "despatch", "receive", "process", "pack",
+_STATUS_LEMMAS = frozenset(("place", "ship", "deliver", "dispatch", "despatch", "receive",
+    "process", "pack",
     "order", "make", "buy", "purchase", "schedule", "expect", "estimate", "charge", "bill", "pay",
     "list", "mark", "label", "register", "track", "send", "hand", "leave", "arrive", "reach",
     "complete", "fulfil", "fulfill", "confirm", "create", "submit", "delay", "split", "total",
@@ -1187,7 +1189,8 @@ def _kept_back(clause: Clause) -> list[tuple[ActionKind, Mode]]:
 
 
 _MONEY_VERBS = frozenset(("charged", "billed", "paid"))
-_BOUGHT_WORDS = _MONEY_VERBS | {"own", "receipt", "yours", "way", "arrive", "ship", "ships", "receive",
+_BOUGHT_WORDS = _MONEY_VERBS | {"own", "receipt", "yours", "way", "arrive", "ship", "ships",
+                                "receive",
                                 "delivered", "owner", "exists", "now"}  # fmt: skip
 _ARRIVING = (["headed", "your", "way"], ["heading", "your", "way"], ["coming", "your", "way"],
              ["on", "its", "way"], ["on", "the", "way"], ["will", "arrive"], ["will", "ship"],
