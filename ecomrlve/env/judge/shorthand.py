@@ -25,8 +25,6 @@ _RARE = 2.0  # wordfreq's zipf: an English word is written at least once per 10 
 
 def spelled_out(text: str) -> str:
     """`text` with each shorthand done verb written out in full (lower case)."""
-    if not _CANDIDATE.search(text):
-        return text
     return _CANDIDATE.sub(_spelled, text)
 
 

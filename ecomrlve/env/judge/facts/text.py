@@ -63,11 +63,9 @@ _SMALL = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six":
 _SMALL_UNIT = re.compile(
     rf"\b({'|'.join(_SMALL)}) (dollars?|cents?|days?|weeks?|and(?= \d\d/100))\b"
 )
-# the hyphen of "fourteen-day", "twenty-one-week" (a letter before it, "day"/"week" after)
 # two number words joined by a dash, a range ("seven-ten business days" is 7 to 10), unless
 # they are one number ("twenty-one")
-_UNITS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
-_SMALL_WORDS = (*_UNITS, "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen",
+_SMALL_WORDS = (*_SMALL, "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen",
                 "sixteen", "seventeen", "eighteen", "nineteen")  # fmt: skip
 _TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
 _WORD_RANGE = re.compile(
@@ -76,11 +74,12 @@ _WORD_RANGE = re.compile(
 
 
 def _range(m: re.Match[str]) -> str:
-    if m[1] in _TENS and m[2] in _UNITS:
+    if m[1] in _TENS and m[2] in _SMALL:
         return m[0]  # "twenty-one": one number
     return f"{m[1]} to {m[2]}"
 
 
+# the hyphen of "fourteen-day", "twenty-one-week" (a letter before it, "day"/"week" after)
 _NUMBER_WORD_DAY = re.compile(r"(?<=[a-z])-(?=(?:day|week)s?\b)")
 # a substring of every word `_NUMBER_HINT` matches (checked in the tests)
 _NUMBER_STEMS = ("zero", "one", "two", "thr", "thir", "four", "fort", "fi", "six", "seven",
