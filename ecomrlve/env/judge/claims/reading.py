@@ -2083,8 +2083,8 @@ def _to_come(words: list[str], at: int) -> bool:
             continue  # "next week", "your next order"
         if word == "follow" and words[j - 1] != "to":
             continue  # ("follow the link")
-        if word == "later" and words[j + 1 : j + 2] == ["than"]:
-            continue  # "no later than 10 days after we receive the return": a deadline
+        if _deadline(words, j):
+            continue  # "no later than 10 days after we receive the return"
         return True
     return False
 
@@ -2183,9 +2183,12 @@ _SOON = frozenset(("moment", "minute", "minutes", "sec", "second", "jiffy", "bit
 
 
 def _soon(lead: list[str]) -> bool:
-    if ("later", "than") in itertools.pairwise(lead):
-        lead = [w for w in lead if w != "later"]  # "no later than …": a deadline
-    return not (_TO_COME.isdisjoint(lead) and _SOON.isdisjoint(lead))
+    return any((w in _TO_COME or w in _SOON) and not _deadline(lead, j) for j, w in enumerate(lead))
+
+
+def _deadline(words: list[str], j: int) -> bool:
+    """The word at `j` is the "later" of "no later than …": a deadline, not a time to come."""
+    return words[j] == "later" and words[j + 1 : j + 2] == ["than"]
 
 
 # what a gerund subject is said to be when it is planned: "is next (on my list)", "comes next",
